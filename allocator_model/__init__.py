@@ -1,0 +1,13 @@
+"""A reference model of SGLang's KV-cache row bookkeeping.
+
+``req_to_token`` as a real int32 tensor, a paged token-to-KV allocator whose
+page follows the DCP branch, the sizing functions, the decode write paths per
+speculative algorithm and the scheduler rules that bound how long a request
+can get.  Historical bugs are ``revisions`` of the reference.
+"""
+
+from .config import ConfigError, ServingConfig, SpecRuntime
+from .revisions import REFERENCE, REVISIONS, Revision, get_revision
+from .sizing import ModelSizing
+
+__all__ = ["ConfigError", "ServingConfig", "SpecRuntime", "REFERENCE", "REVISIONS", "Revision", "get_revision", "ModelSizing"]

@@ -1,0 +1,119 @@
+"""The token-to-KV pool allocator, paged at the allocator page P_a, with slot ownership.
+
+``allocator_page_size`` is the DCP branch of SGLang's allocator builder: page
+1 without DCP builds the token allocator (P_a = 1); anything else builds the
+paged allocator at page_size * attn_dcp_size over attn_dcp_size times more
+virtual slots.  The allocator hands out whole pages; a slot is owned by the
+request that owns its page.  Page 0 is reserved, so slot 0 (the value of an
+unwritten ``req_to_token`` column) is never handed out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .config import ServingConfig
+
+
+def allocator_page_size(cfg: ServingConfig) -> int:
+    """P_a, the page the allocator is built with: page_size * attn_dcp_size (1 for the token allocator)."""
+    return cfg.page_size * cfg.attn_dcp_size
+
+
+@dataclass
+class FreeProblem:
+    """A page freed that the freeing request did not own."""
+
+    page: int
+    freed_by: object
+    owner: object | None  # None: already free (double free)
+
+    def describe(self) -> str:
+        what = "already free (double free)" if self.owner is None else f"owned by request {self.owner}"
+        return f"page {self.page} freed by request {self.freed_by} but {what}"
+
+
+class TokenToKVPoolAllocator:
+    """``num_tokens`` usable slots in pages 1..num_tokens // page_size (page 0 is padding on top)."""
+
+    def __init__(self, num_tokens: int, page_size: int):
+        self.page_size = page_size
+        self.num_pages = num_tokens // page_size
+        self._next_fresh = 1  # pages [next_fresh, num_pages] were never handed out
+        self._free_pages: list[int] = []  # pages handed back, reused last-in-first-out
+        self.page_owner: dict[int, object] = {}
+        self.problems: list[FreeProblem] = []
+
+    # -- sizes --------------------------------------------------------------
+
+    def available_size(self) -> int:
+        return (self.num_pages - self._next_fresh + 1 + len(self._free_pages)) * self.page_size
+
+    def page_of(self, slot: int) -> int:
+        return slot // self.page_size
+
+    def owner_of(self, slot: int) -> object | None:
+        return self.page_owner.get(slot // self.page_size)
+
+    def owned_pages(self, owner: object) -> list[int]:
+        return sorted(p for p, o in self.page_owner.items() if o == owner)
+
+    # -- alloc / free -------------------------------------------------------
+
+    def _take_pages(self, n: int, owner: object) -> list[int] | None:
+        if n * self.page_size > self.available_size():
+            return None
+        pages = []
+        for _ in range(n):
+            if self._free_pages:
+                page = self._free_pages.pop()
+            else:
+                page = self._next_fresh
+                self._next_fresh += 1
+            self.page_owner[page] = owner
+            pages.append(page)
+        return pages
+
+    def alloc_extend(self, owner: object, prefix_len: int, seq_len: int, last_loc: int | None) -> torch.Tensor | None:
+        """Slots for token positions [prefix_len, seq_len) of one request; None when out of memory.
+
+        Like SGLang's paged alloc_extend: the rest of the page holding
+        ``last_loc`` (the slot of position prefix_len - 1) first, then
+        ceil(seq_len / P) - ceil(prefix_len / P) whole new pages.
+        """
+        p = self.page_size
+        n = seq_len - prefix_len
+        if n <= 0:
+            return torch.empty(0, dtype=torch.int64)
+        tail = 0
+        if prefix_len % p and last_loc is not None:
+            tail = min(-(-prefix_len // p) * p - prefix_len, n)
+        new_pages = -(-seq_len // p) - -(-prefix_len // p)
+        pages = self._take_pages(new_pages, owner)
+        if pages is None:
+            return None
+        parts = []
+        if tail:
+            parts.append(torch.arange(last_loc + 1, last_loc + 1 + tail, dtype=torch.int64))
+        if pages:
+            base = torch.tensor(pages, dtype=torch.int64).repeat_interleave(p) * p
+            parts.append((base + torch.arange(p, dtype=torch.int64).repeat(len(pages)))[: n - tail])
+        return torch.cat(parts)
+
+    def free(self, slots: torch.Tensor, owner: object) -> list[FreeProblem]:
+        """Free the pages holding ``slots`` (page granular, like the paged allocator's free)."""
+        problems = []
+        for page in torch.unique(slots.to(torch.int64) // self.page_size).tolist():
+            if page == 0:
+                continue  # an unwritten column: nothing to free
+            holder = self.page_owner.get(page)
+            if holder != owner:
+                problems.append(FreeProblem(page, owner, holder))
+                if holder is None:
+                    continue
+            del self.page_owner[page]
+            self._free_pages.append(page)
+        self.problems.extend(problems)
+        return problems

@@ -1,0 +1,256 @@
+"""The serving configuration, with SGLang's argument names and its validation rules.
+
+A ``ServingConfig`` can only exist if ``server_args`` would accept it: every
+rule of the reference doc's "Valid configurations" is checked in
+``__post_init__`` and an invalid combination raises ``ConfigError`` with a
+one-line message naming the argument.  ``resolve()`` first fills the
+defaults SGLang fills (auto (S, K, D) per algorithm, NGRAM's S = D // K, the
+adaptive candidate steps), so a config built from partial arguments is the
+config the server would run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from . import algorithms as algo
+
+# Adaptive spec's default candidate steps (union of the default per-batch-size
+# tables): max 7, so the launch-time max draft tokens is 8.
+DEFAULT_ADAPTIVE_CANDIDATE_STEPS = (0, 1, 3, 5, 7)
+UNO_MAX_DRAFT_TOKENS = 128
+UNO_MAX_TREE_NODES = 2048
+
+
+class ConfigError(ValueError):
+    """A configuration SGLang's server_args validation would reject."""
+
+
+@dataclass(frozen=True)
+class SpecRuntime:
+    """The speculative shape one decode batch runs with (adaptive spec moves it)."""
+
+    num_steps: int
+    num_draft_tokens: int
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    context_len: int
+    page_size: int = 1
+    attn_dcp_size: int = 1
+    tp_size: int | None = None
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    speculative_adaptive: bool = False
+    speculative_adaptive_candidate_steps: tuple[int, ...] | None = None
+    # KV capacity in tokens as the scheduler sees it; None: never the limit.
+    max_total_num_tokens: int | None = None
+    max_running_requests: int = 4
+    enable_overlap: bool = True
+
+    # -- construction -------------------------------------------------------
+
+    @classmethod
+    def resolve(cls, **args: Any) -> "ServingConfig":
+        """Build a config the way server_args would: defaults first, then validation."""
+        unknown = sorted(set(args) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ConfigError(f"unknown configuration field {unknown[0]!r}")
+        if "context_len" not in args:
+            raise ConfigError("context_len is required")
+        args = dict(args)
+        args["speculative_algorithm"] = algo.normalize(args.get("speculative_algorithm"))
+        cand = args.get("speculative_adaptive_candidate_steps")
+        if cand is not None:
+            if isinstance(cand, (str, bytes)) or not hasattr(cand, "__iter__"):
+                raise ConfigError("speculative_adaptive_candidate_steps must be a list of integers")
+            args["speculative_adaptive_candidate_steps"] = tuple(sorted(set(cand)))
+        _fill_spec_defaults(args)
+        return cls(**args)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ServingConfig":
+        if not isinstance(data, Mapping):
+            raise ConfigError("a configuration must be a JSON object of SGLang argument names")
+        return cls.resolve(**dict(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if d["speculative_adaptive_candidate_steps"] is not None:
+            d["speculative_adaptive_candidate_steps"] = list(d["speculative_adaptive_candidate_steps"])
+        return d
+
+    def replace(self, **changes: Any) -> "ServingConfig":
+        return dataclasses.replace(self, **changes)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # -- derived values -----------------------------------------------------
+
+    @property
+    def spec_on(self) -> bool:
+        return self.speculative_algorithm is not None
+
+    @property
+    def topk(self) -> int:
+        return self.speculative_eagle_topk or 1
+
+    @property
+    def max_speculative_num_draft_tokens(self) -> int | None:
+        """Dmax: the launch-time maximum of D; adaptive spec may switch up to it later."""
+        if not self.spec_on:
+            return None
+        if self.speculative_adaptive:
+            return max(self.speculative_adaptive_candidate_steps) + 1
+        return self.speculative_num_draft_tokens
+
+    @property
+    def launch_runtime(self) -> SpecRuntime | None:
+        if not self.spec_on:
+            return None
+        return SpecRuntime(self.speculative_num_steps or 0, self.speculative_num_draft_tokens)
+
+    def runtimes(self) -> Iterator[SpecRuntime | None]:
+        """Every speculative shape a decode batch may run with after launch."""
+        if not self.spec_on:
+            yield None
+        elif self.speculative_adaptive:
+            for steps in self.speculative_adaptive_candidate_steps:
+                yield SpecRuntime(steps, steps + 1)
+        else:
+            yield self.launch_runtime
+
+    def kv_capacity(self) -> int | None:
+        return self.max_total_num_tokens
+
+    def short(self) -> str:
+        """One line, SGLang argument names, only what is not default."""
+        parts = [f"context_len={self.context_len}", f"page_size={self.page_size}"]
+        if self.attn_dcp_size != 1:
+            parts.append(f"attn_dcp_size={self.attn_dcp_size}")
+        if self.spec_on:
+            parts.append(f"speculative_algorithm={self.speculative_algorithm}")
+            parts.append(
+                f"(S,K,D)=({self.speculative_num_steps},{self.speculative_eagle_topk},"
+                f"{self.speculative_num_draft_tokens})"
+            )
+            if self.speculative_adaptive:
+                parts.append(f"adaptive_candidate_steps={list(self.speculative_adaptive_candidate_steps)}")
+        if self.max_total_num_tokens is not None:
+            parts.append(f"max_total_num_tokens={self.max_total_num_tokens}")
+        parts.append(f"overlap={'on' if self.enable_overlap else 'off'}")
+        return " ".join(parts)
+
+
+def _fill_spec_defaults(args: dict[str, Any]) -> None:
+    """SGLang's auto values for (S, K, D) per algorithm, applied before validation."""
+    a = args.get("speculative_algorithm")
+    s = args.get("speculative_num_steps")
+    k = args.get("speculative_eagle_topk")
+    d = args.get("speculative_num_draft_tokens")
+    if a is None:
+        return
+    if a in algo.EAGLE_FAMILY:
+        if args.get("speculative_adaptive"):
+            cand = args.get("speculative_adaptive_candidate_steps") or DEFAULT_ADAPTIVE_CANDIDATE_STEPS
+            args["speculative_adaptive_candidate_steps"] = tuple(sorted(set(cand)))
+            if s is None:
+                s = max(cand)
+            k = 1 if k is None else k
+        if s is None and k is None and d is None:
+            s, k, d = 3, 1, 4
+        s = 1 if s is None else s
+        k = 1 if k is None else k
+        if k == 1 and isinstance(s, int):
+            d = s + 1  # topk == 1 forces D = S + 1
+        elif d is None:
+            d = s * k + 1
+    elif a == algo.NGRAM:
+        k = 10 if k is None else k
+        d = 12 if d is None else d
+        if s is None and isinstance(d, int) and isinstance(k, int) and k > 0:
+            s = d // k
+    elif a == algo.DFLASH:
+        s = 1 if s is None else s
+        k = 1 if k is None else k
+        d = 16 if d is None else d
+    elif a == algo.DSPARK:
+        s = 1 if s is None else s
+        k = 1 if k is None else k
+    elif a == algo.UNO:
+        k = 1 if k is None else k
+        s = 1 if s is None else s
+    args["speculative_num_steps"] = s
+    args["speculative_eagle_topk"] = k
+    args["speculative_num_draft_tokens"] = d
+
+
+def _positive(name: str, value: Any, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _validate(c: ServingConfig) -> None:
+    _positive("context_len", c.context_len)
+    _positive("page_size", c.page_size)
+    _positive("attn_dcp_size", c.attn_dcp_size)
+    _positive("max_running_requests", c.max_running_requests)
+    if c.tp_size is not None:
+        _positive("tp_size", c.tp_size)
+        if c.tp_size % c.attn_dcp_size:
+            raise ConfigError(f"tp_size ({c.tp_size}) must be divisible by attn_dcp_size ({c.attn_dcp_size})")
+    if c.max_total_num_tokens is not None:
+        _positive("max_total_num_tokens", c.max_total_num_tokens)
+    if not isinstance(c.enable_overlap, bool):
+        raise ConfigError(f"enable_overlap must be true or false, got {c.enable_overlap!r}")
+    a = c.speculative_algorithm
+    s, k, d = c.speculative_num_steps, c.speculative_eagle_topk, c.speculative_num_draft_tokens
+    if a is None:
+        for name in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+            if getattr(c, name) is not None:
+                raise ConfigError(f"{name} is set but speculative_algorithm is None")
+        if c.speculative_adaptive:
+            raise ConfigError("speculative_adaptive needs speculative_algorithm EAGLE or EAGLE3")
+        return
+    if a not in algo.ALL:
+        raise ConfigError(f"unknown speculative_algorithm {a!r} (known: {', '.join(algo.ALL)})")
+    _positive("speculative_eagle_topk", k)
+    _positive("speculative_num_draft_tokens", d)
+    _positive("speculative_num_steps", s, minimum=0 if (a == algo.NGRAM or c.speculative_adaptive) else 1)
+    if c.speculative_adaptive:
+        if a not in algo.ADAPTIVE:
+            raise ConfigError(f"speculative_adaptive supports EAGLE and EAGLE3 only, not {a}")
+        if k != 1:
+            raise ConfigError(f"speculative_adaptive needs speculative_eagle_topk 1, got {k}")
+        cand = c.speculative_adaptive_candidate_steps
+        if not cand:
+            raise ConfigError("speculative_adaptive_candidate_steps must be a non-empty list")
+        for steps in cand:
+            _positive("speculative_adaptive_candidate_steps entries", steps, minimum=0)
+        if s not in cand:
+            raise ConfigError(f"speculative_num_steps ({s}) must be one of the adaptive candidate steps {list(cand)}")
+    elif c.speculative_adaptive_candidate_steps is not None:
+        raise ConfigError("speculative_adaptive_candidate_steps is set but speculative_adaptive is off")
+    if a in algo.EAGLE_FAMILY and k == 1 and d != s + 1:
+        raise ConfigError(f"{a} with speculative_eagle_topk 1 needs speculative_num_draft_tokens = num_steps + 1 ({s + 1}), got {d}")
+    if a in algo.DFLASH_FAMILY and (s != 1 or k != 1):
+        raise ConfigError(f"{a} runs with speculative_num_steps 1 and speculative_eagle_topk 1, got ({s}, {k})")
+    if a == algo.DSPARK and d < 2:
+        raise ConfigError(f"DSPARK needs speculative_num_draft_tokens = gamma + 1 >= 2, got {d}")
+    if a == algo.UNO:
+        if c.attn_dcp_size != 1 or (c.tp_size or 1) != 1:
+            raise ConfigError("UNO needs tp_size 1 (so attn_dcp_size 1)")
+        if d < s + 1:
+            raise ConfigError(f"UNO needs speculative_num_draft_tokens >= num_steps + 1 ({s + 1}), got {d}")
+        if d > UNO_MAX_DRAFT_TOKENS:
+            raise ConfigError(f"UNO needs speculative_num_draft_tokens <= {UNO_MAX_DRAFT_TOKENS}, got {d}")
+        if d * k > UNO_MAX_TREE_NODES:
+            raise ConfigError(f"UNO needs num_draft_tokens * topk <= {UNO_MAX_TREE_NODES}, got {d * k}")

@@ -1,0 +1,155 @@
+"""The write paths that fill a request's ``req_to_token`` row: prefill and decode, per algorithm.
+
+| path      | algorithms                                   | columns written per decode step      |
+|-----------|----------------------------------------------|--------------------------------------|
+| non-spec  | speculative decoding off                     | one column, at seq_len               |
+| eagle     | EAGLE, EAGLE3, STANDALONE, FROZEN_KV_MTP, NGRAM | [a, ceil_P(c + R)), R from sizing |
+| dflash    | DFLASH, DSPARK                               | [a, ceil_P(c + 2D)), own reserve     |
+| uno       | UNO                                          | [a, ceil_P(c + R)), raises past W    |
+
+P is the allocator's own page (``token_to_kv_pool_allocator.page_size``),
+whatever the sizing module believes.  Every path allocates the new slots,
+writes them through the unchecked kernel, and sets kv_allocated_len.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import algorithms as algo
+from .allocator import TokenToKVPoolAllocator
+from .config import ServingConfig, SpecRuntime
+from .req_to_token import ReqToTokenPool, WriteRecord
+from .revisions import Revision
+from .sizing import page_aligned_decode_alloc_len
+
+
+@dataclass
+class Req:
+    """The KV bookkeeping of one running request (SGLang's ``req.kv``)."""
+
+    rid: int
+    req_pool_idx: int  # its row of req_to_token
+    kv_committed_len: int = 0
+    kv_allocated_len: int = 0
+
+
+@dataclass
+class RowWrite:
+    """One write into a row: what was asked, and what the kernel did."""
+
+    rid: int
+    path: str
+    reserve: int
+    page: int
+    cur: int
+    nxt: int
+    record: WriteRecord | None = None
+    refused: str | None = None  # why nothing was written (out of memory, UNO's own guard)
+
+
+def write_path(cfg: ServingConfig) -> str:
+    a = cfg.speculative_algorithm
+    if a is None:
+        return "non-spec"
+    if a in algo.DFLASH_FAMILY:
+        return "dflash"
+    if algo.is_uno(a):
+        return "uno"
+    return "eagle"
+
+
+def _last_loc(pool: ReqToTokenPool, req: Req, col: int) -> int | None:
+    # The kernel reads through the flat offset too, so a spilled column is read back from where it landed.
+    if col < 0:
+        return None
+    return int(pool.storage[req.req_pool_idx * pool.width + col])
+
+
+def _allocate_and_write(pool, allocator, req: Req, w: RowWrite) -> RowWrite:
+    slots = allocator.alloc_extend(req.rid, w.cur, w.nxt, _last_loc(pool, req, w.cur - 1))
+    if slots is None:
+        w.refused = "out of memory (the scheduler would retract)"
+        return w
+    w.record = pool.write(req.req_pool_idx, w.cur, w.nxt, slots)
+    req.kv_allocated_len = w.nxt
+    return w
+
+
+def prefill(pool: ReqToTokenPool, allocator: TokenToKVPoolAllocator, req: Req, seq_len: int) -> RowWrite:
+    """Extend: columns [kv_allocated_len, seq_len); then a = c = seq_len (never past C)."""
+    w = RowWrite(req.rid, "prefill", 0, allocator.page_size, req.kv_allocated_len, seq_len)
+    _allocate_and_write(pool, allocator, req, w)
+    if w.refused is None:
+        req.kv_committed_len = seq_len
+    return w
+
+
+def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing) -> int:
+    """The reserve the path asks for: DFLASH/DSPARK reserve 2D themselves, the rest ask the sizing module."""
+    path = write_path(cfg)
+    if path == "non-spec":
+        return 1
+    if path == "dflash":
+        return 2 * rt.num_draft_tokens
+    return sizing.alloc_reserve_per_decode(cfg, rt)
+
+
+def prepare_for_decode(
+    pool: ReqToTokenPool,
+    allocator: TokenToKVPoolAllocator,
+    req: Req,
+    cfg: ServingConfig,
+    rt: SpecRuntime | None,
+    sizing,
+    revision: Revision,
+) -> RowWrite:
+    """Allocate and record the KV one decode step of ``req`` may write."""
+    path = write_path(cfg)
+    page = allocator.page_size
+    c, a = req.kv_committed_len, req.kv_allocated_len
+    reserve = decode_reserve(cfg, rt, sizing)
+    if path == "non-spec":
+        nxt = max(a, c + 1)  # one column, at seq_len
+    elif path == "dflash" and not revision.dflash_page_rounded:
+        nxt = page_aligned_decode_alloc_len(c, a, reserve, page, aligned=False)
+    else:
+        _, nxts, _ = sizing.page_aligned_decode_alloc_lens([(c, a)], reserve, page)
+        nxt = nxts[0]
+    w = RowWrite(req.rid, path, reserve, page, a, nxt)
+    if path == "uno" and nxt > pool.width:
+        w.refused = f"UNO RuntimeError: allocation end {nxt} passes the row width {pool.width}"
+        return w
+    return _allocate_and_write(pool, allocator, req, w)
+
+
+def commit(req: Req, accepted: int) -> None:
+    """Verify accepted ``accepted`` tokens (their KV is final now)."""
+    req.kv_committed_len += accepted
+
+
+def draft_extent(cfg: ServingConfig, rt: SpecRuntime | None, device_seq_len: int, page: int) -> int:
+    """The highest column (exclusive) the draft and verify phases write for one request.
+
+    It must stay <= kv_allocated_len, or the draft reads stale slot ids and
+    writes KV into slots the request does not own.  The spec v2 tree (page >
+    1, topk > 1, draft KV) gives each of the K branches its own
+    ``tree_pages_per_branch`` pages after the device seq_len's page base pb;
+    branch t's draft step s sits at pb + t*nnp*P + lp + s.
+    """
+    if rt is None:
+        return device_seq_len + 1
+    a = cfg.speculative_algorithm
+    steps = rt.num_steps or 1
+    k = cfg.topk
+    d = rt.num_draft_tokens
+    if algo.is_uno(a):
+        return device_seq_len + d + 1  # Q draft slots and the clean root
+    if not algo.has_draft_kv(a):
+        return device_seq_len + d  # NGRAM: only the verify block
+    if page > 1 and k > 1:
+        lp = device_seq_len % page
+        pb = device_seq_len - lp
+        nnp = -(-(lp + steps) // page)  # at most tree_pages_per_branch(page, steps)
+        return pb + (k - 1) * nnp * page + max(lp + steps, page)
+    return device_seq_len + max(steps * k, d)

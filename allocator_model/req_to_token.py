@@ -1,0 +1,106 @@
+"""``req_to_token``: one int32 row per running request, column i = KV slot of token i.
+
+The tensor is real, and it is written the way SGLang's
+``assign_req_to_token_pool`` kernel writes it: at flat offset
+``row * W + col`` with ``col < end`` as the only mask.  A column >= W
+therefore lands in row + 1 (the request admitted before this one, since rows
+are handed out last-in-first-out from the top) and, past the last row, in a
+guard region standing for the memory after the tensor.  Reads and frees use
+the ``req_to_token[row, start:end]`` slice, which clamps at W: slots written
+past the row are never seen again by their owner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+GUARD = "guard past the last row"
+
+
+@dataclass
+class Spill:
+    """Columns of one foreign row (or the guard) a write landed in."""
+
+    victim_row: int | str  # a row index, or GUARD
+    col_start: int
+    col_end: int
+
+    def describe(self) -> str:
+        where = self.victim_row if self.victim_row == GUARD else f"row {self.victim_row}"
+        return f"{where} columns [{self.col_start}, {self.col_end})"
+
+
+@dataclass
+class WriteRecord:
+    row: int
+    start: int
+    end: int
+    width: int
+    spills: list[Spill] = field(default_factory=list)
+    lost: int = 0  # columns past even the guard: memory we do not model
+
+    @property
+    def overshoot(self) -> int:
+        return self.end - self.width
+
+
+class ReqToTokenPool:
+    def __init__(self, size: int, width: int, guard_rows: int = 1):
+        self.size = size
+        self.width = width
+        self.rows = size + 1  # row 0 is padding
+        self.storage = torch.zeros((self.rows + guard_rows) * width, dtype=torch.int32)
+        self.req_to_token = self.storage[: self.rows * width].view(self.rows, width)
+        # pop() from the end: the first request gets the last row.
+        self.free_slots = list(range(1, size + 1))
+
+    def alloc(self) -> int | None:
+        return self.free_slots.pop() if self.free_slots else None
+
+    def free(self, row: int) -> None:
+        self.free_slots.append(row)
+
+    def write(self, row: int, start: int, end: int, values: torch.Tensor) -> WriteRecord:
+        """assign_req_to_token_pool: store values at row * W + col for col in [start, end)."""
+        record = WriteRecord(row, start, end, self.width)
+        if end <= start:
+            return record
+        offsets = row * self.width + torch.arange(start, end, dtype=torch.int64)
+        inside = offsets < self.storage.numel()
+        record.lost = int((~inside).sum())
+        self.storage[offsets[inside]] = values[: len(offsets)][inside].to(torch.int32)
+        self._record_spills(record)
+        return record
+
+    def _record_spills(self, record: WriteRecord) -> None:
+        first = record.row * self.width + max(record.start, self.width)
+        last = record.row * self.width + record.end  # exclusive
+        while first < last and first < self.storage.numel():
+            victim, col = divmod(first, self.width)
+            stop = min(last, (victim + 1) * self.width)
+            label = victim if victim < self.rows else GUARD
+            record.spills.append(Spill(label, col, col + stop - first))
+            first = stop
+
+    def read(self, row: int, start: int, end: int) -> torch.Tensor:
+        """The slice req_to_token[row, start:end] (clamps at the row width)."""
+        return self.req_to_token[row, start:end]
+
+    def snapshot(self) -> torch.Tensor:
+        return self.storage.clone()
+
+    def changed_outside(self, before: torch.Tensor, row: int) -> list[Spill]:
+        """Every place outside ``row`` whose contents differ from ``before``, as column runs."""
+        diff = self.storage != before
+        diff[row * self.width : (row + 1) * self.width] = False
+        runs: list[Spill] = []
+        for off in diff.nonzero().flatten().tolist():
+            victim, col = divmod(off, self.width)
+            label = victim if victim < self.rows else GUARD
+            if runs and runs[-1].victim_row == label and runs[-1].col_end == col:
+                runs[-1].col_end += 1
+            else:
+                runs.append(Spill(label, col, col + 1))
+        return runs

@@ -1,0 +1,203 @@
+"""A decode scenario: one request's last decode steps near the context limit, on a real pool.
+
+The request under test (rid 1) is admitted after a neighbour (rid 0), so it
+holds the row just above the neighbour's: a spill past its row width lands in
+the neighbour's row, where it can be seen.  The scenario prefills it, runs an
+optional earlier decode step and a verify, then the decode allocation at
+``committed_len``, and records every row write with what changed outside the
+writer's row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .allocator import TokenToKVPoolAllocator, allocator_page_size
+from .config import ConfigError, ServingConfig, SpecRuntime
+from .decode import Req, RowWrite, commit, draft_extent, prefill, prepare_for_decode
+from .req_to_token import ReqToTokenPool, Spill
+from .revisions import Revision
+from .scheduler import max_committed_len_at_decode_alloc
+from .sizing import ceil_to_page
+
+SUBJECT, NEIGHBOUR = 1, 0
+
+
+@dataclass(frozen=True)
+class PriorStep:
+    """An earlier decode step: allocated at committed_len - accepted, then verify accepted ``accepted``."""
+
+    accepted: int
+    num_steps: int | None = None  # adaptive: the step count that batch ran with
+
+
+@dataclass(frozen=True)
+class DecodeScenario:
+    config: ServingConfig
+    committed_len: int  # kv_committed_len at the decode allocation under test
+    num_steps: int | None = None  # adaptive: this batch's step count (None: launch value)
+    prior: PriorStep | None = None
+    device_lag: int = 0  # overlap: device seq_len - committed_len (one accept run, <= D)
+
+    def runtime(self, steps: int | None) -> SpecRuntime | None:
+        cfg = self.config
+        if not cfg.spec_on:
+            return None
+        if cfg.speculative_adaptive and steps is not None:
+            return SpecRuntime(steps, steps + 1)
+        return cfg.launch_runtime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "committed_len": self.committed_len,
+            "num_steps": self.num_steps,
+            "prior": None if self.prior is None else {"accepted": self.prior.accepted, "num_steps": self.prior.num_steps},
+            "device_lag": self.device_lag,
+        }
+
+    @classmethod
+    def from_dict(cls, config: ServingConfig, data: Mapping[str, Any]) -> "DecodeScenario":
+        if not isinstance(data, Mapping):
+            raise ConfigError("the case must be a JSON object")
+        try:
+            prior = data.get("prior")
+            return cls(
+                config=config,
+                committed_len=_int(data["committed_len"], "committed_len"),
+                num_steps=None if data.get("num_steps") is None else _int(data["num_steps"], "num_steps"),
+                prior=None
+                if prior is None
+                else PriorStep(
+                    _int(prior["accepted"], "prior.accepted"),
+                    None if prior.get("num_steps") is None else _int(prior["num_steps"], "prior.num_steps"),
+                ),
+                device_lag=_int(data.get("device_lag", 0), "device_lag"),
+            )
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ConfigError(f"malformed case: missing or wrong field {e}") from None
+
+    def describe(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def _int(v: Any, name: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{name} must be an integer, got {v!r}")
+    return v
+
+
+def scenario_problem(s: DecodeScenario, revision: Revision) -> str | None:
+    """Why a scenario cannot happen under the target's scheduler rules (None: it can)."""
+    cfg = s.config
+    bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+    if cfg.spec_on and cfg.speculative_algorithm not in revision.algorithms:
+        return f"{revision.name} has no speculative algorithm {cfg.speculative_algorithm}"
+    if not 1 <= s.committed_len <= bound:
+        return f"committed_len {s.committed_len} outside [1, {bound}] (the scheduler's bound at decode allocation)"
+    for steps in (s.num_steps, s.prior.num_steps if s.prior else None):
+        if steps is not None:
+            if not cfg.speculative_adaptive:
+                return "num_steps per batch needs speculative_adaptive"
+            if steps not in cfg.speculative_adaptive_candidate_steps:
+                return f"num_steps {steps} is not an adaptive candidate"
+    dmax = cfg.max_speculative_num_draft_tokens or 1
+    if s.prior is not None:
+        if not cfg.spec_on:
+            return "a prior decode step with accepted tokens needs speculative decoding"
+        prior_d = s.runtime(s.prior.num_steps).num_draft_tokens
+        if not 1 <= s.prior.accepted <= prior_d:
+            return f"prior.accepted {s.prior.accepted} outside [1, {prior_d}]"
+        if s.committed_len - s.prior.accepted < 1:
+            return "the prior step would start before the prompt"
+    lag_max = dmax if (cfg.enable_overlap and cfg.spec_on) else 0
+    if not 0 <= s.device_lag <= lag_max:
+        return f"device_lag {s.device_lag} outside [0, {lag_max}]"
+    return None
+
+
+@dataclass
+class WriteObservation:
+    """One row write and what it did to the pool."""
+
+    step: str  # "prior decode" / "decode"
+    req: Req
+    write: RowWrite
+    width: int
+    row_owner: dict[int, int]  # row -> rid, for naming victims
+    changed_outside: list[Spill] = field(default_factory=list)
+    kv_committed_len: int = 0
+    device_seq_len: int = 0
+    draft_end: int = 0  # exclusive end of what the draft/verify phases touch
+
+
+@dataclass
+class ScenarioRun:
+    config: ServingConfig
+    width: int
+    extra: int
+    alloc_page: int
+    subject_row: int
+    neighbour_row: int
+    writes: list[WriteObservation]
+    skipped: str | None = None  # the scheduler would not run this (out of memory): nothing to check
+
+
+def _guard_rows(cfg: ServingConfig, width: int, bound: int, page: int) -> int:
+    # Enough memory past the last row that even a runaway write is observed, not lost.
+    dmax = cfg.max_speculative_num_draft_tokens or 1
+    worst_end = ceil_to_page(bound + 4 * (dmax + 1) * cfg.topk * page + page, page)
+    return 1 + worst_end // width
+
+
+def run_scenario(s: DecodeScenario, sizing, revision: Revision) -> ScenarioRun:
+    """Execute the scenario on a fresh pool; the caller checks the properties."""
+    cfg = s.config
+    extra = sizing.req_to_token_extra_context_len(cfg)
+    width = cfg.context_len + extra
+    page = allocator_page_size(cfg)
+    bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+    pool = ReqToTokenPool(max(cfg.max_running_requests, 2), width, guard_rows=_guard_rows(cfg, width, bound, page))
+    # Capacity: the scheduler's KV budget if set, else ample for the two requests.
+    cap = cfg.kv_capacity() or 4 * (width + 2 * page)
+    allocator = TokenToKVPoolAllocator(cap, page)
+    neighbour = Req(NEIGHBOUR, pool.alloc())
+    subject = Req(SUBJECT, pool.alloc())
+    owners = {neighbour.req_pool_idx: NEIGHBOUR, subject.req_pool_idx: SUBJECT}
+    run = ScenarioRun(cfg, width, extra, page, subject.req_pool_idx, neighbour.req_pool_idx, [])
+    # The neighbour: a short prompt, so its first columns (where a spill lands) hold its slots.
+    if prefill(pool, allocator, neighbour, min(bound, page + 1)).refused:
+        run.skipped = "out of memory at the neighbour's prefill"
+        return run
+    start = s.committed_len - (s.prior.accepted if s.prior else 0)
+    if prefill(pool, allocator, subject, start).refused:
+        run.skipped = "out of memory at prefill"
+        return run
+    steps = []
+    if s.prior is not None:
+        steps.append(("prior decode", s.runtime(s.prior.num_steps), s.prior.accepted, 0))
+    steps.append(("decode", s.runtime(s.num_steps), None, s.device_lag))
+    for label, rt, accepted, lag in steps:
+        before = pool.snapshot()
+        w = prepare_for_decode(pool, allocator, subject, cfg, rt, sizing, revision)
+        if w.refused and w.refused.startswith("out of memory"):
+            run.skipped = w.refused
+            return run
+        device = subject.kv_committed_len + lag
+        run.writes.append(
+            WriteObservation(
+                label,
+                Req(**vars(subject)),
+                w,
+                width,
+                owners,
+                pool.changed_outside(before, subject.req_pool_idx),
+                subject.kv_committed_len,
+                device,
+                draft_extent(cfg, rt, device, page),
+            )
+        )
+        if accepted:
+            commit(subject, accepted)
+    return run

@@ -1,0 +1,1 @@
+"""The fuzz harness: properties, targets, campaigns, case files and the command line."""

@@ -1,0 +1,170 @@
+"""The command line: ``python -m fuzz run|repro|targets``.
+
+Exit status: 0 no counterexample (or, for repro, the failure no longer
+reproduces); 1 at least one counterexample (the failure reproduces); 2 bad
+input, always as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+
+from hypothesis import settings as Settings
+
+from . import casefile
+from .harness import CampaignResult, campaign
+from .profiles import PROFILES, default_profile_name, get_profile
+from .targets import TargetError, known_targets, resolve_target
+
+EXIT_CLEAN, EXIT_FOUND, EXIT_BAD_INPUT = 0, 1, 2
+DEFAULT_CASES_DIR = "fuzz-cases"
+
+
+class BadInput(Exception):
+    """Reported as one line and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not usage + error
+        raise BadInput(f"{message} (see: python -m fuzz {self.prog.split()[-1]} --help)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fuzz", description="Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="fuzz one or more targets", description=(
+        "Fuzz targets with Hypothesis. Exit 0: no counterexample; 1: at least one; 2: bad input."))
+    run.add_argument("--target", action="append", required=True, metavar="SPEC",
+                     help="reference or reference@REVISION (repeatable; see `python -m fuzz targets`)")
+    run.add_argument("--profile", choices=PROFILES, default=None,
+                     help="Hypothesis profile (default: ci under CI=true, else dev)")
+    run.add_argument("--max-examples", type=_positive_int, metavar="N", help="examples per round (overrides the profile)")
+    run.add_argument("--seed", type=_seed, metavar="N", help="random seed (turns derandomize off; printed by nightly)")
+    run.add_argument("--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})")
+    run.add_argument("--json", metavar="FILE", help="write a JSON report of every target")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    rep = sub.add_parser("repro", help="replay a case file", description=(
+        "Replay a case file deterministically. Exit 1: the failure reproduces; 0: it no longer does; 2: bad file."))
+    rep.add_argument("case", metavar="CASE.json")
+
+    sub.add_parser("targets", help="list what can be targeted")
+    return p
+
+
+def _print_failure(f, out) -> None:
+    print(f"COUNTEREXAMPLE {f.signature} on {f.target}", file=out)
+    print(f"  config: {f.scenario.config.short()}", file=out)
+    print(f"  case:   {f.scenario.describe()}", file=out)
+    for line in f.violation.describe().splitlines():
+        print(f"  {line}", file=out)
+    print(f"repro: {f.repro}", file=out)
+
+
+def _summary(results: list[CampaignResult], out) -> None:
+    print("", file=out)
+    print(f"{'target':<32} {'status':<15} {'examples':>9} {'seconds':>8}  groups", file=out)
+    for r in results:
+        groups = ", ".join(f.signature for f in r.failures) or "-"
+        status = r.status + (" (interrupted)" if r.interrupted else "")
+        print(f"{r.target:<32} {status:<15} {r.examples:>9} {r.seconds:>8.1f}  {groups}", file=out)
+
+
+def cmd_run(args) -> int:
+    targets = []
+    for spec in args.target:
+        try:
+            targets.append(resolve_target(spec))
+        except TargetError as e:
+            raise BadInput(str(e)) from None
+    profile_name = args.profile or default_profile_name()
+    try:
+        hyp = get_profile(profile_name)
+    except KeyError as e:
+        raise BadInput(e.args[0]) from None
+    if args.max_examples:
+        hyp = Settings(hyp, max_examples=args.max_examples)
+    seed = args.seed
+    if seed is None and profile_name == "nightly":
+        seed = random.SystemRandom().randrange(2**32)
+    out = sys.stdout
+    print(f"profile {profile_name}, {hyp.max_examples} examples per round"
+          + (f", seed {seed}" if seed is not None else ", derandomized" if hyp.derandomize else ""), file=out)
+    progress = None if args.quiet else (lambda p: print(p.line(), file=sys.stderr, flush=True))
+    results: list[CampaignResult] = []
+    for target in targets:
+        print(f"== {target.spec}: {target.label}", file=out, flush=True)
+        result = campaign(target, hyp, seed=seed, on_progress=progress)
+        results.append(result)
+        for f in result.failures:
+            f.case_path = casefile.save_document(casefile.decode_document(target.spec, f), args.cases)
+            _print_failure(f, out)
+        if result.error:
+            print(f"ERROR {target.spec}: {result.error}", file=out)
+        if result.interrupted:
+            print("interrupted: reporting what was found so far", file=out)
+            break
+    _summary(results, out)
+    if args.json:
+        casefile.write_atomically(args.json, json.dumps({"targets": [r.to_json() for r in results]}, indent=2) + "\n")
+    if any(r.interrupted for r in results):
+        return 130 if not any(r.failures for r in results) else EXIT_FOUND
+    if any(r.failures for r in results):
+        return EXIT_FOUND
+    if any(r.error for r in results):
+        return EXIT_BAD_INPUT
+    return EXIT_CLEAN
+
+
+def cmd_repro(args) -> int:
+    try:
+        result = casefile.replay(args.case)
+    except casefile.CaseFileError as e:
+        raise BadInput(str(e)) from None
+    print(result.text)
+    return EXIT_FOUND if result.reproduced else EXIT_CLEAN
+
+
+def cmd_targets(args) -> int:
+    for spec, summary in known_targets():
+        print(f"{spec:<28} {summary}")
+    return EXIT_CLEAN
+
+
+COMMANDS = {"run": cmd_run, "repro": cmd_repro, "targets": cmd_targets}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except BadInput as e:
+        print(f"fuzz: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("fuzz: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os._exit(EXIT_CLEAN)

@@ -1,0 +1,177 @@
+"""The properties every decode write must keep, each a check of one observed write.
+
+A violation reads like the specification it breaks: it names the request,
+its row, the columns written, the row width and the victim row.  Its
+signature (property / regime) groups failures into distinct bugs: the seed
+bug is ``write-within-row/dcp>1``, the open page-1 gap ``write-within-row/alloc-page-1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from allocator_model import algorithms as algo
+from allocator_model.config import ServingConfig
+from allocator_model.req_to_token import GUARD, Spill
+from allocator_model.scenario import ScenarioRun, WriteObservation
+
+WRITE_WITHIN_ROW = "write-within-row"
+NEIGHBOUR_ROWS_UNTOUCHED = "neighbour-rows-untouched"
+DRAFTS_WITHIN_ALLOCATION = "drafts-within-allocation"
+PAGE_ALIGNED_GROWTH = "page-aligned-growth"
+
+PROPERTIES = (WRITE_WITHIN_ROW, NEIGHBOUR_ROWS_UNTOUCHED, DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH)
+
+
+@dataclass
+class Violation:
+    prop: str
+    regime: str
+    headline: str
+    details: list[str] = field(default_factory=list)
+    overshoot: int = 0
+
+    @property
+    def signature(self) -> str:
+        return f"{self.prop}/{self.regime}"
+
+    def describe(self) -> str:
+        return "\n".join([f"{self.prop}: {self.headline}"] + [f"  {d}" for d in self.details])
+
+
+def regime(cfg: ServingConfig, alloc_page: int) -> str:
+    """The configuration regime a failure belongs to, most specific cause first."""
+    a = cfg.speculative_algorithm
+    if alloc_page == 1:
+        return "alloc-page-1"
+    if cfg.attn_dcp_size > 1:
+        return "dcp>1"
+    if a is not None and cfg.topk > 1 and algo.has_draft_kv(a):
+        return "tree"
+    if cfg.speculative_adaptive:
+        return "adaptive"
+    if a in algo.DFLASH_FAMILY:
+        return "dflash"
+    return "paged"
+
+
+def _who(obs: WriteObservation, row: int | str) -> str:
+    if row == GUARD:
+        return GUARD
+    owner = obs.row_owner.get(row)
+    return f"row {row} (request {owner})" if owner is not None else f"row {row} (free)"
+
+
+def _victims(obs: WriteObservation, spills: list[Spill]) -> str:
+    return "; ".join(f"{_who(obs, s.victim_row)} columns [{s.col_start}, {s.col_end})" for s in spills)
+
+
+def _context(run: ScenarioRun, obs: WriteObservation) -> list[str]:
+    w = obs.write
+    return [
+        f"row width W = context_len {run.config.context_len} + extra {run.extra} = {run.width}",
+        f"kv_committed_len {obs.kv_committed_len}, kv_allocated_len {w.cur} -> {w.nxt}, "
+        f"reserve {w.reserve}, allocator page {w.page} ({obs.step}, {w.path} path)",
+    ]
+
+
+def _head(obs: WriteObservation) -> str:
+    w = obs.write
+    return f"request {obs.req.rid} (row {obs.req.req_pool_idx}) wrote columns [{w.cur}, {w.nxt})"
+
+
+def check_write_within_row(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
+    """Every rounded write ends within its own row: nxt <= W."""
+    w = obs.write
+    if w.refused and w.refused.startswith("UNO"):
+        return Violation(WRITE_WITHIN_ROW, regime(run.config, run.alloc_page), f"{_head(obs)} refused: {w.refused}",
+                         _context(run, obs), w.nxt - run.width)
+    if w.nxt <= run.width:
+        return None
+    spills = w.record.spills if w.record else []
+    details = [f"victim: {_victims(obs, spills)}" if spills else "victim: none observed"] + _context(run, obs)
+    return Violation(
+        WRITE_WITHIN_ROW,
+        regime(run.config, run.alloc_page),
+        f"{_head(obs)} of a row {run.width} wide: {w.nxt - run.width} columns past its end",
+        details,
+        w.nxt - run.width,
+    )
+
+
+def check_neighbour_rows_untouched(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
+    """No other row of the tensor changes when a request writes its own row."""
+    if not obs.changed_outside:
+        return None
+    changed = sum(s.col_end - s.col_start for s in obs.changed_outside)
+    return Violation(
+        NEIGHBOUR_ROWS_UNTOUCHED,
+        regime(run.config, run.alloc_page),
+        f"{_head(obs)} and changed {changed} entries outside its row",
+        [f"victim: {_victims(obs, obs.changed_outside)}"] + _context(run, obs),
+        obs.write.nxt - run.width,
+    )
+
+
+def check_drafts_within_allocation(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
+    """The draft and verify phases touch only columns below kv_allocated_len."""
+    if obs.write.refused or obs.draft_end <= obs.req.kv_allocated_len:
+        return None
+    cfg = run.config
+    return Violation(
+        DRAFTS_WITHIN_ALLOCATION,
+        regime(cfg, run.alloc_page),
+        f"request {obs.req.rid} (row {obs.req.req_pool_idx}) drafts up to column {obs.draft_end} "
+        f"but kv_allocated_len is {obs.req.kv_allocated_len}",
+        [f"device seq_len {obs.device_seq_len} (committed {obs.kv_committed_len} + lag "
+         f"{obs.device_seq_len - obs.kv_committed_len}), topk {cfg.topk}, "
+         f"{obs.draft_end - obs.req.kv_allocated_len} columns read stale or owned by no one"] + _context(run, obs),
+        obs.draft_end - obs.req.kv_allocated_len,
+    )
+
+
+def check_page_aligned_growth(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
+    """On a paged allocator, spec decode grows kv_allocated_len to whole pages (allocated == recorded)."""
+    w = obs.write
+    if w.refused or w.path in ("non-spec", "prefill") or w.page == 1 or w.nxt == w.cur or w.nxt % w.page == 0:
+        return None
+    return Violation(
+        PAGE_ALIGNED_GROWTH,
+        regime(run.config, run.alloc_page),
+        f"{_head(obs)}: kv_allocated_len {w.nxt} is not a multiple of the allocator page {w.page}",
+        [f"the last page's {w.page - w.nxt % w.page} slots past column {w.nxt} are allocated but unrecorded"]
+        + _context(run, obs),
+        0,
+    )
+
+
+CHECKS: dict[str, Callable[[ScenarioRun, WriteObservation], Violation | None]] = {
+    WRITE_WITHIN_ROW: check_write_within_row,
+    NEIGHBOUR_ROWS_UNTOUCHED: check_neighbour_rows_untouched,
+    DRAFTS_WITHIN_ALLOCATION: check_drafts_within_allocation,
+    PAGE_ALIGNED_GROWTH: check_page_aligned_growth,
+}
+
+
+def violations(run: ScenarioRun, props=PROPERTIES) -> list[Violation]:
+    """Every violation of ``props`` in the run, in property order, first write first.
+
+    A write past its row always changes the neighbour too; the write-within-row
+    report already names that victim, so the neighbour check is not counted twice.
+    """
+    found = []
+    for prop in props:
+        for obs in run.writes:
+            if prop == NEIGHBOUR_ROWS_UNTOUCHED and WRITE_WITHIN_ROW in props and check_write_within_row(run, obs):
+                continue
+            v = CHECKS[prop](run, obs)
+            if v is not None:
+                found.append(v)
+                break
+    return found
+
+
+def overshoot(run: ScenarioRun) -> int:
+    """How far the worst write ends past the row width (negative: slack); what target() climbs."""
+    return max((obs.write.nxt - run.width for obs in run.writes), default=-run.width)

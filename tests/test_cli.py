@@ -1,0 +1,115 @@
+"""The command line contract: exit statuses, one-line errors, case files that replay byte for byte."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fuzz(*args, cwd=None):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=env)
+
+
+@pytest.fixture(scope="module")
+def seed_bug_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("run")
+    r = fuzz("run", "--target", "reference@sglang-0.5.18", "--profile", "ci", "--quiet",
+             "--cases", str(d / "cases"), "--json", str(d / "report.json"), cwd=d)
+    return d, r
+
+
+def test_seed_bug_exits_1_with_a_dcp_case_and_a_repro_line(seed_bug_run):
+    d, r = seed_bug_run
+    assert r.returncode == 1, r.stderr
+    assert "COUNTEREXAMPLE write-within-row/dcp>1" in r.stdout
+    block = r.stdout.split("COUNTEREXAMPLE write-within-row/dcp>1")[1].split("\nrepro: ")[0]
+    assert "attn_dcp_size=" in block and "victim: row" in block
+    assert "\nrepro: python -m fuzz repro " in r.stdout.split("COUNTEREXAMPLE write-within-row/dcp>1")[1]
+
+
+def test_json_report_shape(seed_bug_run):
+    d, _ = seed_bug_run
+    report = json.loads((d / "report.json").read_text())
+    (t,) = report["targets"]
+    assert t["target"] == "reference@sglang-0.5.18" and t["status"] == "counterexample"
+    assert t["examples"] > 0 and t["seconds"] >= 0
+    f = next(f for f in t["failures"] if f["signature"] == "write-within-row/dcp>1")
+    assert f["class"] == "write-within-row" and f["config"]["attn_dcp_size"] > 1
+    assert f["repro"].startswith("python -m fuzz repro ")
+
+
+def test_repro_replays_byte_identically(seed_bug_run):
+    d, r = seed_bug_run
+    line = next(l for l in r.stdout.splitlines() if l.startswith("repro:") and "write-within-row-dcp-1" in l)
+    path = line.split()[-1]
+    first, second = fuzz("repro", path, cwd=d), fuzz("repro", path, cwd=d)
+    assert first.returncode == second.returncode == 1
+    assert first.stdout == second.stdout and "FAILS write-within-row/dcp>1" in first.stdout
+
+
+def test_repro_exits_0_once_fixed(seed_bug_run, tmp_path):
+    d, r = seed_bug_run
+    path = next(l for l in r.stdout.splitlines() if l.startswith("repro:")).split()[-1]
+    doc = json.loads((d / path).read_text())
+    doc["target"] = "reference"
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(json.dumps(doc))
+    out = fuzz("repro", str(fixed))
+    assert out.returncode == 0 and "no longer fails" in out.stdout
+
+
+def test_reference_is_clean_under_ci(tmp_path):
+    r = fuzz("run", "--target", "reference", "--profile", "ci", "--quiet", "--cases", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run", "--target", "reference@sglang-9.9.9"], "unknown revision"),
+        (["run", "--target", "nonsense"], "unknown target"),
+        (["run", "--target", "reference", "--profile", "weekly"], "invalid choice"),
+        (["run", "--target", "reference", "--max-examples", "0"], "positive integer"),
+        (["repro", "does-not-exist.json"], "does not exist"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    r = fuzz(*args)
+    assert r.returncode == 2
+    assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"schema": "other"}', "not a kvrow-fuzz case file"),
+        ('{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
+         '"property": "write-within-row", "config": {"context_len": 100, "page_size": 0}, "case": {"committed_len": 5}}',
+         "page_size must be >= 1"),
+        ('{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
+         '"property": "write-within-row", "config": {"context_len": 100}, "case": {"committed_len": 99}}',
+         "outside [1, 96]"),
+        ('{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
+         '"property": "write-within-row", "config": {"context_len": 100}, "case": {}}', "malformed case"),
+    ],
+)
+def test_corrupt_case_files_are_one_line_and_exit_2(tmp_path, content, needle):
+    p = tmp_path / "case.json"
+    p.write_text(content)
+    r = fuzz("repro", str(p))
+    assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_targets_lists_every_revision():
+    r = fuzz("targets")
+    assert r.returncode == 0
+    for name in ("reference", "reference@sglang-0.5.18", "reference@sglang-0.5.23", "reference@pre-26972", "reference@pre-31616"):
+        assert name in r.stdout
