@@ -8,6 +8,7 @@ input, always as one line on stderr.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -50,27 +51,62 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
 
 
+def add_campaign_options(p: argparse.ArgumentParser, *, targets_help: str) -> None:
+    """Options every fuzzing command shares (run, and the commands that build on it)."""
+    p.add_argument("--target", action="append", required=True, metavar="SPEC", help=targets_help)
+    p.add_argument("--profile", choices=PROFILES, default=None,
+                   help="Hypothesis profile (default: ci under CI=true, else dev)")
+    p.add_argument("--max-examples", type=_positive_int, metavar="N", help="examples per round (overrides the profile)")
+    p.add_argument("--seed", type=_seed, metavar="N", help="random seed (turns derandomize off; nightly picks and prints one)")
+    p.add_argument("--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})")
+    p.add_argument("--json", metavar="FILE", help="write a JSON report of every target")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def resolve_targets(specs: list[str]) -> list:
+    try:
+        return [resolve_target(spec) for spec in specs]
+    except TargetError as e:
+        raise BadInput(str(e)) from None
+
+
+def campaign_settings(args) -> tuple[str, Settings, int | None]:
+    """(profile name, Hypothesis settings, seed) from the shared options; prints nothing."""
+    name = args.profile or default_profile_name()
+    try:
+        hyp = get_profile(name)
+    except KeyError as e:
+        raise BadInput(e.args[0]) from None
+    if args.max_examples:
+        hyp = Settings(hyp, max_examples=args.max_examples)
+    seed = args.seed
+    if seed is None and name == "nightly":
+        seed = random.SystemRandom().randrange(2**32)
+    return name, hyp, seed
+
+
+# Modules adding subcommands: each has register(subparsers), which adds a parser
+# with set_defaults(func=handler); handler(args) returns the exit status.
+COMMAND_MODULES: list[str] = []
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fuzz", description="Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="fuzz one or more targets", description=(
         "Fuzz targets with Hypothesis. Exit 0: no counterexample; 1: at least one; 2: bad input."))
-    run.add_argument("--target", action="append", required=True, metavar="SPEC",
-                     help="reference or reference@REVISION (repeatable; see `python -m fuzz targets`)")
-    run.add_argument("--profile", choices=PROFILES, default=None,
-                     help="Hypothesis profile (default: ci under CI=true, else dev)")
-    run.add_argument("--max-examples", type=_positive_int, metavar="N", help="examples per round (overrides the profile)")
-    run.add_argument("--seed", type=_seed, metavar="N", help="random seed (turns derandomize off; printed by nightly)")
-    run.add_argument("--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})")
-    run.add_argument("--json", metavar="FILE", help="write a JSON report of every target")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_campaign_options(run, targets_help="reference or reference@REVISION (repeatable; see `python -m fuzz targets`)")
+    run.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("repro", help="replay a case file", description=(
         "Replay a case file deterministically. Exit 1: the failure reproduces; 0: it no longer does; 2: bad file."))
     rep.add_argument("case", metavar="CASE.json")
+    rep.set_defaults(func=cmd_repro)
 
-    sub.add_parser("targets", help="list what can be targeted")
+    sub.add_parser("targets", help="list what can be targeted").set_defaults(func=cmd_targets)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return p
 
 
@@ -93,22 +129,8 @@ def _summary(results: list[CampaignResult], out) -> None:
 
 
 def cmd_run(args) -> int:
-    targets = []
-    for spec in args.target:
-        try:
-            targets.append(resolve_target(spec))
-        except TargetError as e:
-            raise BadInput(str(e)) from None
-    profile_name = args.profile or default_profile_name()
-    try:
-        hyp = get_profile(profile_name)
-    except KeyError as e:
-        raise BadInput(e.args[0]) from None
-    if args.max_examples:
-        hyp = Settings(hyp, max_examples=args.max_examples)
-    seed = args.seed
-    if seed is None and profile_name == "nightly":
-        seed = random.SystemRandom().randrange(2**32)
+    targets = resolve_targets(args.target)
+    profile_name, hyp, seed = campaign_settings(args)
     out = sys.stdout
     print(f"profile {profile_name}, {hyp.max_examples} examples per round"
           + (f", seed {seed}" if seed is not None else ", derandomized" if hyp.derandomize else ""), file=out)
@@ -153,13 +175,10 @@ def cmd_targets(args) -> int:
     return EXIT_CLEAN
 
 
-COMMANDS = {"run": cmd_run, "repro": cmd_repro, "targets": cmd_targets}
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        return args.func(args)
     except BadInput as e:
         print(f"fuzz: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
