@@ -40,6 +40,8 @@ class WriteRecord:
     width: int
     spills: list[Spill] = field(default_factory=list)
     lost: int = 0  # columns past even the guard: memory we do not model
+    # Slot ids written at columns >= W: the owner's clamped slice never sees them again.
+    slots_past_width: list[int] = field(default_factory=list)
 
     @property
     def overshoot(self) -> int:
@@ -71,6 +73,8 @@ class ReqToTokenPool:
         inside = offsets < self.storage.numel()
         record.lost = int((~inside).sum())
         self.storage[offsets[inside]] = values[: len(offsets)][inside].to(torch.int32)
+        if end > self.width:
+            record.slots_past_width = values[max(0, self.width - start) : end - start].tolist()
         self._record_spills(record)
         return record
 

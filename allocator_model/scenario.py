@@ -141,6 +141,7 @@ class ScenarioRun:
     subject_row: int
     neighbour_row: int
     writes: list[WriteObservation]
+    sizing_page: int | None = None  # the alloc page the sizing module believes in (None: it has no accessor)
     skipped: str | None = None  # the scheduler would not run this (out of memory): nothing to check
 
 
@@ -165,7 +166,8 @@ def run_scenario(s: DecodeScenario, sizing, revision: Revision) -> ScenarioRun:
     neighbour = Req(NEIGHBOUR, pool.alloc())
     subject = Req(SUBJECT, pool.alloc())
     owners = {neighbour.req_pool_idx: NEIGHBOUR, subject.req_pool_idx: SUBJECT}
-    run = ScenarioRun(cfg, width, extra, page, subject.req_pool_idx, neighbour.req_pool_idx, [])
+    run = ScenarioRun(cfg, width, extra, page, subject.req_pool_idx, neighbour.req_pool_idx, [],
+                      sizing.alloc_page_size(cfg))
     # The neighbour: a short prompt, so its first columns (where a spill lands) hold its slots.
     if prefill(pool, allocator, neighbour, min(bound, page + 1)).refused:
         run.skipped = "out of memory at the neighbour's prefill"

@@ -88,15 +88,19 @@ def load_document(path: str) -> dict[str, Any]:
         raise CaseFileError(f"cannot read case file {path}: {e}") from None
     except json.JSONDecodeError as e:
         raise CaseFileError(f"case file {path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    return validate_document(doc, path)
+
+
+def validate_document(doc: Any, where: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise CaseFileError(f"{path} is not a kvrow-fuzz case file (no \"schema\": \"{SCHEMA}\")")
+        raise CaseFileError(f"{where} is not a kvrow-fuzz case file (no \"schema\": \"{SCHEMA}\")")
     if doc.get("schema_version") != SCHEMA_VERSION:
-        raise CaseFileError(f"{path} has schema_version {doc.get('schema_version')!r}; this tool reads {SCHEMA_VERSION}")
+        raise CaseFileError(f"{where} has schema_version {doc.get('schema_version')!r}; this tool reads {SCHEMA_VERSION}")
     for key in ("kind", "target", "property", "config", "case"):
         if key not in doc:
-            raise CaseFileError(f"{path} is missing the field {key!r}")
+            raise CaseFileError(f"{where} is missing the field {key!r}")
     if doc["kind"] not in REPLAYERS:
-        raise CaseFileError(f"{path} has unknown kind {doc['kind']!r} (known: {', '.join(REPLAYERS)})")
+        raise CaseFileError(f"{where} has unknown kind {doc['kind']!r} (known: {', '.join(REPLAYERS)})")
     return doc
 
 
@@ -144,3 +148,9 @@ REPLAYERS: dict[str, Callable[[dict[str, Any], str], Replay]] = {DECODE_SCENARIO
 def replay(path: str) -> Replay:
     doc = load_document(path)
     return REPLAYERS[doc["kind"]](doc, path)
+
+
+def replay_document(doc: dict[str, Any], where: str = "the case") -> Replay:
+    """Replay a case given as a dict (an emitted regression test embeds one)."""
+    validate_document(doc, where)
+    return REPLAYERS[doc["kind"]](doc, where)

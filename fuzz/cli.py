@@ -12,7 +12,9 @@ import importlib
 import json
 import os
 import random
+import signal
 import sys
+import threading
 
 from hypothesis import settings as Settings
 
@@ -102,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("repro", help="replay a case file", description=(
         "Replay a case file deterministically. Exit 1: the failure reproduces; 0: it no longer does; 2: bad file."))
     rep.add_argument("case", metavar="CASE.json")
+    rep.add_argument("--emit-test", action="store_true",
+                     help="print a ready-to-paste pytest regression test for the case instead of replaying it")
     rep.set_defaults(func=cmd_repro)
 
     sub.add_parser("targets", help="list what can be targeted").set_defaults(func=cmd_targets)
@@ -121,11 +125,11 @@ def _print_failure(f, out) -> None:
 
 def _summary(results: list[CampaignResult], out) -> None:
     print("", file=out)
-    print(f"{'target':<32} {'status':<15} {'examples':>9} {'seconds':>8}  groups", file=out)
+    print(f"{'target':<32} {'status':<28} {'examples':>9} {'seconds':>8}  groups", file=out)
     for r in results:
         groups = ", ".join(f.signature for f in r.failures) or "-"
         status = r.status + (" (interrupted)" if r.interrupted else "")
-        print(f"{r.target:<32} {status:<15} {r.examples:>9} {r.seconds:>8.1f}  {groups}", file=out)
+        print(f"{r.target:<32} {status:<28} {r.examples:>9} {r.seconds:>8.1f}  {groups}", file=out)
 
 
 def cmd_run(args) -> int:
@@ -162,6 +166,12 @@ def cmd_run(args) -> int:
 
 def cmd_repro(args) -> int:
     try:
+        if args.emit_test:
+            from .regression import emit_test
+
+            casefile.replay(args.case)  # validate it fully before printing code
+            print(emit_test(casefile.load_document(args.case)), end="")
+            return EXIT_CLEAN
         result = casefile.replay(args.case)
     except casefile.CaseFileError as e:
         raise BadInput(str(e)) from None
@@ -175,7 +185,17 @@ def cmd_targets(args) -> int:
     return EXIT_CLEAN
 
 
+def _interrupt_on_sigterm() -> None:
+    # CI cancels and time limits send SIGTERM: treat it like Ctrl-C so the run still reports.
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _interrupt_on_sigterm()
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)

@@ -69,8 +69,9 @@ def _victims(obs: WriteObservation, spills: list[Spill]) -> str:
 
 def _context(run: ScenarioRun, obs: WriteObservation) -> list[str]:
     w = obs.write
+    sized = "" if run.sizing_page in (None, run.alloc_page) else f" (sized for alloc page {run.sizing_page})"
     return [
-        f"row width W = context_len {run.config.context_len} + extra {run.extra} = {run.width}",
+        f"row width W = context_len {run.config.context_len} + extra {run.extra} = {run.width}{sized}",
         f"kv_committed_len {obs.kv_committed_len}, kv_allocated_len {w.cur} -> {w.nxt}, "
         f"reserve {w.reserve}, allocator page {w.page} ({obs.step}, {w.path} path)",
     ]
@@ -85,12 +86,24 @@ def check_write_within_row(run: ScenarioRun, obs: WriteObservation) -> Violation
     """Every rounded write ends within its own row: nxt <= W."""
     w = obs.write
     if w.refused and w.refused.startswith("UNO"):
-        return Violation(WRITE_WITHIN_ROW, regime(run.config, run.alloc_page), f"{_head(obs)} refused: {w.refused}",
-                         _context(run, obs), w.nxt - run.width)
+        return Violation(
+            WRITE_WITHIN_ROW,
+            regime(run.config, run.alloc_page),
+            f"request {obs.req.rid} (row {obs.req.req_pool_idx}) would write columns [{w.cur}, {w.nxt}) of a row "
+            f"{run.width} wide; UNO's own guard raises RuntimeError instead (the batch crashes)",
+            _context(run, obs),
+            w.nxt - run.width,
+        )
     if w.nxt <= run.width:
         return None
     spills = w.record.spills if w.record else []
-    details = [f"victim: {_victims(obs, spills)}" if spills else "victim: none observed"] + _context(run, obs)
+    details = [f"victim: {_victims(obs, spills)}" if spills else "victim: none observed"]
+    leaked = w.record.slots_past_width if w.record else []
+    if leaked:
+        shown = ", ".join(map(str, leaked[:8])) + (", ..." if len(leaked) > 8 else "")
+        details.append(f"leaked: {len(leaked)} slots ({shown}) sit past the row; the free of "
+                       f"req_to_token[{obs.req.req_pool_idx}, :{w.nxt}] clamps at {run.width} and never returns them")
+    details += _context(run, obs)
     return Violation(
         WRITE_WITHIN_ROW,
         regime(run.config, run.alloc_page),

@@ -26,5 +26,10 @@ def context_pages_range(alloc_page: int) -> tuple[int, int]:
 
 
 def near_limit_gap_max(bound: int, alloc_page: int, max_draft_tokens: int | None) -> int:
-    """How far below the committed-length bound lengths are drawn: a few pages and reserves."""
-    return max(0, min(bound - 1, 2 * alloc_page + 4 * (max_draft_tokens or 1) + 8))
+    """How far below the committed-length bound lengths are drawn: about one allocator page.
+
+    The write end ceil_P(c + R) never decreases with c, so the worst write is
+    at the bound itself; a gap of up to a page (plus one draft block) still
+    visits every page offset of c for the tree layout and the alignment checks.
+    """
+    return max(0, min(bound - 1, alloc_page + (max_draft_tokens or 1)))

@@ -113,3 +113,30 @@ def test_targets_lists_every_revision():
     assert r.returncode == 0
     for name in ("reference", "reference@sglang-0.5.18", "reference@sglang-0.5.23", "reference@pre-26972", "reference@pre-31616"):
         assert name in r.stdout
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_interrupted_run_reports_what_it_found_and_leaves_no_partial_case(tmp_path, sig):
+    import signal
+    import time
+
+    cases = tmp_path / "cases"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "fuzz", "run", "--target", "reference@pre-26972", "--profile", "nightly",
+         "--max-examples", "1000000", "--cases", str(cases), "--json", str(tmp_path / "r.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for the first progress line that reports a group
+        line = p.stderr.readline()
+        if " 0 groups" not in line and "groups" in line:
+            break
+    p.send_signal(getattr(signal, sig))
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 1, out
+    assert "interrupted" in out and "COUNTEREXAMPLE" in out
+    names = os.listdir(cases)
+    assert names and all(n.endswith(".json") and not n.startswith(".") for n in names)
+    for n in names:
+        json.loads((cases / n).read_text())
+    assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["interrupted"] is True

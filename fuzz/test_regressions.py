@@ -1,0 +1,40 @@
+"""Every case file under fuzz/regressions/ still reproduces on its target and passes on the reference."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .casefile import load_document, replay, replay_document
+from .regression import emit_test, regression_files
+
+FILES = regression_files()
+
+
+def test_there_are_regressions_to_replay():
+    assert FILES, "fuzz/regressions/ is empty"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[os.path.basename(p) for p in FILES])
+def test_case_file_reproduces_on_its_target(path):
+    result = replay(path)
+    assert result.reproduced, result.text
+    assert result.text == replay(path).text  # deterministic, byte for byte
+
+
+@pytest.mark.parametrize("path", FILES, ids=[os.path.basename(p) for p in FILES])
+def test_case_file_passes_on_the_reference(path):
+    doc = load_document(path)
+    result = replay_document({**doc, "target": "reference"}, path)
+    assert not result.reproduced, result.text
+
+
+@pytest.mark.parametrize("path", FILES[:1], ids=[os.path.basename(p) for p in FILES[:1]])
+def test_emitted_test_fails_the_same_way(path):
+    namespace: dict = {}
+    exec(compile(emit_test(load_document(path)), "<emitted>", "exec"), namespace)
+    (fn,) = [v for k, v in namespace.items() if k.startswith("test_")]
+    with pytest.raises(AssertionError) as e:
+        fn()
+    assert replay(path).text in str(e.value)
