@@ -10,7 +10,7 @@ from .space import near_limit_gap_max
 
 
 def near_limit(bound: int, alloc_page: int, max_draft_tokens: int | None) -> st.SearchStrategy[int]:
-    """kv_committed_len = bound - gap, gap small (a few pages and reserves); shrinks to the bound."""
+    """kv_committed_len = bound - gap, gap small (about a page); shrinks to the bound."""
     return st.integers(0, near_limit_gap_max(bound, alloc_page, max_draft_tokens)).map(lambda gap: bound - gap)
 
 

@@ -1,10 +1,26 @@
-"""The bounded configuration space both samplers draw from (Hypothesis and uniform).
+"""The bounded space both samplers walk: Hypothesis (strategies) and uniform random (benchmarks).
 
-Page sizes: every power of two up to 256 and a few others (backends force
-16..128; nothing forbids 3 or 48).  DCP sizes up to 16.  Context lengths are
-drawn as m * P_a + r so every residue modulo the allocator page is reachable,
-not only powers of two.
+The walk is written once, against a ``choose`` object (integers,
+sampled_from, booleans, subset, and ``often``: a value Hypothesis takes half
+the time while a uniform sampler takes no notice), so the two samplers cover
+exactly the same space and every configuration is valid by construction:
+
+- page sizes: every power of two up to 256 and a few others (backends force
+  16..128; nothing forbids 3 or 48); DCP sizes up to 16;
+- (S, K, D) per algorithm as server_args accepts them, adaptive candidates;
+- context lengths C = m * P_a + r, so every residue modulo the allocator page
+  is reachable, not only powers of two;
+- kv_committed_len near the scheduler's bound (``near_limit``) or anywhere.
 """
+
+from __future__ import annotations
+
+from allocator_model import algorithms as algo
+from allocator_model.allocator import allocator_page_size
+from allocator_model.config import ServingConfig
+from allocator_model.revisions import Revision
+from allocator_model.scenario import DecodeScenario, PriorStep
+from allocator_model.scheduler import max_committed_len_at_decode_alloc
 
 PAGE_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 3, 12, 48)
 DCP_SIZES = (1, 2, 4, 8, 16, 3, 6)
@@ -13,7 +29,7 @@ MAX_TOPK = 16
 MAX_DRAFT_TOKENS = 64
 UNO_MAX_DRAFT_TOKENS = 128
 MAX_RUNNING_REQUESTS = (2, 8)
-# Context lengths stay below this many tokens (times at most 2 for big pages):
+# Context lengths stay below this many tokens (plus up to one allocator page):
 # long enough for every regime, small enough for a real tensor per example.
 CONTEXT_SPAN = 1 << 15
 MIN_CONTEXT = 8
@@ -33,3 +49,73 @@ def near_limit_gap_max(bound: int, alloc_page: int, max_draft_tokens: int | None
     visits every page offset of c for the tree layout and the alignment checks.
     """
     return max(0, min(bound - 1, alloc_page + (max_draft_tokens or 1)))
+
+
+def spec_args(choose, algorithm: str | None) -> dict:
+    """(S, K, D) and adaptive settings that server_args accepts for ``algorithm``."""
+    if algorithm is None:
+        return {}
+    args: dict = {"speculative_algorithm": algorithm}
+    if algorithm in algo.EAGLE_FAMILY:
+        if algorithm in algo.ADAPTIVE and choose.booleans():
+            cand = choose.subset(range(MAX_STEPS), 1, 5)
+            return {**args, "speculative_adaptive": True, "speculative_adaptive_candidate_steps": cand,
+                    "speculative_num_steps": choose.sampled_from(cand), "speculative_eagle_topk": 1}
+        s, k = choose.integers(1, MAX_STEPS), choose.integers(1, MAX_TOPK)
+        d = s + 1 if k == 1 else choose.integers(1, MAX_DRAFT_TOKENS)
+    elif algorithm == algo.NGRAM:
+        s, k, d = None, choose.integers(1, MAX_TOPK), choose.integers(1, MAX_DRAFT_TOKENS)  # S = D // K
+    elif algorithm == algo.DFLASH:
+        s, k, d = 1, 1, choose.integers(1, MAX_DRAFT_TOKENS)
+    elif algorithm == algo.DSPARK:
+        s, k, d = 1, 1, choose.integers(2, MAX_DRAFT_TOKENS)
+    else:  # UNO: Q = D >= S + 1, Q <= 128, Q * K <= 2048
+        s = choose.integers(1, MAX_STEPS)
+        d = choose.integers(s + 1, UNO_MAX_DRAFT_TOKENS)
+        k = choose.integers(1, min(MAX_TOPK, 2048 // d))
+    return {**args, "speculative_num_steps": s, "speculative_eagle_topk": k, "speculative_num_draft_tokens": d}
+
+
+def serving_config(choose, algorithms=algo.ALL) -> ServingConfig:
+    """A valid config; algorithm None first so shrinking prefers no speculation."""
+    algorithm = choose.sampled_from((None,) + tuple(a for a in algo.ALL if a in algorithms))
+    # Page 1 (SGLang's default) is the only road to the token allocator (P_a = 1)
+    # and its own bug class, so Hypothesis takes it half the time.
+    page = choose.often(1, PAGE_SIZES)
+    dcp = 1 if algorithm == algo.UNO else choose.sampled_from(DCP_SIZES)
+    alloc_page = page * dcp
+    lo, hi = context_pages_range(alloc_page)
+    # C fuzzed modulo the allocator page: m whole pages plus any residue.
+    context_len = choose.integers(lo, hi) * alloc_page + choose.integers(0, alloc_page - 1)
+    return ServingConfig.resolve(
+        context_len=context_len,
+        page_size=page,
+        attn_dcp_size=dcp,
+        max_running_requests=choose.integers(*MAX_RUNNING_REQUESTS),
+        enable_overlap=choose.booleans(),
+        **spec_args(choose, algorithm),
+    )
+
+
+def batch_steps(choose, cfg: ServingConfig) -> int | None:
+    """The step count one batch runs with: an adaptive candidate, or None (the launch value)."""
+    return choose.sampled_from(cfg.speculative_adaptive_candidate_steps) if cfg.speculative_adaptive else None
+
+
+def decode_scenario(choose, revision: Revision, *, near_limit: bool = True) -> DecodeScenario:
+    """A request's last decode steps, valid under the revision's scheduler rules."""
+    cfg = serving_config(choose, revision.algorithms)
+    dmax = cfg.max_speculative_num_draft_tokens
+    bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+    if near_limit:
+        committed = bound - choose.integers(0, near_limit_gap_max(bound, allocator_page_size(cfg), dmax))
+    else:
+        committed = choose.integers(1, bound)
+    num_steps = batch_steps(choose, cfg)
+    prior = None
+    if cfg.spec_on and committed > 1 and choose.booleans():
+        prior_steps = batch_steps(choose, cfg)
+        prior_d = prior_steps + 1 if prior_steps is not None else cfg.speculative_num_draft_tokens
+        prior = PriorStep(choose.integers(1, min(prior_d, committed - 1)), prior_steps)
+    lag = choose.integers(0, dmax) if (cfg.enable_overlap and cfg.spec_on) else 0
+    return DecodeScenario(cfg, committed, num_steps, prior, lag)

@@ -1,0 +1,56 @@
+"""Strategies for the request lifecycle: small pools several requests share, prompts near the admission limit.
+
+A lifecycle run needs rows that fill up and a KV budget that runs out, so
+its configurations keep the drawn algorithm, page and DCP size but take a
+short context (still fuzzed modulo the allocator page), two to four rows and
+sometimes a KV capacity below what the rows could hold.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from allocator_model import algorithms as algo
+from allocator_model.allocator import allocator_page_size
+from allocator_model.batch import UNLIMITED_NEW_TOKENS
+from allocator_model.config import ServingConfig
+from allocator_model.scheduler import max_total_len
+
+from .configs import serving_configs
+from .lengths import near_limit
+from .space import MIN_CONTEXT, context_pages_range
+
+# Context length in tokens (plus up to one allocator page): prompts near it are cheap to prefill.
+LIFECYCLE_CONTEXT_SPAN = 512
+LIFECYCLE_RUNNING_REQUESTS = (2, 4)
+
+
+@st.composite
+def lifecycle_configs(draw, algorithms=algo.ALL) -> ServingConfig:
+    """A valid config with a short context, a few rows, and a KV capacity that may bind."""
+    cfg = draw(serving_configs(algorithms))
+    page = allocator_page_size(cfg)
+    lo, _ = context_pages_range(page)
+    context_len = draw(st.integers(lo, max(lo, LIFECYCLE_CONTEXT_SPAN // page))) * page + draw(st.integers(0, page - 1))
+    rows = draw(st.integers(*LIFECYCLE_RUNNING_REQUESTS))
+    low = max(MIN_CONTEXT, context_len // 2, 2 * page)
+    capacity = draw(st.one_of(st.none(), st.integers(low, max(low, rows * (context_len + page)))))
+    return cfg.replace(context_len=context_len, max_running_requests=rows, max_total_num_tokens=capacity)
+
+
+def prompt_lens(cfg: ServingConfig) -> st.SearchStrategy[int]:
+    """Prompt lengths: just under the admission limit (shrinking to it), or anywhere below it."""
+    limit = max_total_len(cfg)
+    return st.one_of(near_limit(limit, allocator_page_size(cfg), cfg.max_speculative_num_draft_tokens),
+                     st.integers(1, limit))
+
+
+def max_new_tokens_requests(cfg: ServingConfig) -> st.SearchStrategy[int]:
+    """What a client asks for: nothing (the clamp decides) or a few pages and draft blocks."""
+    short = 2 * (allocator_page_size(cfg) + (cfg.max_speculative_num_draft_tokens or 1)) + 8
+    return st.one_of(st.just(UNLIMITED_NEW_TOKENS), st.integers(1, short))
+
+
+def prefill_chunks(cfg: ServingConfig) -> st.SearchStrategy[int | None]:
+    """A chunked-prefill chunk: None (the whole rest) or any length up to the context."""
+    return st.one_of(st.none(), st.integers(1, cfg.context_len))
