@@ -150,6 +150,7 @@ def campaign(
     max_rounds: int = MAX_ROUNDS,
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
+    pins: dict | None = None,
 ) -> CampaignResult:
     """Fuzz ``target`` until no new group turns up (or ``max_rounds``); KeyboardInterrupt keeps what was found."""
     result = CampaignResult(target.spec)
@@ -181,7 +182,7 @@ def campaign(
     run_settings = Settings(hyp_settings, report_multiple_bugs=True)
     if seed is not None:  # an explicit seed wins over derandomize; the database stays on
         run_settings = Settings(run_settings, derandomize=False)
-    wrapped = run_settings(given(decode_scenarios(target.revision))(test))
+    wrapped = run_settings(given(decode_scenarios(target.revision, pins))(test))
     if seed is not None:
         wrapped = hypothesis_seed(seed)(wrapped)
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
@@ -38,5 +38,7 @@ def spec_args(draw, algorithm: str | None) -> dict:
 
 
 @st.composite
-def serving_configs(draw, algorithms=algo.ALL) -> ServingConfig:
-    return space.serving_config(DrawChooser(draw), algorithms)
+def serving_configs(draw, algorithms=algo.ALL, pins: dict | None = None) -> ServingConfig:
+    cfg = space.serving_config(DrawChooser(draw), algorithms, pins)
+    assume(cfg is not None)  # only pinned fields can clash with drawn ones
+    return cfg

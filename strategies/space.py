@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
-from allocator_model.config import ServingConfig
+from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario, PriorStep
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
@@ -76,25 +76,51 @@ def spec_args(choose, algorithm: str | None) -> dict:
     return {**args, "speculative_num_steps": s, "speculative_eagle_topk": k, "speculative_num_draft_tokens": d}
 
 
-def serving_config(choose, algorithms=algo.ALL) -> ServingConfig:
-    """A valid config; algorithm None first so shrinking prefers no speculation."""
-    algorithm = choose.sampled_from((None,) + tuple(a for a in algo.ALL if a in algorithms))
+def serving_config(choose, algorithms=algo.ALL, pins: dict | None = None) -> ServingConfig | None:
+    """A valid config; algorithm None first so shrinking prefers no speculation.
+
+    ``pins`` fixes fields (SGLang names) and fuzzes the rest; a pinned field
+    that clashes with a drawn one gives None (the caller rejects the draw).
+    """
+    pins = pins or {}
+
+    def pick(name, draw):  # the pinned value, else a draw (no draw is spent on pinned fields)
+        return pins[name] if name in pins else draw()
+
+    algorithm = algo.normalize(pick("speculative_algorithm", lambda: choose.sampled_from(
+        (None,) + tuple(a for a in algo.ALL if a in algorithms))))
     # Page 1 (SGLang's default) is the only road to the token allocator (P_a = 1)
     # and its own bug class, so Hypothesis takes it half the time.
-    page = choose.often(1, PAGE_SIZES)
-    dcp = 1 if algorithm == algo.UNO else choose.sampled_from(DCP_SIZES)
+    page = pick("page_size", lambda: choose.often(1, PAGE_SIZES))
+    dcp = pick("attn_dcp_size", lambda: 1 if algorithm == algo.UNO else choose.sampled_from(DCP_SIZES))
     alloc_page = page * dcp
     lo, hi = context_pages_range(alloc_page)
     # C fuzzed modulo the allocator page: m whole pages plus any residue.
-    context_len = choose.integers(lo, hi) * alloc_page + choose.integers(0, alloc_page - 1)
-    return ServingConfig.resolve(
-        context_len=context_len,
-        page_size=page,
-        attn_dcp_size=dcp,
-        max_running_requests=choose.integers(*MAX_RUNNING_REQUESTS),
-        enable_overlap=choose.booleans(),
+    context_len = pick("context_len", lambda: choose.integers(lo, hi) * alloc_page + choose.integers(0, alloc_page - 1))
+    args = {
+        "context_len": context_len,
+        "page_size": page,
+        "attn_dcp_size": dcp,
+        "max_running_requests": pick("max_running_requests", lambda: choose.integers(*MAX_RUNNING_REQUESTS)),
+        "enable_overlap": pick("enable_overlap", choose.booleans),
         **spec_args(choose, algorithm),
-    )
+    }
+    args.update(pins)
+    try:
+        return ServingConfig.resolve(**args)
+    except ConfigError:
+        if pins:
+            return None
+        raise
+
+
+def check_pins(pins: dict) -> None:
+    """Raise ConfigError if the pinned fields are invalid whatever the rest is."""
+    probe = {"context_len": 4096, **pins}
+    spec_fields = {"speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_adaptive"}
+    if "speculative_algorithm" not in pins and spec_fields & set(pins):
+        probe["speculative_algorithm"] = "EAGLE"  # spec fields need some algorithm to be judged
+    ServingConfig.resolve(**probe)
 
 
 def batch_steps(choose, cfg: ServingConfig) -> int | None:
@@ -102,11 +128,15 @@ def batch_steps(choose, cfg: ServingConfig) -> int | None:
     return choose.sampled_from(cfg.speculative_adaptive_candidate_steps) if cfg.speculative_adaptive else None
 
 
-def decode_scenario(choose, revision: Revision, *, near_limit: bool = True) -> DecodeScenario:
-    """A request's last decode steps, valid under the revision's scheduler rules."""
-    cfg = serving_config(choose, revision.algorithms)
+def decode_scenario(choose, revision: Revision, *, near_limit: bool = True, pins: dict | None = None) -> DecodeScenario | None:
+    """A request's last decode steps, valid under the revision's scheduler rules (None: pins clash)."""
+    cfg = serving_config(choose, revision.algorithms, pins)
+    if cfg is None:
+        return None
     dmax = cfg.max_speculative_num_draft_tokens
     bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+    if bound < 1 or (cfg.spec_on and cfg.speculative_algorithm not in revision.algorithms):
+        return None  # only reachable through pins
     if near_limit:
         committed = bound - choose.integers(0, near_limit_gap_max(bound, allocator_page_size(cfg), dmax))
     else:

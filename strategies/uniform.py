@@ -38,4 +38,4 @@ class RandomChooser:
 
 
 def uniform_scenario(rng: random.Random, revision: Revision) -> DecodeScenario:
-    return space.decode_scenario(RandomChooser(rng), revision, near_limit=False)
+    return space.decode_scenario(RandomChooser(rng), revision, near_limit=False)  # never None without pins
