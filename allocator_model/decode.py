@@ -95,6 +95,20 @@ def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing) -> int:
     return sizing.alloc_reserve_per_decode(cfg, rt)
 
 
+def decode_alloc_ends(path: str, lens, reserve: int, page: int, sizing, revision: Revision) -> list[int]:
+    """nxt, the new kv_allocated_len, of each request (kv_committed_len, kv_allocated_len) on ``path``.
+
+    Non-spec decode writes one column at seq_len; 0.5.18's DFLASH/DSPARK
+    grow by their unrounded reserve; every other path asks the sizing module.
+    """
+    if path == "non-spec":
+        return [max(a, c + 1) for c, a in lens]
+    if path == "dflash" and not revision.dflash_page_rounded:
+        return [page_aligned_decode_alloc_len(c, a, reserve, page, aligned=False) for c, a in lens]
+    _, nxts, _ = sizing.page_aligned_decode_alloc_lens(list(lens), reserve, page)
+    return list(nxts)
+
+
 def prepare_for_decode(
     pool: ReqToTokenPool,
     allocator: TokenToKVPoolAllocator,
@@ -103,19 +117,18 @@ def prepare_for_decode(
     rt: SpecRuntime | None,
     sizing,
     revision: Revision,
+    committed_len: int | None = None,
 ) -> RowWrite:
-    """Allocate and record the KV one decode step of ``req`` may write."""
+    """Allocate and record the KV one decode step of ``req`` may write.
+
+    ``committed_len``: the kv_committed_len the scheduler allocates with when
+    it differs from the request's (overlap mode counts the in-flight token).
+    """
     path = write_path(cfg)
     page = allocator.page_size
-    c, a = req.kv_committed_len, req.kv_allocated_len
+    c, a = req.kv_committed_len if committed_len is None else committed_len, req.kv_allocated_len
     reserve = decode_reserve(cfg, rt, sizing)
-    if path == "non-spec":
-        nxt = max(a, c + 1)  # one column, at seq_len
-    elif path == "dflash" and not revision.dflash_page_rounded:
-        nxt = page_aligned_decode_alloc_len(c, a, reserve, page, aligned=False)
-    else:
-        _, nxts, _ = sizing.page_aligned_decode_alloc_lens([(c, a)], reserve, page)
-        nxt = nxts[0]
+    (nxt,) = decode_alloc_ends(path, [(c, a)], reserve, page, sizing, revision)
     w = RowWrite(req.rid, path, reserve, page, a, nxt)
     if path == "uno" and nxt > pool.width:
         w.refused = f"UNO RuntimeError: allocation end {nxt} passes the row width {pool.width}"

@@ -49,6 +49,10 @@ class WriteRecord:
 
 
 class ReqToTokenPool:
+    # Memory past the last row is modeled as a guard region that grows on demand
+    # up to this many entries; anything further is counted as lost.
+    MAX_STORAGE = 1 << 26
+
     def __init__(self, size: int, width: int, guard_rows: int = 1):
         self.size = size
         self.width = width
@@ -57,6 +61,16 @@ class ReqToTokenPool:
         self.req_to_token = self.storage[: self.rows * width].view(self.rows, width)
         # pop() from the end: the first request gets the last row.
         self.free_slots = list(range(1, size + 1))
+
+    def _grow_guard(self, numel: int) -> None:
+        """Extend the guard so a write ending at flat offset ``numel`` is observed, not lost."""
+        numel = min(-(-numel // self.width) * self.width, self.MAX_STORAGE)
+        if numel <= self.storage.numel():
+            return
+        grown = torch.zeros(numel, dtype=torch.int32)
+        grown[: self.storage.numel()] = self.storage
+        self.storage = grown
+        self.req_to_token = grown[: self.rows * self.width].view(self.rows, self.width)
 
     def alloc(self) -> int | None:
         return self.free_slots.pop() if self.free_slots else None
@@ -70,6 +84,7 @@ class ReqToTokenPool:
         if end <= start:
             return record
         offsets = row * self.width + torch.arange(start, end, dtype=torch.int64)
+        self._grow_guard(int(offsets[-1]) + 1)
         inside = offsets < self.storage.numel()
         record.lost = int((~inside).sum())
         self.storage[offsets[inside]] = values[: len(offsets)][inside].to(torch.int32)
@@ -97,6 +112,8 @@ class ReqToTokenPool:
 
     def changed_outside(self, before: torch.Tensor, row: int) -> list[Spill]:
         """Every place outside ``row`` whose contents differ from ``before``, as column runs."""
+        if before.numel() < self.storage.numel():  # the guard grew: it held zeros before
+            before = torch.cat([before, torch.zeros(self.storage.numel() - before.numel(), dtype=before.dtype)])
         diff = self.storage != before
         diff[row * self.width : (row + 1) * self.width] = False
         runs: list[Spill] = []

@@ -20,7 +20,6 @@ from .decode import Req, RowWrite, commit, draft_extent, prefill, prepare_for_de
 from .req_to_token import ReqToTokenPool, Spill
 from .revisions import Revision
 from .scheduler import max_committed_len_at_decode_alloc
-from .sizing import ceil_to_page
 
 SUBJECT, NEIGHBOUR = 1, 0
 
@@ -145,13 +144,6 @@ class ScenarioRun:
     skipped: str | None = None  # the scheduler would not run this (out of memory): nothing to check
 
 
-def _guard_rows(cfg: ServingConfig, width: int, bound: int, page: int) -> int:
-    # Enough memory past the last row that even a runaway write is observed, not lost.
-    dmax = cfg.max_speculative_num_draft_tokens or 1
-    worst_end = ceil_to_page(bound + 4 * (dmax + 1) * cfg.topk * page + page, page)
-    return 1 + worst_end // width
-
-
 def run_scenario(s: DecodeScenario, sizing, revision: Revision) -> ScenarioRun:
     """Execute the scenario on a fresh pool; the caller checks the properties."""
     cfg = s.config
@@ -159,7 +151,7 @@ def run_scenario(s: DecodeScenario, sizing, revision: Revision) -> ScenarioRun:
     width = cfg.context_len + extra
     page = allocator_page_size(cfg)
     bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
-    pool = ReqToTokenPool(max(cfg.max_running_requests, 2), width, guard_rows=_guard_rows(cfg, width, bound, page))
+    pool = ReqToTokenPool(max(cfg.max_running_requests, 2), width)
     # Capacity: the scheduler's KV budget if set, else ample for the two requests.
     cap = cfg.kv_capacity() or 4 * (width + 2 * page)
     allocator = TokenToKVPoolAllocator(cap, page)

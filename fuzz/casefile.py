@@ -8,6 +8,7 @@ inputs, so the same file always prints the same story.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -99,6 +100,8 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     for key in ("kind", "target", "property", "config", "case"):
         if key not in doc:
             raise CaseFileError(f"{where} is missing the field {key!r}")
+    if isinstance(doc["kind"], str) and doc["kind"] not in REPLAYERS and doc["kind"] in REPLAYER_MODULES:
+        importlib.import_module(REPLAYER_MODULES[doc["kind"]])  # registers its replayer in REPLAYERS
     if doc["kind"] not in REPLAYERS:
         raise CaseFileError(f"{where} has unknown kind {doc['kind']!r} (known: {', '.join(REPLAYERS)})")
     return doc
@@ -143,6 +146,8 @@ def replay_decode(doc: dict[str, Any], where: str) -> Replay:
 
 # Replayers by case kind; the lifecycle (stateful) kind registers here too.
 REPLAYERS: dict[str, Callable[[dict[str, Any], str], Replay]] = {DECODE_SCENARIO: replay_decode}
+# Kinds whose module registers its replayer on import; imported the first time such a case is read.
+REPLAYER_MODULES: dict[str, str] = {"lifecycle": "fuzz.lifecycle"}
 
 
 def replay(path: str) -> Replay:

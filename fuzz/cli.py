@@ -18,6 +18,9 @@ import threading
 
 from hypothesis import settings as Settings
 
+from allocator_model.config import ConfigError
+from strategies.space import check_pins
+
 from . import casefile
 from .harness import CampaignResult, campaign
 from .profiles import PROFILES, default_profile_name, get_profile
@@ -33,7 +36,8 @@ class BadInput(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not usage + error
-        raise BadInput(f"{message} (see: python -m fuzz {self.prog.split()[-1]} --help)")
+        sub = " ".join(self.prog.split()[1:])  # "fuzz run" -> "run"; the top parser has none
+        raise BadInput(f"{message} (see: python -m fuzz {sub + ' ' if sub else ''}--help)")
 
 
 def _positive_int(text: str) -> int:
@@ -72,6 +76,25 @@ def resolve_targets(specs: list[str]) -> list:
         raise BadInput(str(e)) from None
 
 
+def parse_pins(items: list[str]) -> dict:
+    """``NAME=VALUE`` pairs; VALUE is JSON when it parses (64, true, null, [1,3]), else a string."""
+    pins = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(f"--pin expects NAME=VALUE, got {item!r}")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        pins[name.strip()] = value
+    try:
+        check_pins(pins)
+    except ConfigError as e:
+        raise BadInput(f"invalid configuration: {e}") from None
+    return pins
+
+
 def campaign_settings(args) -> tuple[str, Settings, int | None]:
     """(profile name, Hypothesis settings, seed) from the shared options; prints nothing."""
     name = args.profile or default_profile_name()
@@ -87,9 +110,24 @@ def campaign_settings(args) -> tuple[str, Settings, int | None]:
     return name, hyp, seed
 
 
+SGLANG_VERSION_HELP = "decode semantics for file and installed SGLang targets (default: their version, else the newest)"
+
+
+def _sglang_versioned(specs: list[str], version: str | None) -> list[str]:
+    """Specs with --sglang-version applied (it names the semantics of a file of unknown version)."""
+    if not version:
+        return specs
+    from .sglang import with_sglang_version
+
+    try:
+        return [with_sglang_version(s, version) for s in specs]
+    except TargetError as e:
+        raise BadInput(str(e)) from None
+
+
 # Modules adding subcommands: each has register(subparsers), which adds a parser
 # with set_defaults(func=handler); handler(args) returns the exit status.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["fuzz.prove", "fuzz.differential", "fuzz.matrix", "fuzz.lifecycle_cli"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,7 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="fuzz one or more targets", description=(
         "Fuzz targets with Hypothesis. Exit 0: no counterexample; 1: at least one; 2: bad input."))
-    add_campaign_options(run, targets_help="reference or reference@REVISION (repeatable; see `python -m fuzz targets`)")
+    add_campaign_options(run, targets_help="reference[@REVISION], sglang==X.Y.Z, sglang or PATH "
+                                           "(repeatable; see `python -m fuzz targets`)")
+    run.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
+    run.add_argument("--pin", action="append", default=[], metavar="NAME=VALUE",
+                     help="fix a configuration field (SGLang name, e.g. page_size=64, speculative_algorithm=EAGLE, "
+                          "speculative_adaptive_candidate_steps=[1,3]) and fuzz the rest; repeatable")
     run.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("repro", help="replay a case file", description=(
@@ -106,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("case", metavar="CASE.json")
     rep.add_argument("--emit-test", action="store_true",
                      help="print a ready-to-paste pytest regression test for the case instead of replaying it")
+    rep.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
     rep.set_defaults(func=cmd_repro)
 
     sub.add_parser("targets", help="list what can be targeted").set_defaults(func=cmd_targets)
@@ -133,8 +177,9 @@ def _summary(results: list[CampaignResult], out) -> None:
 
 
 def cmd_run(args) -> int:
-    targets = resolve_targets(args.target)
+    targets = resolve_targets(_sglang_versioned(args.target, args.sglang_version))
     profile_name, hyp, seed = campaign_settings(args)
+    pins = parse_pins(args.pin)
     out = sys.stdout
     print(f"profile {profile_name}, {hyp.max_examples} examples per round"
           + (f", seed {seed}" if seed is not None else ", derandomized" if hyp.derandomize else ""), file=out)
@@ -142,7 +187,7 @@ def cmd_run(args) -> int:
     results: list[CampaignResult] = []
     for target in targets:
         print(f"== {target.spec}: {target.label}", file=out, flush=True)
-        result = campaign(target, hyp, seed=seed, on_progress=progress)
+        result = campaign(target, hyp, seed=seed, on_progress=progress, pins=pins)
         results.append(result)
         for f in result.failures:
             f.case_path = casefile.save_document(casefile.decode_document(target.spec, f), args.cases)
@@ -172,7 +217,12 @@ def cmd_repro(args) -> int:
             casefile.replay(args.case)  # validate it fully before printing code
             print(emit_test(casefile.load_document(args.case)), end="")
             return EXIT_CLEAN
-        result = casefile.replay(args.case)
+        if args.sglang_version:
+            doc = casefile.load_document(args.case)
+            doc["target"] = _sglang_versioned([doc["target"]], args.sglang_version)[0]
+            result = casefile.replay_document(doc, args.case)
+        else:
+            result = casefile.replay(args.case)
     except casefile.CaseFileError as e:
         raise BadInput(str(e)) from None
     print(result.text)

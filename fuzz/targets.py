@@ -3,6 +3,9 @@
 A target spec is one of
   reference                the embedded reference model (safe everywhere)
   reference@REVISION       a historical revision of the model (a planted bug)
+  sglang==X.Y.Z            a release's own sizing module (fuzz/sglang/: wheel cache, loader)
+  sglang[@X.Y.Z]           the installed SGLang's sizing module
+  PATH[@X.Y.Z]             an allocation_sizing.py-shaped file or SGLang checkout
 
 The sizing comes from the target; the allocator page, the write paths and
 the scheduler rules come from the model, read with the semantics
@@ -54,9 +57,22 @@ def _resolve_model(spec: str) -> Target:
     return model_target(REVISIONS[name])
 
 
-# Resolvers by spec form, tried in order; later issues add real SGLang code here.
+def _is_real(spec: str) -> bool:
+    from .sglang import is_real_spec  # imported late: the loader imports this module
+
+    return is_real_spec(spec)
+
+
+def _resolve_real(spec: str) -> Target:
+    from .sglang import resolve_real_target
+
+    return resolve_real_target(spec)
+
+
+# Resolvers by spec form, tried in order.
 RESOLVERS: list[tuple[Callable[[str], bool], Callable[[str], Target]]] = [
     (lambda s: s == "reference" or s.startswith("reference@"), _resolve_model),
+    (_is_real, _resolve_real),  # sglang==X.Y.Z, sglang, PATH (fuzz/sglang/)
 ]
 
 
@@ -65,10 +81,13 @@ def resolve_target(spec: str) -> Target:
     for matches, resolve in RESOLVERS:
         if matches(spec):
             return resolve(spec)
-    raise TargetError(f"unknown target {spec!r}: use reference or reference@REVISION (see: python -m fuzz targets)")
+    raise TargetError(f"unknown target {spec!r}: use reference[@REVISION], sglang==X.Y.Z, sglang or a PATH "
+                      "(see: python -m fuzz targets)")
 
 
 def known_targets() -> list[tuple[str, str]]:
     rows = [("reference", REFERENCE.summary)]
     rows += [(f"reference@{r.name}", r.summary) for r in REVISIONS.values() if r is not REFERENCE]
-    return rows
+    from .sglang import real_target_rows
+
+    return rows + real_target_rows()

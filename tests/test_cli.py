@@ -78,6 +78,10 @@ def test_reference_is_clean_under_ci(tmp_path):
         (["run", "--target", "reference", "--max-examples", "0"], "positive integer"),
         (["repro", "does-not-exist.json"], "does not exist"),
         (["frobnicate"], "invalid choice"),
+        (["run", "--target", "reference", "--pin", "page_size=0"], "page_size must be >= 1"),
+        (["run", "--target", "reference", "--pin", "speculative_eagle_topk=0"], "speculative_eagle_topk must be >= 1"),
+        (["run", "--target", "reference", "--pin", "page_sizes=4"], "unknown configuration field"),
+        (["run", "--target", "reference", "--pin", "page_size"], "expects NAME=VALUE"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, needle):
@@ -140,3 +144,13 @@ def test_interrupted_run_reports_what_it_found_and_leaves_no_partial_case(tmp_pa
     for n in names:
         json.loads((cases / n).read_text())
     assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["interrupted"] is True
+
+
+def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):
+    r = fuzz("run", "--target", "reference@sglang-0.5.23", "--profile", "ci", "--quiet", "--max-examples", "100",
+             "--pin", "speculative_algorithm=DFLASH", "--pin", "page_size=1", "--pin", "attn_dcp_size=1",
+             "--cases", str(tmp_path), "--json", str(tmp_path / "r.json"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    (f,) = json.loads((tmp_path / "r.json").read_text())["targets"][0]["failures"]
+    assert f["signature"] == "write-within-row/alloc-page-1"
+    assert f["config"]["speculative_algorithm"] == "DFLASH" and f["config"]["page_size"] == 1

@@ -1,0 +1,333 @@
+"""Differential fidelity: the modeled revision of a version against that version's real sizing module.
+
+The model is only worth its agreement with the code it stands for.  For
+every configuration of a pool drawn from ``strategies.configs.serving_configs``
+(10,000 distinct by default, the same pool for every release), every sizing
+function is called on both sides and must return the same value:
+
+    alloc_page_size                    (files that define it: 0.5.19+)
+    alloc_len_per_decode, reserve      every run-time shape of the config (adaptive: each candidate)
+    req_to_token_extra_context_len     launch shape
+    page_aligned_decode_alloc_lens     request lengths near the limit (files that define it: 0.5.19+)
+
+A disagreement is a counterexample of class ``model-mismatch``, grouped by
+function (``model-mismatch/<function>``), shrunk by Hypothesis to a minimal
+configuration and saved as a case file that ``python -m fuzz repro`` replays.
+
+    python -m fuzz fidelity --target sglang==0.5.18 [--configs N] [--revision NAME]
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, find, given, seed as hypothesis_seed, settings as Settings, strategies as st
+from hypothesis.errors import NoSuchExample
+
+from allocator_model import algorithms as algo
+from allocator_model.allocator import allocator_page_size
+from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.revisions import REVISIONS, Revision
+from allocator_model.scheduler import max_committed_len_at_decode_alloc
+from allocator_model.sizing import ModelSizing
+from strategies.configs import serving_configs
+
+from . import casefile
+from .properties import Violation, regime
+from .targets import Target, TargetCallError
+
+MODEL_MISMATCH = "model-mismatch"
+SIZING_RAISED = "sizing-raised"
+FIDELITY_CASE = "fidelity-case"
+DEFAULT_CONFIGS = 10_000
+FUNCTIONS = ("alloc_page_size", "alloc_len_per_decode", "alloc_reserve_per_decode",
+             "req_to_token_extra_context_len", "page_aligned_decode_alloc_lens")
+
+
+@dataclass(frozen=True)
+class FidelityCase:
+    """One configuration, and the (kv_committed_len, kv_allocated_len) pairs the aligned lens are compared on."""
+
+    config: ServingConfig
+    lens: tuple[tuple[int, int], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lens": [list(p) for p in self.lens]}
+
+    @classmethod
+    def from_dict(cls, config: ServingConfig, data: Any) -> "FidelityCase":
+        try:
+            lens = tuple((int(c), int(a)) for c, a in data["lens"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConfigError(f"malformed fidelity case: {e}") from None
+        return cls(config, lens)
+
+
+def lens_for(cfg: ServingConfig) -> tuple[tuple[int, int], ...]:
+    """Request lengths for page_aligned_decode_alloc_lens, near the committed-length bound b.
+
+    One batch of three requests: fresh at the bound (a = c = b), mid-page
+    (a = c + page - 1), and one already allocated past any reserve (the
+    ``max(a, ...)`` branch that keeps an adaptive downswitch from shrinking).
+    """
+    page = allocator_page_size(cfg)
+    b = max(1, max_committed_len_at_decode_alloc(cfg))
+    slack = 2 * page + 4 * (cfg.max_speculative_num_draft_tokens or 1)
+    return ((b, b), (max(1, b - 1), max(1, b - 1) + page - 1), (max(1, b - slack), b + slack))
+
+
+def fidelity_cases(algorithms) -> st.SearchStrategy[FidelityCase]:
+    return serving_configs(algorithms).map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
+
+
+def _unique_runtimes(cfg: ServingConfig):
+    seen = []
+    for rt in list(cfg.runtimes()) + [cfg.launch_runtime]:
+        if rt not in seen:
+            seen.append(rt)
+    return seen
+
+
+def disagreements(real, model: ModelSizing, case: FidelityCase) -> list[Violation]:
+    """Every sizing function on which ``real`` and ``model`` differ for this case (one violation per function)."""
+    cfg = case.config
+    found: dict[str, Violation] = {}
+
+    def compare(fn: str, args: str, call_real, call_model) -> None:
+        if fn in found:
+            return
+        try:
+            got = call_real()
+        except TargetCallError as e:
+            found[fn] = Violation(SIZING_RAISED, regime(cfg, allocator_page_size(cfg)), str(e), [f"config: {cfg.short()}"])
+            return
+        want = call_model()
+        if got != want:
+            found[fn] = Violation(MODEL_MISMATCH, fn, f"{fn}({args}): real {got}, model {model.revision.name} {want}",
+                                  [f"config: {cfg.short()}"])
+
+    in_file = getattr(real, "in_file", lambda name: True)
+    if in_file("alloc_page_size"):
+        compare("alloc_page_size", "", lambda: real.alloc_page_size(cfg), lambda: model.alloc_page_size(cfg))
+    for rt in _unique_runtimes(cfg):
+        shape = "no spec" if rt is None else f"num_steps={rt.num_steps} num_draft_tokens={rt.num_draft_tokens}"
+        compare("alloc_len_per_decode", shape, lambda: real.alloc_len_per_decode(cfg, rt),
+                lambda: model.alloc_len_per_decode(cfg, rt))
+        compare("alloc_reserve_per_decode", shape, lambda: real.alloc_reserve_per_decode(cfg, rt),
+                lambda: model.alloc_reserve_per_decode(cfg, rt))
+    compare("req_to_token_extra_context_len", "", lambda: real.req_to_token_extra_context_len(cfg),
+            lambda: model.req_to_token_extra_context_len(cfg))
+    if in_file("page_aligned_decode_alloc_lens"):
+        page = allocator_page_size(cfg)
+        for rt in _unique_runtimes(cfg):
+            reserve = model.alloc_reserve_per_decode(cfg, rt)
+            lens = list(case.lens)
+            compare("page_aligned_decode_alloc_lens", f"{lens}, reserve={reserve}, page={page}",
+                    lambda: real.page_aligned_decode_alloc_lens(lens, reserve, page),
+                    lambda: model.page_aligned_decode_alloc_lens(lens, reserve, page))
+    return list(found.values())
+
+
+# -- the configuration pool ---------------------------------------------------
+
+def _settings(n: int) -> Settings:
+    return Settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+                    suppress_health_check=list(HealthCheck))
+
+
+_MASTER: dict[ServingConfig, FidelityCase] = {}  # one pool over every algorithm, grown on demand
+_BATCHES = [0]
+
+
+def _grow_master(examples: int) -> None:
+    """Draw ``examples`` more cases into the master pool: derandomized first, then one fixed seed per batch."""
+    batch = _BATCHES[0]
+    strategy = fidelity_cases(algo.ALL)
+
+    def collect(case: FidelityCase) -> None:
+        _MASTER.setdefault(case.config, case)
+
+    test = Settings(_settings(examples), derandomize=batch == 0)(given(strategy)(collect))
+    (hypothesis_seed(batch)(test) if batch else test)()
+    _BATCHES[0] += 1
+
+
+def case_pool(algorithms, n: int) -> list[FidelityCase]:
+    """``n`` cases with distinct configurations using only ``algorithms``; the same on every call and every run.
+
+    Every release draws from one pool (memoized per process), so releases
+    are compared on the same configurations, and the pool is paid for once.
+    """
+    allowed = set(algorithms) | {None}
+
+    def usable() -> list[FidelityCase]:
+        return [c for c in _MASTER.values() if c.config.speculative_algorithm in allowed]
+
+    while len(usable()) < n and _BATCHES[0] < 50:
+        share = max(len(usable()), 1) / max(len(_MASTER), 1) if _MASTER else len(allowed) / (len(algo.ALL) + 1)
+        _grow_master(int((n - len(usable())) / share * 1.02) + 10)
+    return usable()[:n]
+
+
+# -- a fidelity run -----------------------------------------------------------
+
+@dataclass
+class Mismatch:
+    target: str
+    revision: str
+    violation: Violation
+    case: FidelityCase
+    case_path: str | None = None
+
+    @property
+    def signature(self) -> str:
+        return self.violation.signature
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "schema": casefile.SCHEMA,
+            "schema_version": casefile.SCHEMA_VERSION,
+            "kind": FIDELITY_CASE,
+            "target": self.target,
+            "revision": self.revision,
+            "property": self.violation.prop,
+            "signature": self.signature,
+            "config": self.case.config.to_dict(),
+            "case": self.case.to_dict(),
+            "message": self.violation.describe(),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.violation.prop, "signature": self.signature, "config": self.case.config.to_dict(),
+                "case": self.case.to_dict(), "message": self.violation.describe(),
+                "repro": f"python -m fuzz repro {self.case_path}" if self.case_path else ""}
+
+
+@dataclass
+class FidelityResult:
+    target: str
+    revision: str
+    configs: int = 0
+    functions: list[str] = field(default_factory=list)  # compared against the file (the rest: not in the file)
+    seconds: float = 0.0
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "mismatch" if self.mismatches else "agrees"
+
+    def summary(self) -> str:
+        if not self.mismatches:
+            return f"agrees on {self.configs} configs ({len(self.functions)} functions)"
+        return f"{len(self.mismatches)} mismatch group(s): " + ", ".join(m.signature for m in self.mismatches)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "revision": self.revision, "status": self.status, "configs": self.configs,
+                "functions": self.functions, "seconds": round(self.seconds, 3),
+                "mismatches": [m.to_json() for m in self.mismatches]}
+
+
+def _minimal(real, model: ModelSizing, signature: str, algorithms, first: FidelityCase) -> FidelityCase:
+    """Hypothesis's smallest case of a group (the pool's case if the search does not meet it again)."""
+    try:
+        return find(fidelity_cases(tuple(sorted(algorithms, key=str))),
+                    lambda c: any(v.signature == signature for v in disagreements(real, model, c)),
+                    settings=Settings(_settings(2_000), phases=[Phase.generate, Phase.shrink]))
+    except NoSuchExample:
+        return first
+
+
+def fidelity(target: Target, *, revision: Revision | None = None, configs: int = DEFAULT_CONFIGS) -> FidelityResult:
+    """Compare ``target``'s sizing with ``revision`` (default: the modeled revision of its version)."""
+    revision = revision or target.revision
+    model = ModelSizing(revision)
+    real = target.sizing
+    in_file = getattr(real, "in_file", lambda name: True)
+    result = FidelityResult(target.spec, revision.name, functions=[f for f in FUNCTIONS if in_file(f)])
+    started = time.monotonic()
+    pool = case_pool(revision.algorithms, configs)
+    first: dict[str, FidelityCase] = {}
+    for case in pool:
+        for v in disagreements(real, model, case):
+            first.setdefault(v.signature, case)
+    for sig in sorted(first):
+        case = _minimal(real, model, sig, revision.algorithms, first[sig])
+        (v,) = [v for v in disagreements(real, model, case) if v.signature == sig]
+        result.mismatches.append(Mismatch(target.spec, revision.name, v, case))
+    result.configs = len(pool)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+# -- replay -------------------------------------------------------------------
+
+def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
+    from .targets import TargetError, resolve_target
+
+    try:
+        case = FidelityCase.from_dict(ServingConfig.from_dict(doc["config"]), doc["case"])
+    except (ConfigError, TypeError) as e:
+        raise casefile.CaseFileError(f"{where}: {e}") from None
+    name = doc.get("revision")
+    if name not in REVISIONS:
+        raise casefile.CaseFileError(f"{where}: unknown model revision {name!r} (known: {', '.join(REVISIONS)})")
+    try:
+        target = resolve_target(doc["target"])
+    except TargetError as e:
+        raise casefile.CaseFileError(f"{where}: {e}") from None
+    found = disagreements(target.sizing, ModelSizing(REVISIONS[name]), case)
+    lines = [f"target: {target.spec} against model {name}", f"config: {case.config.short()}",
+             f"case:   {json.dumps(case.to_dict(), sort_keys=True)}"]
+    same = [v for v in found if v.signature == doc.get("signature") or (not doc.get("signature") and v.prop == doc["property"])]
+    if same:
+        lines += [f"FAILS {same[0].signature}", same[0].describe()]
+    else:
+        lines.append(f"passes: {doc['property']} no longer fails on {target.spec}")
+    return casefile.Replay(bool(same), "\n".join(lines))
+
+
+casefile.REPLAYERS.setdefault(FIDELITY_CASE, replay_fidelity)
+
+
+# -- the command --------------------------------------------------------------
+
+def register(subparsers) -> None:
+    from .cli import _positive_int
+
+    p = subparsers.add_parser("fidelity", help="compare the model with real SGLang sizing code", description=(
+        "Differential fidelity: call every sizing function of a real target and of the modeled revision of its "
+        "version on the same configurations. Exit 0: they agree; 1: a model-mismatch; 2: bad input."))
+    p.add_argument("--target", action="append", required=True, metavar="SPEC",
+                   help="sglang==X.Y.Z, sglang or PATH (repeatable)")
+    p.add_argument("--revision", metavar="NAME", help="model revision to compare with (default: the target's version)")
+    p.add_argument("--configs", type=_positive_int, default=DEFAULT_CONFIGS, metavar="N",
+                   help=f"distinct configurations (default {DEFAULT_CONFIGS})")
+    p.add_argument("--cases", default="fuzz-cases", metavar="DIR", help="where case files go (default fuzz-cases)")
+    p.add_argument("--json", metavar="FILE", help="write a JSON report")
+    p.set_defaults(func=cmd_fidelity)
+
+
+def cmd_fidelity(args) -> int:
+    from .cli import EXIT_CLEAN, EXIT_FOUND, BadInput, resolve_targets
+
+    if args.revision and args.revision not in REVISIONS:
+        raise BadInput(f"unknown revision {args.revision!r} (known: {', '.join(REVISIONS)})")
+    results = []
+    for target in resolve_targets(args.target):
+        r = fidelity(target, revision=REVISIONS.get(args.revision), configs=args.configs)
+        for m in r.mismatches:
+            m.case_path = casefile.save_document(m.document(), args.cases)
+            print(f"COUNTEREXAMPLE {m.signature} on {m.target} (model {m.revision})")
+            print(f"  {m.violation.describe()}".replace("\n", "\n  "))
+            print(f"repro: python -m fuzz repro {m.case_path}")
+        print(f"{target.spec}: model {r.revision} {r.summary()} in {r.seconds:.1f}s", flush=True)
+        results.append(r)
+    if args.json:
+        casefile.write_atomically(args.json, json.dumps({"fidelity": [r.to_json() for r in results]}, indent=2) + "\n")
+    return EXIT_FOUND if any(r.mismatches for r in results) else EXIT_CLEAN
+
+
+__all__ = ["fidelity", "disagreements", "case_pool", "FidelityResult", "Mismatch", "MODEL_MISMATCH"]

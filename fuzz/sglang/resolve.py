@@ -1,0 +1,131 @@
+"""Target specs for real SGLang code, and the ``Target`` each one resolves to.
+
+    sglang==X.Y.Z      a release: its wheel (pip download, cached), decode semantics of X.Y.Z
+    sglang[@X.Y.Z]     the installed SGLang; @X.Y.Z overrides the version it reports
+    PATH[@X.Y.Z]       an allocation_sizing.py-shaped file, or a checkout directory holding one;
+                       unknown version: the newest semantics unless @X.Y.Z (``--sglang-version``)
+
+The spec a Target records (and a case file keeps) is canonical: a file's
+path is absolute and an explicit version is part of it, so a case file
+replays the same semantics from any directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from allocator_model import algorithms as algo
+from allocator_model.revisions import RELEASE_REVISIONS, Revision
+
+from ..targets import Target, TargetError
+from . import wheels
+from .loader import Generation, RealSizing, load_sizing_module
+from .versions import VersionError, known_releases, parse_version, semantics_for
+
+_AT_VERSION = re.compile(r"^(?P<base>.+?)@(?P<version>\d+\.\d+\.\d+[A-Za-z0-9.+\-]*)$")
+
+
+def _split_version(spec: str) -> tuple[str, str | None]:
+    m = _AT_VERSION.match(spec)
+    return (m.group("base"), m.group("version")) if m else (spec, None)
+
+
+def is_real_spec(spec: str) -> bool:
+    """sglang, sglang==X.Y.Z, sglang@X.Y.Z, or something that names a file or directory."""
+    base, _ = _split_version(spec)
+    if base == "sglang" or spec.startswith("sglang=="):
+        return True
+    return base.endswith(".py") or "/" in base or os.sep in base or os.path.exists(base)
+
+
+def _fit(revision: Revision, generation: Generation) -> Revision:
+    """The version's semantics, without algorithms the file cannot size (UNO before its branch existed)."""
+    if generation.has_uno or algo.UNO not in revision.algorithms:
+        return revision
+    return revision.but(f"{revision.name}-no-uno", f"{revision.summary}; the file has no UNO branch",
+                        algorithms=revision.algorithms - {algo.UNO})
+
+
+def _target(spec: str, kind: str, what: str, source: str, filename: str, version: str | None) -> Target:
+    try:
+        revision, how = semantics_for(version)
+    except VersionError as e:
+        raise TargetError(f"{spec}: {e}") from None
+    module = load_sizing_module(source, spec, filename)
+    revision = _fit(revision, module.generation)
+    label = f"{what}, {module.generation.describe()}, decode semantics {revision.name} ({how})"
+    return Target(spec, label, RealSizing(module, revision), revision, kind)
+
+
+def _resolve_release(spec: str) -> Target:
+    version = spec[len("sglang=="):].strip()
+    try:
+        parse_version(version)
+        semantics_for(version)  # refuse pre-0.5.16 before downloading anything
+        wheel = wheels.release_wheel(version)
+        source = wheels.read_from_wheel(wheel)
+    except VersionError as e:
+        raise TargetError(f"{spec}: {e}") from None
+    except wheels.SourceError as e:  # its text names the release already
+        raise TargetError(str(e)) from None
+    return _target(f"sglang=={version}", "release", f"sglang {version} wheel",
+                   source, f"{wheel}/{wheels.SIZING_MODULE}", version)
+
+
+def _resolve_installed(spec: str, version: str | None) -> Target:
+    try:
+        source, path, installed = wheels.installed_sizing()
+    except wheels.SourceError as e:
+        raise TargetError(f"{spec}: {e}") from None
+    what = f"installed sglang {installed or '(version unknown)'} ({path})"
+    return _target(spec, "installed", what, source, path, version or installed)
+
+
+def _resolve_file(path: str, version: str | None) -> Target:
+    try:
+        source, resolved = wheels.read_file(os.path.abspath(os.path.expanduser(path)))
+    except wheels.SourceError as e:
+        raise TargetError(str(e)) from None
+    spec = resolved + (f"@{version}" if version else "")
+    return _target(spec, "file", f"file {resolved}", source, resolved, version)
+
+
+def resolve_real_target(spec: str) -> Target:
+    if spec.startswith("sglang=="):
+        return _resolve_release(spec)
+    base, version = _split_version(spec)
+    if base == "sglang":
+        return _resolve_installed(spec, version)
+    return _resolve_file(base, version)
+
+
+def with_sglang_version(spec: str, version: str | None) -> str:
+    """``spec`` with the decode-semantics version ``--sglang-version`` gives (reference specs pass through)."""
+    if not version or not is_real_spec(spec) or spec.startswith("reference"):
+        return spec
+    try:
+        semantics_for(version)
+    except VersionError as e:
+        raise TargetError(f"--sglang-version: {e}") from None
+    if spec.startswith("sglang=="):
+        named = spec[len("sglang=="):]
+        if parse_version(named) != parse_version(version):
+            raise TargetError(f"--sglang-version {version} contradicts the release in {spec}")
+        return spec
+    base, _ = _split_version(spec)
+    if base != "sglang":
+        base = os.path.abspath(os.path.expanduser(base))
+    return f"{base}@{version}"
+
+
+def real_target_rows() -> list[tuple[str, str]]:
+    """Rows for ``python -m fuzz targets``."""
+    releases = known_releases()
+    rows = [
+        ("sglang==X.Y.Z", f"a release's own sizing module, from its wheel (cache: {wheels.cache_dir()})"),
+        ("sglang[@X.Y.Z]", "the sizing module of the SGLang installed in this environment"),
+        ("PATH[@X.Y.Z]", "an allocation_sizing.py-shaped file or SGLang checkout (newest semantics unless @X.Y.Z)"),
+    ]
+    rows += [(f"sglang=={r}", f"release {r}: decode semantics {RELEASE_REVISIONS[r]}") for r in releases]
+    return rows

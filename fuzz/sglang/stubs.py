@@ -1,0 +1,215 @@
+"""Stand-ins for the modules SGLang's sizing file imports, published per example.
+
+The real ``sglang.srt.runtime_context`` answers from a process-wide context
+that only a launched server publishes, and ``spec_info`` pulls in torch and
+the plugin registry; neither can be driven per example without SGLang
+itself.  So the file gets these instead, through a private ``__import__``
+(never ``sys.modules``): other code in the process, a real SGLang included,
+never sees them.
+
+What they publish, from a ``ServingConfig`` and the run-time spec shape:
+
+    get_schedule().page_size            --page-size (the scheduled page, not the allocator's)
+    get_parallel().attn_dcp_size        decode context parallel size
+    get_spec().speculative_*            algorithm name, S, K, D of the run-time shape
+    max_speculative_num_draft_tokens()  Dmax, fixed at launch (adaptive spec moves S and D, not Dmax)
+    get_server_args()                   all of the above as one object (0.5.16-0.5.17 take it as an argument)
+
+Outside a bound call every accessor raises, as the real ones do before
+publish, so a file that reads its configuration at import time fails to load.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import enum
+import types
+from typing import Any, Iterator
+
+from allocator_model import algorithms as algo
+from allocator_model.config import ServingConfig, SpecRuntime
+
+RUNTIME_CONTEXT = "sglang.srt.runtime_context"
+SERVER_ARGS = "sglang.srt.server_args"
+SPEC_INFO = "sglang.srt.speculative.spec_info"
+
+
+class Bag:
+    """A read-only config bag; reading a leaf that is not published names it."""
+
+    def __init__(self, name: str, **leaves: Any):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_leaves", leaves)
+
+    def __getattr__(self, leaf: str) -> Any:
+        try:
+            return self._leaves[leaf]
+        except KeyError:
+            raise AttributeError(f"the {self._name} bag has no leaf {leaf!r} (kvrow-fuzz publishes "
+                                 f"{', '.join(sorted(self._leaves))})") from None
+
+    def __setattr__(self, leaf: str, value: Any) -> None:
+        raise AttributeError(f"the {self._name} bag is read-only")
+
+    def __repr__(self) -> str:
+        return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in sorted(self._leaves.items()))})"
+
+
+class SpeculativeAlgorithm(enum.Enum):
+    """SGLang's algorithm enum, reduced to the classification sizing depends on."""
+
+    NONE = "NONE"
+    EAGLE = algo.EAGLE
+    EAGLE3 = algo.EAGLE3
+    STANDALONE = algo.STANDALONE
+    FROZEN_KV_MTP = algo.FROZEN_KV_MTP
+    NGRAM = algo.NGRAM
+    DFLASH = algo.DFLASH
+    DSPARK = algo.DSPARK
+    UNO = algo.UNO
+
+    @classmethod
+    def from_string(cls, name: str | None) -> "SpeculativeAlgorithm":
+        if name is None:
+            return cls.NONE
+        try:
+            return cls[str(name).upper()]
+        except KeyError:
+            raise ValueError(f"Unknown speculative algorithm name: {name}") from None
+
+    def is_none(self) -> bool:
+        return self is SpeculativeAlgorithm.NONE
+
+    def is_some(self) -> bool:
+        return not self.is_none()
+
+    is_speculative = is_some
+
+    def is_eagle(self) -> bool:
+        # SGLang's EAGLE worker family (STANDALONE runs its own worker).
+        return self.value in (algo.EAGLE, algo.EAGLE3, algo.FROZEN_KV_MTP)
+
+    def is_eagle3(self) -> bool:
+        return self.value == algo.EAGLE3
+
+    def is_standalone(self) -> bool:
+        return self.value == algo.STANDALONE
+
+    def is_frozen_kv_mtp(self) -> bool:
+        return self.value == algo.FROZEN_KV_MTP
+
+    def is_ngram(self) -> bool:
+        return self.value == algo.NGRAM
+
+    def is_dflash(self) -> bool:
+        return self.value == algo.DFLASH
+
+    def is_dspark(self) -> bool:
+        return self.value == algo.DSPARK
+
+    def is_dflash_family(self) -> bool:
+        return self.value in algo.DFLASH_FAMILY
+
+    def is_uno(self) -> bool:
+        return algo.is_uno(self.value)
+
+    def has_draft_kv(self) -> bool:
+        return self.is_some() and algo.has_draft_kv(self.value)
+
+
+class NotPublished(ValueError):
+    """An accessor read outside a configured call (SGLang: '... not published')."""
+
+
+class Published:
+    """The configuration the accessors answer with, bound for the duration of one call."""
+
+    def __init__(self) -> None:
+        self._bags: dict[str, Any] | None = None
+
+    @contextlib.contextmanager
+    def bound(self, cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[None]:
+        previous = self._bags
+        self._bags = publish(cfg, rt)
+        try:
+            yield
+        finally:
+            self._bags = previous
+
+    def read(self, what: str) -> Any:
+        if self._bags is None:
+            raise NotPublished(f"{what} read before the runtime context was published (at import time?)")
+        return self._bags[what]
+
+
+def publish(cfg: ServingConfig, rt: SpecRuntime | None) -> dict[str, Any]:
+    """The bags of one call: launch values, with S and D of the run-time shape ``rt``."""
+    spec_on = cfg.spec_on and rt is not None
+    spec = dict(
+        speculative_algorithm=cfg.speculative_algorithm if spec_on else None,
+        speculative_num_steps=rt.num_steps if spec_on else None,
+        speculative_eagle_topk=cfg.speculative_eagle_topk if spec_on else None,
+        speculative_num_draft_tokens=rt.num_draft_tokens if spec_on else None,
+        speculative_adaptive=cfg.speculative_adaptive,
+        max_speculative_num_draft_tokens=cfg.max_speculative_num_draft_tokens,
+    )
+    schedule = dict(page_size=cfg.page_size, max_running_requests=cfg.max_running_requests,
+                    disable_overlap_schedule=not cfg.enable_overlap, max_total_tokens=cfg.max_total_num_tokens)
+    parallel = dict(attn_dcp_size=cfg.attn_dcp_size, tp_size=cfg.tp_size or cfg.attn_dcp_size)
+    return {
+        "schedule": Bag("schedule", **schedule),
+        "parallel": Bag("parallel", **parallel),
+        "spec": Bag("spec", **spec),
+        "server_args": Bag("server_args", **schedule, **parallel, **spec, context_length=cfg.context_len),
+        "dmax": cfg.max_speculative_num_draft_tokens,
+    }
+
+
+class ServerArgs:
+    """Only a name for type annotations (0.5.16-0.5.17 import it); calls get the published bag."""
+
+
+def accessor_modules(published: Published) -> dict[str, types.ModuleType]:
+    """The stub modules, and the packages above them, answering from ``published``."""
+    rc = types.ModuleType(RUNTIME_CONTEXT, "kvrow-fuzz stand-in: accessors answer from the example's configuration")
+    rc.get_schedule = lambda: published.read("schedule")
+    rc.get_parallel = lambda: published.read("parallel")
+    rc.get_spec = lambda: published.read("spec")
+    rc.get_server_args = lambda: published.read("server_args")
+    rc.max_speculative_num_draft_tokens = lambda: published.read("dmax")
+    sa = types.ModuleType(SERVER_ARGS, "kvrow-fuzz stand-in")
+    sa.ServerArgs = ServerArgs
+    si = types.ModuleType(SPEC_INFO, "kvrow-fuzz stand-in")
+    si.SpeculativeAlgorithm = SpeculativeAlgorithm
+    modules = {m.__name__: m for m in (rc, sa, si)}
+    for name in list(modules):  # packages, so `import sglang.srt.x` and `from sglang.srt import x` work too
+        parts = name.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            parent = ".".join(parts[:i])
+            modules.setdefault(parent, types.ModuleType(parent))
+            setattr(modules[parent], parts[i], modules[".".join(parts[: i + 1])])
+    return modules
+
+
+def private_builtins(modules: dict[str, types.ModuleType]) -> dict[str, Any]:
+    """Builtins whose ``__import__`` serves ``modules`` and refuses any other ``sglang`` module.
+
+    Set as a namespace's ``__builtins__``, it governs every import the code
+    run in that namespace makes, at load time and inside functions alike.
+    """
+    real_import = builtins.__import__
+    supplied = ", ".join(sorted(n for n in modules if n.count(".") >= 2))
+
+    def _import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level:
+            raise ImportError(f"relative import of {name!r}: the sizing loader runs the file outside its package")
+        if name in modules:
+            return modules[name] if fromlist else modules[name.partition(".")[0]]
+        if name == "sglang" or name.startswith("sglang."):
+            raise ModuleNotFoundError(f"No module named {name!r} (the loader supplies only {supplied})", name=name)
+        return real_import(name, globals, locals, fromlist, level)
+
+    namespace = dict(builtins.__dict__)
+    namespace["__import__"] = _import
+    return namespace

@@ -1,0 +1,70 @@
+"""SGLang release numbers and the decode semantics each one runs with.
+
+The sizing module is the release's own code; everything around it (the
+allocator page, the DFLASH write path, the scheduler's committed-length
+bound) is the model's, read with the revision that models that release
+(``RELEASE_REVISIONS``).  A version newer than every modeled release gets
+the newest semantics; one older than 0.5.16 has no ``allocation_sizing.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS, Revision
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:[.+\-]?[A-Za-z0-9.+\-]*)?$")
+
+# The first release with mem_cache/allocation_sizing.py (0.5.14 and 0.5.15 keep the
+# sizing functions in mem_cache/common.py, among the cache code, which this loader does not run).
+FIRST_SIZING_RELEASE = "0.5.16"
+
+
+class VersionError(ValueError):
+    """A version string that is not X.Y.Z, or a release without the sizing module."""
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """(X, Y, Z) of 'X.Y.Z' (a suffix such as '.post1' is allowed and ignored)."""
+    m = _VERSION.match((text or "").strip())
+    if not m:
+        raise VersionError(f"{text!r} is not a version X.Y.Z")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def known_releases() -> list[str]:
+    """The releases whose semantics are modeled, oldest first."""
+    return sorted(RELEASE_REVISIONS, key=parse_version)
+
+
+def newest_release() -> str:
+    return known_releases()[-1]
+
+
+def releases_between(first: str, last: str) -> list[str]:
+    """Known releases in [first, last] (both must be versions; either end may be unknown to the model)."""
+    lo, hi = parse_version(first), parse_version(last)
+    if lo > hi:
+        raise VersionError(f"empty release range {first}..{last}")
+    return [r for r in known_releases() if lo <= parse_version(r) <= hi]
+
+
+def semantics_for(version: str | None) -> tuple[Revision, str]:
+    """The modeled revision for an SGLang version, and a phrase saying how it was chosen.
+
+    None (a file of unknown version) and versions past the newest modeled
+    release get the newest semantics; a version between two modeled
+    releases gets the older one's.
+    """
+    newest = newest_release()
+    if version is None:
+        return REVISIONS[RELEASE_REVISIONS[newest]], f"version unknown: newest semantics ({newest})"
+    v = parse_version(version)
+    if v < parse_version(FIRST_SIZING_RELEASE):
+        raise VersionError(
+            f"sglang {version} predates mem_cache/allocation_sizing.py (first in {FIRST_SIZING_RELEASE}; "
+            "before it the sizing functions live in mem_cache/common.py, which this loader does not run)"
+        )
+    base = [r for r in known_releases() if parse_version(r) <= v][-1]
+    how = f"semantics of {base}" if base == version else f"semantics of {base} (nearest modeled release <= {version})"
+    return REVISIONS[RELEASE_REVISIONS[base]], how

@@ -1,0 +1,345 @@
+"""The request-lifecycle state machine: the committed-length bound it reaches, the bugs each invariant
+catches (a historical revision or a planted model bug) and its silence on the reference, case files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+
+from allocator_model.batch import OwnershipAllocator, RunningBatch, StepError, UNLIMITED_NEW_TOKENS
+from allocator_model.config import ServingConfig
+from allocator_model.revisions import REFERENCE, get_revision
+from allocator_model.scheduler import max_committed_len_at_decode_alloc
+from allocator_model.sizing import ModelSizing
+from fuzz import casefile
+from fuzz.cli import main as cli_main
+from fuzz.lifecycle import (
+    _without,
+    lifecycle_campaign,
+    lifecycle_document,
+    run_case,
+    save_lifecycle_case,
+)
+from fuzz.lifecycle_invariants import (
+    DRAFTS_WITHIN_ALLOCATION,
+    FREE_LIST_UNIQUE,
+    KV_LENS_ORDERED,
+    NEIGHBOUR_ROWS_UNTOUCHED,
+    NO_LEAK,
+    NO_STRANDED_PAGE_TAIL,
+    ROW_HOLDS_OWN_SLOTS,
+    SLOT_SINGLE_OWNER,
+    WRITE_WITHIN_ROW,
+)
+from fuzz.targets import Target, TargetCallError, model_target, resolve_target
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cfg(**kw) -> ServingConfig:
+    kw.setdefault("context_len", 40)
+    return ServingConfig.resolve(**kw)
+
+
+def ci(n: int):
+    return settings(settings.get_profile("ci"), max_examples=n)
+
+
+def first_bug(n: int):
+    """ci without Hypothesis' shrinking: stop at the first failure; the campaign still shortens its script."""
+    return settings(ci(n), phases=[Phase.explicit, Phase.generate])
+
+
+# -- the bound: decode allocations reach exactly the scheduler's bound ------------------------------
+
+
+def drive_to_the_end(c: ServingConfig, revision) -> RunningBatch:
+    """One request of a 1-token prompt and unlimited output, decoded one token per batch until it finishes."""
+    b = RunningBatch(c, ModelSizing(revision), revision)
+    b.apply({"op": "admit", "input_len": 1, "max_new_tokens": UNLIMITED_NEW_TOKENS})
+    b.apply({"op": "prefill", "rid": 0, "chunk": None})
+    while b.requests[0].state != "finished":
+        b.apply({"op": "decode", "accepted": [[r.rid, 1] for r in b.decode_members()]})
+    return b
+
+
+BOUND_CASES = [
+    # (revision, overlap, extra config, the doc's bound as a function of min(C, capacity))
+    ("reference", True, {}, lambda limit: limit - 4),
+    ("reference", False, {}, lambda limit: limit - 4),
+    ("reference", True, {"speculative_algorithm": "EAGLE", "page_size": 4}, lambda limit: limit - 4),
+    ("reference", True, {"max_total_num_tokens": 30}, lambda limit: limit - 4),
+    ("sglang-0.5.18", True, {}, lambda limit: limit - 3),
+    ("sglang-0.5.18", True, {"speculative_algorithm": "EAGLE"}, lambda limit: limit - 3),
+    ("sglang-0.5.18", False, {}, lambda limit: limit - 4),
+]
+
+
+@pytest.mark.parametrize("revision, overlap, extra, doc_bound", BOUND_CASES,
+                         ids=[f"{r}-overlap-{'on' if o else 'off'}-{'+'.join(sorted(e)) or 'plain'}"
+                              for r, o, e, _ in BOUND_CASES])
+def test_longest_committed_len_at_a_decode_allocation_is_the_docs_bound(revision, overlap, extra, doc_bound):
+    c = cfg(enable_overlap=overlap, **extra)
+    rev = get_revision(revision)
+    b = drive_to_the_end(c, rev)
+    limit = min(c.context_len, c.max_total_num_tokens or c.context_len)
+    assert b.max_committed_len_at_decode_alloc == doc_bound(limit)
+    assert b.max_committed_len_at_decode_alloc == max_committed_len_at_decode_alloc(
+        c, overlap_drops_finishing=rev.overlap_drops_finishing)
+    assert b.allocator.available_size() == b.allocator.size()  # and nothing leaked on the way
+
+
+@pytest.mark.parametrize("revision, doc_bound", [("reference", 20), ("sglang-0.5.18", 21)])
+def test_hypothesis_runs_reach_the_bound_and_never_pass_it(revision, doc_bound):
+    """Random accept runs and near-limit prompts: the longest kv_committed_len at a decode allocation,
+    over every run, is exactly C - 4 (C - 3 for 0.5.18 in overlap mode), C = 24."""
+    c = cfg(context_len=24, speculative_algorithm="EAGLE", enable_overlap=True, max_running_requests=2)
+    result = lifecycle_campaign(model_target(get_revision(revision)), ci(40), steps=20, configs=st.just(c))
+    assert result.status == "clean"
+    assert max_committed_len_at_decode_alloc(c, overlap_drops_finishing=get_revision(revision).overlap_drops_finishing) \
+        == doc_bound
+    assert result.committed_vs_bound == 0
+
+
+# -- every invariant catches a planted bug, and none fires on the reference --------------------------
+
+
+class SingleBufferSizing(ModelSizing):
+    """Planted: R = L, no double buffer for overlap's lag, so a verify can commit past the allocation."""
+
+    def alloc_reserve_per_decode(self, cfg, rt):
+        return self.alloc_len_per_decode(cfg, rt)
+
+
+class StuckFreshAllocator(OwnershipAllocator):
+    """Planted: the fresh-page counter never advances past one allocation, so page 1 is handed out again."""
+
+    def _take_pages(self, n, owner):
+        pages = super()._take_pages(n, owner)
+        if pages:
+            self._next_fresh = 1
+        return pages
+
+
+class StuckFreshBatch(RunningBatch):
+    allocator_class = StuckFreshAllocator
+
+
+class UnalignedTailRelease(RunningBatch):
+    """Planted: the over-allocated tail is freed from kv_committed_len itself, not rounded up to the page."""
+
+    def overallocated_start(self, kv_committed_len):
+        return kv_committed_len
+
+
+# 0.5.18 sizes for page 4 (W = C + 11) while the allocator pages at 32: any c in [25, 41] writes to column 64.
+DCP = cfg(context_len=45, page_size=4, attn_dcp_size=8, speculative_algorithm="EAGLE", enable_overlap=False,
+          max_running_requests=2)
+# #33579 (open upstream): page 1 DSPARK gamma 16 reserves 34 columns, the row has 21 spare: whole slots spill.
+DSPARK = cfg(context_len=48, speculative_algorithm="DSPARK", speculative_num_draft_tokens=17, max_running_requests=2)
+PAGED = cfg(context_len=40, page_size=4, speculative_algorithm="EAGLE", enable_overlap=False, max_running_requests=2)
+PLANTED = [
+    # (invariant, target, configs (None: the whole lifecycle space), batch class, what the headline must say)
+    (NEIGHBOUR_ROWS_UNTOUCHED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "and changed request "),
+    (WRITE_WITHIN_ROW, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "columns past its end"),
+    (KV_LENS_ORDERED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "> row width"),
+    (DRAFTS_WITHIN_ALLOCATION, "reference@pre-26972",
+     st.just(cfg(context_len=64, page_size=16, speculative_algorithm="EAGLE", speculative_num_steps=5,
+                 speculative_eagle_topk=4, speculative_num_draft_tokens=8)), RunningBatch, "drafts up to column"),
+    (ROW_HOLDS_OWN_SLOTS, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "owned by request"),
+    (SLOT_SINGLE_OWNER, "reference", st.just(PAGED), StuckFreshBatch, "stands in 2 places"),
+    (NO_STRANDED_PAGE_TAIL, "reference@pre-31616", st.just(PAGED), RunningBatch, "but kv_allocated_len is"),
+    (FREE_LIST_UNIQUE, "reference", st.just(PAGED), UnalignedTailRelease, "a second time"),
+    (NO_LEAK, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "but still owns"),
+]
+
+
+def target_of(spec: str) -> Target:
+    if spec == "single-buffer":
+        return Target(spec, "reference sizing with R = L", SingleBufferSizing(REFERENCE), REFERENCE, "model")
+    return resolve_target(spec)
+
+
+def test_kv_lens_ordered_catches_a_verify_committing_past_the_allocation():
+    """Without the double buffer, two accept runs in flight outgrow one reserve: kv_committed_len > kv_allocated_len.
+
+    The fuzzer needs a few hundred runs for this pattern (decode, decode, then a batch that is not a
+    decode processes the second verify), so the planted run is written out.
+    """
+    c = cfg(speculative_algorithm="EAGLE", enable_overlap=True)
+    steps = [{"op": "admit", "input_len": 24, "max_new_tokens": UNLIMITED_NEW_TOKENS},
+             {"op": "prefill", "rid": 0, "chunk": None},
+             {"op": "admit", "input_len": 30, "max_new_tokens": UNLIMITED_NEW_TOKENS},
+             {"op": "decode", "accepted": [[0, 3]]},
+             {"op": "decode", "accepted": [[0, 4]]},
+             {"op": "prefill", "rid": 1, "chunk": 3}]
+    found = run_case(target_of("single-buffer"), c, steps, checks=(KV_LENS_ORDERED,)).violations
+    assert [(i, v.prop) for i, v in found] == [(6, KV_LENS_ORDERED)]
+    assert "kv_committed_len 31 > kv_allocated_len 29" in found[0][1].headline
+    assert run_case(resolve_target("reference"), c, steps).violations == []
+
+
+@pytest.mark.parametrize("invariant, spec, configs, batch_class, says", PLANTED, ids=[p[0] for p in PLANTED])
+def test_each_invariant_catches_its_planted_bug(invariant, spec, configs, batch_class, says):
+    result = lifecycle_campaign(target_of(spec), first_bug(200), steps=20, checks=(invariant,), configs=configs,
+                                batch_class=batch_class, max_rounds=1)
+    assert result.failures, f"{invariant} did not catch {spec} / {batch_class.__name__}"
+    (f,) = result.failures
+    assert f.violation.prop == invariant and says in f.violation.headline, f.violation.describe()
+    assert len(f.steps) <= 12, f.steps  # shrunk to a short script
+
+
+QUIET = {"dcp": DCP, "dspark": DSPARK, "paged": PAGED, "eagle-overlap": cfg(speculative_algorithm="EAGLE"),
+         "tree": cfg(context_len=64, page_size=16, speculative_algorithm="EAGLE", speculative_num_steps=5,
+                     speculative_eagle_topk=4, speculative_num_draft_tokens=8)}
+
+
+@pytest.mark.parametrize("name", sorted(QUIET))
+def test_no_invariant_fires_on_the_reference_with_the_planted_configs(name):
+    result = lifecycle_campaign(resolve_target("reference"), ci(60), steps=20, configs=st.just(QUIET[name]))
+    assert result.status == "clean", [f.violation.describe() for f in result.failures]
+
+
+def test_no_invariant_fires_on_the_reference_anywhere():
+    result = lifecycle_campaign(resolve_target("reference"), ci(150), steps=30)
+    assert result.status == "clean", [f.violation.describe() for f in result.failures]
+    assert result.examples >= 150 and result.steps > 150 * 10
+
+
+# -- the acceptance cases, over the whole lifecycle space ----------------------------------------------
+
+
+def test_sglang_0_5_18_is_caught_corrupting_a_named_neighbour_request():
+    # Each round stops at its first new group; the neighbour's comes after the guard spills' (about run 100).
+    result = lifecycle_campaign(resolve_target("reference@sglang-0.5.18"), first_bug(300), steps=30, max_rounds=5)
+    corrupt = [f for f in result.failures if f.violation.prop == NEIGHBOUR_ROWS_UNTOUCHED]
+    assert corrupt, [f.signature for f in result.failures]
+    v = corrupt[0].violation
+    assert "and changed request " in v.headline and v.details[0].startswith("victim: request "), v.describe()
+
+
+def test_pre_31616_is_caught_as_a_stranded_page_tail_or_a_leak():
+    result = lifecycle_campaign(resolve_target("reference@pre-31616"), first_bug(300), steps=30, max_rounds=1)
+    assert result.failures and {f.violation.prop for f in result.failures} <= {NO_STRANDED_PAGE_TAIL, NO_LEAK}
+
+
+# -- case files: a failing run's step script replays deterministically ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def neighbour_case(tmp_path_factory):
+    """The 0.5.18 neighbour corruption as a saved case file (pinned config: one round, a second)."""
+    target = resolve_target("reference@sglang-0.5.18")
+    result = lifecycle_campaign(target, first_bug(200), steps=20, checks=(NEIGHBOUR_ROWS_UNTOUCHED,),
+                                configs=st.just(DCP), max_rounds=1)
+    (f,) = result.failures
+    return save_lifecycle_case(lifecycle_document(target.spec, f), str(tmp_path_factory.mktemp("cases")))
+
+
+def fuzz_cli(*args, cwd=None):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=env)
+
+
+def test_case_file_replays_the_whole_story_byte_for_byte(neighbour_case):
+    first, second = casefile.replay(neighbour_case), casefile.replay(neighbour_case)
+    assert first.reproduced and first.text == second.text
+    assert "FAILS neighbour-rows-untouched/dcp>1 at step" in first.text
+    assert "landed in row " in first.text and "(request 0)" in first.text  # the write and its victim
+    doc = json.loads(open(neighbour_case).read())
+    assert doc["kind"] == "lifecycle" and doc["case"]["steps"][0]["op"] == "admit"
+
+
+def test_repro_command_exit_codes(neighbour_case, tmp_path, capsys):
+    # A fresh process: reading the case imports its replayer (fuzz.lifecycle) by itself, then the entry point.
+    script = ("import sys; from fuzz import casefile; assert casefile.replay(sys.argv[1]).reproduced; "
+              "from fuzz.cli import main; sys.exit(main(['repro', sys.argv[1]]))")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    r = subprocess.run([sys.executable, "-c", script, neighbour_case], capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and "FAILS neighbour-rows-untouched" in r.stdout, r.stderr
+    doc = json.loads(open(neighbour_case).read())
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(json.dumps({**doc, "target": "reference"}))
+    assert cli_main(["repro", str(fixed)]) == 0
+    assert "no longer fails on reference" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**doc, "case": {"steps": [{"op": "prefill", "rid": 7, "chunk": None}]}}))
+    assert cli_main(["repro", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "step 1: prefill: no request 7" in err and len(err.strip().splitlines()) == 1
+
+
+def test_leaked_slots_are_named_in_the_story():
+    doc = {"target": "reference@sglang-0.5.23", "property": NO_LEAK, "config": DSPARK.to_dict(), "case": {"steps": [
+        {"op": "admit", "input_len": 43, "max_new_tokens": UNLIMITED_NEW_TOKENS},
+        {"op": "prefill", "rid": 0, "chunk": None},
+        {"op": "decode", "accepted": [[0, 2]]},
+        {"op": "decode", "accepted": [[0, 10]]}]}}
+    replay = casefile.REPLAYERS["lifecycle"](doc, "inline")
+    assert replay.reproduced, replay.text
+    assert "still owns" in replay.text and "leaked slots [" in replay.text
+    assert "also fails write-within-row/alloc-page-1 at step 3" in replay.text
+
+
+def test_lifecycle_command_exit_codes(tmp_path, capsys):
+    code = cli_main(["lifecycle", "--target", "reference", "--profile", "ci", "--max-examples", "10", "--steps", "10",
+                     "--quiet", "--cases", str(tmp_path / "cases"), "--json", str(tmp_path / "report.json")])
+    assert code == 0, capsys.readouterr().out
+    (t,) = json.loads((tmp_path / "report.json").read_text())["targets"]
+    assert t["status"] == "clean" and t["kind"] == "lifecycle" and t["runs"] == 10 and t["steps"] > 0
+    for args, needle in [(["--target", "reference@nope"], "unknown revision"),
+                         (["--target", "reference", "--steps", "0"], "positive integer")]:
+        capsys.readouterr()
+        assert cli_main(["lifecycle", *args]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1
+
+
+# -- the model's step contract -----------------------------------------------------------------------
+
+
+def test_steps_that_cannot_run_now_are_refused_by_name():
+    b = RunningBatch(PAGED, ModelSizing(REFERENCE), REFERENCE)
+    b.apply({"op": "admit", "input_len": 10, "max_new_tokens": 5})
+    for step, needle in [({"op": "decode", "accepted": []}, "no request to decode"),
+                         ({"op": "retract", "rid": 0}, "request 0 is waiting"),
+                         ({"op": "prefill", "rid": 0, "chunk": 0}, "chunk must be >= 1"),
+                         ({"op": "set_num_steps", "num_steps": 3}, "not an adaptive candidate"),
+                         ({"op": "evict"}, "unknown op")]:
+        with pytest.raises(StepError, match=needle):
+            b.apply(step)
+    b.apply({"op": "prefill", "rid": 0, "chunk": None})
+    with pytest.raises(StepError, match=r"accepts 9 tokens, outside \[1, 4\]"):
+        b.apply({"op": "decode", "accepted": [[0, 9]]})
+
+
+def test_a_prompt_past_the_admission_limit_is_aborted_and_holds_nothing():
+    b = RunningBatch(PAGED, ModelSizing(REFERENCE), REFERENCE)
+    b.apply({"op": "admit", "input_len": 39, "max_new_tokens": 5})
+    assert b.requests[0].state == "finished" and not b.prefillable()
+
+
+def test_removing_an_admission_takes_its_requests_steps_and_renumbers_the_rest():
+    steps = [{"op": "admit", "input_len": 3, "max_new_tokens": 4}, {"op": "admit", "input_len": 5, "max_new_tokens": 4},
+             {"op": "prefill", "rid": 0, "chunk": None}, {"op": "prefill", "rid": 1, "chunk": None},
+             {"op": "decode", "accepted": [[0, 2], [1, 3]]}, {"op": "retract", "rid": 1}]
+    assert _without(steps, 0) == [{"op": "admit", "input_len": 5, "max_new_tokens": 4},
+                                  {"op": "prefill", "rid": 0, "chunk": None},
+                                  {"op": "decode", "accepted": [[0, 3]]}, {"op": "retract", "rid": 0}]
+
+
+def test_a_sizing_function_that_raises_is_a_finding():
+    class Raising(ModelSizing):
+        def alloc_reserve_per_decode(self, cfg, rt):
+            raise TargetCallError("alloc_reserve_per_decode raised ZeroDivisionError")
+
+    target = Target("raising", "sizing that raises", Raising(REFERENCE), REFERENCE, "model")
+    result = lifecycle_campaign(target, first_bug(20), steps=10, configs=st.just(PAGED), max_rounds=1)
+    assert [f.violation.prop for f in result.failures] == ["sizing-raised"]
+    assert run_case(target, PAGED, []).violations[0][1].prop == "sizing-raised"
