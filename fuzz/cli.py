@@ -176,37 +176,60 @@ def _summary(results: list[CampaignResult], out) -> None:
         print(f"{r.target:<32} {status:<28} {r.examples:>9} {r.seconds:>8.1f}  {groups}", file=out)
 
 
-def cmd_run(args) -> int:
-    targets = resolve_targets(_sglang_versioned(args.target, args.sglang_version))
-    profile_name, hyp, seed = campaign_settings(args)
-    pins = parse_pins(args.pin)
+def exit_status(results: list[CampaignResult]) -> int:
+    """0 clean, 1 findings (also when interrupted after some), 130 interrupted with none, 2 errors."""
+    if any(r.failures for r in results):
+        return EXIT_FOUND
+    if any(r.interrupted for r in results):
+        return 130
+    return EXIT_BAD_INPUT if any(r.error for r in results) else EXIT_CLEAN
+
+
+def campaign_header(what: str, hyp: Settings, seed: int | None) -> str:
+    """The first line of a campaign: what runs, and how to run it again."""
+    return what + (f", seed {seed}" if seed is not None else ", derandomized" if hyp.derandomize else "")
+
+
+def drive_campaigns(args, targets, header: str, fuzz_one, save_case, print_failure, after=None) -> int:
+    """What every fuzzing command does per target: fuzz, save and print each finding, summarize, exit status.
+
+    ``fuzz_one(target, on_progress)`` runs one campaign; ``save_case(target, failure)``
+    returns the case file path; ``after(result, out)`` may print a line of its own.
+    """
     out = sys.stdout
-    print(f"profile {profile_name}, {hyp.max_examples} examples per round"
-          + (f", seed {seed}" if seed is not None else ", derandomized" if hyp.derandomize else ""), file=out)
+    print(header, file=out)
     progress = None if args.quiet else (lambda p: print(p.line(), file=sys.stderr, flush=True))
     results: list[CampaignResult] = []
     for target in targets:
         print(f"== {target.spec}: {target.label}", file=out, flush=True)
-        result = campaign(target, hyp, seed=seed, on_progress=progress, pins=pins)
+        result = fuzz_one(target, progress)
         results.append(result)
         for f in result.failures:
-            f.case_path = casefile.save_document(casefile.decode_document(target.spec, f), args.cases)
-            _print_failure(f, out)
+            f.case_path = save_case(target, f)
+            print_failure(f, out)
         if result.error:
             print(f"ERROR {target.spec}: {result.error}", file=out)
+        if after:
+            after(result, out)
         if result.interrupted:
             print("interrupted: reporting what was found so far", file=out)
             break
     _summary(results, out)
     if args.json:
         casefile.write_atomically(args.json, json.dumps({"targets": [r.to_json() for r in results]}, indent=2) + "\n")
-    if any(r.interrupted for r in results):
-        return 130 if not any(r.failures for r in results) else EXIT_FOUND
-    if any(r.failures for r in results):
-        return EXIT_FOUND
-    if any(r.error for r in results):
-        return EXIT_BAD_INPUT
-    return EXIT_CLEAN
+    return exit_status(results)
+
+
+def cmd_run(args) -> int:
+    targets = resolve_targets(_sglang_versioned(args.target, args.sglang_version))
+    profile_name, hyp, seed = campaign_settings(args)
+    pins = parse_pins(args.pin)
+    return drive_campaigns(
+        args, targets, campaign_header(f"profile {profile_name}, {hyp.max_examples} examples per round", hyp, seed),
+        lambda target, progress: campaign(target, hyp, seed=seed, on_progress=progress, pins=pins),
+        lambda target, f: casefile.save_document(casefile.decode_document(target.spec, f), args.cases),
+        _print_failure,
+    )
 
 
 def cmd_repro(args) -> int:

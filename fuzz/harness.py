@@ -58,13 +58,9 @@ def check_scenario(target: Target, scenario: DecodeScenario, props=PROPERTIES) -
     return run, violations(run, props)
 
 
-@dataclass
-class Failure:
-    target: str
-    violation: Violation
-    scenario: DecodeScenario
-    found_at: int = 0  # examples run before the group's first failure
-    case_path: str | None = None
+class Finding:
+    """What every kind of counterexample reports; subclasses hold ``target``,
+    ``violation``, ``config``, ``found_at`` and ``case_path``, and say what their case is."""
 
     @property
     def signature(self) -> str:
@@ -74,15 +70,36 @@ class Failure:
     def repro(self) -> str:
         return f"python -m fuzz repro {self.case_path}" if self.case_path else ""
 
+    def case_json(self) -> dict:
+        raise NotImplementedError
+
     def to_json(self) -> dict:
         return {
             "class": self.violation.prop,
             "signature": self.signature,
-            "config": self.scenario.config.to_dict(),
-            "case": self.scenario.to_dict(),
+            "config": self.config.to_dict(),
+            "case": self.case_json(),
             "message": self.violation.describe(),
             "repro": self.repro,
         }
+
+
+@dataclass
+class Failure(Finding):
+    """A decode scenario that breaks a property."""
+
+    target: str
+    violation: Violation
+    scenario: DecodeScenario
+    found_at: int = 0  # examples run before the group's first failure
+    case_path: str | None = None
+
+    @property
+    def config(self):
+        return self.scenario.config
+
+    def case_json(self) -> dict:
+        return self.scenario.to_dict()
 
 
 @dataclass
@@ -141,6 +158,40 @@ def _leaves(exc: BaseException):
         yield exc
 
 
+def hunt_in_rounds(run_round, failure_of, result: CampaignResult, found: dict, latest, max_rounds: int,
+                   before_round=None, finish=lambda f: f) -> None:
+    """Run Hypothesis rounds until one finds no new group; fill ``found`` by signature.
+
+    A round's exception holds one leaf per distinct failure; ``failure_of``
+    turns ours into a Finding (None: not ours, an error).  On KeyboardInterrupt
+    the newest failing case of every group not yet shrunk (``latest()``) is
+    kept, passed through ``finish``.
+    """
+    try:
+        for _ in range(max_rounds):
+            if before_round:
+                before_round()
+            try:
+                run_round()
+                return  # a clean round: nothing new is left to find
+            except Exception as exc:  # noqa: BLE001 - sorted below
+                new = 0
+                for leaf in _leaves(exc):
+                    f = failure_of(leaf)
+                    if f is None:
+                        result.error = f"{type(leaf).__name__}: {leaf}".splitlines()[0]
+                    elif f.signature not in found:
+                        found[f.signature] = finish(f)
+                        new += 1
+                if result.error or not new:
+                    return
+    except KeyboardInterrupt:
+        result.interrupted = True
+        for sig, f in latest().items():
+            if sig not in found:
+                found[sig] = finish(f)
+
+
 def campaign(
     target: Target,
     hyp_settings: Settings,
@@ -185,28 +236,14 @@ def campaign(
     wrapped = run_settings(given(decode_scenarios(target.revision, pins))(test))
     if seed is not None:
         wrapped = hypothesis_seed(seed)(wrapped)
-    try:
-        for _ in range(max_rounds):
-            try:
-                wrapped()
-                break  # a clean round: nothing new is left to find
-            except Exception as exc:  # noqa: BLE001 - sorted below
-                new = 0
-                for leaf in _leaves(exc):
-                    if isinstance(leaf, PropertyFailed):
-                        sig = leaf.violation.signature
-                        if sig not in found:
-                            at = latest[sig].found_at if sig in latest else progress.examples
-                            found[sig] = Failure(target.spec, leaf.violation, leaf.scenario, at)
-                            new += 1
-                    else:
-                        result.error = f"{type(leaf).__name__}: {leaf}".splitlines()[0]
-                if result.error or not new:
-                    break
-    except KeyboardInterrupt:
-        result.interrupted = True
-        for sig, f in latest.items():
-            found.setdefault(sig, f)
+    def failure_of(leaf: BaseException) -> Failure | None:
+        if not isinstance(leaf, PropertyFailed):
+            return None
+        sig = leaf.violation.signature
+        at = latest[sig].found_at if sig in latest else progress.examples
+        return Failure(target.spec, leaf.violation, leaf.scenario, at)
+
+    hunt_in_rounds(wrapped, failure_of, result, found, lambda: latest, max_rounds)
     result.examples = progress.examples
     result.seconds = time.monotonic() - progress.started
     result.failures = sorted(found.values(), key=lambda f: f.signature)

@@ -36,7 +36,7 @@ from allocator_model.config import ConfigError, ServingConfig
 from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
 
 from . import casefile
-from .harness import MAX_ROUNDS, SIZING_RAISED, CampaignResult, Progress, _leaves
+from .harness import MAX_ROUNDS, SIZING_RAISED, CampaignResult, Finding, Progress, hunt_in_rounds
 from .lifecycle_invariants import INVARIANTS, RowShadow, step_violations
 from .properties import Violation, regime
 from .targets import Target, TargetCallError, TargetError, resolve_target
@@ -224,7 +224,9 @@ def _pick(data, items, label: str):
 
 
 @dataclass
-class LifecycleFailure:
+class LifecycleFailure(Finding):
+    """A step script after which an invariant breaks."""
+
     target: str
     violation: Violation
     config: ServingConfig
@@ -232,23 +234,8 @@ class LifecycleFailure:
     found_at: int = 0  # which run (counting the runs that ended normally) first hit the group
     case_path: str | None = None
 
-    @property
-    def signature(self) -> str:
-        return self.violation.signature
-
-    @property
-    def repro(self) -> str:
-        return f"python -m fuzz repro {self.case_path}" if self.case_path else ""
-
-    def to_json(self) -> dict:
-        return {
-            "class": self.violation.prop,
-            "signature": self.signature,
-            "config": self.config.to_dict(),
-            "case": {"steps": self.steps},
-            "message": self.violation.describe(),
-            "repro": self.repro,
-        }
+    def case_json(self) -> dict:
+        return {"steps": self.steps}
 
 
 @dataclass
@@ -327,32 +314,19 @@ def lifecycle_campaign(
     machine._hypothesis_internal_add_digest = f"kvrow-fuzz:lifecycle:{target.spec}".encode()
     if seed is not None:
         machine._hypothesis_internal_use_seed = seed
-    try:
-        for _ in range(max_rounds):
-            plan.known = set(found)
-            plan.latest = {}
-            try:
-                run_state_machine_as_test(machine, settings=run_settings)
-                break  # a clean round: nothing new is left to find
-            except Exception as exc:  # noqa: BLE001 - sorted below
-                new = 0
-                for leaf in _leaves(exc):
-                    if isinstance(leaf, LifecycleFailed):
-                        sig = leaf.violation.signature
-                        if sig not in found:
-                            at = plan.latest[sig].found_at if sig in plan.latest else plan.stats.runs + 1
-                            found[sig] = _shortened(plan, LifecycleFailure(target.spec, leaf.violation, leaf.config,
-                                                                           leaf.steps, at))
-                            new += 1
-                    else:
-                        result.error = f"{type(leaf).__name__}: {leaf}".splitlines()[0]
-                if result.error or not new:
-                    break
-    except KeyboardInterrupt:
-        result.interrupted = True
-        for sig, f in plan.latest.items():
-            if sig not in found:
-                found[sig] = _shortened(plan, f)
+    def before_round() -> None:
+        plan.known = set(found)
+        plan.latest = {}
+
+    def failure_of(leaf: BaseException) -> LifecycleFailure | None:
+        if not isinstance(leaf, LifecycleFailed):
+            return None
+        sig = leaf.violation.signature
+        at = plan.latest[sig].found_at if sig in plan.latest else plan.stats.runs + 1
+        return LifecycleFailure(target.spec, leaf.violation, leaf.config, leaf.steps, at)
+
+    hunt_in_rounds(lambda: run_state_machine_as_test(machine, settings=run_settings), failure_of, result, found,
+                   lambda: plan.latest, max_rounds, before_round=before_round, finish=lambda f: _shortened(plan, f))
     result.examples = plan.stats.runs
     result.started = plan.stats.started
     result.steps = plan.stats.steps
