@@ -216,6 +216,10 @@ def register(subparsers) -> None:
                    help="worker processes for the campaigns (default: 2, or 1 on one core)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where matrix.md, matrix.json and cases/ go (default {DEFAULT_OUT})")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--expect", metavar="FILE", help=(
+        "JSON {release: {\"required\": [signatures], \"allowed\": [signatures]}}: exit 0 when every release finds "
+        "its required groups and nothing outside required + allowed, 1 otherwise (CI: the tool still finds the known "
+        "upstream bugs, and a new one fails the job)"))
     p.set_defaults(func=cmd_matrix)
 
 
@@ -228,6 +232,7 @@ def cmd_matrix(args) -> int:
         raise BadInput(f"--releases: {e}") from None
     if args.fidelity_configs < 0:
         raise BadInput("--fidelity-configs must be >= 0")
+    expected = load_expectations(args.expect, releases) if args.expect else None
     started = time.monotonic()
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     try:
@@ -248,6 +253,49 @@ def cmd_matrix(args) -> int:
     print(text, end="")
     print(f"\nwritten: {os.path.join(args.out, 'matrix.md')}, {os.path.join(args.out, 'matrix.json')}, "
           f"{os.path.join(args.out, 'cases')}/")
+    if any(r.campaign.error for r in rows):
+        return EXIT_BAD_INPUT
+    if expected is not None:
+        surprises = compare_with_expectations(rows, expected)
+        for line in surprises:
+            print(line)
+        print("expectations: " + ("met" if not surprises else f"{len(surprises)} difference(s)"))
+        return EXIT_FOUND if surprises else EXIT_CLEAN
     if any(r.campaign.failures for r in rows) or any(r.fidelity and r.fidelity.mismatches for r in rows):
         return EXIT_FOUND
-    return EXIT_BAD_INPUT if any(r.campaign.error for r in rows) else EXIT_CLEAN
+    return EXIT_CLEAN
+
+
+def load_expectations(path: str, releases: list[str]) -> dict[str, dict[str, set[str]]]:
+    """The groups each release must show (required) and may show (allowed)."""
+    from .cli import BadInput
+
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise BadInput(f"--expect {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"--expect {path}: expected an object of releases")
+    out = {}
+    for release in releases:
+        entry = data.get(release)
+        if not isinstance(entry, dict):
+            raise BadInput(f"--expect {path}: no entry for release {release}")
+        out[release] = {k: set(entry.get(k, [])) for k in ("required", "allowed")}
+    return out
+
+
+def compare_with_expectations(rows: list[Row], expected: dict[str, dict[str, set[str]]]) -> list[str]:
+    """One line per difference: a required group not found (the tool regressed), a group not expected (news)."""
+    lines = []
+    for row in rows:
+        found = {f.signature for f in row.campaign.failures}
+        want = expected[row.release]
+        for sig in sorted(want["required"] - found):
+            lines.append(f"MISSING {row.release}: {sig} was not found (expected upstream bug)")
+        for sig in sorted(found - want["required"] - want["allowed"]):
+            lines.append(f"NEW {row.release}: {sig} (not in the expectations: a new finding)")
+        for m in row.fidelity.mismatches if row.fidelity else []:
+            lines.append(f"MISMATCH {row.release}: {m.signature} (the model disagrees with the release)")
+    return lines
