@@ -138,7 +138,8 @@ def decode_scenario(choose, revision: Revision, *, near_limit: bool = True, pins
     if bound < 1 or (cfg.spec_on and cfg.speculative_algorithm not in revision.algorithms):
         return None  # only reachable through pins
     if near_limit:
-        committed = bound - choose.integers(0, near_limit_gap_max(bound, allocator_page_size(cfg), dmax))
+        # The write end never decreases with c, so half the draws sit at the bound itself.
+        committed = bound - choose.often(0, range(near_limit_gap_max(bound, allocator_page_size(cfg), dmax) + 1))
     else:
         committed = choose.integers(1, bound)
     num_steps = batch_steps(choose, cfg)

@@ -289,7 +289,7 @@ def test_a_raising_sizing_function_is_a_finding_naming_function_and_config(tmp_p
     assert [v.prop for v in found] == ["sizing-raised"]
     env = offline_env(tmp_path)
     r = fuzz("run", "--target", path, "--profile", "ci", "--max-examples", "100", "--seed", "0", "--quiet",
-             "--cases", str(tmp_path / "c"), cwd=tmp_path, env=env)
+             "--pin", "attn_dcp_size=3", "--cases", str(tmp_path / "c"), cwd=tmp_path, env=env)
     assert r.returncode == 1 and r.stdout.count("COUNTEREXAMPLE sizing-raised/") == 1, r.stdout + r.stderr
     assert r.stdout.count("COUNTEREXAMPLE") == 1  # otherwise the file is safe: the raise is the finding
     assert "raised in get_alloc_reserve_per_decode() line 26 ValueError: no dcp 3" in r.stdout
