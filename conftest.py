@@ -30,6 +30,18 @@ def pytest_addoption(parser):
     )
 
 
+def pytest_configure(config):
+    # Resolve --target once, up front: a bad spec is a usage error (exit 4, one line), not N test errors.
+    from fuzz.targets import TargetError, resolve_target
+
+    for spec in config.getoption("--target") or []:
+        if spec not in _TARGETS:
+            try:
+                _TARGETS[spec] = resolve_target(spec)
+            except TargetError as e:
+                raise pytest.UsageError(f"--target: {e}") from None
+
+
 def pytest_generate_tests(metafunc):
     if "fuzz_target" in metafunc.fixturenames:
         specs = metafunc.config.getoption("--target") or ["reference"]
@@ -38,12 +50,9 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture(scope="session")
 def fuzz_target(request):
-    from fuzz.targets import TargetError, resolve_target
+    from fuzz.targets import resolve_target
 
     spec = request.param
-    if spec not in _TARGETS:
-        try:
-            _TARGETS[spec] = resolve_target(spec)
-        except TargetError as e:
-            raise pytest.UsageError(f"--target: {e}") from None
+    if spec not in _TARGETS:  # the default, "reference"
+        _TARGETS[spec] = resolve_target(spec)
     return _TARGETS[spec]
