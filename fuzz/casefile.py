@@ -40,18 +40,24 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
 
 
-def decode_document(target: str, failure) -> dict[str, Any]:
+def document(kind: str, target: str, violation, config, case: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The envelope every case file shares: schema, kind, target, what broke, the config and the case."""
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
-        "kind": DECODE_SCENARIO,
+        "kind": kind,
         "target": target,
-        "property": failure.violation.prop,
-        "signature": failure.signature,
-        "config": failure.scenario.config.to_dict(),
-        "case": failure.scenario.to_dict(),
-        "message": failure.violation.describe(),
+        **extra,
+        "property": violation.prop,
+        "signature": violation.signature,
+        "config": config.to_dict(),
+        "case": case,
+        "message": violation.describe(),
     }
+
+
+def decode_document(target: str, failure) -> dict[str, Any]:
+    return document(DECODE_SCENARIO, target, failure.violation, failure.config, failure.case_json())
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -72,7 +78,9 @@ def write_atomically(path: str, text: str) -> None:
 
 
 def save_document(doc: dict[str, Any], directory: str) -> str:
-    path = os.path.join(directory, f"{slug(doc['target'])}--{slug(doc['signature'])}.json")
+    """TARGET--SIGNATURE.json; kinds other than decode scenarios are named apart: TARGET--KIND--SIGNATURE.json."""
+    kind = "" if doc["kind"] == DECODE_SCENARIO else f"{doc['kind']}--"
+    path = os.path.join(directory, f"{slug(doc['target'])}--{kind}{slug(doc['signature'])}.json")
     write_atomically(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -187,18 +187,8 @@ class Mismatch:
         return self.violation.signature
 
     def document(self) -> dict[str, Any]:
-        return {
-            "schema": casefile.SCHEMA,
-            "schema_version": casefile.SCHEMA_VERSION,
-            "kind": FIDELITY_CASE,
-            "target": self.target,
-            "revision": self.revision,
-            "property": self.violation.prop,
-            "signature": self.signature,
-            "config": self.case.config.to_dict(),
-            "case": self.case.to_dict(),
-            "message": self.violation.describe(),
-        }
+        return casefile.document(FIDELITY_CASE, self.target, self.violation, self.case.config, self.case.to_dict(),
+                                 revision=self.revision)
 
     def to_json(self) -> dict[str, Any]:
         return {"class": self.violation.prop, "signature": self.signature, "config": self.case.config.to_dict(),

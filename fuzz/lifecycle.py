@@ -349,24 +349,7 @@ def _shortened(plan: Plan, f: LifecycleFailure) -> LifecycleFailure:
 
 
 def lifecycle_document(target: str, failure: LifecycleFailure) -> dict[str, Any]:
-    return {
-        "schema": casefile.SCHEMA,
-        "schema_version": casefile.SCHEMA_VERSION,
-        "kind": LIFECYCLE,
-        "target": target,
-        "property": failure.violation.prop,
-        "signature": failure.signature,
-        "config": failure.config.to_dict(),
-        "case": {"steps": failure.steps},
-        "message": failure.violation.describe(),
-    }
-
-
-def save_lifecycle_case(doc: dict[str, Any], directory: str) -> str:
-    """Write a lifecycle case; named apart from decode cases of the same signature."""
-    path = os.path.join(directory, f"{casefile.slug(doc['target'])}--{LIFECYCLE}--{casefile.slug(doc['signature'])}.json")
-    casefile.write_atomically(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    return path
+    return casefile.document(LIFECYCLE, target, failure.violation, failure.config, failure.case_json())
 
 
 def format_step(step: dict) -> str:

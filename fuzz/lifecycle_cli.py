@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hypothesis import settings as Settings
 
+from . import casefile
 from .cli import _positive_int, add_campaign_options, campaign_header, campaign_settings, drive_campaigns, resolve_targets
 from .lifecycle import (
     DEFAULT_STEPS,
@@ -18,7 +19,6 @@ from .lifecycle import (
     format_step,
     lifecycle_campaign,
     lifecycle_document,
-    save_lifecycle_case,
 )
 
 
@@ -60,7 +60,7 @@ def cmd_lifecycle(args) -> int:
         campaign_header(f"profile {profile_name}, {hyp.max_examples} state-machine runs per round of up to "
                         f"{args.steps} steps", hyp, seed),
         lambda target, progress: lifecycle_campaign(target, hyp, steps=args.steps, seed=seed, on_progress=progress),
-        lambda target, f: save_lifecycle_case(lifecycle_document(target.spec, f), args.cases),
+        lambda target, f: casefile.save_document(lifecycle_document(target.spec, f), args.cases),
         _print_failure,
         after=report_bound,
     )

@@ -24,7 +24,6 @@ from fuzz.lifecycle import (
     lifecycle_campaign,
     lifecycle_document,
     run_case,
-    save_lifecycle_case,
 )
 from fuzz.lifecycle_invariants import (
     DRAFTS_WITHIN_ALLOCATION,
@@ -239,7 +238,7 @@ def neighbour_case(tmp_path_factory):
     result = lifecycle_campaign(target, first_bug(200), steps=20, checks=(NEIGHBOUR_ROWS_UNTOUCHED,),
                                 configs=st.just(DCP), max_rounds=1)
     (f,) = result.failures
-    return save_lifecycle_case(lifecycle_document(target.spec, f), str(tmp_path_factory.mktemp("cases")))
+    return casefile.save_document(lifecycle_document(target.spec, f), str(tmp_path_factory.mktemp("cases")))
 
 
 def fuzz_cli(*args, cwd=None):
