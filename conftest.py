@@ -11,7 +11,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from fuzz.profiles import register_profiles
+from fuzz.common.profiles import register_profiles
 
 register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

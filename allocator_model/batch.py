@@ -29,7 +29,7 @@ import torch
 
 from .allocator import FreeProblem, TokenToKVPoolAllocator, allocator_page_size
 from .config import ServingConfig, SpecRuntime
-from .decode import Req, RowWrite, commit, decode_reserve, draft_extent, prefill, prepare_for_decode
+from .decode import Refusal, Req, RowWrite, WritePath, commit, decode_reserve, draft_extent, prefill, prepare_for_decode
 from .req_to_token import GUARD, ReqToTokenPool
 from .revisions import Revision
 from .scheduler import (
@@ -372,7 +372,7 @@ class RunningBatch:
             device = r.kv.kv_committed_len + (flight[1] if flight and flight[0] == DECODE else 0)
             w = prepare_for_decode(self.pool, self.allocator, r.kv, self.cfg, rt, self.sizing, self.revision,
                                    committed_len=c_alloc)
-            if w.refused and w.refused.startswith("out of memory"):
+            if w.refusal is Refusal.OUT_OF_MEMORY:
                 result.notes.append(f"request {r.rid}: {w.refused}: retracted")
                 self._retract(result, r, "retracted (out of memory)")
                 continue

@@ -40,6 +40,7 @@ import torch
 
 from . import algorithms as algo
 from .config import ServingConfig
+from .decode import WritePath, write_path
 from .revisions import Revision
 from .scheduler import max_committed_len_at_decode_alloc
 from .sizing import alloc_page_size, alloc_reserve_per_decode, ceil_to_page, tree_pages_per_branch
@@ -218,15 +219,6 @@ def alloc_len_per_decode(algorithm, num_steps, topk, max_draft_tokens, page, *, 
     return torch.where((page > 1) & (topk > 1), tree, flat)
 
 
-def write_path(algorithm: str | None) -> str:
-    """``decode.write_path`` by algorithm name."""
-    if algorithm is None:
-        return "non-spec"
-    if algorithm in algo.DFLASH_FAMILY:
-        return "dflash"
-    return "uno" if algo.is_uno(algorithm) else "eagle"
-
-
 def model_decode_rows(g: LaunchGrid, revision: Revision) -> DecodeRows:
     """``ModelSizing(revision)`` and ``decode.prepare_for_decode`` for every configuration of the grid."""
     a, rev = g.algorithm, revision
@@ -237,9 +229,9 @@ def model_decode_rows(g: LaunchGrid, revision: Revision) -> DecodeRows:
     tree = rev.tree_alloc_len
     row_len = alloc_len_per_decode(a, steps, g.topk[idx], dmax[idx], sizing_page[idx], tree_footprint=tree)
     path = write_path(a)
-    if path == "non-spec":
+    if path is WritePath.NON_SPEC:
         reserve = torch.ones_like(idx, dtype=INT)
-    elif path == "dflash":
+    elif path is WritePath.DFLASH:
         reserve = 2 * drafts
     else:
         reserve = alloc_reserve_per_decode(row_len)
@@ -253,7 +245,7 @@ def model_decode_rows(g: LaunchGrid, revision: Revision) -> DecodeRows:
             sized = alloc_reserve_per_decode(launch)
             covered = (sizing_page > 1) | algo.is_uno(a)
         extra = torch.where(covered, torch.maximum(extra, sized + sizing_page - 1), extra)
-    if path == "non-spec" or (path == "dflash" and not rev.dflash_page_rounded):
+    if path is WritePath.NON_SPEC or (path is WritePath.DFLASH and not rev.dflash_page_rounded):
         aligned = False  # one column at seq_len / the unrounded DFLASH reserve
     else:
         aligned = rev.page_aligned_growth

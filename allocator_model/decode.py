@@ -15,6 +15,7 @@ writes them through the unchecked kernel, and sets kv_allocated_len.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from . import algorithms as algo
 from .allocator import TokenToKVPoolAllocator
@@ -22,6 +23,29 @@ from .config import ServingConfig, SpecRuntime
 from .req_to_token import ReqToTokenPool, WriteRecord
 from .revisions import Revision
 from .sizing import page_aligned_decode_alloc_len
+
+
+class WritePath(str, Enum):
+    """Which code path writes a request's row (the table above)."""
+
+    PREFILL = "prefill"
+    NON_SPEC = "non-spec"
+    EAGLE = "eagle"
+    DFLASH = "dflash"
+    UNO = "uno"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Refusal(str, Enum):
+    """Why a write did not happen."""
+
+    OUT_OF_MEMORY = "out of memory"  # the allocator cannot fit it: the scheduler retracts
+    UNO_GUARD = "UNO RuntimeError"  # UNO's own check of the allocation end against the row width
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass
@@ -39,24 +63,28 @@ class RowWrite:
     """One write into a row: what was asked, and what the kernel did."""
 
     rid: int
-    path: str
+    path: WritePath
     reserve: int
     page: int
     cur: int
     nxt: int
     record: WriteRecord | None = None
-    refused: str | None = None  # why nothing was written (out of memory, UNO's own guard)
+    refusal: Refusal | None = None  # why nothing was written
+    refused: str | None = None  # ... in words, for the story
+
+    def refuse(self, why: Refusal, text: str) -> None:
+        self.refusal, self.refused = why, f"{why.value}: {text}"
 
 
-def write_path(cfg: ServingConfig) -> str:
-    a = cfg.speculative_algorithm
-    if a is None:
-        return "non-spec"
-    if a in algo.DFLASH_FAMILY:
-        return "dflash"
-    if algo.is_uno(a):
-        return "uno"
-    return "eagle"
+def write_path(algorithm: str | None) -> WritePath:
+    """The decode write path of a speculative algorithm (None: speculation off)."""
+    if algorithm is None:
+        return WritePath.NON_SPEC
+    if algorithm in algo.DFLASH_FAMILY:
+        return WritePath.DFLASH
+    if algo.is_uno(algorithm):
+        return WritePath.UNO
+    return WritePath.EAGLE
 
 
 def _last_loc(pool: ReqToTokenPool, req: Req, col: int) -> int | None:
@@ -69,7 +97,7 @@ def _last_loc(pool: ReqToTokenPool, req: Req, col: int) -> int | None:
 def _allocate_and_write(pool, allocator, req: Req, w: RowWrite) -> RowWrite:
     slots = allocator.alloc_extend(req.rid, w.cur, w.nxt, _last_loc(pool, req, w.cur - 1))
     if slots is None:
-        w.refused = "out of memory (the scheduler would retract)"
+        w.refuse(Refusal.OUT_OF_MEMORY, "the scheduler would retract")
         return w
     w.record = pool.write(req.req_pool_idx, w.cur, w.nxt, slots)
     req.kv_allocated_len = w.nxt
@@ -78,7 +106,7 @@ def _allocate_and_write(pool, allocator, req: Req, w: RowWrite) -> RowWrite:
 
 def prefill(pool: ReqToTokenPool, allocator: TokenToKVPoolAllocator, req: Req, seq_len: int) -> RowWrite:
     """Extend: columns [kv_allocated_len, seq_len); then a = c = seq_len (never past C)."""
-    w = RowWrite(req.rid, "prefill", 0, allocator.page_size, req.kv_allocated_len, seq_len)
+    w = RowWrite(req.rid, WritePath.PREFILL, 0, allocator.page_size, req.kv_allocated_len, seq_len)
     _allocate_and_write(pool, allocator, req, w)
     if w.refused is None:
         req.kv_committed_len = seq_len
@@ -87,23 +115,24 @@ def prefill(pool: ReqToTokenPool, allocator: TokenToKVPoolAllocator, req: Req, s
 
 def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing) -> int:
     """The reserve the path asks for: DFLASH/DSPARK reserve 2D themselves, the rest ask the sizing module."""
-    path = write_path(cfg)
-    if path == "non-spec":
+    path = write_path(cfg.speculative_algorithm)
+    if path is WritePath.NON_SPEC:
         return 1
-    if path == "dflash":
+    if path is WritePath.DFLASH:
+        assert rt is not None
         return 2 * rt.num_draft_tokens
     return sizing.alloc_reserve_per_decode(cfg, rt)
 
 
-def decode_alloc_ends(path: str, lens, reserve: int, page: int, sizing, revision: Revision) -> list[int]:
+def decode_alloc_ends(path: WritePath, lens, reserve: int, page: int, sizing, revision: Revision) -> list[int]:
     """nxt, the new kv_allocated_len, of each request (kv_committed_len, kv_allocated_len) on ``path``.
 
     Non-spec decode writes one column at seq_len; 0.5.18's DFLASH/DSPARK
     grow by their unrounded reserve; every other path asks the sizing module.
     """
-    if path == "non-spec":
+    if path is WritePath.NON_SPEC:
         return [max(a, c + 1) for c, a in lens]
-    if path == "dflash" and not revision.dflash_page_rounded:
+    if path is WritePath.DFLASH and not revision.dflash_page_rounded:
         return [page_aligned_decode_alloc_len(c, a, reserve, page, aligned=False) for c, a in lens]
     _, nxts, _ = sizing.page_aligned_decode_alloc_lens(list(lens), reserve, page)
     return list(nxts)
@@ -124,14 +153,14 @@ def prepare_for_decode(
     ``committed_len``: the kv_committed_len the scheduler allocates with when
     it differs from the request's (overlap mode counts the in-flight token).
     """
-    path = write_path(cfg)
+    path = write_path(cfg.speculative_algorithm)
     page = allocator.page_size
     c, a = req.kv_committed_len if committed_len is None else committed_len, req.kv_allocated_len
     reserve = decode_reserve(cfg, rt, sizing)
     (nxt,) = decode_alloc_ends(path, [(c, a)], reserve, page, sizing, revision)
     w = RowWrite(req.rid, path, reserve, page, a, nxt)
-    if path == "uno" and nxt > pool.width:
-        w.refused = f"UNO RuntimeError: allocation end {nxt} passes the row width {pool.width}"
+    if path is WritePath.UNO and nxt > pool.width:
+        w.refuse(Refusal.UNO_GUARD, f"allocation end {nxt} passes the row width {pool.width}")
         return w
     return _allocate_and_write(pool, allocator, req, w)
 

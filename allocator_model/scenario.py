@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from .allocator import TokenToKVPoolAllocator, allocator_page_size
 from .config import ConfigError, ServingConfig, SpecRuntime
-from .decode import Req, RowWrite, commit, draft_extent, prefill, prepare_for_decode
+from .decode import Refusal, Req, RowWrite, commit, draft_extent, prefill, prepare_for_decode
 from .req_to_token import ReqToTokenPool, Spill
 from .revisions import Revision
 from .scheduler import max_committed_len_at_decode_alloc
@@ -175,7 +175,7 @@ def run_scenario(s: DecodeScenario, sizing, revision: Revision) -> ScenarioRun:
     for label, rt, accepted, lag in steps:
         before = pool.snapshot()
         w = prepare_for_decode(pool, allocator, subject, cfg, rt, sizing, revision)
-        if w.refused and w.refused.startswith("out of memory"):
+        if w.refusal is Refusal.OUT_OF_MEMORY:
             run.skipped = w.refused
             return run
         device = subject.kv_committed_len + lag

@@ -20,8 +20,8 @@ import time
 from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
 from hypothesis import target as hypothesis_target
 
-from fuzz.harness import check_scenario
-from fuzz.properties import overshoot
+from fuzz.run.engine import check_scenario
+from fuzz.run.properties import overshoot
 from fuzz.targets import resolve_target
 from strategies.scenarios import decode_scenarios
 from strategies.uniform import uniform_scenario

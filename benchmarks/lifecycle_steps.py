@@ -20,7 +20,9 @@ import time
 
 from hypothesis import HealthCheck, Phase, settings
 
-from fuzz.lifecycle import DEFAULT_STEPS, lifecycle_campaign, one_torch_thread, run_case
+from fuzz.common.threads import one_torch_thread
+from fuzz.lifecycle.machine import DEFAULT_STEPS, lifecycle_campaign
+from fuzz.lifecycle.replay import run_case
 from fuzz.targets import TargetError, resolve_target
 
 
@@ -40,11 +42,11 @@ def main(argv=None) -> int:
                    phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
     scripts: list = []
     result = lifecycle_campaign(target, hyp, steps=args.steps, seed=args.seed, max_rounds=1, record=scripts)
-    if result.failures or result.error:
+    if result.findings or result.error:
         print(f"note: {args.target} is not clean ({result.status}); the figures include its shrinking")
     print(f"target {args.target}, up to {args.steps} steps per run, seed {args.seed}")
-    print(f"hypothesis: {result.examples} runs ended normally ({result.started} started), {result.steps} steps "
-          f"in {result.seconds:.2f} s: {result.steps_per_second:.0f} steps/s, {result.examples / result.seconds:.1f} runs/s")
+    print(f"hypothesis: {result.examples} runs ended normally ({result.stats["runs_started"]} started), {result.stats["steps"]} steps "
+          f"in {result.seconds:.2f} s: {result.stats["steps"] / result.seconds:.0f} steps/s, {result.examples / result.seconds:.1f} runs/s")
     steps = sum(len(s) for _, s in scripts)
     with one_torch_thread():  # as the campaign runs
         t0 = time.perf_counter()
@@ -53,7 +55,7 @@ def main(argv=None) -> int:
         model = time.perf_counter() - t0
     print(f"model alone: the {len(scripts)} normal runs' {steps} steps replayed with every invariant in {model:.2f} s: "
           f"{steps / model:.0f} steps/s")
-    print(f"share of the campaign's time outside the model: {1 - model * result.steps / max(steps, 1) / result.seconds:.0%}")
+    print(f"share of the campaign's time outside the model: {1 - model * result.stats["steps"] / max(steps, 1) / result.seconds:.0%}")
     return 0
 
 

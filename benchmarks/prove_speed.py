@@ -29,8 +29,8 @@ from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
 from allocator_model.decode import decode_reserve, draft_extent, write_path
 from allocator_model.sizing import ceil_to_page
-from fuzz.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW, regime
-from fuzz.prove import SPACES, launch_grid, prove, target_algorithms
+from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW, regime
+from fuzz.prove.sweep import SPACES, launch_grid, prove, target_algorithms
 from fuzz.targets import resolve_target
 
 

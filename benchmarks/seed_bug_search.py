@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from examples_to_failure import ours, uniform  # noqa: E402  (the lead's samplers, issue 2)
 
-from fuzz.prove import prove  # noqa: E402
+from fuzz.prove.sweep import prove  # noqa: E402
 from fuzz.targets import resolve_target  # noqa: E402
 
 

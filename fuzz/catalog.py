@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 
-from .properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
+from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ import pytest
 
 from allocator_model.scenario import scenario_problem
 
-from .catalog import CATALOG
-from .harness import check_scenario
-from .targets import resolve_target
+from fuzz.catalog import CATALOG
+from fuzz.run.engine import check_scenario
+from fuzz.targets import resolve_target
 
 
 @pytest.mark.parametrize("known", CATALOG, ids=[k.id for k in CATALOG])

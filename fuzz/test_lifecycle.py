@@ -5,11 +5,11 @@
 
 from hypothesis import settings
 
-from fuzz.lifecycle import lifecycle_campaign
+from fuzz.lifecycle.machine import lifecycle_campaign
 
 
 def test_lifecycle_invariants_hold(fuzz_target):
     result = lifecycle_campaign(fuzz_target, settings(settings.default, max_examples=100), steps=30, max_rounds=1)
     assert not result.error, result.error
-    assert not result.failures, "\n\n".join(
-        f"{f.signature} after {len(f.steps)} steps:\n{f.violation.describe()}" for f in result.failures)
+    assert not result.findings, "\n\n".join(
+        f"{f.signature} after {len(f.case['steps'])} steps:\n{f.violation.describe()}" for f in result.findings)

@@ -12,8 +12,8 @@ from hypothesis import assume, given, strategies as st, target
 
 from strategies.scenarios import decode_scenarios
 
-from .harness import check_scenario
-from .properties import (
+from fuzz.run.engine import check_scenario
+from fuzz.run.properties import (
     DRAFTS_WITHIN_ALLOCATION,
     NEIGHBOUR_ROWS_UNTOUCHED,
     PAGE_ALIGNED_GROWTH,

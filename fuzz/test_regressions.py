@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from .casefile import load_document, replay, replay_document
-from .regression import emit_test, regression_files
+from fuzz.findings.casefile import load_document, replay, replay_document
+from fuzz.findings.regression import emit_test, regression_files
 
 FILES = regression_files()
 

@@ -26,16 +26,22 @@ LIFECYCLE_RUNNING_REQUESTS = (2, 4)
 
 
 @st.composite
-def lifecycle_configs(draw, algorithms=algo.ALL) -> ServingConfig:
-    """A valid config with a short context, a few rows, and a KV capacity that may bind."""
-    cfg = draw(serving_configs(algorithms))
+def lifecycle_configs(draw, algorithms=algo.ALL, pins: dict | None = None) -> ServingConfig:
+    """A valid config with a short context, a few rows, and a KV capacity that may bind.
+
+    ``pins`` (``--pin``) fix fields as in ``run``; a pinned context length,
+    row count or capacity is kept instead of the short lifecycle ones.
+    """
+    pins = pins or {}
+    cfg = draw(serving_configs(algorithms, pins))
     page = allocator_page_size(cfg)
     lo, _ = context_pages_range(page)
     context_len = draw(st.integers(lo, max(lo, LIFECYCLE_CONTEXT_SPAN // page))) * page + draw(st.integers(0, page - 1))
     rows = draw(st.integers(*LIFECYCLE_RUNNING_REQUESTS))
     low = max(MIN_CONTEXT, context_len // 2, 2 * page)
     capacity = draw(st.one_of(st.none(), st.integers(low, max(low, rows * (context_len + page)))))
-    return cfg.replace(context_len=context_len, max_running_requests=rows, max_total_num_tokens=capacity)
+    chosen = {"context_len": context_len, "max_running_requests": rows, "max_total_num_tokens": capacity}
+    return cfg.replace(**{k: pins.get(k, v) for k, v in chosen.items()})
 
 
 def prompt_lens(cfg: ServingConfig) -> st.SearchStrategy[int]:

@@ -38,7 +38,7 @@ def test_json_report_shape(seed_bug_run):
     (t,) = report["targets"]
     assert t["target"] == "reference@sglang-0.5.18" and t["status"] == "counterexample"
     assert t["examples"] > 0 and t["seconds"] >= 0
-    f = next(f for f in t["failures"] if f["signature"] == "write-within-row/dcp>1")
+    f = next(f for f in t["findings"] if f["signature"] == "write-within-row/dcp>1")
     assert f["class"] == "write-within-row" and f["config"]["attn_dcp_size"] > 1
     assert f["repro"].startswith("python -m fuzz repro ")
 
@@ -151,6 +151,6 @@ def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):
              "--pin", "speculative_algorithm=DFLASH", "--pin", "page_size=1", "--pin", "attn_dcp_size=1",
              "--cases", str(tmp_path), "--json", str(tmp_path / "r.json"))
     assert r.returncode == 1, r.stdout + r.stderr
-    (f,) = json.loads((tmp_path / "r.json").read_text())["targets"][0]["failures"]
+    (f,) = json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
     assert f["signature"] == "write-within-row/alloc-page-1"
     assert f["config"]["speculative_algorithm"] == "DFLASH" and f["config"]["page_size"] == 1

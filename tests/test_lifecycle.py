@@ -17,15 +17,12 @@ from allocator_model.config import ServingConfig
 from allocator_model.revisions import REFERENCE, get_revision
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from allocator_model.sizing import ModelSizing
-from fuzz import casefile
+from fuzz.findings import casefile
+from fuzz.findings.kinds import CaseKind
 from fuzz.cli import main as cli_main
-from fuzz.lifecycle import (
-    _without,
-    lifecycle_campaign,
-    lifecycle_document,
-    run_case,
-)
-from fuzz.lifecycle_invariants import (
+from fuzz.lifecycle.machine import lifecycle_campaign
+from fuzz.lifecycle.replay import _without, run_case
+from fuzz.lifecycle.invariants import (
     DRAFTS_WITHIN_ALLOCATION,
     FREE_LIST_UNIQUE,
     KV_LENS_ORDERED,
@@ -103,7 +100,7 @@ def test_hypothesis_runs_reach_the_bound_and_never_pass_it(revision, doc_bound):
     assert result.status == "clean"
     assert max_committed_len_at_decode_alloc(c, overlap_drops_finishing=get_revision(revision).overlap_drops_finishing) \
         == doc_bound
-    assert result.committed_vs_bound == 0
+    assert result.stats["max_committed_len_minus_bound"] == 0
 
 
 # -- every invariant catches a planted bug, and none fires on the reference --------------------------
@@ -188,10 +185,10 @@ def test_kv_lens_ordered_catches_a_verify_committing_past_the_allocation():
 def test_each_invariant_catches_its_planted_bug(invariant, spec, configs, batch_class, says):
     result = lifecycle_campaign(target_of(spec), first_bug(200), steps=20, checks=(invariant,), configs=configs,
                                 batch_class=batch_class, max_rounds=1)
-    assert result.failures, f"{invariant} did not catch {spec} / {batch_class.__name__}"
-    (f,) = result.failures
+    assert result.findings, f"{invariant} did not catch {spec} / {batch_class.__name__}"
+    (f,) = result.findings
     assert f.violation.prop == invariant and says in f.violation.headline, f.violation.describe()
-    assert len(f.steps) <= 12, f.steps  # shrunk to a short script
+    assert len(f.case['steps']) <= 12, f.case['steps']  # shrunk to a short script
 
 
 QUIET = {"dcp": DCP, "dspark": DSPARK, "paged": PAGED, "eagle-overlap": cfg(speculative_algorithm="EAGLE"),
@@ -202,13 +199,13 @@ QUIET = {"dcp": DCP, "dspark": DSPARK, "paged": PAGED, "eagle-overlap": cfg(spec
 @pytest.mark.parametrize("name", sorted(QUIET))
 def test_no_invariant_fires_on_the_reference_with_the_planted_configs(name):
     result = lifecycle_campaign(resolve_target("reference"), ci(60), steps=20, configs=st.just(QUIET[name]))
-    assert result.status == "clean", [f.violation.describe() for f in result.failures]
+    assert result.status == "clean", [f.violation.describe() for f in result.findings]
 
 
 def test_no_invariant_fires_on_the_reference_anywhere():
     result = lifecycle_campaign(resolve_target("reference"), ci(150), steps=30)
-    assert result.status == "clean", [f.violation.describe() for f in result.failures]
-    assert result.examples >= 150 and result.steps > 150 * 10
+    assert result.status == "clean", [f.violation.describe() for f in result.findings]
+    assert result.examples >= 150 and result.stats["steps"] > 150 * 10
 
 
 # -- the acceptance cases, over the whole lifecycle space ----------------------------------------------
@@ -217,15 +214,15 @@ def test_no_invariant_fires_on_the_reference_anywhere():
 def test_sglang_0_5_18_is_caught_corrupting_a_named_neighbour_request():
     # Each round stops at its first new group; the neighbour's comes after the guard spills' (about run 100).
     result = lifecycle_campaign(resolve_target("reference@sglang-0.5.18"), first_bug(300), steps=30, max_rounds=5)
-    corrupt = [f for f in result.failures if f.violation.prop == NEIGHBOUR_ROWS_UNTOUCHED]
-    assert corrupt, [f.signature for f in result.failures]
+    corrupt = [f for f in result.findings if f.violation.prop == NEIGHBOUR_ROWS_UNTOUCHED]
+    assert corrupt, [f.signature for f in result.findings]
     v = corrupt[0].violation
     assert "and changed request " in v.headline and v.details[0].startswith("victim: request "), v.describe()
 
 
 def test_pre_31616_is_caught_as_a_stranded_page_tail_or_a_leak():
     result = lifecycle_campaign(resolve_target("reference@pre-31616"), first_bug(300), steps=30, max_rounds=1)
-    assert result.failures and {f.violation.prop for f in result.failures} <= {NO_STRANDED_PAGE_TAIL, NO_LEAK}
+    assert result.findings and {f.violation.prop for f in result.findings} <= {NO_STRANDED_PAGE_TAIL, NO_LEAK}
 
 
 # -- case files: a failing run's step script replays deterministically ---------------------------------
@@ -237,8 +234,8 @@ def neighbour_case(tmp_path_factory):
     target = resolve_target("reference@sglang-0.5.18")
     result = lifecycle_campaign(target, first_bug(200), steps=20, checks=(NEIGHBOUR_ROWS_UNTOUCHED,),
                                 configs=st.just(DCP), max_rounds=1)
-    (f,) = result.failures
-    return casefile.save_document(lifecycle_document(target.spec, f), str(tmp_path_factory.mktemp("cases")))
+    (f,) = result.findings
+    return casefile.save(f, str(tmp_path_factory.mktemp("cases")))
 
 
 def fuzz_cli(*args, cwd=None):
@@ -257,7 +254,7 @@ def test_case_file_replays_the_whole_story_byte_for_byte(neighbour_case):
 
 def test_repro_command_exit_codes(neighbour_case, tmp_path, capsys):
     # A fresh process: reading the case imports its replayer (fuzz.lifecycle) by itself, then the entry point.
-    script = ("import sys; from fuzz import casefile; assert casefile.replay(sys.argv[1]).reproduced; "
+    script = ("import sys; from fuzz.findings import casefile; assert casefile.replay(sys.argv[1]).reproduced; "
               "from fuzz.cli import main; sys.exit(main(['repro', sys.argv[1]]))")
     env = {**os.environ, "PYTHONPATH": ROOT}
     r = subprocess.run([sys.executable, "-c", script, neighbour_case], capture_output=True, text=True, env=env)
@@ -280,7 +277,7 @@ def test_leaked_slots_are_named_in_the_story():
         {"op": "prefill", "rid": 0, "chunk": None},
         {"op": "decode", "accepted": [[0, 2]]},
         {"op": "decode", "accepted": [[0, 10]]}]}}
-    replay = casefile.REPLAYERS["lifecycle"](doc, "inline")
+    replay = casefile.replayer(CaseKind.LIFECYCLE)(doc, "inline")
     assert replay.reproduced, replay.text
     assert "still owns" in replay.text and "leaked slots [" in replay.text
     assert "also fails write-within-row/alloc-page-1 at step 3" in replay.text
@@ -340,5 +337,5 @@ def test_a_sizing_function_that_raises_is_a_finding():
 
     target = Target("raising", "sizing that raises", Raising(REFERENCE), REFERENCE, "model")
     result = lifecycle_campaign(target, first_bug(20), steps=10, configs=st.just(PAGED), max_rounds=1)
-    assert [f.violation.prop for f in result.failures] == ["sizing-raised"]
+    assert [f.violation.prop for f in result.findings] == ["sizing-raised"]
     assert run_case(target, PAGED, []).violations[0][1].prop == "sizing-raised"

@@ -2,12 +2,12 @@
 
 from types import SimpleNamespace
 
-from fuzz.matrix import Row, compare_with_expectations
+from fuzz.fidelity.matrix import Row, compare_with_expectations
 
 
 def row(release, *signatures):
-    failures = [SimpleNamespace(signature=s) for s in signatures]
-    return Row(release, campaign=SimpleNamespace(failures=failures, error=None), fidelity=None)
+    findings = [SimpleNamespace(signature=s) for s in signatures]
+    return Row(release, campaign=SimpleNamespace(findings=findings, error=None), fidelity=None)
 
 
 EXPECTED = {"0.5.18": {"required": {"write-within-row/dcp>1"}, "allowed": {"page-aligned-growth/dflash"}}}

@@ -3,8 +3,8 @@
 import pytest
 from hypothesis import settings
 
-from fuzz.harness import campaign
-from fuzz.properties import DRAFTS_WITHIN_ALLOCATION, NEIGHBOUR_ROWS_UNTOUCHED, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
+from fuzz.run.engine import campaign
+from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, NEIGHBOUR_ROWS_UNTOUCHED, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
 from fuzz.targets import resolve_target
 
 PLANTED = [
@@ -28,13 +28,13 @@ def fuzz(spec, prop, rounds):
 @pytest.mark.parametrize("prop, revision, regime", PLANTED, ids=[f"{p}@{r}" for p, r, _ in PLANTED])
 def test_property_catches_the_planted_revision(prop, revision, regime):
     result = fuzz(f"reference@{revision}", prop, rounds=3 if regime else 1)
-    assert result.failures, f"{prop} did not catch {revision}"
-    assert {f.violation.prop for f in result.failures} == {prop}
+    assert result.findings, f"{prop} did not catch {revision}"
+    assert {f.violation.prop for f in result.findings} == {prop}
     if regime:
-        assert regime in {f.violation.regime for f in result.failures}
+        assert regime in {f.violation.regime for f in result.findings}
 
 
 @pytest.mark.parametrize("prop", [WRITE_WITHIN_ROW, NEIGHBOUR_ROWS_UNTOUCHED, DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH])
 def test_property_is_quiet_on_the_reference(prop):
     result = fuzz("reference", prop, rounds=1)
-    assert result.status == "clean", [f.violation.describe() for f in result.failures]
+    assert result.status == "clean", [f.violation.describe() for f in result.findings]

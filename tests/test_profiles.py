@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROBE = """
 from hypothesis import settings
-from fuzz.profiles import get_profile
+from fuzz.common.profiles import get_profile
 ci, nightly, dev = get_profile("ci"), get_profile("nightly"), get_profile("dev")
 print(ci.derandomize, ci.database is None, ci.max_examples)
 print(nightly.derandomize, nightly.database is not None, nightly.max_examples)

@@ -16,10 +16,10 @@ from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import DecodeScenario, run_scenario
 from allocator_model.sizing import ModelSizing
-from fuzz import prove as pv
+from fuzz.prove import sweep as pv
 from fuzz.cli import main
-from fuzz.heatmap import markdown_table, render
-from fuzz.properties import regime
+from fuzz.prove.heatmap import markdown_table, render
+from fuzz.run.properties import regime
 from fuzz.targets import Target, TargetCallError, resolve_target
 
 TINY = pv.SPACES["tiny"]

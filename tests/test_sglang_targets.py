@@ -19,12 +19,13 @@ from hypothesis import settings as Settings
 from allocator_model.config import ServingConfig
 from allocator_model.revisions import REVISIONS
 from allocator_model.scenario import DecodeScenario
-from fuzz import casefile, differential
+from fuzz.findings import casefile
+from fuzz.fidelity import differential
 from fuzz.catalog import CATALOG
-from fuzz.harness import campaign, check_scenario
-from fuzz.profiles import get_profile
-from fuzz.properties import WRITE_WITHIN_ROW
-from fuzz.sglang.loader import RealSizing
+from fuzz.run.engine import campaign, check_scenario
+from fuzz.common.profiles import get_profile
+from fuzz.run.properties import WRITE_WITHIN_ROW
+from fuzz.targets.sglang.loader import RealSizing
 from fuzz.targets import TargetCallError, TargetError, resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -139,9 +140,9 @@ def test_campaigns_on_a_buggy_and_a_fixed_release(releases):
     """The harness finds the seed bug's group in 0.5.18's real code, both groups apart, and none in 0.5.19's."""
     ci = Settings(get_profile("ci"), max_examples=100)
     buggy = campaign(releases[BUGGY], ci, props=(WRITE_WITHIN_ROW,), seed=0)
-    assert {f.signature for f in buggy.failures} == {"write-within-row/dcp>1", "write-within-row/alloc-page-1"}
+    assert {str(f.signature) for f in buggy.findings} == {"write-within-row/dcp>1", "write-within-row/alloc-page-1"}
     fixed = campaign(releases[FIXED], ci, props=(WRITE_WITHIN_ROW,), seed=0)
-    assert not any(f.signature.endswith("/dcp>1") for f in fixed.failures), [f.signature for f in fixed.failures]
+    assert not any(str(f.signature).endswith("/dcp>1") for f in fixed.findings), [str(f.signature) for f in fixed.findings]
     assert fixed.examples >= 100 and fixed.error is None
 
 
@@ -169,7 +170,7 @@ def test_fidelity_of_a_release_and_a_mismatch_found_and_shrunk(releases):
     assert agree.functions == ["alloc_len_per_decode", "alloc_reserve_per_decode", "req_to_token_extra_context_len"]
     # The planted gap: 0.5.18's code against the model of 0.5.19 (alloc page with dcp).
     gap = differential.fidelity(releases[BUGGY], revision=REVISIONS["sglang-0.5.19"], configs=1000)
-    sigs = {m.signature for m in gap.mismatches}
+    sigs = {str(m.signature) for m in gap.mismatches}
     assert "model-mismatch/req_to_token_extra_context_len" in sigs, sigs
     for m in gap.mismatches:
         assert m.case.config.attn_dcp_size > 1  # the cause, kept by shrinking
@@ -189,13 +190,13 @@ def test_local_file_runs_offline_and_twice_gives_the_same_result(tmp_path):
         report = json.loads((d / "r.json").read_text())
         for t in report["targets"]:  # what differs by design: the time taken, and where the cases went
             t.pop("seconds")
-            for f in t["failures"]:
+            for f in t["findings"]:
                 f.pop("repro")
         cases = {n: (d / "cases" / n).read_text() for n in sorted(os.listdir(d / "cases"))}
         runs.append((report, cases))
     assert runs[0] == runs[1]
     (t,) = runs[0][0]["targets"]
-    assert t["target"] == path and t["failures"]
+    assert t["target"] == path and t["findings"]
 
 
 def test_a_checkout_directory_and_an_explicit_version(tmp_path):
@@ -206,7 +207,7 @@ def test_a_checkout_directory_and_an_explicit_version(tmp_path):
     assert newest.kind == "file" and newest.revision.name == "sglang-0.5.23" and "version unknown" in newest.label
     old = resolve_target(f"{checkout}@0.5.18")
     assert old.revision.name == "sglang-0.5.18" and old.spec.endswith("allocation_sizing.py@0.5.18")
-    from fuzz.sglang import with_sglang_version
+    from fuzz.targets.sglang import with_sglang_version
 
     assert with_sglang_version(str(checkout), "0.5.18") == f"{checkout}@0.5.18"
     with pytest.raises(TargetError, match="contradicts"):
@@ -265,7 +266,7 @@ def test_installed_sglang_is_read_without_importing_it(tmp_path):
 def test_fidelity_finds_a_planted_gap_and_the_case_replays(tmp_path):
     unrounded = resolve_target(sizing_file(tmp_path, "unrounded.py", rounded="r.kv.kv_committed_len + reserve"))
     result = differential.fidelity(unrounded, configs=300)
-    assert [m.signature for m in result.mismatches] == ["model-mismatch/page_aligned_decode_alloc_lens"]
+    assert [str(m.signature) for m in result.mismatches] == ["model-mismatch/page_aligned_decode_alloc_lens"]
     good = differential.fidelity(resolve_target(sizing_file(tmp_path, "good.py")), configs=300)
     assert good.status == "agrees" and len(good.functions) == 5
     env = offline_env(tmp_path)
@@ -328,9 +329,9 @@ def test_bad_input_through_the_command_line(tmp_path, target, needle, online):
 
 
 def test_bad_sglang_version_and_matrix_range(tmp_path):
-    from fuzz.matrix import parse_releases
-    from fuzz.sglang import with_sglang_version
-    from fuzz.sglang.versions import VersionError
+    from fuzz.fidelity.matrix import parse_releases
+    from fuzz.targets.sglang import with_sglang_version
+    from fuzz.targets.sglang.versions import VersionError
 
     with pytest.raises(TargetError, match="--sglang-version: sglang 0.4.0 predates"):
         with_sglang_version(sizing_file(tmp_path), "0.4.0")

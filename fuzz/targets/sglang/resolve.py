@@ -18,7 +18,7 @@ import re
 from allocator_model import algorithms as algo
 from allocator_model.revisions import RELEASE_REVISIONS, Revision
 
-from ..targets import Target, TargetError
+from ..base import Target, TargetError, TargetKind
 from . import wheels
 from .loader import Generation, RealSizing, load_sizing_module
 from .versions import VersionError, known_releases, parse_version, semantics_for
@@ -47,7 +47,7 @@ def _fit(revision: Revision, generation: Generation) -> Revision:
                         algorithms=revision.algorithms - {algo.UNO})
 
 
-def _target(spec: str, kind: str, what: str, source: str, filename: str, version: str | None) -> Target:
+def _target(spec: str, kind: TargetKind, what: str, source: str, filename: str, version: str | None) -> Target:
     try:
         revision, how = semantics_for(version)
     except VersionError as e:
@@ -69,7 +69,7 @@ def _resolve_release(spec: str) -> Target:
         raise TargetError(f"{spec}: {e}") from None
     except wheels.SourceError as e:  # its text names the release already
         raise TargetError(str(e)) from None
-    return _target(f"sglang=={version}", "release", f"sglang {version} wheel",
+    return _target(f"sglang=={version}", TargetKind.RELEASE, f"sglang {version} wheel",
                    source, f"{wheel}/{wheels.SIZING_MODULE}", version)
 
 
@@ -79,7 +79,7 @@ def _resolve_installed(spec: str, version: str | None) -> Target:
     except wheels.SourceError as e:
         raise TargetError(f"{spec}: {e}") from None
     what = f"installed sglang {installed or '(version unknown)'} ({path})"
-    return _target(spec, "installed", what, source, path, version or installed)
+    return _target(spec, TargetKind.INSTALLED, what, source, path, version or installed)
 
 
 def _resolve_file(path: str, version: str | None) -> Target:
@@ -88,7 +88,7 @@ def _resolve_file(path: str, version: str | None) -> Target:
     except wheels.SourceError as e:
         raise TargetError(str(e)) from None
     spec = resolved + (f"@{version}" if version else "")
-    return _target(spec, "file", f"file {resolved}", source, resolved, version)
+    return _target(spec, TargetKind.FILE, f"file {resolved}", source, resolved, version)
 
 
 def resolve_real_target(spec: str) -> Target:

@@ -13,7 +13,7 @@ import pprint
 import re
 from typing import Any
 
-REGRESSIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "regressions")
+REGRESSIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "regressions")
 
 _TEMPLATE = '''\
 def test_{name}():
@@ -21,7 +21,7 @@ def test_{name}():
 
     Fails while the bug is present; the message is what `python -m fuzz repro` prints.
     """
-    from fuzz.casefile import replay_document
+    from fuzz.findings.casefile import replay_document
 
     case = {case}
     result = replay_document(case)

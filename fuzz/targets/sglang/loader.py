@@ -31,7 +31,7 @@ from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.revisions import Revision
 from allocator_model.sizing import ModelSizing
 
-from ..targets import TargetCallError, TargetError
+from ..base import TargetCallError, TargetError
 from .stubs import Published, accessor_modules, private_builtins
 
 REQUIRED = ("get_alloc_len_per_decode", "get_alloc_reserve_per_decode", "get_req_to_token_extra_context_len")

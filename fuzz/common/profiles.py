@@ -19,9 +19,14 @@ DEFAULT_DATABASE = os.path.join(".hypothesis", "examples")
 _QUIET = dict(deadline=None, verbosity=Verbosity.quiet, suppress_health_check=[HealthCheck.too_slow])
 
 
-def register_profiles(database_dir: str | None = None) -> None:
+def database_dir() -> str:
+    """Where the example database lives: $KVROW_FUZZ_DATABASE, else .hypothesis/examples (what CI caches)."""
+    return os.environ.get("KVROW_FUZZ_DATABASE") or DEFAULT_DATABASE
+
+
+def register_profiles(directory: str | None = None) -> None:
     base = settings.get_profile("default")
-    db = DirectoryBasedExampleDatabase(database_dir or os.environ.get("KVROW_FUZZ_DATABASE", DEFAULT_DATABASE))
+    db = DirectoryBasedExampleDatabase(directory or database_dir())
     settings.register_profile(
         "ci", parent=base, derandomize=True, database=None, max_examples=200, print_blob=False, **_QUIET
     )

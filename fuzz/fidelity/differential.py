@@ -35,13 +35,15 @@ from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from allocator_model.sizing import ModelSizing
 from strategies.configs import serving_configs
 
-from . import casefile
-from .properties import Violation, regime
-from .targets import Target, TargetCallError
+from fuzz.findings import casefile
+from fuzz.findings.kinds import CaseKind, Property, regime
+from fuzz.findings.model import Finding, Violation
+from fuzz.findings.render import repro_line
+from fuzz.targets.base import Target, TargetCallError
 
-MODEL_MISMATCH = "model-mismatch"
-SIZING_RAISED = "sizing-raised"
-FIDELITY_CASE = "fidelity-case"
+MODEL_MISMATCH = Property.MODEL_MISMATCH
+SIZING_RAISED = Property.SIZING_RAISED
+FIDELITY_CASE = CaseKind.FIDELITY.value
 DEFAULT_CONFIGS = 10_000
 FUNCTIONS = ("alloc_page_size", "alloc_len_per_decode", "alloc_reserve_per_decode",
              "req_to_token_extra_context_len", "page_aligned_decode_alloc_lens")
@@ -187,13 +189,13 @@ class Mismatch:
         return self.violation.signature
 
     def document(self) -> dict[str, Any]:
-        return casefile.document(FIDELITY_CASE, self.target, self.violation, self.case.config, self.case.to_dict(),
-                                 revision=self.revision)
+        return casefile.document(Finding(CaseKind.FIDELITY, self.target, self.violation, self.case.config,
+                                         self.case.to_dict(), revision=self.revision))
 
     def to_json(self) -> dict[str, Any]:
         return {"class": self.violation.prop, "signature": self.signature, "config": self.case.config.to_dict(),
                 "case": self.case.to_dict(), "message": self.violation.describe(),
-                "repro": f"python -m fuzz repro {self.case_path}" if self.case_path else ""}
+                "repro": repro_line(self.case_path) if self.case_path else ""}
 
 
 @dataclass
@@ -255,7 +257,8 @@ def fidelity(target: Target, *, revision: Revision | None = None, configs: int =
 # -- replay -------------------------------------------------------------------
 
 def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
-    from .targets import TargetError, resolve_target
+    from fuzz.targets.base import TargetError
+    from fuzz.targets.resolve import resolve_target
 
     try:
         case = FidelityCase.from_dict(ServingConfig.from_dict(doc["config"]), doc["case"])
@@ -271,7 +274,7 @@ def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
     found = disagreements(target.sizing, ModelSizing(REVISIONS[name]), case)
     lines = [f"target: {target.spec} against model {name}", f"config: {case.config.short()}",
              f"case:   {json.dumps(case.to_dict(), sort_keys=True)}"]
-    same = [v for v in found if v.signature == doc.get("signature") or (not doc.get("signature") and v.prop == doc["property"])]
+    same = [v for v in found if str(v.signature) == doc.get("signature") or (not doc.get("signature") and v.prop == doc["property"])]
     if same:
         lines += [f"FAILS {same[0].signature}", same[0].describe()]
     else:
@@ -279,45 +282,8 @@ def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
     return casefile.Replay(bool(same), "\n".join(lines))
 
 
-casefile.REPLAYERS.setdefault(FIDELITY_CASE, replay_fidelity)
 
 
-# -- the command --------------------------------------------------------------
-
-def register(subparsers) -> None:
-    from .cli import _positive_int
-
-    p = subparsers.add_parser("fidelity", help="compare the model with real SGLang sizing code", description=(
-        "Differential fidelity: call every sizing function of a real target and of the modeled revision of its "
-        "version on the same configurations. Exit 0: they agree; 1: a model-mismatch; 2: bad input."))
-    p.add_argument("--target", action="append", required=True, metavar="SPEC",
-                   help="sglang==X.Y.Z, sglang or PATH (repeatable)")
-    p.add_argument("--revision", metavar="NAME", help="model revision to compare with (default: the target's version)")
-    p.add_argument("--configs", type=_positive_int, default=DEFAULT_CONFIGS, metavar="N",
-                   help=f"distinct configurations (default {DEFAULT_CONFIGS})")
-    p.add_argument("--cases", default="fuzz-cases", metavar="DIR", help="where case files go (default fuzz-cases)")
-    p.add_argument("--json", metavar="FILE", help="write a JSON report")
-    p.set_defaults(func=cmd_fidelity)
-
-
-def cmd_fidelity(args) -> int:
-    from .cli import EXIT_CLEAN, EXIT_FOUND, BadInput, resolve_targets
-
-    if args.revision and args.revision not in REVISIONS:
-        raise BadInput(f"unknown revision {args.revision!r} (known: {', '.join(REVISIONS)})")
-    results = []
-    for target in resolve_targets(args.target):
-        r = fidelity(target, revision=REVISIONS.get(args.revision), configs=args.configs)
-        for m in r.mismatches:
-            m.case_path = casefile.save_document(m.document(), args.cases)
-            print(f"COUNTEREXAMPLE {m.signature} on {m.target} (model {m.revision})")
-            print(f"  {m.violation.describe()}".replace("\n", "\n  "))
-            print(f"repro: python -m fuzz repro {m.case_path}")
-        print(f"{target.spec}: model {r.revision} {r.summary()} in {r.seconds:.1f}s", flush=True)
-        results.append(r)
-    if args.json:
-        casefile.write_atomically(args.json, json.dumps({"fidelity": [r.to_json() for r in results]}, indent=2) + "\n")
-    return EXIT_FOUND if any(r.mismatches for r in results) else EXIT_CLEAN
 
 
 __all__ = ["fidelity", "disagreements", "case_pool", "FidelityResult", "Mismatch", "MODEL_MISMATCH"]

@@ -14,7 +14,7 @@ import os
 import struct
 import zlib
 
-from .casefile import write_atomically
+from fuzz.common.files import write_atomically
 
 # 5x7 glyphs, rows top to bottom; text is drawn upper-case.
 _FONT = {

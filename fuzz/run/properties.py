@@ -8,52 +8,22 @@ bug is ``write-within-row/dcp>1``, the open page-1 gap ``write-within-row/alloc-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
-from allocator_model import algorithms as algo
-from allocator_model.config import ServingConfig
+from allocator_model.decode import Refusal, WritePath
 from allocator_model.req_to_token import GUARD, Spill
 from allocator_model.scenario import ScenarioRun, WriteObservation
 
-WRITE_WITHIN_ROW = "write-within-row"
-NEIGHBOUR_ROWS_UNTOUCHED = "neighbour-rows-untouched"
-DRAFTS_WITHIN_ALLOCATION = "drafts-within-allocation"
-PAGE_ALIGNED_GROWTH = "page-aligned-growth"
+from fuzz.findings.kinds import Property, regime
+from fuzz.findings.model import Violation
 
-PROPERTIES = (WRITE_WITHIN_ROW, NEIGHBOUR_ROWS_UNTOUCHED, DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH)
+WRITE_WITHIN_ROW = Property.WRITE_WITHIN_ROW
+NEIGHBOUR_ROWS_UNTOUCHED = Property.NEIGHBOUR_ROWS_UNTOUCHED
+DRAFTS_WITHIN_ALLOCATION = Property.DRAFTS_WITHIN_ALLOCATION
+PAGE_ALIGNED_GROWTH = Property.PAGE_ALIGNED_GROWTH
 
-
-@dataclass
-class Violation:
-    prop: str
-    regime: str
-    headline: str
-    details: list[str] = field(default_factory=list)
-    overshoot: int = 0
-
-    @property
-    def signature(self) -> str:
-        return f"{self.prop}/{self.regime}"
-
-    def describe(self) -> str:
-        return "\n".join([f"{self.prop}: {self.headline}"] + [f"  {d}" for d in self.details])
-
-
-def regime(cfg: ServingConfig, alloc_page: int) -> str:
-    """The configuration regime a failure belongs to, most specific cause first."""
-    a = cfg.speculative_algorithm
-    if alloc_page == 1:
-        return "alloc-page-1"
-    if cfg.attn_dcp_size > 1:
-        return "dcp>1"
-    if a is not None and cfg.topk > 1 and algo.has_draft_kv(a):
-        return "tree"
-    if cfg.speculative_adaptive:
-        return "adaptive"
-    if a in algo.DFLASH_FAMILY:
-        return "dflash"
-    return "paged"
+PROPERTIES: tuple[Property, ...] = (WRITE_WITHIN_ROW, NEIGHBOUR_ROWS_UNTOUCHED, DRAFTS_WITHIN_ALLOCATION,
+                                    PAGE_ALIGNED_GROWTH)
 
 
 def _who(obs: WriteObservation, row: int | str) -> str:
@@ -85,7 +55,7 @@ def _head(obs: WriteObservation) -> str:
 def check_write_within_row(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
     """Every rounded write ends within its own row: nxt <= W."""
     w = obs.write
-    if w.refused and w.refused.startswith("UNO"):
+    if w.refusal is Refusal.UNO_GUARD:
         return Violation(
             WRITE_WITHIN_ROW,
             regime(run.config, run.alloc_page),
@@ -147,7 +117,7 @@ def check_drafts_within_allocation(run: ScenarioRun, obs: WriteObservation) -> V
 def check_page_aligned_growth(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
     """On a paged allocator, spec decode grows kv_allocated_len to whole pages (allocated == recorded)."""
     w = obs.write
-    if w.refused or w.path in ("non-spec", "prefill") or w.page == 1 or w.nxt == w.cur or w.nxt % w.page == 0:
+    if w.refused or w.path in (WritePath.NON_SPEC, WritePath.PREFILL) or w.page == 1 or w.nxt == w.cur or w.nxt % w.page == 0:
         return None
     return Violation(
         PAGE_ALIGNED_GROWTH,
@@ -159,7 +129,7 @@ def check_page_aligned_growth(run: ScenarioRun, obs: WriteObservation) -> Violat
     )
 
 
-CHECKS: dict[str, Callable[[ScenarioRun, WriteObservation], Violation | None]] = {
+CHECKS: dict[Property, Callable[[ScenarioRun, WriteObservation], Violation | None]] = {
     WRITE_WITHIN_ROW: check_write_within_row,
     NEIGHBOUR_ROWS_UNTOUCHED: check_neighbour_rows_untouched,
     DRAFTS_WITHIN_ALLOCATION: check_drafts_within_allocation,

@@ -20,24 +20,29 @@ itself wrote, which is what a neighbour's write is detected against.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
-from typing import Callable
 
 import torch
 
 from allocator_model.batch import FREE, ReleaseEvent, Request, RunningBatch, StepResult, WriteEvent
+from allocator_model.decode import Refusal
 from allocator_model.req_to_token import GUARD
 
-from .properties import DRAFTS_WITHIN_ALLOCATION, NEIGHBOUR_ROWS_UNTOUCHED, WRITE_WITHIN_ROW, Violation, regime
+from fuzz.findings.kinds import Property, regime
+from fuzz.findings.model import Violation
 
-KV_LENS_ORDERED = "kv-lens-ordered"
-ROW_HOLDS_OWN_SLOTS = "row-holds-own-slots"
-SLOT_SINGLE_OWNER = "slot-single-owner"
-NO_STRANDED_PAGE_TAIL = "no-stranded-page-tail"
-FREE_LIST_UNIQUE = "free-list-unique"
-NO_LEAK = "no-leak"
+NEIGHBOUR_ROWS_UNTOUCHED = Property.NEIGHBOUR_ROWS_UNTOUCHED
+WRITE_WITHIN_ROW = Property.WRITE_WITHIN_ROW
+KV_LENS_ORDERED = Property.KV_LENS_ORDERED
+DRAFTS_WITHIN_ALLOCATION = Property.DRAFTS_WITHIN_ALLOCATION
+ROW_HOLDS_OWN_SLOTS = Property.ROW_HOLDS_OWN_SLOTS
+SLOT_SINGLE_OWNER = Property.SLOT_SINGLE_OWNER
+NO_STRANDED_PAGE_TAIL = Property.NO_STRANDED_PAGE_TAIL
+FREE_LIST_UNIQUE = Property.FREE_LIST_UNIQUE
+NO_LEAK = Property.NO_LEAK
 
-INVARIANTS = (
+INVARIANTS: tuple[Property, ...] = (
     NEIGHBOUR_ROWS_UNTOUCHED,
     WRITE_WITHIN_ROW,
     KV_LENS_ORDERED,
@@ -101,8 +106,8 @@ def _context(batch: RunningBatch, w: WriteEvent) -> list[str]:
     ]
 
 
-def _violation(batch: RunningBatch, prop: str, headline: str, details: list[str], overshoot: int = 0) -> Violation:
-    return Violation(prop, regime(batch.cfg, batch.page), headline, details, overshoot)
+def _violation(batch: RunningBatch, prop: Property, headline: str, details: list[str], overshoot: int = 0) -> Violation:
+    return Violation(prop, regime(batch.cfg, batch.page).value, headline, details, overshoot)
 
 
 def _head(w: WriteEvent) -> str:
@@ -148,7 +153,7 @@ def check_write_within_row(view: StepView) -> Violation | None:
     batch = view.batch
     for w in view.result.writes:
         x = w.write
-        if x.refused and x.refused.startswith("UNO"):
+        if x.refusal is Refusal.UNO_GUARD:
             return _violation(batch, WRITE_WITHIN_ROW, f"request {w.rid} (row {w.row}) refused: {x.refused}",
                               _context(batch, w), x.nxt - batch.width)
         if x.record is None or x.nxt <= batch.width:
@@ -312,7 +317,7 @@ def check_no_leak(view: StepView) -> Violation | None:
     return None
 
 
-CHECKS: dict[str, Callable[[StepView], Violation | None]] = {
+CHECKS: dict[Property, Callable[[StepView], Violation | None]] = {
     NEIGHBOUR_ROWS_UNTOUCHED: check_neighbour_rows_untouched,
     WRITE_WITHIN_ROW: check_write_within_row,
     KV_LENS_ORDERED: check_kv_lens_ordered,

@@ -48,11 +48,14 @@ from allocator_model.scenario import DecodeScenario
 from allocator_model.sizing import ceil_to_page
 from strategies.space import PAGE_SIZES
 
-from .properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
-from .targets import Target, TargetCallError
+from fuzz.common.threads import one_torch_thread
+from fuzz.findings.kinds import Property
+from fuzz.findings.render import repro_line
+from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
+from fuzz.targets.base import Target, TargetCallError
 
-SIZING_RAISED = "sizing-raised"
-UNPROVEN = "unproven"
+SIZING_RAISED = Property.SIZING_RAISED.value
+UNPROVEN = Property.UNPROVEN.value
 NO_VIOLATION = "no violation in the bounded space"
 SIZING_CONTEXT_LEN = 1 << 16  # any length: sizing does not read it
 WITNESS_CONTEXT_LEN = 4096  # witnesses use a context length near this
@@ -296,7 +299,7 @@ class Group:
         if self.mismatch:
             d["mismatch"] = self.mismatch
         if self.case_path:
-            d["repro"] = f"python -m fuzz repro {self.case_path}"
+            d["repro"] = repro_line(self.case_path)
         return d
 
 
@@ -358,17 +361,13 @@ def prove(
     would help on an idle machine, but its spin-waits make the sweep several
     times slower on a shared one (a CI runner, parallel test workers).
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_torch_thread():
         return _prove(target, space, algorithm, calls, stop_when)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _prove(target, space, algorithm, calls, stop_when) -> ProveResult:
     space = SPACES[space] if isinstance(space, str) else space
-    calls = target.kind != "model" if calls is None else calls
+    calls = not target.is_model if calls is None else calls
     result = ProveResult(target.spec, space, "sizing calls per configuration" if calls else "vectorized model")
     sizing = CountingSizing(target.sizing)
     t0 = time.monotonic()
@@ -504,17 +503,17 @@ def _draft_witness(g, rows, r: int, gap: int, overlap: bool, value: int, committ
 
 def confirm(target: Target, result: ProveResult) -> None:
     """Replay each group's witness on the step-by-step model: same group, same worst value."""
-    from .harness import check_scenario
+    from fuzz.run.engine import check_scenario
 
     for grp in result.groups.values():
         prop = grp.signature.split("/")[0]
         if prop in (SIZING_RAISED, UNPROVEN) or grp.witness is None:
             continue
         scenario = grp.witness.decode_scenario()
-        _, found = check_scenario(target, scenario, props=(prop,))
-        same = [v for v in found if v.signature == grp.signature]
+        _, found = check_scenario(target, scenario, props=(Property(prop),))
+        same = [v for v in found if str(v.signature) == grp.signature]
         if not same:
-            got = ", ".join(v.signature for v in found) or "no violation"
+            got = ", ".join(str(v.signature) for v in found) or "no violation"
             grp.mismatch = f"the step-by-step model reports {got} for the witness"
             continue
         v = same[0]
@@ -523,111 +522,3 @@ def confirm(target: Target, result: ProveResult) -> None:
             grp.mismatch = f"closed form says {grp.worst} columns, the step-by-step model {v.overshoot}"
 
 
-# -- command line -------------------------------------------------------------------------
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("prove", help="check every configuration of a bounded space (closed form)", description=(
-        "Check the sizing for every valid configuration of a bounded space, in closed form. "
-        "Exit 0: no violation in the bounded space; 1: violations; 2: bad input."))
-    p.add_argument("--target", action="append", required=True, metavar="SPEC",
-                   help="reference, reference@REVISION or any target `python -m fuzz targets` lists (repeatable)")
-    p.add_argument("--space", choices=sorted(SPACES), default=None,
-                   help="full (default for model targets) or small (default for targets called per configuration)")
-    p.add_argument("--algorithm", default="all", metavar="NAME",
-                   help="sweep one speculative algorithm (or none) instead of all")
-    p.add_argument("--calls", action="store_true",
-                   help="call the target's sizing functions per configuration even for a model target")
-    p.add_argument("--heatmap", metavar="FILE.png",
-                   help="write the min-slack heatmap over page_size x attn_dcp_size (and FILE.md, a markdown table)")
-    p.add_argument("--cases", default=None, metavar="DIR", help="where case files of each group's worst go (default fuzz-cases)")
-    p.add_argument("--json", metavar="FILE", help="write a JSON report")
-    p.set_defaults(func=cmd_prove)
-
-
-def _algorithm_arg(text: str) -> str | None:
-    if text.strip().lower() == "all":
-        return "all"
-    return algo.normalize(text)
-
-
-def cmd_prove(args) -> int:
-    from . import casefile
-    from .cli import DEFAULT_CASES_DIR, EXIT_CLEAN, EXIT_FOUND, BadInput, resolve_targets
-    from .harness import Failure
-    from .properties import Violation
-
-    targets = resolve_targets(args.target)
-    only = _algorithm_arg(args.algorithm)
-    if args.heatmap and len(targets) > 1:
-        raise BadInput("--heatmap takes one --target")
-    if args.heatmap and not args.heatmap.lower().endswith(".png"):
-        raise BadInput(f"--heatmap needs a .png file name, got {args.heatmap!r}")
-    for t in targets:
-        try:
-            target_algorithms(t, only)
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-    out = sys.stdout
-    results = []
-    for t in targets:
-        space = args.space or ("full" if t.kind == "model" and not args.calls else "small")
-        result = prove(t, space, algorithm=only, calls=True if args.calls else None)
-        confirm(t, result)
-        for grp in result.groups.values():
-            if grp.confirmed and not grp.mismatch:
-                v = Violation(grp.signature.split("/")[0], grp.signature.split("/", 1)[1], "", [])
-                doc = casefile.decode_document(t.spec, Failure(t.spec, v, grp.witness.decode_scenario()))
-                doc["message"] = grp.confirmed
-                grp.case_path = casefile.save_document(doc, args.cases or DEFAULT_CASES_DIR)
-        results.append(result)
-        print_result(t, result, out)
-        if args.heatmap:
-            from .heatmap import write_heatmap
-
-            label = "every algorithm" if only == "all" else (only or "no speculation")
-            md = write_heatmap(args.heatmap, result.heat, title=f"{label} on {t.spec}",
-                               axes=(result.space.page_sizes, result.space.dcp_sizes))
-            print(f"heatmap: {args.heatmap} (table: {md})", file=out)
-    if args.json:
-        casefile.write_atomically(args.json, json.dumps({"targets": [r.to_json() for r in results]}, indent=2) + "\n")
-    return EXIT_FOUND if any(r.groups for r in results) else EXIT_CLEAN
-
-
-def print_result(target: Target, r: ProveResult, out) -> None:
-    print(f"== prove {target.spec}: {target.label}", file=out)
-    print(f"space {r.space.describe()}", file=out)
-    calls = sum(r.sizing_calls.values())
-    print(f"method: {r.method}" + (f" ({calls:,} sizing calls: "
-                                   + ", ".join(f"{k} {v:,}" for k, v in sorted(r.sizing_calls.items())) + ")"
-                                   if r.sizing_calls else ""), file=out)
-    print(f"checked {r.configurations:,} configurations in {r.seconds:.1f}s: {r.launch_configurations:,} launch "
-          f"configurations, {r.decode_shapes:,} with their run-time shapes, x overlap on/off x every residue of "
-          f"context_len mod the allocator page, each at its longest committed length", file=out)
-    if r.first_error:
-        print(f"first sizing error: {r.first_error}", file=out)
-    if not r.groups:
-        print(NO_VIOLATION, file=out)
-        return
-    print(f"{r.violations:,} violations (a configuration counts once per property it breaks), by bug group:", file=out)
-    for grp in sorted(r.groups.values(), key=lambda g: g.signature):
-        unit = "unrecorded page tail up to" if grp.signature.startswith(PAGE_ALIGNED_GROWTH) else "worst"
-        worst = f"  {unit} {grp.worst}" if grp.worst is not None else ""
-        print(f"  {grp.signature:<34} {grp.configurations:>16,}{worst}", file=out)
-    writes = [g for g in r.groups.values() if g.signature.startswith(WRITE_WITHIN_ROW)]
-    if writes:
-        top = max(writes, key=lambda g: g.worst)
-        print(f"worst overshoot: {top.worst} columns past the row end ({top.signature})", file=out)
-    for grp in sorted(r.groups.values(), key=lambda g: (-(g.worst or 0), g.signature)):
-        if grp.witness is None:
-            continue
-        s = grp.witness.decode_scenario()
-        print(f"WITNESS {grp.signature}", file=out)
-        print(f"  config: {s.config.short()}", file=out)
-        print(f"  case:   {s.describe()}", file=out)
-        for line in (grp.confirmed or "").splitlines()[:2]:
-            print(f"  {line}", file=out)
-        if grp.mismatch:
-            print(f"  MISMATCH: {grp.mismatch}", file=out)
-        if grp.case_path:
-            print(f"  repro: python -m fuzz repro {grp.case_path}", file=out)

@@ -25,16 +25,20 @@ from typing import Any
 
 from allocator_model.allocator import allocator_page_size
 from allocator_model.revisions import REFERENCE
-from allocator_model.scenario import scenario_problem
+from allocator_model.scenario import DecodeScenario, scenario_problem
 
-from . import casefile
-from .catalog import CATALOG
-from .differential import DEFAULT_CONFIGS, FidelityResult, fidelity
-from .harness import CampaignResult, campaign, check_scenario
-from .profiles import PROFILES, get_profile
-from .properties import regime
-from .sglang.versions import VersionError, known_releases, parse_version, releases_between
-from .targets import Target, TargetError, model_target, resolve_target
+from fuzz.campaign.driver import CampaignResult
+from fuzz.catalog import CATALOG
+from fuzz.common.errors import BadInput
+from fuzz.common.profiles import get_profile
+from fuzz.findings import casefile
+from fuzz.findings.kinds import regime
+from fuzz.run.engine import campaign, check_scenario
+from fuzz.targets.base import Target, model_target
+from fuzz.targets.resolve import resolve_target
+from fuzz.targets.sglang.versions import VersionError, known_releases, parse_version, releases_between
+
+from .differential import FidelityResult, fidelity
 
 DEFAULT_OUT = "fuzz-matrix"
 # Examples per round: the page-1 group (#33579) needs a page-1, dcp-1, long-reserve config near
@@ -66,7 +70,7 @@ def catalog_ids() -> dict[str, list[str]]:
     for bug in CATALOG:
         if bug.prop is not None:
             cfg = bug.scenario.config
-            sig = f"{bug.prop}/{regime(cfg, allocator_page_size(cfg))}"
+            sig = f"{bug.prop.value}/{regime(cfg, allocator_page_size(cfg)).value}"
             ids.setdefault(sig, [])
             if bug.bug not in ids[sig]:
                 ids[sig].append(bug.bug)
@@ -84,8 +88,8 @@ class Row:
     def to_json(self, known: dict[str, list[str]]) -> dict[str, Any]:
         c = self.campaign
         groups = []
-        for f in c.failures if c else []:
-            groups.append({**f.to_json(), "catalog": known.get(f.signature, []), "on_reference": self.checks.get(f.signature)})
+        for f in c.findings if c else []:
+            groups.append({**f.to_json(), "catalog": known.get(str(f.signature), []), "on_reference": self.checks.get(str(f.signature))})
         return {
             "release": self.release,
             "target": self.target.spec if self.target else f"sglang=={self.release}",
@@ -117,17 +121,18 @@ def _reference_check(row: Row) -> None:
     committed-length bound rules out (which would fail the reference too).
     """
     reference = model_target(REFERENCE)
-    for f in row.campaign.failures:
-        problem = scenario_problem(f.scenario, row.target.revision)
+    for f in row.campaign.findings:
+        scenario = DecodeScenario.from_dict(f.config, f.case)
+        problem = scenario_problem(scenario, row.target.revision)
         if problem:
-            row.checks[f.signature] = f"outside the bound: {problem}"
+            row.checks[str(f.signature)] = f"outside the bound: {problem}"
             continue
-        _, found = check_scenario(reference, f.scenario)
-        row.checks[f.signature] = "passes" if not found else "fails too: " + ", ".join(v.signature for v in found)
+        _, found = check_scenario(reference, scenario)
+        row.checks[str(f.signature)] = "passes" if not found else "fails too: " + ", ".join(str(v.signature) for v in found)
 
 
 def _case_text(f) -> str:
-    s = f.scenario
+    s = DecodeScenario.from_dict(f.config, f.case)
     text = f"{s.config.short()}; committed_len={s.committed_len}"
     if s.num_steps is not None:
         text += f" num_steps={s.num_steps}"
@@ -146,12 +151,12 @@ def markdown(rows: list[Row], known: dict[str, list[str]], header: str) -> str:
         c, fid = row.campaign, row.fidelity
         first = [row.release, row.target.sizing.generation.name if row.target else "-", c.status if c else "error"]
         tail = [str(c.examples if c else 0), f"{c.seconds:.1f}" if c else "-", fid.summary() if fid else "not run"]
-        failures = c.failures if c else []
+        failures = c.findings if c else []
         if not failures:
             lines.append("| " + " | ".join(first + ["-", "-", c.error if c and c.error else "-"] + tail) + " |")
         for i, f in enumerate(failures):
             cells = (first if i == 0 else ["", "", ""]) + [
-                f"`{f.signature}`", ", ".join(known.get(f.signature, [])) or "not catalogued",
+                f"`{f.signature}`", ", ".join(known.get(str(f.signature), [])) or "not catalogued",
                 f"{_case_text(f)} ([case](cases/{os.path.basename(f.case_path or '')}))"] + (tail if i == 0 else ["", "", ""])
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     odd = [f"{r.release} {sig}: {how}" for r in rows for sig, how in r.checks.items() if how != "passes"]
@@ -180,96 +185,26 @@ def run_matrix(releases: list[str], *, profile: str, max_examples: int | None, s
         if pool is None:
             for row in rows:
                 row.campaign = _campaign_job(row.target.spec, profile, max_examples, seed)
-                say(f"[{row.release}] {row.campaign.status}: {len(row.campaign.failures)} group(s), {row.campaign.seconds:.1f}s")
+                say(f"[{row.release}] {row.campaign.status}: {len(row.campaign.findings)} group(s), {row.campaign.seconds:.1f}s")
         else:
             for done in futures.as_completed(pending):
                 row = pending[done]
                 row.campaign = done.result()
-                say(f"[{row.release}] {row.campaign.status}: {len(row.campaign.failures)} group(s), {row.campaign.seconds:.1f}s")
+                say(f"[{row.release}] {row.campaign.status}: {len(row.campaign.findings)} group(s), {row.campaign.seconds:.1f}s")
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     for row in rows:
-        for f in row.campaign.failures:
-            f.case_path = casefile.save_document(casefile.decode_document(row.target.spec, f), cases_dir)
+        for f in row.campaign.findings:
+            casefile.save(f, cases_dir)
         for m in row.fidelity.mismatches if row.fidelity else []:
             m.case_path = casefile.save_document(m.document(), cases_dir)
         _reference_check(row)
     return rows
 
 
-def register(subparsers) -> None:
-    from .cli import _positive_int, _seed
-
-    p = subparsers.add_parser("matrix", help="fuzz every SGLang release's own sizing code, one table", description=(
-        "Fuzz each release's allocation_sizing.py (wheels fetched with pip into the cache, see `python -m fuzz "
-        "targets`) and check the model's fidelity to it. Writes DIR/matrix.md, DIR/matrix.json and DIR/cases/. "
-        "Exit 0: every release clean and faithful; 1: a bug group or a model-mismatch; 2: bad input."))
-    p.add_argument("--releases", metavar="RANGE", help="e.g. 0.5.16..0.5.23 or 0.5.18,0.5.19 (default: every modeled release)")
-    p.add_argument("--profile", choices=PROFILES, default="ci", help="Hypothesis profile (default ci: deterministic)")
-    p.add_argument("--max-examples", type=_positive_int, default=DEFAULT_EXAMPLES, metavar="N",
-                   help=f"examples per round (default {DEFAULT_EXAMPLES}; 500 also meets #35265 in 0.5.16-0.5.18)")
-    p.add_argument("--seed", type=_seed, default=0, metavar="N", help="the seed every release runs with (default 0)")
-    p.add_argument("--fidelity-configs", type=int, default=DEFAULT_CONFIGS, metavar="N",
-                   help=f"distinct configurations for the fidelity check (default {DEFAULT_CONFIGS}; 0 skips it)")
-    p.add_argument("--jobs", type=_positive_int, default=min(2, os.cpu_count() or 1), metavar="N",
-                   help="worker processes for the campaigns (default: 2, or 1 on one core)")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"where matrix.md, matrix.json and cases/ go (default {DEFAULT_OUT})")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--expect", metavar="FILE", help=(
-        "JSON {release: {\"required\": [signatures], \"allowed\": [signatures]}}: exit 0 when every release finds "
-        "its required groups and nothing outside required + allowed, 1 otherwise (CI: the tool still finds the known "
-        "upstream bugs, and a new one fails the job)"))
-    p.set_defaults(func=cmd_matrix)
-
-
-def cmd_matrix(args) -> int:
-    from .cli import EXIT_BAD_INPUT, EXIT_CLEAN, EXIT_FOUND, BadInput
-
-    try:
-        releases = parse_releases(args.releases)
-    except VersionError as e:
-        raise BadInput(f"--releases: {e}") from None
-    if args.fidelity_configs < 0:
-        raise BadInput("--fidelity-configs must be >= 0")
-    expected = load_expectations(args.expect, releases) if args.expect else None
-    started = time.monotonic()
-    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    try:
-        rows = run_matrix(releases, profile=args.profile, max_examples=args.max_examples, seed=args.seed,
-                          fidelity_configs=args.fidelity_configs, jobs=args.jobs, out=args.out, progress=progress)
-    except TargetError as e:
-        raise BadInput(str(e)) from None
-    total = time.monotonic() - started
-    known = catalog_ids()
-    examples = args.max_examples
-    header = (f"# SGLang release matrix\n\nprofile {args.profile} ({examples} examples per round), seed {args.seed}, "
-              f"fidelity over {args.fidelity_configs} configurations, {total:.1f}s in all")
-    text = markdown(rows, known, header)
-    casefile.write_atomically(os.path.join(args.out, "matrix.md"), text)
-    report = {"profile": args.profile, "seed": args.seed, "fidelity_configs": args.fidelity_configs,
-              "seconds": round(total, 3), "releases": [r.to_json(known) for r in rows]}
-    casefile.write_atomically(os.path.join(args.out, "matrix.json"), json.dumps(report, indent=2) + "\n")
-    print(text, end="")
-    print(f"\nwritten: {os.path.join(args.out, 'matrix.md')}, {os.path.join(args.out, 'matrix.json')}, "
-          f"{os.path.join(args.out, 'cases')}/")
-    if any(r.campaign.error for r in rows):
-        return EXIT_BAD_INPUT
-    if expected is not None:
-        surprises = compare_with_expectations(rows, expected)
-        for line in surprises:
-            print(line)
-        print("expectations: " + ("met" if not surprises else f"{len(surprises)} difference(s)"))
-        return EXIT_FOUND if surprises else EXIT_CLEAN
-    if any(r.campaign.failures for r in rows) or any(r.fidelity and r.fidelity.mismatches for r in rows):
-        return EXIT_FOUND
-    return EXIT_CLEAN
-
-
 def load_expectations(path: str, releases: list[str]) -> dict[str, dict[str, set[str]]]:
     """The groups each release must show (required) and may show (allowed)."""
-    from .cli import BadInput
-
     try:
         with open(path) as f:
             data = json.load(f)
@@ -290,7 +225,7 @@ def compare_with_expectations(rows: list[Row], expected: dict[str, dict[str, set
     """One line per difference: a required group not found (the tool regressed), a group not expected (news)."""
     lines = []
     for row in rows:
-        found = {f.signature for f in row.campaign.failures}
+        found = {str(f.signature) for f in row.campaign.findings}
         want = expected[row.release]
         for sig in sorted(want["required"] - found):
             lines.append(f"MISSING {row.release}: {sig} was not found (expected upstream bug)")

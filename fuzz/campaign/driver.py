@@ -1,0 +1,253 @@
+"""A fuzz campaign: Hypothesis rounds against one target until a round finds no new bug group.
+
+Each finding is raised as an exception class of its own signature, so
+Hypothesis shrinks each group separately instead of sliding from the seed
+bug to a simpler, different one.  Groups found in earlier rounds count as
+passing (``Tracker``), so the next round hunts for a new one.
+
+Both kinds of campaign plug into the same driver through ``Hunt``: the
+decode properties (a ``@given`` test) and the lifecycle (a state machine).
+Everything about settings is decided here, on Hypothesis' public API:
+
+* ``report_multiple_bugs`` on: one round reports every group it meets;
+* a derandomized profile (``ci``) runs with a seed derived from the target
+  (``stable_seed``): deterministic, yet each target explores its own inputs;
+* ``--seed N`` turns derandomize off and applies ``hypothesis.seed``, and
+  keeps the example database deliberately (``seed`` alone would switch it
+  off: the settings are applied after it);
+* the database, when the profile has one, is a directory per target and
+  campaign kind, so examples saved for one target never replay on another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hypothesis import seed as hypothesis_seed
+from hypothesis import settings as Settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from fuzz.common.profiles import database_dir
+from fuzz.findings.kinds import Signature
+from fuzz.findings.model import Finding
+from fuzz.findings.report import Status
+from fuzz.targets.base import Target
+
+MAX_ROUNDS = 8
+
+
+class FindingRaised(AssertionError):
+    """A finding, raised out of a Hypothesis test; subclassed per signature (``failure_class``)."""
+
+    def __init__(self, finding: Finding):
+        super().__init__(finding.violation.describe())
+        self.finding = finding
+
+
+_CLASSES: dict[Signature, type[FindingRaised]] = {}
+
+
+def failure_class(signature: Signature) -> type[FindingRaised]:
+    """One exception type per signature: Hypothesis tells distinct bugs apart by type and location."""
+    if signature not in _CLASSES:
+        _CLASSES[signature] = type(f"FindingRaised[{signature}]", (FindingRaised,), {})
+    return _CLASSES[signature]
+
+
+@dataclass
+class Tracker:
+    """Groups found in earlier rounds (passing now), and this round's newest failing case per new group."""
+
+    found: dict[Signature, Finding] = field(default_factory=dict)
+    latest: dict[Signature, Finding] = field(default_factory=dict)
+
+    def is_known(self, signature: Signature) -> bool:
+        return signature in self.found
+
+    def report(self, f: Finding) -> None:
+        """Raise ``f`` as its group's failure (the caller skips groups ``is_known`` says are found)."""
+        prior = self.latest.get(f.signature)
+        if prior is not None:
+            f.found_at = prior.found_at  # when the group was first met, not when it was shrunk
+        self.latest[f.signature] = f
+        raise failure_class(f.signature)(f)
+
+    @property
+    def groups(self) -> int:
+        return len(self.found) + len([s for s in self.latest if s not in self.found])
+
+
+@dataclass
+class Progress:
+    """What a long run reports: examples, examples per second, groups found, elapsed."""
+
+    target: str
+    started: float
+    on_line: Callable[["Progress"], None] | None = None
+    every: float = 2.0
+    examples: int = 0
+    groups: int = 0
+    _last: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.examples / max(time.monotonic() - self.started, 1e-9)
+
+    def line(self) -> str:
+        return (f"[{self.target}] {self.examples} examples, {self.rate:.0f}/s, {self.groups} groups, "
+                f"{time.monotonic() - self.started:.0f}s")
+
+    def tick(self, groups: int) -> None:
+        """One more example; report when ``every`` seconds have passed since the last line."""
+        self.examples += 1
+        self.groups = groups
+        now = time.monotonic()
+        if self.on_line and now - max(self._last, self.started) >= self.every:
+            self._last = now
+            self.on_line(self)
+
+
+@dataclass
+class CampaignResult:
+    target: str
+    examples: int = 0
+    seconds: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    interrupted: bool = False
+    stats: dict[str, Any] = field(default_factory=dict)  # what the kind of campaign counts besides examples
+
+    @property
+    def status(self) -> Status:
+        if self.error:
+            return Status.ERROR
+        if self.findings:
+            return Status.COUNTEREXAMPLE
+        return Status.INTERRUPTED if self.interrupted else Status.CLEAN
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "target": self.target,
+            "status": self.status.value,
+            "examples": self.examples,
+            "seconds": round(self.seconds, 3),
+            "interrupted": self.interrupted,
+            **self.stats,
+            "findings": [f.to_json() for f in self.findings],
+        }
+        if self.error:
+            d["error"] = self.error
+        return d
+
+
+class Hunt(Protocol):
+    """What a kind of campaign gives the driver."""
+
+    name: str  # the database directory of this kind of campaign
+
+    def round_test(self, settings: Settings, seed: int | None, tracker: Tracker, progress: Progress) -> Callable[[], None]:
+        """One round as a callable that raises what Hypothesis reports (settings and seed already decided)."""
+        ...
+
+    def finish(self, f: Finding) -> Finding:
+        """A group's finding once its round is over (the lifecycle shortens its step script here)."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for the report, besides examples."""
+        ...
+
+
+def stable_seed(kind: str, target: Target) -> int:
+    """A derandomized profile's seed: fixed per campaign kind and target, the same on every run and machine."""
+    return int.from_bytes(hashlib.sha256(f"kvrow-fuzz:{kind}:{target.spec}".encode()).digest()[:8], "big")
+
+
+def round_settings(hyp: Settings, target: Target, kind: str, seed: int | None) -> Settings:
+    """The settings a round runs with (see the module docstring)."""
+    s = Settings(hyp, report_multiple_bugs=True)
+    if seed is not None:
+        s = Settings(s, derandomize=False)
+    if s.database is not None:
+        s = Settings(s, database=DirectoryBasedExampleDatabase(os.path.join(database_dir(), kind, target.slug)))
+    return s
+
+
+def seeded(test: Any, seed: int | None) -> Any:
+    """``hypothesis.seed(seed)`` applied to a test (or a state machine factory); None leaves it as it is."""
+    return test if seed is None else hypothesis_seed(seed)(test)
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for e in exc.exceptions:
+            yield from _leaves(e)
+    else:
+        yield exc
+
+
+def run_campaign(
+    target: Target,
+    hunt: Hunt,
+    hyp: Settings,
+    *,
+    seed: int | None = None,
+    max_rounds: int = MAX_ROUNDS,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: float = 2.0,
+    on_finding: Callable[[Finding], None] | None = None,
+) -> CampaignResult:
+    """Fuzz ``target`` in rounds until one finds no new group (or ``max_rounds``).
+
+    ``on_finding`` sees each group as soon as its round is over (its case
+    file can be written then: a kill later loses nothing of it).  On
+    KeyboardInterrupt the newest failing case of every group not yet
+    shrunk is kept.
+    """
+    result = CampaignResult(target.spec)
+    tracker = Tracker()
+    progress = Progress(target.spec, time.monotonic(), on_progress, progress_every)
+    if seed is None and hyp.derandomize:
+        seed = stable_seed(hunt.name, target)  # derandomized, but each target explores its own inputs
+    settings = round_settings(hyp, target, hunt.name, seed)
+
+    def keep(f: Finding) -> None:
+        tracker.found[f.signature] = f
+        if on_finding:
+            on_finding(f)
+
+    try:
+        for _ in range(max_rounds):
+            tracker.latest = {}
+            try:
+                hunt.round_test(settings, seed, tracker, progress)()
+                break  # a clean round: nothing new is left to find
+            except Exception as exc:  # noqa: BLE001 - sorted below: ours are findings, the rest an error
+                new = 0
+                for leaf in _leaves(exc):
+                    if not isinstance(leaf, FindingRaised):
+                        result.error = f"{type(leaf).__name__}: {leaf}".splitlines()[0]
+                        continue
+                    f = leaf.finding
+                    if f.signature not in tracker.found:
+                        prior = tracker.latest.get(f.signature)
+                        f.found_at = prior.found_at if prior else f.found_at
+                        keep(hunt.finish(f))
+                        new += 1
+                if result.error or not new:
+                    break
+    except KeyboardInterrupt:
+        result.interrupted = True
+        for sig, f in list(tracker.latest.items()):
+            if sig not in tracker.found:
+                keep(hunt.finish(f))
+    result.examples = progress.examples
+    result.seconds = time.monotonic() - progress.started
+    result.stats = hunt.stats()
+    result.findings = sorted(tracker.found.values(), key=lambda f: str(f.signature))
+    return result

@@ -1,0 +1,130 @@
+"""Option parsing every command shares: the one-line parser, integer parsers, the campaign options, pins.
+
+Commands build their parsers with ``parents=[campaign_options()]`` (the
+argparse way to share options), so ``run`` and ``lifecycle`` take exactly
+the same campaign options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+from typing import Any
+
+from hypothesis import settings as Settings
+
+from allocator_model.config import ConfigError
+from strategies.space import check_pins
+
+from .errors import BadInput
+from .profiles import PROFILES, default_profile_name, get_profile
+
+DEFAULT_CASES_DIR = "fuzz-cases"
+PROG = "python -m fuzz"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the command's --help (raised as BadInput)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sub = " ".join(self.prog.split()[1:])  # "fuzz run" -> "run"; the top parser has none
+        raise BadInput(f"{message} (see: {PROG} {sub + ' ' if sub else ''}--help)")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+
+
+TARGETS_HELP = "reference[@REVISION], sglang==X.Y.Z, sglang or PATH (repeatable; see `python -m fuzz targets`)"
+SGLANG_VERSION_HELP = "decode semantics for file and installed SGLang targets (default: their version, else the newest)"
+PIN_HELP = ("fix a configuration field (SGLang name, e.g. page_size=64, speculative_algorithm=EAGLE, "
+            "speculative_adaptive_candidate_steps=[1,3]) and fuzz the rest; repeatable")
+
+
+def campaign_options() -> argparse.ArgumentParser:
+    """The options of every fuzzing campaign (``run``, ``lifecycle``), as an argparse parent."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--target", action="append", required=True, metavar="SPEC", help=TARGETS_HELP)
+    p.add_argument("--profile", choices=PROFILES, default=None,
+                   help="Hypothesis profile (default: ci under CI=true, else dev)")
+    p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per round (overrides the profile)")
+    p.add_argument("--seed", type=seed_int, metavar="N",
+                   help="random seed (turns derandomize off, keeps the example database; nightly picks and prints one)")
+    p.add_argument("--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})")
+    p.add_argument("--json", metavar="FILE", help="write a JSON report of every target")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
+    p.add_argument("--pin", action="append", default=[], metavar="NAME=VALUE", help=PIN_HELP)
+    return p
+
+
+def parse_pins(items: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs; VALUE is JSON when it parses (64, true, null, [1,3]), else a string."""
+    pins: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(f"--pin expects NAME=VALUE, got {item!r}")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        pins[name.strip()] = value
+    try:
+        check_pins(pins)
+    except ConfigError as e:
+        raise BadInput(f"invalid configuration: {e}") from None
+    return pins
+
+
+def campaign_settings(args: argparse.Namespace) -> tuple[str, Settings, int | None]:
+    """(profile name, Hypothesis settings, seed) from the shared options; prints nothing.
+
+    ``nightly`` without ``--seed`` picks one (printed in the header, so a
+    night's run can be repeated).
+    """
+    name = args.profile or default_profile_name()
+    try:
+        hyp = get_profile(name)
+    except KeyError as e:
+        raise BadInput(e.args[0]) from None
+    if args.max_examples:
+        hyp = Settings(hyp, max_examples=args.max_examples)
+    seed = args.seed
+    if seed is None and name == "nightly":
+        seed = random.SystemRandom().randrange(2**32)
+    return name, hyp, seed
+
+
+def campaign_header(what: str, hyp: Settings, seed: int | None) -> str:
+    """The first line of a campaign: what runs, and how to run it again."""
+    return what + (f", seed {seed}" if seed is not None else ", derandomized" if hyp.derandomize else "")
+
+
+def default_jobs() -> int:
+    return min(2, os.cpu_count() or 1)

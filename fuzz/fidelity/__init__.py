@@ -1,0 +1,1 @@
+"""``fidelity`` and ``matrix``: the model against real SGLang sizing code, release by release."""

@@ -1,0 +1,144 @@
+"""Case files: the one artifact a finding leaves behind, and its deterministic replay.
+
+Plain JSON with a schema version, independent of the Hypothesis version:
+the target spec, the case kind, the property it broke, the configuration
+(SGLang argument names) and the case.  Replaying runs the same model code
+on the same inputs, so the same file always prints the same story.
+
+Each case kind has one replayer, named in ``REPLAYERS`` and imported the
+first time a case of that kind is read: validating a case never depends on
+which command happened to be imported before.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fuzz.common.files import write_atomically
+
+from .kinds import CaseKind
+from .model import Finding
+
+SCHEMA = "kvrow-fuzz/case"
+SCHEMA_VERSION = 1
+
+
+class CaseFileError(Exception):
+    """A case file that cannot be read or does not describe a case."""
+
+
+@dataclass
+class Replay:
+    reproduced: bool
+    text: str
+
+
+Replayer = Callable[[dict[str, Any], str], Replay]
+
+# Case kind -> "module:function" of its replayer, imported on first use.
+REPLAYERS: dict[CaseKind, str] = {
+    CaseKind.DECODE: "fuzz.run.replay:replay_decode",
+    CaseKind.LIFECYCLE: "fuzz.lifecycle.replay:replay_lifecycle",
+    CaseKind.FIDELITY: "fuzz.fidelity.differential:replay_fidelity",
+}
+
+
+def replayer(kind: CaseKind) -> Replayer:
+    module, _, name = REPLAYERS[kind].partition(":")
+    fn: Replayer = getattr(importlib.import_module(module), name)
+    return fn
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
+
+
+def document(f: Finding) -> dict[str, Any]:
+    """The envelope every case file shares: schema, kind, target, what broke, the config and the case."""
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "kind": f.kind.value,
+        "target": f.target,
+        "property": f.violation.prop.value,
+        "signature": str(f.signature),
+        "config": f.config.to_dict(),
+        "case": f.case,
+        "message": f.violation.describe(),
+    }
+    if f.revision is not None:
+        doc["revision"] = f.revision
+    return doc
+
+
+def case_file_name(doc: dict[str, Any], origin: str | None = None) -> str:
+    """TARGET--SIGNATURE.json for a decode case; other kinds (and ``origin``, e.g. prove's witnesses) named apart."""
+    kind = "" if doc["kind"] == CaseKind.DECODE.value else f"{doc['kind']}--"
+    prefix = f"{origin}--" if origin else ""
+    return f"{slug(doc['target'])}--{prefix}{kind}{slug(doc['signature'])}.json"
+
+
+def save_document(doc: dict[str, Any], directory: str, origin: str | None = None) -> str:
+    path = os.path.join(directory, case_file_name(doc, origin))
+    write_atomically(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def save(f: Finding, directory: str, origin: str | None = None) -> str:
+    """Write the finding's case file and remember where (``f.case_path``)."""
+    f.case_path = save_document(document(f), directory, origin)
+    return f.case_path
+
+
+def load_document(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise CaseFileError(f"case file {path} does not exist") from None
+    except IsADirectoryError:
+        raise CaseFileError(f"case file {path} is a directory") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CaseFileError(f"cannot read case file {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise CaseFileError(f"case file {path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    return validate_document(doc, path)
+
+
+def validate_document(doc: Any, where: str) -> dict[str, Any]:
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise CaseFileError(f"{where} is not a kvrow-fuzz case file (no \"schema\": \"{SCHEMA}\")")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise CaseFileError(f"{where} has schema_version {doc.get('schema_version')!r}; this tool reads {SCHEMA_VERSION}")
+    for key in ("kind", "target", "property", "config", "case"):
+        if key not in doc:
+            raise CaseFileError(f"{where} is missing the field {key!r}")
+    if case_kind(doc) is None:
+        raise CaseFileError(f"{where} has unknown kind {doc['kind']!r} (known: {', '.join(k.value for k in CaseKind)})")
+    return doc
+
+
+def case_kind(doc: dict[str, Any]) -> CaseKind | None:
+    try:
+        return CaseKind(doc.get("kind"))
+    except ValueError:
+        return None
+
+
+def replay(path: str) -> Replay:
+    doc = load_document(path)
+    return replay_document(doc, path)
+
+
+def replay_document(doc: dict[str, Any], where: str = "the case") -> Replay:
+    """Replay a case given as a dict (an emitted regression test embeds one)."""
+    validate_document(doc, where)
+    kind = case_kind(doc)
+    assert kind is not None
+    return replayer(kind)(doc, where)

@@ -1,0 +1,109 @@
+"""The names findings are grouped by: properties (and invariants), regimes, case kinds, and their signature.
+
+A signature is ``property/group``: the property a case breaks and the group
+it falls in, normally the configuration's regime (``write-within-row/dcp>1``
+is the seed bug, ``write-within-row/alloc-page-1`` the open page-1 gap); a
+``model-mismatch`` is grouped by the sizing function instead.  Each group
+is one distinct bug: Hypothesis shrinks it on its own and it gets one case
+file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from allocator_model import algorithms as algo
+from allocator_model.config import ServingConfig
+
+
+class Property(str, Enum):
+    """What a finding breaks: a decode property, a lifecycle invariant, or a kind of its own."""
+
+    # decode properties (fuzz.run) and lifecycle invariants (fuzz.lifecycle)
+    WRITE_WITHIN_ROW = "write-within-row"
+    NEIGHBOUR_ROWS_UNTOUCHED = "neighbour-rows-untouched"
+    DRAFTS_WITHIN_ALLOCATION = "drafts-within-allocation"
+    PAGE_ALIGNED_GROWTH = "page-aligned-growth"
+    KV_LENS_ORDERED = "kv-lens-ordered"
+    ROW_HOLDS_OWN_SLOTS = "row-holds-own-slots"
+    SLOT_SINGLE_OWNER = "slot-single-owner"
+    NO_STRANDED_PAGE_TAIL = "no-stranded-page-tail"
+    FREE_LIST_UNIQUE = "free-list-unique"
+    NO_LEAK = "no-leak"
+    # kinds of their own
+    SIZING_RAISED = "sizing-raised"  # a real sizing function raised for a valid configuration
+    MODEL_MISMATCH = "model-mismatch"  # the model and a real module disagree (fuzz.fidelity)
+    UNPROVEN = "unproven"  # prove could not read a growth rule in closed form
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Regime(str, Enum):
+    """The configuration class a failure belongs to, most specific cause first (see ``regime``)."""
+
+    ALLOC_PAGE_1 = "alloc-page-1"
+    DCP = "dcp>1"
+    TREE = "tree"
+    ADAPTIVE = "adaptive"
+    DFLASH = "dflash"
+    PAGED = "paged"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+REGIMES: tuple[Regime, ...] = tuple(Regime)
+
+
+class CaseKind(str, Enum):
+    """What a case file holds, and so which replayer replays it."""
+
+    DECODE = "decode-scenario"  # one request's last decode steps (fuzz.run)
+    LIFECYCLE = "lifecycle"  # a step script over a running batch (fuzz.lifecycle)
+    FIDELITY = "fidelity-case"  # one configuration the model and a real module disagree on (fuzz.fidelity)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def regime(cfg: ServingConfig, alloc_page: int) -> Regime:
+    """The regime of a configuration whose allocator hands out pages of ``alloc_page`` slots.
+
+    Most specific cause first: the token allocator (page 1), then DCP, the
+    spec v2 tree (topk > 1 with draft KV), adaptive spec, DFLASH/DSPARK, and
+    any other paged allocator.  ``fuzz.prove.grid.regime_codes`` is its
+    tensor twin; ``tests/test_twins.py`` holds them equal.
+    """
+    a = cfg.speculative_algorithm
+    if alloc_page == 1:
+        return Regime.ALLOC_PAGE_1
+    if cfg.attn_dcp_size > 1:
+        return Regime.DCP
+    if a is not None and cfg.topk > 1 and algo.has_draft_kv(a):
+        return Regime.TREE
+    if cfg.speculative_adaptive:
+        return Regime.ADAPTIVE
+    if a in algo.DFLASH_FAMILY:
+        return Regime.DFLASH
+    return Regime.PAGED
+
+
+@dataclass(frozen=True, order=True)
+class Signature:
+    """``property/group``: the identity of one bug group."""
+
+    prop: Property
+    group: str
+
+    def __str__(self) -> str:
+        return f"{self.prop.value}/{self.group}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Signature":
+        """``write-within-row/dcp>1`` -> Signature; ValueError for an unknown property or a missing group."""
+        prop, sep, group = text.partition("/")
+        if not sep or not group:
+            raise ValueError(f"signature {text!r} is not PROPERTY/GROUP")
+        return cls(Property(prop), group)

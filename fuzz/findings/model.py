@@ -1,0 +1,84 @@
+"""The one finding type: what a check saw (``Violation``) and where it was seen (``Finding``).
+
+A ``Violation`` is a check's account of one broken property: a headline that
+reads like the specification (the request, its row, the columns written,
+the row width, the victim) and detail lines.  A ``Finding`` binds it to a
+target, a configuration and a replayable case of one ``CaseKind``; every
+command (run, lifecycle, prove, fidelity, matrix) reports ``Finding``s, the
+renderer prints them one way, and the report and the case file store them
+one way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from allocator_model.allocator import allocator_page_size
+from allocator_model.config import ServingConfig
+
+from .kinds import CaseKind, Property, Signature, regime
+
+
+@dataclass
+class Violation:
+    """One broken property, as the check saw it."""
+
+    prop: Property
+    regime: str  # the group: a Regime, or (model-mismatch) the sizing function
+    headline: str
+    details: list[str] = field(default_factory=list)
+    overshoot: int = 0  # columns past the row end (or past kv_allocated_len); what target() climbs
+
+    @property
+    def signature(self) -> Signature:
+        return Signature(Property(self.prop), str(self.regime))
+
+    def describe(self) -> str:
+        return "\n".join([f"{Property(self.prop).value}: {self.headline}"] + [f"  {d}" for d in self.details])
+
+
+def sizing_raised(cfg: ServingConfig, error: Exception) -> Violation:
+    """A real sizing function raised for a valid configuration: the violation names the function and the config."""
+    return Violation(Property.SIZING_RAISED, regime(cfg, allocator_page_size(cfg)).value, str(error),
+                     [f"config: {cfg.short()}"])
+
+
+@dataclass
+class Finding:
+    """A violation on a target, with the configuration and the case (JSON data of its kind) that replay it."""
+
+    kind: CaseKind
+    target: str  # the target spec, as a case file records it
+    violation: Violation
+    config: ServingConfig
+    case: dict[str, Any]
+    found_at: int = 0  # examples (runs, configurations) before the group's first failure
+    case_path: str | None = None
+    revision: str | None = None  # fidelity: the model revision the real module was compared with
+
+    @property
+    def signature(self) -> Signature:
+        return self.violation.signature
+
+    @property
+    def repro(self) -> str:
+        from .render import repro_line
+
+        return repro_line(self.case_path) if self.case_path else ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as every JSON report shows it."""
+        d: dict[str, Any] = {
+            "kind": self.kind.value,
+            "class": self.violation.prop.value,
+            "signature": str(self.signature),
+            "config": self.config.to_dict(),
+            "case": self.case,
+            "message": self.violation.describe(),
+            "found_at": self.found_at,
+            "repro": self.repro,
+        }
+        if self.revision is not None:
+            d["revision"] = self.revision
+        return d

@@ -1,0 +1,270 @@
+"""Stateful fuzzing of the request lifecycle: a Hypothesis ``RuleBasedStateMachine`` over a ``RunningBatch``.
+
+One run draws one configuration, then rules: admit a request (prompts near
+the admission limit, the scheduler's clamp), prefill it (at once or in
+chunks), run decode batches (accept runs of 1..D, overlap's one-batch lag),
+switch the adaptive step count, stop a request early, retract one.  Finishing
+by length and the release that follows are the scheduler's own doing inside
+those steps.  After every step the invariants of ``invariants`` are checked
+on the whole pool.
+
+A run ends at its first violation: from there on the state is corrupt.  The
+campaign is the shared driver's (``fuzz.campaign``): rounds, a known group
+halting its run quietly, seeds and the example database.  A finding carries
+the run's step script, shrunk by Hypothesis and then shortened request by
+request (``replay.shorten``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import Phase
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+
+from allocator_model.batch import RunningBatch
+from allocator_model.config import ServingConfig
+from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
+
+from fuzz.campaign.driver import MAX_ROUNDS, CampaignResult, Progress, Tracker, run_campaign, seeded
+from fuzz.common.threads import one_torch_thread
+from fuzz.findings.kinds import CaseKind, Property
+from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.targets.base import Target, TargetCallError
+
+from .invariants import INVARIANTS, RowShadow, step_violations
+from .replay import first_violation, shorten
+
+DEFAULT_STEPS = 50  # Hypothesis' own stateful_step_count default
+# State-machine runs per round by profile (each up to DEFAULT_STEPS steps).
+RUNS = {"ci": 100, "dev": 500, "nightly": 2000}
+
+
+def lifecycle_finding(target: str, v: Violation, cfg: ServingConfig, steps: list[dict[str, Any]],
+                      found_at: int = 0) -> Finding:
+    return Finding(CaseKind.LIFECYCLE, target, v, cfg, {"steps": steps}, found_at)
+
+
+@dataclass
+class LifecycleStats:
+    """What a campaign counts: runs, steps, and how close decode allocations came to the scheduler's bound."""
+
+    runs: int = 0  # runs that ended normally (what Hypothesis counts as examples; failing ones not included)
+    started: int = 0  # runs that applied a step (Hypothesis discards some before the end: no enabled rule could run)
+    steps: int = 0
+    # max over runs of (longest kv_committed_len at a decode allocation - the scheduler's bound)
+    committed_vs_bound: int | None = None
+
+    def observe(self, batch: RunningBatch) -> None:
+        seen = batch.max_committed_len_at_decode_alloc
+        if seen is not None:
+            gap = seen - batch.bound
+            self.committed_vs_bound = gap if self.committed_vs_bound is None else max(self.committed_vs_bound, gap)
+
+
+@dataclass
+class Plan:
+    """What every machine of one round shares."""
+
+    target: Target
+    checks: tuple[Property, ...]
+    configs: Any  # strategy of ServingConfig
+    batch_class: type[RunningBatch]
+    tracker: Tracker
+    progress: Progress
+    stats: LifecycleStats = field(default_factory=LifecycleStats)
+    record: list[tuple[ServingConfig, list[dict[str, Any]]]] | None = None  # every run that ended normally
+
+
+class LifecycleMachine(RuleBasedStateMachine):
+    """Rules draw steps; ``_do`` applies one to the batch and checks the invariants on the whole pool."""
+
+    def __init__(self, plan: Plan):
+        super().__init__()
+        self.plan = plan
+        self.cfg: ServingConfig | None = None
+        self.batch: RunningBatch | None = None
+        self.steps: list[dict] = []
+        self.halted = False
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _found(self, v: Violation) -> None:
+        self.halted = True
+        tracker = self.plan.tracker
+        if tracker.is_known(v.signature):
+            return  # a bug an earlier round reported: this run counts as passing
+        assert self.cfg is not None
+        tracker.report(lifecycle_finding(self.plan.target.spec, v, self.cfg, list(self.steps), self.plan.stats.runs + 1))
+
+    def _do(self, step: dict) -> None:
+        if not self.steps:
+            self.plan.stats.started += 1
+        self.steps.append(step)
+        self.plan.stats.steps += 1
+        try:
+            result = self.batch.apply(step)
+        except TargetCallError as e:
+            self._found(sizing_raised(self.cfg, e))
+            return
+        self.shadow.record(result)
+        self.plan.stats.observe(self.batch)
+        found = step_violations(self.batch, result, self.shadow, self.plan.checks)
+        if found:
+            self._found(found[0])
+
+    def _live(self) -> bool:
+        return self.batch is not None and not self.halted
+
+    def teardown(self) -> None:
+        if sys.exc_info()[0] is None:  # ended normally: neither discarded by Hypothesis nor failing
+            self.plan.stats.runs += 1
+            if self.plan.record is not None and self.cfg is not None:
+                self.plan.record.append((self.cfg, list(self.steps)))
+            self.plan.progress.tick(self.plan.tracker.groups)
+
+    # -- rules --------------------------------------------------------------
+    # A halted run keeps every rule enabled (and does nothing) so Hypothesis can always make progress.
+
+    @initialize(data=st.data())
+    def configure(self, data):
+        self.cfg = data.draw(self.plan.configs, label="config")
+        try:
+            self.batch = self.plan.batch_class(self.cfg, self.plan.target.sizing, self.plan.target.revision)
+        except TargetCallError as e:
+            self._found(sizing_raised(self.cfg, e))
+            return
+        self.shadow = RowShadow(self.batch)
+        # Built once per run: building strategies costs more than drawing from them.
+        self.draws = (prompt_lens(self.cfg), max_new_tokens_requests(self.cfg), prefill_chunks(self.cfg))
+
+    # Admission stops while as many requests wait as there are rows: more would only queue.
+    @precondition(lambda self: not self._live() or len(self.batch.waiting()) < self.cfg.max_running_requests)
+    @rule(data=st.data())
+    def admit(self, data):
+        if self._live():
+            prompts, new_tokens, _ = self.draws
+            self._do({"op": "admit", "input_len": data.draw(prompts, label="input_len"),
+                      "max_new_tokens": data.draw(new_tokens, label="max_new_tokens")})
+
+    @precondition(lambda self: not self._live() or self.batch.prefillable())
+    @rule(data=st.data())
+    def prefill(self, data):
+        if self._live():
+            rid = _pick(data, self.batch.prefillable(), "rid")
+            self._do({"op": "prefill", "rid": rid, "chunk": data.draw(self.draws[2], label="chunk")})
+
+    @precondition(lambda self: not self._live() or self.batch.in_flight or self.batch.decode_members())
+    @rule(data=st.data())
+    def decode(self, data):
+        if self._live():
+            most = self.batch.max_accept()
+            accepted = [[r.rid, 1 + _pick(data, range(most), f"accepted[{r.rid}] - 1") if most > 1 else 1]
+                        for r in self.batch.decode_members()]
+            self._do({"op": "decode", "accepted": accepted})
+
+    @precondition(lambda self: not self._live() or self.batch.adaptive_steps())
+    @rule(data=st.data())
+    def set_num_steps(self, data):
+        if self._live():
+            self._do({"op": "set_num_steps", "num_steps": _pick(data, self.batch.adaptive_steps(), "num_steps")})
+
+    @precondition(lambda self: not self._live() or self.batch.holders())
+    @rule(data=st.data())
+    def retract(self, data):
+        if self._live():
+            self._do({"op": "retract", "rid": _pick(data, [r.rid for r in self.batch.holders()], "rid")})
+
+    @precondition(lambda self: not self._live() or self.batch.running_requests())
+    @rule(data=st.data())
+    def stop(self, data):
+        if self._live():
+            self._do({"op": "stop", "rid": _pick(data, self.batch.running_requests(), "rid")})
+
+
+_INDEXES: dict[int, st.SearchStrategy[int]] = {}
+
+
+def _pick(data, items, label: str):
+    """One of ``items``, by an index strategy cached per length (building strategies is what costs)."""
+    n = len(items)
+    if n not in _INDEXES:
+        _INDEXES[n] = st.integers(0, n - 1)
+    return items[data.draw(_INDEXES[n], label=label)]
+
+
+# -- the campaign ---------------------------------------------------------------
+
+
+class LifecycleHunt:
+    """The lifecycle as a ``Hunt``: one state machine per run, over a shared ``Plan``."""
+
+    name = "lifecycle"
+
+    def __init__(self, target: Target, *, steps: int, checks: Sequence[Property], configs: Any,
+                 batch_class: type[RunningBatch], record: list[Any] | None):
+        self.target, self.steps, self.checks = target, steps, tuple(checks)
+        self.configs, self.batch_class, self.record = configs, batch_class, record
+        self.counts = LifecycleStats()
+
+    def round_test(self, settings: Settings, seed: int | None, tracker: Tracker,
+                   progress: Progress) -> Callable[[], None]:
+        plan = Plan(self.target, self.checks, self.configs, self.batch_class, tracker, progress, self.counts,
+                    self.record)
+        # No explain phase: it replays a shrunk run hundreds of times for notes a step script does not need.
+        run_settings = Settings(settings, stateful_step_count=self.steps,
+                                phases=[p for p in settings.phases if p != Phase.explain])
+
+        def machine() -> LifecycleMachine:
+            return LifecycleMachine(plan)
+
+        factory = seeded(machine, seed)
+        return lambda: run_state_machine_as_test(factory, settings=run_settings)
+
+    def finish(self, f: Finding) -> Finding:
+        """The finding with its step script shortened, and the violation as the short script shows it."""
+        steps = shorten(self.target, f.config, f.case["steps"], f.signature, self.checks, self.batch_class)
+        _, v = first_violation(self.target, f.config, steps, self.checks, self.batch_class)
+        if v is None or v.signature != f.signature:
+            return f
+        return lifecycle_finding(f.target, v, f.config, steps, f.found_at)
+
+    def stats(self) -> dict[str, Any]:
+        s = self.counts
+        return {"kind": CaseKind.LIFECYCLE.value, "runs": s.runs, "runs_started": s.started, "steps": s.steps,
+                "max_committed_len_minus_bound": s.committed_vs_bound}
+
+
+def lifecycle_campaign(
+    target: Target,
+    hyp_settings: Settings,
+    *,
+    steps: int = DEFAULT_STEPS,
+    checks: Sequence[Property] = INVARIANTS,
+    seed: int | None = None,
+    max_rounds: int = MAX_ROUNDS,
+    configs: Any = None,
+    batch_class: type[RunningBatch] = RunningBatch,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every: float = 2.0,
+    record: list[Any] | None = None,
+    pins: dict[str, Any] | None = None,
+    on_finding: Callable[[Finding], None] | None = None,
+) -> CampaignResult:
+    """Run state machines against ``target`` until a round finds nothing new (or ``max_rounds``).
+
+    ``configs`` replaces the configuration strategy (tests pin one config);
+    ``batch_class`` replaces the model (tests plant bugs in it); ``record``
+    collects the (config, steps) of every run that ended normally.
+    """
+    if configs is None:
+        configs = lifecycle_configs(target.revision.algorithms, pins)
+    hunt = LifecycleHunt(target, steps=steps, checks=checks, configs=configs, batch_class=batch_class, record=record)
+    with one_torch_thread():
+        return run_campaign(target, hunt, hyp_settings, seed=seed, max_rounds=max_rounds, on_progress=on_progress,
+                            progress_every=progress_every, on_finding=on_finding)

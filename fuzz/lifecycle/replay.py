@@ -1,0 +1,159 @@
+"""Lifecycle step scripts replayed: the story of a case, the first violation of a run, shortening, case files.
+
+A step script is what a lifecycle case file stores; replaying it from a
+fresh batch prints every write, where a spill landed and whose columns it
+overwrote, what each release freed and leaked, and each invariant's first
+violation with its step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from allocator_model.batch import RunningBatch, StepError, StepResult
+from allocator_model.config import ConfigError, ServingConfig
+
+from fuzz.findings.casefile import CaseFileError, Replay
+from fuzz.findings.kinds import CaseKind, Signature
+from fuzz.findings.model import Violation, sizing_raised
+from fuzz.findings.render import config_line, format_step
+from fuzz.targets.base import Target, TargetCallError, TargetError
+from fuzz.targets.resolve import resolve_target
+
+from .invariants import INVARIANTS, RowShadow, step_violations
+
+
+@dataclass
+class CaseRun:
+    """A step script replayed: the story, line by line, and each invariant's first violation with its step."""
+
+    lines: list[str]
+    violations: list[tuple[int, Violation]]
+
+
+def _story(batch: RunningBatch, result: StepResult) -> list[str]:
+    owners = batch.row_owner()
+    for rel in result.releases:
+        owners.setdefault(rel.row, rel.rid)
+    return (list(result.notes) + [w.describe(owners, batch.width) for w in result.writes]
+            + [rel.describe(batch.page) for rel in result.releases])
+
+
+def run_case(target: Target, cfg: ServingConfig, steps: list, checks=INVARIANTS,
+             batch_class: type[RunningBatch] = RunningBatch, *, story: bool = True) -> CaseRun:
+    """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run)."""
+    run = CaseRun([], [])
+    try:
+        batch = batch_class(cfg, target.sizing, target.revision)
+    except TargetCallError as e:
+        run.violations.append((0, sizing_raised(cfg, e)))
+        return run
+    shadow, seen = RowShadow(batch), set()
+    for i, step in enumerate(steps, 1):
+        try:
+            result = batch.apply(step)
+        except StepError as e:
+            raise StepError(f"step {i}: {e}") from None
+        except TargetCallError as e:
+            run.violations.append((i, sizing_raised(cfg, e)))
+            break
+        shadow.record(result)
+        if story:
+            run.lines.append(f"{i:>3}. {format_step(step)}")
+            run.lines += [f"       {line}" for line in _story(batch, result)]
+        for v in step_violations(batch, result, shadow, checks):
+            if v.prop not in seen:
+                seen.add(v.prop)
+                run.violations.append((i, v))
+    return run
+
+
+def first_violation(target: Target, cfg: ServingConfig, steps: list, checks=INVARIANTS,
+                    batch_class: type[RunningBatch] = RunningBatch) -> tuple[int, Violation | None]:
+    """The step and the violation a run of ``steps`` stops at, as the machine would (0, None: none, or invalid)."""
+    try:
+        found = run_case(target, cfg, steps, checks, batch_class, story=False).violations
+    except StepError:
+        return 0, None
+    return found[0] if found else (0, None)
+
+
+def _without(steps: list[dict], i: int) -> list[dict]:
+    """``steps`` less step i; less an admit, also every step of that request, later rids renumbered."""
+    if steps[i].get("op") != "admit":
+        return steps[:i] + steps[i + 1 :]
+    gone = sum(1 for s in steps[:i] if s.get("op") == "admit")  # rids are numbered in admission order
+
+    def rid(r: int) -> int:
+        return r - (r > gone)
+
+    out = []
+    for s in steps[:i] + steps[i + 1 :]:
+        if "rid" in s:
+            if s["rid"] == gone:
+                continue
+            s = {**s, "rid": rid(s["rid"])}
+        elif s.get("op") == "decode":
+            s = {**s, "accepted": [[rid(r), k] for r, k in s["accepted"] if r != gone]}
+        out.append(s)
+    return out
+
+
+def shorten(target: Target, cfg: ServingConfig, steps: list[dict], signature: Signature, checks=INVARIANTS,
+            batch_class: type[RunningBatch] = RunningBatch) -> list[dict]:
+    """Drop steps (and whole requests) Hypothesis' shrinker left in, while the run still stops at ``signature``.
+
+    The shrinker works on the random choices, where deleting an admission
+    shifts which request every later choice picks; here a request goes with
+    all its steps, so short scripts come out shorter still.
+    """
+    at, v = first_violation(target, cfg, steps, checks, batch_class)
+    if v is None or v.signature != signature:
+        return steps
+    best = steps[:at]
+    for span in (2, 1):  # pairs first: a retract and the prefill that follows only go together
+        i = len(best) - span
+        while i >= 0:
+            candidate = best
+            for _ in range(span):  # an admission takes its request's steps along: the list may run out
+                candidate = _without(candidate, i) if i < len(candidate) else None
+                if candidate is None:
+                    break
+            at, v = first_violation(target, cfg, candidate, checks, batch_class) if candidate else (0, None)
+            if v is not None and v.signature == signature:
+                best = candidate[:at]
+            i = min(i, len(best) - span + 1) - 1
+    return best
+
+
+def replay_lifecycle(doc: dict[str, Any], where: str) -> Replay:
+    try:
+        target = resolve_target(doc["target"])
+    except TargetError as e:
+        raise CaseFileError(f"{where}: {e}") from None
+    try:
+        cfg = ServingConfig.from_dict(doc["config"])
+    except (ConfigError, TypeError) as e:
+        raise CaseFileError(f"{where}: {e}") from None
+    steps = doc["case"].get("steps") if isinstance(doc["case"], dict) else None
+    if not isinstance(steps, list):
+        raise CaseFileError(f"{where}: a lifecycle case needs \"case\": {{\"steps\": [...]}}")
+    if cfg.spec_on and cfg.speculative_algorithm not in target.revision.algorithms:
+        raise CaseFileError(f"{where}: {target.spec} has no speculative algorithm {cfg.speculative_algorithm}")
+    try:
+        run = run_case(target, cfg, steps)
+    except StepError as e:
+        raise CaseFileError(f"{where}: not a valid step script for {target.spec}: {e}") from None
+    prop = doc["property"]
+    lines = [f"target: {target.spec}", f"config: {config_line(cfg, CaseKind.LIFECYCLE)}", f"steps ({len(steps)}):"] + run.lines
+    same = [(i, v) for i, v in run.violations if v.prop == prop]
+    if same:
+        i, v = same[0]
+        lines += [f"FAILS {v.signature} at step {i}", v.describe()]
+    else:
+        lines.append(f"passes: {prop} no longer fails on {target.spec}")
+    lines += [f"also fails {v.signature} at step {i}: {v.headline}" for i, v in run.violations if v.prop != prop]
+    return Replay(bool(same), "\n".join(lines))
+
+

@@ -1,0 +1,1 @@
+"""``prove``: every configuration of a bounded space, checked in closed form."""

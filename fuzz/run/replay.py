@@ -1,0 +1,49 @@
+"""Replaying a decode case file: the same scenario on the same target, the same story."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.scenario import DecodeScenario, scenario_problem
+
+from fuzz.findings.casefile import CaseFileError, Replay
+from fuzz.targets.base import TargetError
+from fuzz.targets.resolve import resolve_target
+
+from .engine import check_scenario
+
+
+def decode_scenario_of(doc: dict[str, Any], where: str) -> DecodeScenario:
+    try:
+        cfg = ServingConfig.from_dict(doc["config"])
+        return DecodeScenario.from_dict(cfg, doc["case"])
+    except (ConfigError, TypeError) as e:
+        raise CaseFileError(f"{where}: {e}") from None
+
+
+def replay_decode(doc: dict[str, Any], where: str) -> Replay:
+    scenario = decode_scenario_of(doc, where)
+    try:
+        target = resolve_target(doc["target"])
+    except TargetError as e:
+        raise CaseFileError(f"{where}: {e}") from None
+    problem = scenario_problem(scenario, target.revision)
+    if problem:
+        raise CaseFileError(f"{where}: not a valid case for {target.spec}: {problem}")
+    _, found = check_scenario(target, scenario)
+    lines = [
+        f"target: {target.spec}",
+        f"config: {scenario.config.short()}",
+        f"case:   {scenario.describe()}",
+    ]
+    same = [v for v in found if v.prop == doc["property"]]
+    if same:
+        lines.append(f"FAILS {same[0].signature}")
+        lines.append(same[0].describe())
+    else:
+        lines.append(f"passes: {doc['property']} no longer fails on {target.spec}")
+    for v in found:
+        if v.prop != doc["property"]:
+            lines.append(f"also fails {v.signature}: {v.headline}")
+    return Replay(bool(same), "\n".join(lines))

@@ -1,0 +1,60 @@
+"""Target specs, resolved to a ``Target``.
+
+  reference                the embedded reference model (safe everywhere)
+  reference@REVISION       a historical revision of the model (a planted bug)
+  sglang==X.Y.Z            a release's own sizing module (fuzz.targets.sglang: wheel cache, loader)
+  sglang[@X.Y.Z]           the installed SGLang's sizing module
+  PATH[@X.Y.Z]             an allocation_sizing.py-shaped file or SGLang checkout
+
+The sizing comes from the target; the allocator page, the write paths and
+the scheduler rules come from the model, read with the semantics
+(``Revision``) of the target's version.
+"""
+
+from __future__ import annotations
+
+from allocator_model.revisions import REFERENCE, REVISIONS
+
+from fuzz.common.errors import BadInput
+
+from .base import Target, TargetError, model_target
+from .sglang import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
+
+
+def _is_model_spec(spec: str) -> bool:
+    return spec == "reference" or spec.startswith("reference@")
+
+
+def _resolve_model(spec: str) -> Target:
+    if spec == "reference":
+        return model_target(REFERENCE)
+    name = spec.split("@", 1)[1]
+    if name not in REVISIONS:
+        raise TargetError(f"unknown revision {name!r} in target {spec!r} (known: {', '.join(REVISIONS)})")
+    return model_target(REVISIONS[name])
+
+
+def resolve_target(spec: str) -> Target:
+    spec = (spec or "").strip()
+    if _is_model_spec(spec):
+        return _resolve_model(spec)
+    if is_real_spec(spec):
+        return resolve_real_target(spec)
+    raise TargetError(f"unknown target {spec!r}: use reference[@REVISION], sglang==X.Y.Z, sglang or a PATH "
+                      "(see: python -m fuzz targets)")
+
+
+def resolve_targets(specs: list[str], sglang_version: str | None = None) -> list[Target]:
+    """Resolve command-line specs (``--sglang-version`` applied to file and installed targets); BadInput on error."""
+    try:
+        if sglang_version:
+            specs = [with_sglang_version(s, sglang_version) for s in specs]
+        return [resolve_target(spec) for spec in specs]
+    except TargetError as e:
+        raise BadInput(str(e)) from None
+
+
+def known_targets() -> list[tuple[str, str]]:
+    rows = [("reference", REFERENCE.summary)]
+    rows += [(f"reference@{r.name}", r.summary) for r in REVISIONS.values() if r is not REFERENCE]
+    return rows + real_target_rows()
