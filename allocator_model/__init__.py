@@ -6,8 +6,20 @@ speculative algorithm and the scheduler rules that bound how long a request
 can get.  Historical bugs are ``revisions`` of the reference.
 """
 
+from .algorithms import Algorithm
 from .config import ConfigError, ServingConfig, SpecRuntime
-from .revisions import REFERENCE, REVISIONS, Revision, get_revision
+from .revisions import REFERENCE, REVISIONS, Headroom, Revision, get_revision
 from .sizing import ModelSizing
 
-__all__ = ["ConfigError", "ServingConfig", "SpecRuntime", "REFERENCE", "REVISIONS", "Revision", "get_revision", "ModelSizing"]
+__all__ = [
+    "Algorithm",
+    "ConfigError",
+    "ServingConfig",
+    "SpecRuntime",
+    "REFERENCE",
+    "REVISIONS",
+    "Headroom",
+    "Revision",
+    "get_revision",
+    "ModelSizing",
+]

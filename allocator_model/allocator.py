@@ -6,6 +6,9 @@ paged allocator at page_size * attn_dcp_size over attn_dcp_size times more
 virtual slots.  The allocator hands out whole pages; a slot is owned by the
 request that owns its page.  Page 0 is reserved, so slot 0 (the value of an
 unwritten ``req_to_token`` column) is never handed out.
+
+``OwnershipAllocator`` adds the page ownership as a tensor, for the request
+lifecycle's checks over whole rows.
 """
 
 from __future__ import annotations
@@ -15,11 +18,19 @@ from dataclasses import dataclass
 import torch
 
 from .config import ServingConfig
+from .sizing import alloc_page_size, ceil_to_page
+
+FREE = -1  # page_owner_t of a page nobody owns
 
 
 def allocator_page_size(cfg: ServingConfig) -> int:
-    """P_a, the page the allocator is built with: page_size * attn_dcp_size (1 for the token allocator)."""
-    return cfg.page_size * cfg.attn_dcp_size
+    """P_a, the page the allocator is built with: page_size * attn_dcp_size (1 for the token allocator).
+
+    The formula is ``sizing.alloc_page_size``'s: what sizing believes is the
+    allocator's page is a revision toggle (``ModelSizing.alloc_page_size``);
+    this is the page the allocator really hands out, whatever sizing believes.
+    """
+    return alloc_page_size(cfg.page_size, cfg.attn_dcp_size)
 
 
 @dataclass
@@ -38,7 +49,7 @@ class FreeProblem:
 class TokenToKVPoolAllocator:
     """``num_tokens`` usable slots in pages 1..num_tokens // page_size (page 0 is padding on top)."""
 
-    def __init__(self, num_tokens: int, page_size: int):
+    def __init__(self, num_tokens: int, page_size: int) -> None:
         self.page_size = page_size
         self.num_pages = num_tokens // page_size
         self._next_fresh = 1  # pages [next_fresh, num_pages] were never handed out
@@ -65,7 +76,7 @@ class TokenToKVPoolAllocator:
     def _take_pages(self, n: int, owner: object) -> list[int] | None:
         if n * self.page_size > self.available_size():
             return None
-        pages = []
+        pages: list[int] = []
         for _ in range(n):
             if self._free_pages:
                 page = self._free_pages.pop()
@@ -89,13 +100,13 @@ class TokenToKVPoolAllocator:
             return torch.empty(0, dtype=torch.int64)
         tail = 0
         if prefix_len % p and last_loc is not None:
-            tail = min(-(-prefix_len // p) * p - prefix_len, n)
-        new_pages = -(-seq_len // p) - -(-prefix_len // p)
+            tail = min(ceil_to_page(prefix_len, p) - prefix_len, n)
+        new_pages = (ceil_to_page(seq_len, p) - ceil_to_page(prefix_len, p)) // p
         pages = self._take_pages(new_pages, owner)
         if pages is None:
             return None
         parts = []
-        if tail:
+        if tail and last_loc is not None:
             parts.append(torch.arange(last_loc + 1, last_loc + 1 + tail, dtype=torch.int64))
         if pages:
             base = torch.tensor(pages, dtype=torch.int64).repeat_interleave(p) * p
@@ -104,7 +115,7 @@ class TokenToKVPoolAllocator:
 
     def free(self, slots: torch.Tensor, owner: object) -> list[FreeProblem]:
         """Free the pages holding ``slots`` (page granular, like the paged allocator's free)."""
-        problems = []
+        problems: list[FreeProblem] = []
         for page in torch.unique(slots.to(torch.int64) // self.page_size).tolist():
             if page == 0:
                 continue  # an unwritten column: nothing to free
@@ -117,3 +128,48 @@ class TokenToKVPoolAllocator:
             self._free_pages.append(page)
         self.problems.extend(problems)
         return problems
+
+
+class OwnershipAllocator(TokenToKVPoolAllocator):
+    """The paged allocator plus ``page_owner_t``: its page ownership as a tensor (FREE: no owner).
+
+    The tensor is rebuilt from the allocator's own ``page_owner`` after every
+    take and free, so checks over whole rows stay vectorised without keeping
+    a second, independent notion of who owns what.  Owners are request ids.
+    """
+
+    def __init__(self, num_tokens: int, page_size: int) -> None:
+        super().__init__(num_tokens, page_size)
+        self.page_owner_t = torch.full((self.num_pages + 1,), FREE, dtype=torch.int64)
+
+    def _take_pages(self, n: int, owner: object) -> list[int] | None:
+        assert isinstance(owner, int), f"owners of page_owner_t are request ids, got {owner!r}"
+        pages = super()._take_pages(n, owner)
+        if pages:
+            self.page_owner_t[pages] = owner
+        return pages
+
+    def free(self, slots: torch.Tensor, owner: object) -> list[FreeProblem]:
+        problems = super().free(slots, owner)
+        pages = [p for p in torch.unique(slots.to(torch.int64) // self.page_size).tolist() if 0 < p <= self.num_pages]
+        if pages:
+            self.page_owner_t[pages] = torch.tensor([self.page_owner.get(p, FREE) for p in pages], dtype=torch.int64)
+        return problems
+
+    def size(self) -> int:
+        """Every usable slot (page 0 is padding)."""
+        return self.num_pages * self.page_size
+
+    def free_page_list(self) -> list[int]:
+        """The pages handed back and not yet reused, in reuse order (last first)."""
+        return list(self._free_pages)
+
+    def never_used_pages(self) -> range:
+        return range(self._next_fresh, self.num_pages + 1)
+
+    def pages_of(self, owner: int) -> list[int]:
+        pages: list[int] = (self.page_owner_t == owner).nonzero().flatten().tolist()
+        return pages
+
+    def slots_of_pages(self, pages: list[int]) -> list[int]:
+        return [p * self.page_size + i for p in pages for i in range(self.page_size)]

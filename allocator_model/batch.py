@@ -17,20 +17,36 @@ join a batch and the length they allocate with come from ``scheduler``;
 nothing here bounds a length by a constant of its own.
 
 A step is a small dict, ``{"op": ..., args}``: what the fuzzer draws, what a
-case file stores, and what ``RunningBatch.apply`` replays.
+case file stores, and what ``RunningBatch.apply`` replays.  The requests and
+the events a step reports are in ``requests``; the page-owning allocator is
+``allocator.OwnershipAllocator`` (both re-exported here under their old names).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Mapping
 
 import torch
 
-from .allocator import FreeProblem, TokenToKVPoolAllocator, allocator_page_size
-from .config import ServingConfig, SpecRuntime
-from .decode import Refusal, Req, RowWrite, WritePath, commit, decode_reserve, draft_extent, prefill, prepare_for_decode
-from .req_to_token import GUARD, ReqToTokenPool
+from .allocator import FREE, OwnershipAllocator, allocator_page_size
+from .config import ServingConfig, SpecRuntime, adaptive_runtime
+from .decode import Refusal, Req, RowWrite, commit, decode_reserve, draft_extent, prefill, prepare_for_decode
+from .req_to_token import ReqToTokenPool
+from .requests import (
+    OPS,
+    UNLIMITED_NEW_TOKENS,
+    InFlight,
+    ReleaseEvent,
+    Request,
+    RequestState,
+    Step,
+    StepError,
+    StepResult,
+    WriteEvent,
+    step_accepted,
+    step_int,
+    step_optional_int,
+)
 from .revisions import Revision
 from .scheduler import (
     allocates_next_batch,
@@ -40,172 +56,25 @@ from .scheduler import (
     max_committed_len_at_decode_alloc,
     max_total_len,
 )
-from .sizing import ceil_to_page
+from .sizing import DecodeSizing, ceil_to_page
 
-WAITING, PREFILLING, RUNNING, FINISHED = "waiting", "prefilling", "running", "finished"
-PREFILL, DECODE = "prefill", "decode"  # what an in-flight batch did for a request
-FREE = -1  # page_owner_t of a page nobody owns
-# SGLang's max_new_tokens when a request sets none; the admission clamp decides the real one.
-UNLIMITED_NEW_TOKENS = 1 << 30
-OPS = ("admit", "prefill", "decode", "set_num_steps", "retract", "stop")
+__all__ = [
+    "FREE",
+    "OPS",
+    "UNLIMITED_NEW_TOKENS",
+    "InFlight",
+    "OwnershipAllocator",
+    "ReleaseEvent",
+    "Request",
+    "RequestState",
+    "RunningBatch",
+    "StepError",
+    "StepResult",
+    "WriteEvent",
+]
 
-
-class StepError(ValueError):
-    """A step this batch cannot take in its present state (an invalid step script)."""
-
-
-class OwnershipAllocator(TokenToKVPoolAllocator):
-    """The paged allocator plus ``page_owner_t``: its page ownership as a tensor (FREE: no owner).
-
-    The tensor is rebuilt from the allocator's own ``page_owner`` after every
-    take and free, so checks over whole rows stay vectorised without keeping
-    a second, independent notion of who owns what.
-    """
-
-    def __init__(self, num_tokens: int, page_size: int):
-        super().__init__(num_tokens, page_size)
-        self.page_owner_t = torch.full((self.num_pages + 1,), FREE, dtype=torch.int64)
-
-    def _take_pages(self, n: int, owner: object) -> list[int] | None:
-        pages = super()._take_pages(n, owner)
-        if pages:
-            self.page_owner_t[pages] = owner
-        return pages
-
-    def free(self, slots: torch.Tensor, owner: object) -> list[FreeProblem]:
-        problems = super().free(slots, owner)
-        pages = [p for p in torch.unique(slots.to(torch.int64) // self.page_size).tolist() if 0 < p <= self.num_pages]
-        if pages:
-            self.page_owner_t[pages] = torch.tensor([self.page_owner.get(p, FREE) for p in pages], dtype=torch.int64)
-        return problems
-
-    def size(self) -> int:
-        """Every usable slot (page 0 is padding)."""
-        return self.num_pages * self.page_size
-
-    def free_page_list(self) -> list[int]:
-        """The pages handed back and not yet reused, in reuse order (last first)."""
-        return list(self._free_pages)
-
-    def never_used_pages(self) -> range:
-        return range(self._next_fresh, self.num_pages + 1)
-
-    def pages_of(self, owner: int) -> list[int]:
-        return (self.page_owner_t == owner).nonzero().flatten().tolist()
-
-    def slots_of_pages(self, pages: list[int]) -> list[int]:
-        return [p * self.page_size + i for p in pages for i in range(self.page_size)]
-
-
-@dataclass
-class Request:
-    """One request's lifecycle around its KV bookkeeping ``kv`` (a row and its lens, while it holds one)."""
-
-    rid: int
-    input_len: int
-    max_new_tokens: int  # after the admission clamp
-    output_len: int = 0  # tokens whose results the scheduler has processed
-    fill_len: int = 0  # what a (re)prefill covers: the prompt, plus the outputs kept over a retraction
-    state: str = WAITING
-    kv: Req | None = None
-    stop: bool = False  # an EOS comes with its next processed result
-    finish_reason: str | None = None
-
-    @property
-    def row(self) -> int | None:
-        return self.kv.req_pool_idx if self.kv else None
-
-
-@dataclass
-class WriteEvent:
-    """One row write: who wrote, with which lengths, and the slot ids the kernel stored (column order)."""
-
-    rid: int
-    row: int
-    write: RowWrite
-    slots: torch.Tensor  # read back at the flat offsets right after the write
-    committed_len: int  # the kv_committed_len the allocation used
-    device_seq_len: int  # where the device stands when this batch runs
-    draft_end: int  # exclusive end of what the draft and verify phases touch (prefill: nxt)
-    runtime: SpecRuntime | None = None
-
-    @property
-    def is_decode(self) -> bool:
-        return self.write.path != PREFILL
-
-    @property
-    def spec(self) -> bool:
-        return self.write.path not in (PREFILL, "non-spec")
-
-    def describe(self, row_owner: Mapping[int, int], width: int) -> str:
-        w = self.write
-        if w.path == PREFILL:
-            text = f"request {self.rid} (row {self.row}) prefill wrote columns [{w.cur}, {w.nxt})"
-        else:
-            lens = f"kv_committed_len {self.committed_len}, kv_allocated_len {w.cur} -> {w.nxt}"
-            text = (f"request {self.rid} (row {self.row}) {w.path} decode: {lens}, reserve {w.reserve}, "
-                    f"allocator page {w.page}, device seq_len {self.device_seq_len}")
-            if w.refused:
-                return f"{text}: refused: {w.refused}"
-            text += f"; wrote columns [{w.cur}, {w.nxt})"
-        if w.record and w.record.spills:
-            where = "; ".join(_where(s.victim_row, row_owner) + f" columns [{s.col_start}, {s.col_end})"
-                              for s in w.record.spills)
-            text += f" of a row {width} wide: {w.nxt - width} columns past its end landed in {where}"
-        return text
-
-
-@dataclass
-class ReleaseEvent:
-    """A request gave its row and KV back (finished or retracted)."""
-
-    rid: int
-    row: int
-    kv_committed_len: int
-    kv_allocated_len: int
-    freed: int  # slots the clamped row slices handed to the allocator
-    problems: list[FreeProblem]
-    reason: str
-    still_owned: list[int]  # pages the allocator still lists as the request's afterwards
-
-    def describe(self, page: int) -> str:
-        text = (f"request {self.rid} (row {self.row}) {self.reason}: freed the {self.freed} slots of columns "
-                f"[0, {self.kv_allocated_len}) its row slice holds")
-        for p in self.problems:
-            text += f"; {p.describe()}"
-        if self.still_owned:
-            text += f"; still owns pages {self.still_owned} (slots {_slot_ranges(self.still_owned, page)})"
-        return text
-
-
-@dataclass
-class StepResult:
-    step: dict
-    writes: list[WriteEvent] = field(default_factory=list)
-    releases: list[ReleaseEvent] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-def _where(row: int | str, row_owner: Mapping[int, int]) -> str:
-    if row == GUARD:
-        return GUARD
-    owner = row_owner.get(row)
-    return f"row {row} (request {owner})" if owner is not None else f"row {row} (free)"
-
-
-def _slot_ranges(pages: list[int], page: int) -> str:
-    return ", ".join(f"[{p * page}, {(p + 1) * page})" for p in pages)
-
-
-def _int(step: Mapping, key: str, *, minimum: int = 0, optional: bool = False) -> int | None:
-    v = step.get(key)
-    if v is None and optional:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise StepError(f"{step.get('op')}: {key} must be an integer, got {v!r}")
-    if v < minimum:
-        raise StepError(f"{step.get('op')}: {key} must be >= {minimum}, got {v}")
-    return v
+WAITING, PREFILLING, RUNNING, FINISHED = RequestState  # the old names of the states
+PREFILL, DECODE = InFlight
 
 
 class RunningBatch:
@@ -213,7 +82,7 @@ class RunningBatch:
 
     allocator_class = OwnershipAllocator
 
-    def __init__(self, cfg: ServingConfig, sizing, revision: Revision):
+    def __init__(self, cfg: ServingConfig, sizing: DecodeSizing, revision: Revision) -> None:
         self.cfg, self.sizing, self.revision = cfg, sizing, revision
         self.page = allocator_page_size(cfg)
         self.extra = sizing.req_to_token_extra_context_len(cfg)
@@ -227,7 +96,7 @@ class RunningBatch:
         self.allocator = self.allocator_class(cfg.kv_capacity() or rows * (worst_end + self.page), self.page)
         self.requests: dict[int, Request] = {}
         self.running: list[int] = []  # batch order: the order requests finished their prefill
-        self.in_flight: dict[int, tuple[str, int]] = {}  # overlap: rid -> (what, tokens it adds)
+        self.in_flight: dict[int, tuple[InFlight, int]] = {}  # overlap: rid -> (what, tokens it adds)
         self.runtime = cfg.launch_runtime
         self.max_committed_len_at_decode_alloc: int | None = None  # observed, over every decode allocation
 
@@ -243,17 +112,20 @@ class RunningBatch:
         return [r for r in self.requests.values() if r.kv is not None]
 
     def row_owner(self) -> dict[int, int]:
-        return {r.row: r.rid for r in self.holders()}
+        return {r.held.req_pool_idx: r.rid for r in self.holders()}
 
     def waiting(self) -> list[int]:
         """Requests admitted but not yet running: waiting for a row, or part-way through a chunked prefill."""
-        return [r.rid for r in self.requests.values() if r.state in (WAITING, PREFILLING)]
+        return [r.rid for r in self.requests.values() if r.state in (RequestState.WAITING, RequestState.PREFILLING)]
 
     def prefillable(self) -> list[int]:
         """Requests a prefill can take now: chunked ones holding a row, waiting ones if a row is free."""
         row_free = bool(self.pool.free_slots)
-        return [r.rid for r in self.requests.values()
-                if r.state == PREFILLING or (r.state == WAITING and row_free)]
+        return [
+            r.rid
+            for r in self.requests.values()
+            if r.state is RequestState.PREFILLING or (r.state is RequestState.WAITING and row_free)
+        ]
 
     def running_requests(self) -> list[int]:
         return list(self.running)
@@ -263,8 +135,12 @@ class RunningBatch:
         out = []
         for rid in self.running:
             r = self.requests[rid]
-            if allocates_next_batch(r.output_len, r.max_new_tokens, overlap=rid in self.in_flight,
-                                    drops_finishing=self.revision.overlap_drops_finishing):
+            if allocates_next_batch(
+                r.output_len,
+                r.max_new_tokens,
+                overlap=rid in self.in_flight,
+                drops_finishing=self.revision.overlap_drops_finishing,
+            ):
                 out.append(r)
         return out
 
@@ -273,38 +149,28 @@ class RunningBatch:
         return self.runtime.num_draft_tokens if self.runtime else 1
 
     def adaptive_steps(self) -> tuple[int, ...]:
-        return self.cfg.speculative_adaptive_candidate_steps if self.cfg.speculative_adaptive else ()
+        return self.cfg.candidate_steps
 
     # -- steps --------------------------------------------------------------
 
-    def apply(self, step: Mapping[str, Any]) -> StepResult:
+    def apply(self, step: Step) -> StepResult:
         """Run one step (a dict from the fuzzer or a case file); StepError if it cannot be taken now."""
         if not isinstance(step, Mapping):
             raise StepError(f"a step must be an object with an op, got {step!r}")
         op = step.get("op")
         if op == "admit":
-            return self.admit(_int(step, "input_len", minimum=1), _int(step, "max_new_tokens"))
+            return self.admit(step_int(step, "input_len", minimum=1), step_int(step, "max_new_tokens"))
         if op == "prefill":
-            return self.prefill(_int(step, "rid"), _int(step, "chunk", minimum=1, optional=True))
+            return self.prefill(step_int(step, "rid"), step_optional_int(step, "chunk", minimum=1))
         if op == "decode":
-            return self.decode(self._accepted(step))
+            return self.decode(step_accepted(step))
         if op == "set_num_steps":
-            return self.set_num_steps(_int(step, "num_steps"))
+            return self.set_num_steps(step_int(step, "num_steps"))
         if op == "retract":
-            return self.retract(_int(step, "rid"))
+            return self.retract(step_int(step, "rid"))
         if op == "stop":
-            return self.stop(_int(step, "rid"))
+            return self.stop(step_int(step, "rid"))
         raise StepError(f"unknown op {op!r} (known: {', '.join(OPS)})")
-
-    @staticmethod
-    def _accepted(step: Mapping) -> dict[int, int]:
-        pairs = step.get("accepted", [])
-        ok = isinstance(pairs, list) and all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in p)
-            for p in pairs)
-        if not ok:
-            raise StepError(f"decode: accepted must be a list of [rid, tokens] integer pairs, got {pairs!r}")
-        return {rid: k for rid, k in pairs}
 
     def admit(self, input_len: int, max_new_tokens: int) -> StepResult:
         """A new request; max_new_tokens clamped (rule 1); a prompt past the limit is aborted at once."""
@@ -314,7 +180,7 @@ class RunningBatch:
         r = Request(rid, input_len, clamped, fill_len=input_len)
         self.requests[rid] = r
         if input_len > max_total_len(self.cfg):
-            r.state, r.finish_reason = FINISHED, "aborted: prompt past the admission limit"
+            r.state, r.finish_reason = RequestState.FINISHED, "aborted: prompt past the admission limit"
             result.notes.append(f"request {rid}: input_len {input_len} > {max_total_len(self.cfg)}: aborted")
         else:
             result.notes.append(f"request {rid}: input_len {input_len}, max_new_tokens {max_new_tokens} -> {clamped}")
@@ -323,27 +189,28 @@ class RunningBatch:
     def prefill(self, rid: int, chunk: int | None) -> StepResult:
         """Extend one waiting request by ``chunk`` tokens (None: the rest); the last chunk samples a token."""
         result = StepResult({"op": "prefill", "rid": rid, "chunk": chunk})
-        r = self._request(rid, (WAITING, PREFILLING), "prefill")
+        r = self._request(rid, (RequestState.WAITING, RequestState.PREFILLING), "prefill")
         if r.kv is None:
             row = self.pool.alloc()
             if row is None:
                 result.notes.append(f"request {rid}: no free row; stays waiting")
                 return result
-            r.kv, r.state = Req(rid, row), PREFILLING
-        start = r.kv.kv_allocated_len
+            r.kv, r.state = Req(rid, row), RequestState.PREFILLING
+        kv = r.held
+        start = kv.kv_allocated_len
         end = r.fill_len if chunk is None else min(r.fill_len, start + chunk)
-        w = prefill(self.pool, self.allocator, r.kv, end)
-        if w.refused:
+        w = prefill(self.pool, self.allocator, kv, end)
+        if w.refusal is not None:
             if start == 0:  # nothing of it is in the pool yet: give the row back
-                self.pool.free(r.kv.req_pool_idx)
-                r.kv, r.state = None, WAITING
+                self.pool.free(kv.req_pool_idx)
+                r.kv, r.state = None, RequestState.WAITING
             result.notes.append(f"request {rid}: {w.refused}; stays waiting")
             return result
         result.writes.append(self._event(r, w, end, end, end, None))
         if end == r.fill_len:
-            r.state = RUNNING
+            r.state = RequestState.RUNNING
             self.running.append(rid)
-            self._launch(result, {rid: (PREFILL, 1)})
+            self._launch(result, {rid: (InFlight.PREFILL, 1)})
         else:
             self._launch(result, {})
         return result
@@ -365,13 +232,14 @@ class RunningBatch:
         if not members and not self.in_flight:
             raise StepError("decode: no request to decode and no batch in flight")
         rt = self.runtime
-        launched: dict[int, tuple[str, int]] = {}
+        launched: dict[int, tuple[InFlight, int]] = {}
         for r in members:
             flight = self.in_flight.get(r.rid)
             c_alloc = committed_len_at_alloc(r.input_len, r.output_len, overlap=flight is not None)
-            device = r.kv.kv_committed_len + (flight[1] if flight and flight[0] == DECODE else 0)
-            w = prepare_for_decode(self.pool, self.allocator, r.kv, self.cfg, rt, self.sizing, self.revision,
-                                   committed_len=c_alloc)
+            device = r.held.kv_committed_len + (flight[1] if flight and flight[0] is InFlight.DECODE else 0)
+            w = prepare_for_decode(
+                self.pool, self.allocator, r.held, self.cfg, rt, self.sizing, self.revision, committed_len=c_alloc
+            )
             if w.refusal is Refusal.OUT_OF_MEMORY:
                 result.notes.append(f"request {r.rid}: {w.refused}: retracted")
                 self._retract(result, r, "retracted (out of memory)")
@@ -379,8 +247,8 @@ class RunningBatch:
             seen = self.max_committed_len_at_decode_alloc
             self.max_committed_len_at_decode_alloc = c_alloc if seen is None else max(seen, c_alloc)
             result.writes.append(self._event(r, w, c_alloc, device, draft_extent(self.cfg, rt, device, self.page), rt))
-            if not w.refused:
-                launched[r.rid] = (DECODE, accepted.get(r.rid, 1))
+            if w.refusal is None:
+                launched[r.rid] = (InFlight.DECODE, accepted.get(r.rid, 1))
         self._launch(result, launched)
         return result
 
@@ -388,24 +256,26 @@ class RunningBatch:
         """Adaptive speculative decoding switches S (and D = S + 1) for the batches that follow."""
         if num_steps not in self.adaptive_steps():
             raise StepError(f"set_num_steps: {num_steps} is not an adaptive candidate {list(self.adaptive_steps())}")
-        self.runtime = SpecRuntime(num_steps, num_steps + 1)
+        self.runtime = adaptive_runtime(num_steps)
         return StepResult({"op": "set_num_steps", "num_steps": num_steps}, notes=[f"num_steps {num_steps}"])
 
     def retract(self, rid: int) -> StepResult:
         """Take a request that holds a row back to the waiting queue; it keeps its outputs and re-prefills them."""
         result = StepResult({"op": "retract", "rid": rid})
-        self._retract(result, self._request(rid, (PREFILLING, RUNNING), "retract"), "retracted")
+        self._retract(
+            result, self._request(rid, (RequestState.PREFILLING, RequestState.RUNNING), "retract"), "retracted"
+        )
         return result
 
     def stop(self, rid: int) -> StepResult:
         """The request's next processed result carries an EOS: it finishes then, before its max_new_tokens."""
-        r = self._request(rid, (RUNNING,), "stop")
+        r = self._request(rid, (RequestState.RUNNING,), "stop")
         r.stop = True
         return StepResult({"op": "stop", "rid": rid}, notes=[f"request {rid}: EOS with its next result"])
 
     # -- the pipeline -------------------------------------------------------
 
-    def _request(self, rid: int, states: tuple[str, ...], op: str) -> Request:
+    def _request(self, rid: int, states: tuple[RequestState, ...], op: str) -> Request:
         r = self.requests.get(rid)
         if r is None:
             raise StepError(f"{op}: no request {rid}")
@@ -413,12 +283,14 @@ class RunningBatch:
             raise StepError(f"{op}: request {rid} is {r.state}, not {' or '.join(states)}")
         return r
 
-    def _event(self, r: Request, w: RowWrite, c_alloc: int, device: int, draft_end: int, rt) -> WriteEvent:
-        width, row = self.width, r.kv.req_pool_idx
+    def _event(
+        self, r: Request, w: RowWrite, c_alloc: int, device: int, draft_end: int, rt: SpecRuntime | None
+    ) -> WriteEvent:
+        width, row = self.width, r.held.req_pool_idx
         flat = self.pool.storage[row * width + w.cur : row * width + w.nxt].clone() if w.record else torch.empty(0)
         return WriteEvent(r.rid, row, w, flat, c_alloc, device, draft_end, rt)
 
-    def _launch(self, result: StepResult, batch: dict[int, tuple[str, int]]) -> None:
+    def _launch(self, result: StepResult, batch: dict[int, tuple[InFlight, int]]) -> None:
         """Overlap: launch ``batch``, then process the one in flight; otherwise run and process ``batch``."""
         if self.cfg.enable_overlap:
             previous, self.in_flight = self.in_flight, batch
@@ -426,23 +298,23 @@ class RunningBatch:
         else:
             self._process(result, batch)
 
-    def _process(self, result: StepResult, batch: dict[int, tuple[str, int]]) -> None:
+    def _process(self, result: StepResult, batch: dict[int, tuple[InFlight, int]]) -> None:
         """Results: a prefill adds its first token; a verify commits its accept run; finished requests go."""
         for rid, (what, tokens) in batch.items():
             r = self.requests[rid]
-            if r.state != RUNNING:
+            if r.state is not RequestState.RUNNING:
                 continue  # retracted or finished since: its result is dropped
-            if what == DECODE:
-                commit(r.kv, tokens)
+            if what is InFlight.DECODE:
+                commit(r.held, tokens)
             r.output_len += tokens
             if r.stop or is_finished(r.output_len, r.max_new_tokens):
                 reason = "finished (stop)" if r.stop else f"finished (length {r.output_len} >= {r.max_new_tokens})"
                 self._release(result, r, reason)
-                r.state, r.finish_reason = FINISHED, reason
+                r.state, r.finish_reason = RequestState.FINISHED, reason
 
     def _retract(self, result: StepResult, r: Request, reason: str) -> None:
         self._release(result, r, reason)
-        r.state, r.fill_len, r.stop = WAITING, r.input_len + r.output_len, False
+        r.state, r.fill_len, r.stop = RequestState.WAITING, r.input_len + r.output_len, False
 
     def overallocated_start(self, kv_committed_len: int) -> int:
         """Where the free of the over-allocated tail starts: kv_committed_len rounded up to the allocator page.
@@ -458,7 +330,7 @@ class RunningBatch:
         Both frees read the row through the slice that clamps at the row
         width, so slots a write put past the width are never handed back.
         """
-        row, c, a = r.kv.req_pool_idx, r.kv.kv_committed_len, r.kv.kv_allocated_len
+        row, c, a = r.held.req_pool_idx, r.held.kv_committed_len, r.held.kv_allocated_len
         committed = self.pool.read(row, 0, min(c, a))
         tail = self.pool.read(row, self.overallocated_start(c), a)
         problems = self.allocator.free(committed, r.rid) + self.allocator.free(tail, r.rid)
@@ -467,5 +339,6 @@ class RunningBatch:
         if r.rid in self.running:
             self.running.remove(r.rid)
         r.kv = None
-        result.releases.append(ReleaseEvent(r.rid, row, c, a, len(committed) + len(tail), problems, reason,
-                                            self.allocator.pages_of(r.rid)))
+        result.releases.append(
+            ReleaseEvent(r.rid, row, c, a, len(committed) + len(tail), problems, reason, self.allocator.pages_of(r.rid))
+        )

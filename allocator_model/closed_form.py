@@ -28,27 +28,66 @@ device seq_len, so its worst is at one of a few candidate offsets
 (``worst_draft_overshoot``).  ``tests/test_prove.py`` checks every formula
 against the step-by-step model and against brute-force enumeration.
 
-The vectorized sizing mirrors ``sizing.ModelSizing`` per ``Revision`` toggle,
-reusing its arithmetic helpers (they work on tensors as they are).
+The vectorized sizing is ``sizing.ModelSizing`` per ``Revision`` toggle on
+tensors: L, R, the row headroom, the allocation end and the draft footprint
+are called from their one home (``sizing``, ``decode``), written for ints and
+tensors alike; validation is ``config``'s tensor twin.  Left here: the grid
+bookkeeping and the closed forms (twins registered in ``allocator_model.twins``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
+from torch import Tensor
 
 from . import algorithms as algo
-from .config import ServingConfig
-from .decode import WritePath, write_path
+from .config import MAX_CANDIDATE_BITS, ServingConfig, chain_draft_tokens, valid_launch_mask
+from .decode import WritePath, dflash_reserve, draft_end, flat_draft_span, grows_unrounded, tree_draft_span, write_path
+from .numeric import or_one
 from .revisions import Revision
 from .scheduler import max_committed_len_at_decode_alloc
-from .sizing import alloc_page_size, alloc_reserve_per_decode, ceil_to_page, tree_pages_per_branch
+from .sizing import (
+    NON_SPEC_DECODE_COLUMNS,
+    alloc_len_per_decode,
+    alloc_page_size,
+    alloc_reserve_per_decode,
+    grown_len,
+    headroom_covers_reserve,
+    page_aligned_decode_alloc_len,
+    req_to_token_extra_context_len,
+    spec_v2_tree,
+)
+
+__all__ = [
+    "INT",
+    "MAX_CANDIDATE_BITS",
+    "WritePath",
+    "write_path",
+    "alloc_len_per_decode",
+    "committed_gap",
+    "LaunchGrid",
+    "bits",
+    "bitmask",
+    "highest_bit",
+    "valid_mask",
+    "DecodeRows",
+    "runtime_shapes",
+    "model_decode_rows",
+    "alloc_end",
+    "write_overshoot_at",
+    "worst_write_overshoot",
+    "draft_extent",
+    "draft_overshoot_at",
+    "worst_draft_overshoot",
+    "unaligned_growth",
+]
 
 # int32 halves the memory traffic; every value here stays far below 2**31 (pages <= 4096 x reserves).
 INT = torch.int32
-# Adaptive candidate step sets are bitmasks: bit s set <=> s is a candidate.
-MAX_CANDIDATE_BITS = 63
 
 
 def committed_gap(revision: Revision, overlap: bool) -> int:
@@ -78,37 +117,44 @@ class LaunchGrid:
     """
 
     algorithm: str | None
-    page_size: torch.Tensor
-    attn_dcp_size: torch.Tensor
-    num_steps: torch.Tensor
-    topk: torch.Tensor
-    draft_tokens: torch.Tensor
-    candidates: torch.Tensor
+    page_size: Tensor
+    attn_dcp_size: Tensor
+    num_steps: Tensor
+    topk: Tensor
+    draft_tokens: Tensor
+    candidates: Tensor
 
     def __len__(self) -> int:
         return int(self.page_size.numel())
 
     @property
-    def adaptive(self) -> torch.Tensor:
+    def adaptive(self) -> Tensor:
         return self.candidates != 0
 
-    def select(self, mask_or_index: torch.Tensor) -> "LaunchGrid":
+    def select(self, mask_or_index: Tensor) -> LaunchGrid:
         return LaunchGrid(self.algorithm, *(getattr(self, f.name)[mask_or_index] for f in fields(self)[1:]))
 
     @property
-    def max_draft_tokens(self) -> torch.Tensor:
-        """Dmax: D, or for adaptive spec the largest candidate + 1."""
+    def max_draft_tokens(self) -> Tensor:
+        """Dmax: D, or for adaptive spec the largest candidate's D (``ServingConfig.max_speculative_num_draft_tokens``).
+
+        A twin over the bitmask encoding, registered in ``allocator_model.twins``.
+        """
         if not bool(self.candidates.any()):
             return self.draft_tokens
-        return torch.where(self.adaptive, highest_bit(self.candidates) + 1, self.draft_tokens)
+        return torch.where(self.adaptive, chain_draft_tokens(highest_bit(self.candidates)), self.draft_tokens)
 
-    def config_kwargs(self, i: int) -> dict:
+    def config_kwargs(self, i: int) -> dict[str, Any]:
         """SGLang arguments of configuration i (context length and overlap left to the caller)."""
-        kw = dict(page_size=int(self.page_size[i]), attn_dcp_size=int(self.attn_dcp_size[i]))
+        kw: dict[str, Any] = dict(page_size=int(self.page_size[i]), attn_dcp_size=int(self.attn_dcp_size[i]))
         if self.algorithm is None:
             return kw
-        kw.update(speculative_algorithm=self.algorithm, speculative_num_steps=int(self.num_steps[i]),
-                  speculative_eagle_topk=int(self.topk[i]), speculative_num_draft_tokens=int(self.draft_tokens[i]))
+        kw.update(
+            speculative_algorithm=self.algorithm,
+            speculative_num_steps=int(self.num_steps[i]),
+            speculative_eagle_topk=int(self.topk[i]),
+            speculative_num_draft_tokens=int(self.draft_tokens[i]),
+        )
         cand = int(self.candidates[i])
         if cand:
             kw.update(speculative_adaptive=True, speculative_adaptive_candidate_steps=bits(cand))
@@ -116,14 +162,16 @@ class LaunchGrid:
 
 
 def bits(mask: int) -> tuple[int, ...]:
+    """The candidate steps of a bitmask."""
     return tuple(s for s in range(MAX_CANDIDATE_BITS) if mask >> s & 1)
 
 
-def bitmask(steps) -> int:
+def bitmask(steps: Iterable[int]) -> int:
+    """The bitmask of a set of candidate steps."""
     return sum(1 << s for s in set(steps))
 
 
-def highest_bit(mask: torch.Tensor) -> torch.Tensor:
+def highest_bit(mask: Tensor) -> Tensor:
     """Index of the highest set bit (-1 for 0)."""
     out = torch.full_like(mask, -1)
     top = int(mask.max()).bit_length() if mask.numel() else 0
@@ -132,32 +180,11 @@ def highest_bit(mask: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def valid_mask(g: LaunchGrid) -> torch.Tensor:
-    """server_args validation (``config._validate``) as a mask: which configurations exist."""
-    from .config import UNO_MAX_DRAFT_TOKENS, UNO_MAX_TREE_NODES
-
-    ok = (g.page_size >= 1) & (g.attn_dcp_size >= 1)
-    a = g.algorithm
-    adaptive = g.adaptive
-    if a is None:
-        return ok & ~adaptive & (g.num_steps == 0) & (g.topk == 0) & (g.draft_tokens == 0)
-    s, k, d = g.num_steps, g.topk, g.draft_tokens
-    min_steps = 0 if a == algo.NGRAM else torch.where(adaptive, 0, 1)  # adaptive may run 0 steps
-    ok &= (k >= 1) & (d >= 1) & (s >= min_steps)
-    if a in algo.ADAPTIVE:
-        in_candidates = (g.candidates >> s.clamp(0, MAX_CANDIDATE_BITS - 1)) & 1 == 1
-        ok &= ~adaptive | ((k == 1) & in_candidates)
-    else:
-        ok &= ~adaptive
-    if a in algo.EAGLE_FAMILY:
-        ok &= (k != 1) | (d == s + 1)
-    if a in algo.DFLASH_FAMILY:
-        ok &= (s == 1) & (k == 1)
-    if a == algo.DSPARK:
-        ok &= d >= 2
-    if a == algo.UNO:
-        ok &= (g.attn_dcp_size == 1) & (d >= s + 1) & (d <= UNO_MAX_DRAFT_TOKENS) & (d * k <= UNO_MAX_TREE_NODES)
-    return ok
+def valid_mask(g: LaunchGrid) -> Tensor:
+    """server_args validation (``config._validate``, through its twin ``config.valid_launch_mask``) as a mask."""
+    return valid_launch_mask(
+        g.algorithm, g.page_size, g.attn_dcp_size, g.num_steps, g.topk, g.draft_tokens, g.candidates
+    )
 
 
 # -- one row per (launch configuration, run-time shape) ---------------------------------
@@ -173,23 +200,26 @@ class DecodeRows:
     (``nxt = ceil_P(c + R)``) or is exact (``nxt = c + R``).
     """
 
-    config: torch.Tensor
-    num_steps: torch.Tensor  # the run-time shape (adaptive spec moves it)
-    draft_tokens: torch.Tensor
-    alloc_page: torch.Tensor  # P, the allocator's own page
-    reserve: torch.Tensor
-    extra: torch.Tensor  # row headroom: W = C + extra
-    aligned: torch.Tensor  # bool
+    config: Tensor
+    num_steps: Tensor  # the run-time shape (adaptive spec moves it)
+    draft_tokens: Tensor
+    alloc_page: Tensor  # P, the allocator's own page
+    reserve: Tensor
+    extra: Tensor  # row headroom: W = C + extra
+    aligned: Tensor  # bool
 
     def __len__(self) -> int:
         return int(self.config.numel())
 
-    def select(self, mask: torch.Tensor) -> "DecodeRows":
+    def select(self, mask: Tensor) -> DecodeRows:
         return DecodeRows(*(getattr(self, f.name)[mask] for f in fields(self)))
 
 
-def runtime_shapes(g: LaunchGrid) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(config index, num_steps, num_draft_tokens) of every run-time shape (``ServingConfig.runtimes``)."""
+def runtime_shapes(g: LaunchGrid) -> tuple[Tensor, Tensor, Tensor]:
+    """(config index, num_steps, num_draft_tokens) of every run-time shape (``ServingConfig.runtimes``).
+
+    A twin over the bitmask encoding, registered in ``allocator_model.twins``.
+    """
     n = len(g)
     if g.algorithm is None or not bool(g.adaptive.any()):
         return torch.arange(n), g.num_steps, g.draft_tokens
@@ -200,74 +230,65 @@ def runtime_shapes(g: LaunchGrid) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
     idx, steps = on.nonzero(as_tuple=True)
     idx = torch.cat([fixed, idx])
     steps = torch.cat([g.num_steps[fixed], steps.to(INT)])
-    drafts = torch.cat([g.draft_tokens[fixed], steps[len(fixed):] + 1])
+    drafts = torch.cat([g.draft_tokens[fixed], chain_draft_tokens(steps[len(fixed) :])])
     order = torch.argsort(idx, stable=True)
     return idx[order], steps[order], drafts[order]
 
 
-def alloc_len_per_decode(algorithm, num_steps, topk, max_draft_tokens, page, *, tree_footprint: bool = True):
-    """Tensor twin of ``sizing.alloc_len_per_decode`` (same branches, per element)."""
-    if algorithm is None:
-        return torch.ones_like(page)
-    if algo.is_uno(algorithm):
-        return max_draft_tokens + 1
-    steps = torch.where(num_steps == 0, 1, num_steps)  # `num_steps or 1`
-    flat = torch.maximum(steps * topk, max_draft_tokens)
-    if not tree_footprint or not algo.has_draft_kv(algorithm):
-        return flat
-    tree = torch.maximum(tree_pages_per_branch(page, steps) * page * topk, max_draft_tokens)
-    return torch.where((page > 1) & (topk > 1), tree, flat)
-
-
 def model_decode_rows(g: LaunchGrid, revision: Revision) -> DecodeRows:
-    """``ModelSizing(revision)`` and ``decode.prepare_for_decode`` for every configuration of the grid."""
+    """``ModelSizing(revision)`` and ``decode.prepare_for_decode`` for every configuration of the grid.
+
+    Registered in ``allocator_model.twins`` against the step-by-step functions.
+    """
     a, rev = g.algorithm, revision
     idx, steps, drafts = runtime_shapes(g)
     page = alloc_page_size(g.page_size, g.attn_dcp_size)  # the allocator's page, whatever sizing believes
     sizing_page = page if rev.alloc_page_with_dcp else g.page_size
-    dmax = g.max_draft_tokens
+    dmax = g.max_draft_tokens if a is not None else torch.zeros_like(g.draft_tokens)  # `or 0`
     tree = rev.tree_alloc_len
     row_len = alloc_len_per_decode(a, steps, g.topk[idx], dmax[idx], sizing_page[idx], tree_footprint=tree)
     path = write_path(a)
     if path is WritePath.NON_SPEC:
-        reserve = torch.ones_like(idx, dtype=INT)
+        reserve = torch.full_like(idx, NON_SPEC_DECODE_COLUMNS, dtype=INT)
     elif path is WritePath.DFLASH:
-        reserve = 2 * drafts
+        reserve = dflash_reserve(drafts)
     else:
         reserve = alloc_reserve_per_decode(row_len)
-    extra = 4 + (dmax if a is not None else torch.zeros_like(dmax))
-    if a is not None and rev.headroom != "none":
-        if rev.headroom == "always":  # every run-time shape
-            sized = torch.zeros_like(extra).scatter_reduce(0, idx, alloc_reserve_per_decode(row_len), "amax")
-            covered = torch.ones_like(extra, dtype=torch.bool)
-        else:  # "paged": the launch shape, only for page > 1 or UNO (upstream)
-            launch = alloc_len_per_decode(a, g.num_steps, g.topk, dmax, sizing_page, tree_footprint=tree)
+    covered = headroom_covers_reserve(rev.headroom, a, sizing_page)
+    reserves: list[Tensor] = []
+    # planted: the launch shape's D stands for Dmax in the headroom
+    sized_d = g.draft_tokens if (rev.headroom_from_launch_shape and a is not None) else dmax
+    if covered is not False:
+        if rev.headroom.every_runtime and not rev.headroom_from_launch_shape:  # the largest reserve, every shape
+            sized = torch.zeros_like(dmax).scatter_reduce(0, idx, alloc_reserve_per_decode(row_len), "amax")
+        else:  # the launch shape (upstream)
+            launch = alloc_len_per_decode(a, g.num_steps, g.topk, sized_d, sizing_page, tree_footprint=tree)
             sized = alloc_reserve_per_decode(launch)
-            covered = (sizing_page > 1) | algo.is_uno(a)
-        extra = torch.where(covered, torch.maximum(extra, sized + sizing_page - 1), extra)
-    if path is WritePath.NON_SPEC or (path is WritePath.DFLASH and not rev.dflash_page_rounded):
-        aligned = False  # one column at seq_len / the unrounded DFLASH reserve
-    else:
-        aligned = rev.page_aligned_growth
-    return DecodeRows(idx, steps, drafts, page[idx], reserve, extra[idx], torch.full_like(idx, aligned, dtype=torch.bool))
+        reserves.append(sized)
+    extra = req_to_token_extra_context_len(sized_d, reserves, sizing_page, covered=covered)
+    aligned = False if grows_unrounded(path, rev) else rev.page_aligned_growth
+    aligned_t = torch.full_like(idx, aligned, dtype=torch.bool)
+    return DecodeRows(idx, steps, drafts, page[idx], reserve, extra[idx], aligned_t)
 
 
 # -- write-within-row -----------------------------------------------------------------
 
 
-def alloc_end(rows: DecodeRows, committed_len: torch.Tensor, allocated_len: torch.Tensor | None = None) -> torch.Tensor:
-    """nxt of one decode allocation at kv_committed_len c (kv_allocated_len a, default c)."""
-    want = committed_len + rows.reserve
-    want = torch.where(rows.aligned, ceil_to_page(want, rows.alloc_page), want)
-    return torch.maximum(committed_len if allocated_len is None else allocated_len, want)
+def alloc_end(rows: DecodeRows, committed_len: Tensor, allocated_len: Tensor | None = None) -> Tensor:
+    """nxt of one decode allocation at kv_committed_len c (kv_allocated_len a, default c).
+
+    ``sizing.page_aligned_decode_alloc_len``, per row.
+    """
+    allocated = committed_len if allocated_len is None else allocated_len
+    return page_aligned_decode_alloc_len(committed_len, allocated, rows.reserve, rows.alloc_page, aligned=rows.aligned)
 
 
-def write_overshoot_at(rows: DecodeRows, context_len: torch.Tensor, committed_len: torch.Tensor) -> torch.Tensor:
+def write_overshoot_at(rows: DecodeRows, context_len: Tensor, committed_len: Tensor) -> Tensor:
     """Columns past the row end of the write at (C, c): nxt - (C + extra); <= 0 is inside."""
     return alloc_end(rows, committed_len) - (context_len + rows.extra)
 
 
-def worst_write_overshoot(rows: DecodeRows, gap: int) -> tuple[torch.Tensor, torch.Tensor]:
+def worst_write_overshoot(rows: DecodeRows, gap: int) -> tuple[Tensor, Tensor]:
     """(worst overshoot over every residue of C mod P at c = C - gap, number of residues that spill).
 
     Page-rounded growth adds ceil_P(x) - x, which over the P residues takes
@@ -284,32 +305,19 @@ def worst_write_overshoot(rows: DecodeRows, gap: int) -> tuple[torch.Tensor, tor
 # -- drafts-within-allocation --------------------------------------------------------
 
 
-def draft_extent(rows: DecodeRows, algorithm: str | None, topk: torch.Tensor, device_seq_len: torch.Tensor) -> torch.Tensor:
-    """Tensor twin of ``decode.draft_extent``: the highest column (exclusive) draft and verify touch."""
-    if algorithm is None:
-        return device_seq_len + 1
-    d = rows.draft_tokens
-    if algo.is_uno(algorithm):
-        return device_seq_len + d + 1
-    if not algo.has_draft_kv(algorithm):
-        return device_seq_len + d
-    steps = torch.where(rows.num_steps == 0, 1, rows.num_steps)
-    page = rows.alloc_page
-    lp = device_seq_len % page
-    pb = device_seq_len - lp
-    nnp = -(-(lp + steps) // page)
-    tree = pb + (topk - 1) * nnp * page + torch.maximum(lp + steps, page)
-    return torch.where((page > 1) & (topk > 1), tree, device_seq_len + torch.maximum(steps * topk, d))
+def draft_extent(rows: DecodeRows, algorithm: str | None, topk: Tensor, device_seq_len: Tensor) -> Tensor:
+    """``decode.draft_end`` per row: the highest column (exclusive) draft and verify touch."""
+    return draft_end(algorithm, rows.num_steps, topk, rows.draft_tokens, device_seq_len, rows.alloc_page)
 
 
-def draft_overshoot_at(rows, algorithm, topk, committed_len, lag) -> torch.Tensor:
+def draft_overshoot_at(
+    rows: DecodeRows, algorithm: str | None, topk: Tensor, committed_len: Tensor, lag: Tensor | int
+) -> Tensor:
     """Columns the draft of the decode at c, device seq_len c + lag, touches past kv_allocated_len."""
     return draft_extent(rows, algorithm, topk, committed_len + lag) - alloc_end(rows, committed_len)
 
 
-def worst_draft_overshoot(
-    rows: DecodeRows, algorithm: str, topk: torch.Tensor, lag: torch.Tensor | int
-) -> tuple[torch.Tensor, torch.Tensor]:
+def worst_draft_overshoot(rows: DecodeRows, algorithm: str, topk: Tensor, lag: Tensor | int) -> tuple[Tensor, Tensor]:
     """(the worst draft overshoot over every c and every device lag in [0, lag], a c that reaches it).
 
     For a device seq_len v the allocation is smallest at the smallest c =
@@ -333,34 +341,25 @@ def worst_draft_overshoot(
     lag = torch.as_tensor(lag, dtype=INT).expand_as(page)
     x = rows.reserve - lag
     d_flat = (-x) % page
-    if algo.is_uno(algorithm):
-        flat = rows.draft_tokens + 1 - x
-    elif not algo.has_draft_kv(algorithm):
-        flat = rows.draft_tokens - x
-    else:
-        steps = torch.where(rows.num_steps == 0, 1, rows.num_steps)
-        flat = torch.maximum(steps * topk, rows.draft_tokens) - x
+    flat = flat_draft_span(algorithm, rows.num_steps, topk, rows.draft_tokens) - x
     base = (lag // page + 2) * page  # c = base + d - lag >= 1
-    tree = (page > 1) & (topk > 1) if algo.has_draft_kv(algorithm) and not algo.is_uno(algorithm) else None
+    tree = spec_v2_tree(page, topk) if algo.drafts_tree(algorithm) else None
     if tree is None or not bool(tree.any()):
         return flat, base + d_flat - lag
-    rounded = rows.aligned
-    worst, best_d = None, None
-    for d in (torch.zeros_like(page), (page - x % page).minimum(page - 1), page - 1):
-        footprint = (topk - 1) * page * ((d + steps + page - 1) // page) + torch.maximum(d + steps, page)
-        o = footprint - torch.where(rounded, ceil_to_page(d + x, page), d + x)
-        if worst is None:
-            worst, best_d = o, d
-        else:
-            better = o > worst
-            worst, best_d = torch.where(better, o, worst), torch.where(better, d, best_d)
+    steps = or_one(rows.num_steps)
+    best_d, *others = torch.zeros_like(page), (page - x % page).minimum(page - 1), page - 1
+    worst = tree_draft_span(best_d, steps, topk, page) - grown_len(best_d, x, page, aligned=rows.aligned)
+    for d in others:
+        o = tree_draft_span(d, steps, topk, page) - grown_len(d, x, page, aligned=rows.aligned)
+        better = o > worst
+        worst, best_d = torch.where(better, o, worst), torch.where(better, d, best_d)
     return torch.where(tree, worst, flat), base + torch.where(tree, best_d, d_flat) - lag
 
 
 # -- page-aligned-growth ---------------------------------------------------------------
 
 
-def unaligned_growth(rows: DecodeRows, algorithm: str | None) -> torch.Tensor:
+def unaligned_growth(rows: DecodeRows, algorithm: str | None) -> Tensor:
     """Spec decode on a paged allocator growing kv_allocated_len to c + R: some c leaves a page tail unrecorded."""
     if algorithm is None:
         return torch.zeros_like(rows.aligned)

@@ -12,16 +12,34 @@ config the server would run.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
 
 from . import algorithms as algo
+from .numeric import Int
 
 # Adaptive spec's default candidate steps (union of the default per-batch-size
 # tables): max 7, so the launch-time max draft tokens is 8.
 DEFAULT_ADAPTIVE_CANDIDATE_STEPS = (0, 1, 3, 5, 7)
+# UNO's limits (server_args): Q = D <= 128 draft slots, Q * K <= 2048 tree nodes.
 UNO_MAX_DRAFT_TOKENS = 128
 UNO_MAX_TREE_NODES = 2048
+# Adaptive candidate step sets as bitmasks (the closed form's grids): bit s set <=> s is a candidate.
+MAX_CANDIDATE_BITS = 63
+
+
+def chain_draft_tokens(num_steps: Int) -> Int:
+    """D of a single draft chain: its S draft tokens plus the verified root, S + 1.
+
+    server_args forces D = S + 1 for the EAGLE family at topk 1, adaptive
+    spec (topk 1) runs D = S + 1 for whatever S a batch switches to, and UNO
+    needs at least that many draft slots.  Works on ints and on tensors.
+    """
+    return num_steps + 1
 
 
 class ConfigError(ValueError):
@@ -56,7 +74,7 @@ class ServingConfig:
     # -- construction -------------------------------------------------------
 
     @classmethod
-    def resolve(cls, **args: Any) -> "ServingConfig":
+    def resolve(cls, **args: Any) -> ServingConfig:
         """Build a config the way server_args would: defaults first, then validation."""
         unknown = sorted(set(args) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
@@ -74,7 +92,7 @@ class ServingConfig:
         return cls(**args)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ServingConfig":
+    def from_dict(cls, data: Mapping[str, Any]) -> ServingConfig:
         if not isinstance(data, Mapping):
             raise ConfigError("a configuration must be a JSON object of SGLang argument names")
         return cls.resolve(**dict(data))
@@ -85,11 +103,14 @@ class ServingConfig:
             d["speculative_adaptive_candidate_steps"] = list(d["speculative_adaptive_candidate_steps"])
         return d
 
-    def replace(self, **changes: Any) -> "ServingConfig":
+    def replace(self, **changes: Any) -> ServingConfig:
         return dataclasses.replace(self, **changes)
 
     def __post_init__(self) -> None:
         _validate(self)
+        a = self.speculative_algorithm
+        if a is not None and not isinstance(a, algo.Algorithm):  # a valid name: its enum member
+            object.__setattr__(self, "speculative_algorithm", algo.Algorithm(a))
 
     # -- derived values -----------------------------------------------------
 
@@ -102,27 +123,34 @@ class ServingConfig:
         return self.speculative_eagle_topk or 1
 
     @property
+    def candidate_steps(self) -> tuple[int, ...]:
+        """The adaptive candidate step counts (empty when adaptive spec is off)."""
+        return self.speculative_adaptive_candidate_steps or () if self.speculative_adaptive else ()
+
+    @property
     def max_speculative_num_draft_tokens(self) -> int | None:
         """Dmax: the launch-time maximum of D; adaptive spec may switch up to it later."""
         if not self.spec_on:
             return None
         if self.speculative_adaptive:
-            return max(self.speculative_adaptive_candidate_steps) + 1
+            return chain_draft_tokens(max(self.candidate_steps))
         return self.speculative_num_draft_tokens
 
     @property
     def launch_runtime(self) -> SpecRuntime | None:
         if not self.spec_on:
             return None
-        return SpecRuntime(self.speculative_num_steps or 0, self.speculative_num_draft_tokens)
+        d = self.speculative_num_draft_tokens
+        assert d is not None  # validated: speculation on sets D
+        return SpecRuntime(self.speculative_num_steps or 0, d)
 
     def runtimes(self) -> Iterator[SpecRuntime | None]:
         """Every speculative shape a decode batch may run with after launch."""
         if not self.spec_on:
             yield None
         elif self.speculative_adaptive:
-            for steps in self.speculative_adaptive_candidate_steps:
-                yield SpecRuntime(steps, steps + 1)
+            for steps in self.candidate_steps:
+                yield adaptive_runtime(steps)
         else:
             yield self.launch_runtime
 
@@ -141,11 +169,31 @@ class ServingConfig:
                 f"{self.speculative_num_draft_tokens})"
             )
             if self.speculative_adaptive:
-                parts.append(f"adaptive_candidate_steps={list(self.speculative_adaptive_candidate_steps)}")
+                parts.append(f"adaptive_candidate_steps={list(self.candidate_steps)}")
         if self.max_total_num_tokens is not None:
             parts.append(f"max_total_num_tokens={self.max_total_num_tokens}")
         parts.append(f"overlap={'on' if self.enable_overlap else 'off'}")
         return " ".join(parts)
+
+
+def adaptive_launch_steps(candidates: tuple[int, ...]) -> int:
+    """The step count adaptive spec launches with when ``speculative_num_steps`` is not given.
+
+    SGLang 0.5.23 ``srt/arg_groups/speculative_hook.py`` lines 1407-1413
+    (``_init_adaptive_speculative_params``) resolves it to
+    ``candidate_steps[len(candidate_steps) // 2]`` of the sorted candidate
+    union, and ``srt/speculative/adaptive_spec_params.py`` lines 178-181
+    (``AdaptiveStepSlot.__init__``) starts there; so launch is below the
+    largest candidate, and a headroom sized from the launch shape is short
+    once adaptive spec switches up.
+    """
+    ordered = sorted(set(candidates))
+    return ordered[len(ordered) // 2]
+
+
+def adaptive_runtime(num_steps: int) -> SpecRuntime:
+    """The shape of a batch adaptive spec switched to S = ``num_steps`` (topk 1: D = S + 1)."""
+    return SpecRuntime(num_steps, chain_draft_tokens(num_steps))
 
 
 def _fill_spec_defaults(args: dict[str, Any]) -> None:
@@ -160,15 +208,15 @@ def _fill_spec_defaults(args: dict[str, Any]) -> None:
         if args.get("speculative_adaptive"):
             cand = args.get("speculative_adaptive_candidate_steps") or DEFAULT_ADAPTIVE_CANDIDATE_STEPS
             args["speculative_adaptive_candidate_steps"] = tuple(sorted(set(cand)))
-            if s is None:
-                s = max(cand)
+            if s is None:  # SGLang launches at the middle candidate (see ``adaptive_launch_steps``)
+                s = adaptive_launch_steps(args["speculative_adaptive_candidate_steps"])
             k = 1 if k is None else k
         if s is None and k is None and d is None:
             s, k, d = 3, 1, 4
         s = 1 if s is None else s
         k = 1 if k is None else k
         if k == 1 and isinstance(s, int):
-            d = s + 1  # topk == 1 forces D = S + 1
+            d = chain_draft_tokens(s)  # topk == 1 forces D = S + 1
         elif d is None:
             d = s * k + 1
     elif a == algo.NGRAM:
@@ -191,14 +239,23 @@ def _fill_spec_defaults(args: dict[str, Any]) -> None:
     args["speculative_num_draft_tokens"] = d
 
 
-def _positive(name: str, value: Any, minimum: int = 1) -> None:
+def _positive(name: str, value: object, minimum: int = 1) -> int:
+    """``value`` if it is an integer >= ``minimum``; ConfigError naming the argument otherwise."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
         raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return value
 
 
 def _validate(c: ServingConfig) -> None:
+    """server_args' validation: ConfigError, one line naming the argument, for what it would reject.
+
+    Its tensor twin is ``valid_launch_mask`` (below), for the closed form's
+    grids of launch configurations; ``allocator_model.twins`` registers the
+    pair and ``tests/test_twins.py`` checks that they accept the same
+    configurations.
+    """
     _positive("context_len", c.context_len)
     _positive("page_size", c.page_size)
     _positive("attn_dcp_size", c.attn_dcp_size)
@@ -212,7 +269,6 @@ def _validate(c: ServingConfig) -> None:
     if not isinstance(c.enable_overlap, bool):
         raise ConfigError(f"enable_overlap must be true or false, got {c.enable_overlap!r}")
     a = c.speculative_algorithm
-    s, k, d = c.speculative_num_steps, c.speculative_eagle_topk, c.speculative_num_draft_tokens
     if a is None:
         for name in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
             if getattr(c, name) is not None:
@@ -222,9 +278,13 @@ def _validate(c: ServingConfig) -> None:
         return
     if a not in algo.ALL:
         raise ConfigError(f"unknown speculative_algorithm {a!r} (known: {', '.join(algo.ALL)})")
-    _positive("speculative_eagle_topk", k)
-    _positive("speculative_num_draft_tokens", d)
-    _positive("speculative_num_steps", s, minimum=0 if (a == algo.NGRAM or c.speculative_adaptive) else 1)
+    k = _positive("speculative_eagle_topk", c.speculative_eagle_topk)
+    d = _positive("speculative_num_draft_tokens", c.speculative_num_draft_tokens)
+    s = _positive(
+        "speculative_num_steps",
+        c.speculative_num_steps,
+        minimum=0 if (a == algo.NGRAM or c.speculative_adaptive) else 1,
+    )
     if c.speculative_adaptive:
         if a not in algo.ADAPTIVE:
             raise ConfigError(f"speculative_adaptive supports EAGLE and EAGLE3 only, not {a}")
@@ -239,8 +299,11 @@ def _validate(c: ServingConfig) -> None:
             raise ConfigError(f"speculative_num_steps ({s}) must be one of the adaptive candidate steps {list(cand)}")
     elif c.speculative_adaptive_candidate_steps is not None:
         raise ConfigError("speculative_adaptive_candidate_steps is set but speculative_adaptive is off")
-    if a in algo.EAGLE_FAMILY and k == 1 and d != s + 1:
-        raise ConfigError(f"{a} with speculative_eagle_topk 1 needs speculative_num_draft_tokens = num_steps + 1 ({s + 1}), got {d}")
+    if a in algo.EAGLE_FAMILY and k == 1 and d != chain_draft_tokens(s):
+        raise ConfigError(
+            f"{a} with speculative_eagle_topk 1 needs speculative_num_draft_tokens = num_steps + 1 "
+            f"({chain_draft_tokens(s)}), got {d}"
+        )
     if a in algo.DFLASH_FAMILY and (s != 1 or k != 1):
         raise ConfigError(f"{a} runs with speculative_num_steps 1 and speculative_eagle_topk 1, got ({s}, {k})")
     if a == algo.DSPARK and d < 2:
@@ -248,9 +311,52 @@ def _validate(c: ServingConfig) -> None:
     if a == algo.UNO:
         if c.attn_dcp_size != 1 or (c.tp_size or 1) != 1:
             raise ConfigError("UNO needs tp_size 1 (so attn_dcp_size 1)")
-        if d < s + 1:
-            raise ConfigError(f"UNO needs speculative_num_draft_tokens >= num_steps + 1 ({s + 1}), got {d}")
+        if d < chain_draft_tokens(s):
+            raise ConfigError(
+                f"UNO needs speculative_num_draft_tokens >= num_steps + 1 ({chain_draft_tokens(s)}), got {d}"
+            )
         if d > UNO_MAX_DRAFT_TOKENS:
             raise ConfigError(f"UNO needs speculative_num_draft_tokens <= {UNO_MAX_DRAFT_TOKENS}, got {d}")
         if d * k > UNO_MAX_TREE_NODES:
             raise ConfigError(f"UNO needs num_draft_tokens * topk <= {UNO_MAX_TREE_NODES}, got {d * k}")
+
+
+def valid_launch_mask(
+    algorithm: str | None,
+    page_size: Tensor,
+    attn_dcp_size: Tensor,
+    num_steps: Tensor,
+    topk: Tensor,
+    draft_tokens: Tensor,
+    candidates: Tensor,
+) -> Tensor:
+    """Tensor twin of ``_validate`` (above): which launch configurations of one algorithm exist.
+
+    One element per configuration, fields with SGLang's names; unused ones
+    (no speculation) hold 0 and ``candidates`` is the adaptive candidate
+    step set as a bitmask (0: not adaptive).  The rules are ``_validate``'s,
+    in the same order; registered in ``allocator_model.twins``.
+    """
+    ok = (page_size >= 1) & (attn_dcp_size >= 1)
+    a = algorithm
+    adaptive = candidates != 0
+    if a is None:
+        return ok & ~adaptive & (num_steps == 0) & (topk == 0) & (draft_tokens == 0)
+    s, k, d = num_steps, topk, draft_tokens
+    min_steps = 0 if a == algo.NGRAM else torch.where(adaptive, 0, 1)  # adaptive may run 0 steps
+    ok &= (k >= 1) & (d >= 1) & (s >= min_steps)
+    if a in algo.ADAPTIVE:
+        in_candidates = (candidates >> s.clamp(0, MAX_CANDIDATE_BITS - 1)) & 1 == 1
+        ok &= ~adaptive | ((k == 1) & in_candidates)
+    else:
+        ok &= ~adaptive
+    if a in algo.EAGLE_FAMILY:
+        ok &= (k != 1) | (d == chain_draft_tokens(s))
+    if a in algo.DFLASH_FAMILY:
+        ok &= (s == 1) & (k == 1)
+    if a == algo.DSPARK:
+        ok &= d >= 2
+    if a == algo.UNO:
+        ok &= (attn_dcp_size == 1) & (d >= chain_draft_tokens(s)) & (d <= UNO_MAX_DRAFT_TOKENS)
+        ok &= d * k <= UNO_MAX_TREE_NODES
+    return ok

@@ -14,18 +14,20 @@ writes them through the unchecked kernel, and sets kv_allocated_len.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from . import algorithms as algo
 from .allocator import TokenToKVPoolAllocator
 from .config import ServingConfig, SpecRuntime
+from .numeric import Int, full_like, maximum, or_one, where
 from .req_to_token import ReqToTokenPool, WriteRecord
 from .revisions import Revision
-from .sizing import page_aligned_decode_alloc_len
+from .sizing import NON_SPEC_DECODE_COLUMNS, DecodeSizing, page_aligned_decode_alloc_len, spec_v2_tree
 
 
-class WritePath(str, Enum):
+class WritePath(StrEnum):
     """Which code path writes a request's row (the table above)."""
 
     PREFILL = "prefill"
@@ -34,18 +36,12 @@ class WritePath(str, Enum):
     DFLASH = "dflash"
     UNO = "uno"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Refusal(str, Enum):
+class Refusal(StrEnum):
     """Why a write did not happen."""
 
     OUT_OF_MEMORY = "out of memory"  # the allocator cannot fit it: the scheduler retracts
     UNO_GUARD = "UNO RuntimeError"  # UNO's own check of the allocation end against the row width
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass
@@ -87,6 +83,24 @@ def write_path(algorithm: str | None) -> WritePath:
     return WritePath.EAGLE
 
 
+def grows_unrounded(path: WritePath, revision: Revision) -> bool:
+    """Whether the path grows kv_allocated_len by its own exact c + R rather than asking the sizing module.
+
+    Non-spec decode writes one column at seq_len; 0.5.18's DFLASH/DSPARK
+    grow by their unrounded reserve (#35265).  Every other path asks the
+    sizing module, whose rounding is its own (``page_aligned_growth``).
+    """
+    return path is WritePath.NON_SPEC or (path is WritePath.DFLASH and not revision.dflash_page_rounded)
+
+
+def dflash_reserve(num_draft_tokens: Int) -> Int:
+    """DFLASH/DSPARK's own reserve, 2D: a double buffer of the current block, on its own code path.
+
+    Not the sizing module's 2L, and sized for the batch's D, not Dmax.
+    """
+    return 2 * num_draft_tokens
+
+
 def _last_loc(pool: ReqToTokenPool, req: Req, col: int) -> int | None:
     # The kernel reads through the flat offset too, so a spilled column is read back from where it landed.
     if col < 0:
@@ -94,7 +108,7 @@ def _last_loc(pool: ReqToTokenPool, req: Req, col: int) -> int | None:
     return int(pool.storage[req.req_pool_idx * pool.width + col])
 
 
-def _allocate_and_write(pool, allocator, req: Req, w: RowWrite) -> RowWrite:
+def _allocate_and_write(pool: ReqToTokenPool, allocator: TokenToKVPoolAllocator, req: Req, w: RowWrite) -> RowWrite:
     slots = allocator.alloc_extend(req.rid, w.cur, w.nxt, _last_loc(pool, req, w.cur - 1))
     if slots is None:
         w.refuse(Refusal.OUT_OF_MEMORY, "the scheduler would retract")
@@ -108,31 +122,33 @@ def prefill(pool: ReqToTokenPool, allocator: TokenToKVPoolAllocator, req: Req, s
     """Extend: columns [kv_allocated_len, seq_len); then a = c = seq_len (never past C)."""
     w = RowWrite(req.rid, WritePath.PREFILL, 0, allocator.page_size, req.kv_allocated_len, seq_len)
     _allocate_and_write(pool, allocator, req, w)
-    if w.refused is None:
+    if w.refusal is None:
         req.kv_committed_len = seq_len
     return w
 
 
-def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing) -> int:
+def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing: DecodeSizing) -> int:
     """The reserve the path asks for: DFLASH/DSPARK reserve 2D themselves, the rest ask the sizing module."""
     path = write_path(cfg.speculative_algorithm)
     if path is WritePath.NON_SPEC:
-        return 1
+        return NON_SPEC_DECODE_COLUMNS
     if path is WritePath.DFLASH:
         assert rt is not None
-        return 2 * rt.num_draft_tokens
+        return dflash_reserve(rt.num_draft_tokens)
     return sizing.alloc_reserve_per_decode(cfg, rt)
 
 
-def decode_alloc_ends(path: WritePath, lens, reserve: int, page: int, sizing, revision: Revision) -> list[int]:
+def decode_alloc_ends(
+    path: WritePath, lens: Sequence[tuple[int, int]], reserve: int, page: int, sizing: DecodeSizing, revision: Revision
+) -> list[int]:
     """nxt, the new kv_allocated_len, of each request (kv_committed_len, kv_allocated_len) on ``path``.
 
     Non-spec decode writes one column at seq_len; 0.5.18's DFLASH/DSPARK
     grow by their unrounded reserve; every other path asks the sizing module.
     """
     if path is WritePath.NON_SPEC:
-        return [max(a, c + 1) for c, a in lens]
-    if path is WritePath.DFLASH and not revision.dflash_page_rounded:
+        reserve = NON_SPEC_DECODE_COLUMNS  # one column, whatever was asked
+    if grows_unrounded(path, revision):
         return [page_aligned_decode_alloc_len(c, a, reserve, page, aligned=False) for c, a in lens]
     _, nxts, _ = sizing.page_aligned_decode_alloc_lens(list(lens), reserve, page)
     return list(nxts)
@@ -144,7 +160,7 @@ def prepare_for_decode(
     req: Req,
     cfg: ServingConfig,
     rt: SpecRuntime | None,
-    sizing,
+    sizing: DecodeSizing,
     revision: Revision,
     committed_len: int | None = None,
 ) -> RowWrite:
@@ -170,28 +186,56 @@ def commit(req: Req, accepted: int) -> None:
     req.kv_committed_len += accepted
 
 
-def draft_extent(cfg: ServingConfig, rt: SpecRuntime | None, device_seq_len: int, page: int) -> int:
+def flat_draft_span(algorithm: str | None, num_steps: Int, topk: Int, draft_tokens: Int) -> Int:
+    """Columns past the device seq_len the draft and verify phases touch outside the spec v2 tree.
+
+    One column without speculation; UNO's Q draft slots and the clean root
+    (D + 1); NGRAM only the verify block (D); otherwise the draft chains or
+    the verify block, whichever is longer: max(S * K, D), S 0 counting as 1.
+    """
+    if algorithm is None:
+        return full_like(draft_tokens, NON_SPEC_DECODE_COLUMNS)
+    if algo.is_uno(algorithm):
+        return draft_tokens + 1  # Q draft slots and the clean root
+    if not algo.has_draft_kv(algorithm):
+        return draft_tokens  # NGRAM: only the verify block
+    return maximum(or_one(num_steps) * topk, draft_tokens)
+
+
+def tree_draft_span(page_offset: Int, num_steps: Int, topk: Int, page: Int) -> Int:
+    """Columns past the device seq_len's page base pb the spec v2 tree touches, seq_len at ``page_offset`` lp.
+
+    Each of the K branches has its own nnp = ceil((lp + S) / P) pages (at
+    most ``sizing.tree_pages_per_branch(page, S)``); branch t's draft step s
+    sits at pb + t * nnp * P + lp + s, so the last branch ends at
+    (K - 1) * nnp * P + max(lp + S, P) past pb.
+    """
+    nnp = -(-(page_offset + num_steps) // page)
+    return (topk - 1) * nnp * page + maximum(page_offset + num_steps, page)
+
+
+def draft_end(
+    algorithm: str | None, num_steps: Int, topk: Int, draft_tokens: Int, device_seq_len: Int, page: Int
+) -> Int:
     """The highest column (exclusive) the draft and verify phases write for one request.
 
     It must stay <= kv_allocated_len, or the draft reads stale slot ids and
     writes KV into slots the request does not own.  The spec v2 tree (page >
     1, topk > 1, draft KV) gives each of the K branches its own
     ``tree_pages_per_branch`` pages after the device seq_len's page base pb;
-    branch t's draft step s sits at pb + t*nnp*P + lp + s.
+    branch t's draft step s sits at pb + t*nnp*P + lp + s.  Works on ints
+    (``draft_extent``) and on tensors (``closed_form.draft_extent``).
     """
+    flat = device_seq_len + flat_draft_span(algorithm, num_steps, topk, draft_tokens)
+    if not algo.drafts_tree(algorithm):
+        return flat
+    lp = device_seq_len % page
+    tree = device_seq_len - lp + tree_draft_span(lp, or_one(num_steps), topk, page)
+    return where(spec_v2_tree(page, topk), tree, flat)
+
+
+def draft_extent(cfg: ServingConfig, rt: SpecRuntime | None, device_seq_len: int, page: int) -> int:
+    """``draft_end`` of one request of ``cfg`` whose batch runs the spec shape ``rt`` (None: speculation off)."""
     if rt is None:
-        return device_seq_len + 1
-    a = cfg.speculative_algorithm
-    steps = rt.num_steps or 1
-    k = cfg.topk
-    d = rt.num_draft_tokens
-    if algo.is_uno(a):
-        return device_seq_len + d + 1  # Q draft slots and the clean root
-    if not algo.has_draft_kv(a):
-        return device_seq_len + d  # NGRAM: only the verify block
-    if page > 1 and k > 1:
-        lp = device_seq_len % page
-        pb = device_seq_len - lp
-        nnp = -(-(lp + steps) // page)  # at most tree_pages_per_branch(page, steps)
-        return pb + (k - 1) * nnp * page + max(lp + steps, page)
-    return device_seq_len + max(steps * k, d)
+        return draft_end(None, 0, 1, 0, device_seq_len, page)
+    return draft_end(cfg.speculative_algorithm, rt.num_steps, cfg.topk, rt.num_draft_tokens, device_seq_len, page)

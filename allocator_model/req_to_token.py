@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .sizing import ceil_to_page
+
 GUARD = "guard past the last row"
 
 
@@ -64,7 +66,7 @@ class ReqToTokenPool:
 
     def _grow_guard(self, numel: int) -> None:
         """Extend the guard so a write ending at flat offset ``numel`` is observed, not lost."""
-        numel = min(-(-numel // self.width) * self.width, self.MAX_STORAGE)
+        numel = min(ceil_to_page(numel, self.width), self.MAX_STORAGE)  # whole rows
         if numel <= self.storage.numel():
             return
         grown = torch.zeros(numel, dtype=torch.int32)

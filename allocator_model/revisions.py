@@ -9,8 +9,30 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from . import algorithms as algo
+
+
+class Headroom(StrEnum):
+    """When the row headroom (``req_to_token_extra_context_len``) covers the decode reserve R + page - 1.
+
+    Otherwise it is 4 + Dmax only, which a reserve 2 * max(S*K, Dmax) can outgrow.
+    """
+
+    ALWAYS = "always"  # spec on, at every page: the page-1 fix (#33579 closed); every run-time shape
+    PAGED = "paged"  # only for alloc page > 1 or UNO, sized for the launch shape: upstream 0.5.16 to 0.5.23
+    NONE = "none"  # never: 4 + Dmax only, before #26972
+
+    @property
+    def every_runtime(self) -> bool:
+        """Whether the reserve is sized for every run-time shape (adaptive spec), not only the launch one.
+
+        The reference sizes for every shape a batch may switch to; upstream
+        reads the launch configuration's shape.
+        """
+        return self is Headroom.ALWAYS
 
 
 @dataclass(frozen=True)
@@ -24,9 +46,12 @@ class Revision:
     # L has the page-duplicated tree term (#26972).
     tree_alloc_len: bool = True
     # When the row headroom covers R + page - 1:
-    #   "always" (spec on; the page-1 fix), "paged" (page > 1 or UNO, upstream),
-    #   "none" (never: 4 + Dmax only, before #26972).
-    headroom: str = "always"
+    #   ALWAYS (spec on; the page-1 fix), PAGED (page > 1 or UNO, upstream),
+    #   NONE (never: 4 + Dmax only, before #26972).
+    headroom: Headroom = Headroom.ALWAYS
+    # The headroom sized from the launch shape and its draft count D, not every run-time shape
+    # and Dmax (a planted bug: adaptive spec launches below its largest candidate).
+    headroom_from_launch_shape: bool = False
     # nxt rounds up to whole allocator pages (#31616).
     page_aligned_growth: bool = True
     # -- the decode path and the scheduler --------------------------------------
@@ -35,9 +60,12 @@ class Revision:
     # Overlap mode drops requests the in-flight batch finishes by length (0.5.19).
     overlap_drops_finishing: bool = True
     # Algorithms this revision knows (UNO from 0.5.20).
-    algorithms: frozenset = frozenset(algo.ALL)
+    algorithms: frozenset[str] = frozenset(algo.ALL)
 
-    def but(self, name: str, summary: str, **changes) -> "Revision":
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
+
+    def but(self, name: str, summary: str, **changes: Any) -> Revision:
         return dataclasses.replace(self, name=name, summary=summary, **changes)
 
 
@@ -50,7 +78,7 @@ _UPSTREAM_0_5_23 = REFERENCE.but(
     "sglang-0.5.23",
     "upstream 0.5.20-0.5.23: headroom covers the reserve only when alloc page > 1 or UNO (#33579 open)",
     bug="#33579",
-    headroom="paged",
+    headroom=Headroom.PAGED,
 )
 _UPSTREAM_0_5_19 = _UPSTREAM_0_5_23.but(
     "sglang-0.5.19", "upstream 0.5.19: alloc page with dcp, no UNO", algorithms=frozenset(algo.ALL) - {algo.UNO}
@@ -77,7 +105,14 @@ REVISIONS: dict[str, Revision] = {
             "reference without #26972: no tree term in L, headroom 4 + Dmax only",
             bug="#26972",
             tree_alloc_len=False,
-            headroom="none",
+            headroom=Headroom.NONE,
+        ),
+        REFERENCE.but(
+            "adaptive-launch-headroom",
+            "reference, but the row headroom sized from the launch-time shape and draft count of adaptive spec "
+            "(launched at its middle candidate) instead of the largest candidate (planted)",
+            bug="planted",
+            headroom_from_launch_shape=True,
         ),
         REFERENCE.but(
             "pre-31616",

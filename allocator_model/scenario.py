@@ -11,15 +11,17 @@ writer's row.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .allocator import TokenToKVPoolAllocator, allocator_page_size
-from .config import ConfigError, ServingConfig, SpecRuntime
+from .config import ConfigError, ServingConfig, SpecRuntime, adaptive_runtime
 from .decode import Refusal, Req, RowWrite, commit, draft_extent, prefill, prepare_for_decode
 from .req_to_token import ReqToTokenPool, Spill
 from .revisions import Revision
 from .scheduler import max_committed_len_at_decode_alloc
+from .sizing import DecodeSizing
 
 SUBJECT, NEIGHBOUR = 1, 0
 
@@ -41,23 +43,20 @@ class DecodeScenario:
     device_lag: int = 0  # overlap: device seq_len - committed_len (one accept run, <= D)
 
     def runtime(self, steps: int | None) -> SpecRuntime | None:
-        cfg = self.config
-        if not cfg.spec_on:
-            return None
-        if cfg.speculative_adaptive and steps is not None:
-            return SpecRuntime(steps, steps + 1)
-        return cfg.launch_runtime
+        return batch_runtime(self.config, steps)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "committed_len": self.committed_len,
             "num_steps": self.num_steps,
-            "prior": None if self.prior is None else {"accepted": self.prior.accepted, "num_steps": self.prior.num_steps},
+            "prior": None
+            if self.prior is None
+            else {"accepted": self.prior.accepted, "num_steps": self.prior.num_steps},
             "device_lag": self.device_lag,
         }
 
     @classmethod
-    def from_dict(cls, config: ServingConfig, data: Mapping[str, Any]) -> "DecodeScenario":
+    def from_dict(cls, config: ServingConfig, data: Mapping[str, Any]) -> DecodeScenario:
         if not isinstance(data, Mapping):
             raise ConfigError("the case must be a JSON object")
         try:
@@ -81,6 +80,25 @@ class DecodeScenario:
         return json.dumps(self.to_dict(), sort_keys=True)
 
 
+def batch_runtime(cfg: ServingConfig, steps: int | None) -> SpecRuntime | None:
+    """The spec shape a decode batch runs with: adaptive spec's ``steps`` if given, else the launch shape."""
+    if not cfg.spec_on:
+        return None
+    if cfg.speculative_adaptive and steps is not None:
+        return adaptive_runtime(steps)
+    return cfg.launch_runtime
+
+
+def max_device_lag(cfg: ServingConfig) -> int:
+    """How far the device's seq_len may be ahead of kv_committed_len at a decode allocation.
+
+    Overlap mode with speculation: up to one accept run, <= Dmax (what the
+    2x reserve absorbs); otherwise the device is where the scheduler is.
+    """
+    dmax = cfg.max_speculative_num_draft_tokens
+    return dmax if (cfg.enable_overlap and dmax is not None) else 0
+
+
 def _int(v: Any, name: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise ConfigError(f"{name} must be an integer, got {v!r}")
@@ -99,18 +117,19 @@ def scenario_problem(s: DecodeScenario, revision: Revision) -> str | None:
         if steps is not None:
             if not cfg.speculative_adaptive:
                 return "num_steps per batch needs speculative_adaptive"
-            if steps not in cfg.speculative_adaptive_candidate_steps:
+            if steps not in cfg.candidate_steps:
                 return f"num_steps {steps} is not an adaptive candidate"
-    dmax = cfg.max_speculative_num_draft_tokens or 1
     if s.prior is not None:
         if not cfg.spec_on:
             return "a prior decode step with accepted tokens needs speculative decoding"
-        prior_d = s.runtime(s.prior.num_steps).num_draft_tokens
+        prior_rt = s.runtime(s.prior.num_steps)
+        assert prior_rt is not None  # speculation is on
+        prior_d = prior_rt.num_draft_tokens
         if not 1 <= s.prior.accepted <= prior_d:
             return f"prior.accepted {s.prior.accepted} outside [1, {prior_d}]"
         if s.committed_len - s.prior.accepted < 1:
             return "the prior step would start before the prompt"
-    lag_max = dmax if (cfg.enable_overlap and cfg.spec_on) else 0
+    lag_max = max_device_lag(cfg)
     if not 0 <= s.device_lag <= lag_max:
         return f"device_lag {s.device_lag} outside [0, {lag_max}]"
     return None
@@ -144,7 +163,7 @@ class ScenarioRun:
     skipped: str | None = None  # the scheduler would not run this (out of memory): nothing to check
 
 
-def run_scenario(s: DecodeScenario, sizing, revision: Revision) -> ScenarioRun:
+def run_scenario(s: DecodeScenario, sizing: DecodeSizing, revision: Revision) -> ScenarioRun:
     """Execute the scenario on a fresh pool; the caller checks the properties."""
     cfg = s.config
     extra = sizing.req_to_token_extra_context_len(cfg)
@@ -155,20 +174,22 @@ def run_scenario(s: DecodeScenario, sizing, revision: Revision) -> ScenarioRun:
     # Capacity: the scheduler's KV budget if set, else ample for the two requests.
     cap = cfg.kv_capacity() or 4 * (width + 2 * page)
     allocator = TokenToKVPoolAllocator(cap, page)
-    neighbour = Req(NEIGHBOUR, pool.alloc())
-    subject = Req(SUBJECT, pool.alloc())
+    rows = pool.alloc(), pool.alloc()
+    assert rows[0] is not None and rows[1] is not None  # a fresh pool of at least two rows
+    neighbour, subject = Req(NEIGHBOUR, rows[0]), Req(SUBJECT, rows[1])
     owners = {neighbour.req_pool_idx: NEIGHBOUR, subject.req_pool_idx: SUBJECT}
-    run = ScenarioRun(cfg, width, extra, page, subject.req_pool_idx, neighbour.req_pool_idx, [],
-                      sizing.alloc_page_size(cfg))
+    run = ScenarioRun(
+        cfg, width, extra, page, subject.req_pool_idx, neighbour.req_pool_idx, [], sizing.alloc_page_size(cfg)
+    )
     # The neighbour: a short prompt, so its first columns (where a spill lands) hold its slots.
-    if prefill(pool, allocator, neighbour, min(bound, page + 1)).refused:
+    if prefill(pool, allocator, neighbour, min(bound, page + 1)).refusal is not None:
         run.skipped = "out of memory at the neighbour's prefill"
         return run
     start = s.committed_len - (s.prior.accepted if s.prior else 0)
-    if prefill(pool, allocator, subject, start).refused:
+    if prefill(pool, allocator, subject, start).refusal is not None:
         run.skipped = "out of memory at prefill"
         return run
-    steps = []
+    steps: list[tuple[str, SpecRuntime | None, int | None, int]] = []
     if s.prior is not None:
         steps.append(("prior decode", s.runtime(s.prior.num_steps), s.prior.accepted, 0))
     steps.append(("decode", s.runtime(s.num_steps), None, s.device_lag))

@@ -10,23 +10,55 @@ one invariant they all serve together:
 because the row write kernel has no ``col < W`` check.  ``ModelSizing``
 binds the functions to a ``Revision`` (historical bugs are toggles, like
 SGLang's ``SGLANG_DEBUG_REVERT_PR``) and to a ``ServingConfig``.
+
+Every formula here is written once and works on ints (one configuration)
+and on int tensors (one element per configuration, ``closed_form``): it
+uses operators and the ``numeric`` helpers, never ``if``/``max`` on values.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Protocol, overload
+
+from torch import Tensor
 
 from . import algorithms as algo
 from .config import ServingConfig, SpecRuntime
-from .revisions import Revision
+from .numeric import Int, full_like, maximum, or_one, where
+from .revisions import Headroom, Revision
+
+# Without speculation a decode step writes one column, at seq_len: its L, its reserve, its growth, its footprint.
+NON_SPEC_DECODE_COLUMNS = 1
+# The headroom every row has past the context length, spec or not: 4 (+ Dmax with speculation).
+BASE_EXTRA_CONTEXT_LEN = 4
 
 
-def ceil_to_page(x: int, page: int) -> int:
+class DecodeSizing(Protocol):
+    """The sizing functions the model's decode path and request lifecycle call.
+
+    ``ModelSizing`` provides them, and so does any target's sizing surface
+    (``fuzz.targets``): every function takes the launch config, and the
+    per-batch ones the run-time spec shape ``rt`` (None without speculation).
+    """
+
+    def alloc_page_size(self, cfg: ServingConfig) -> int: ...
+
+    def alloc_reserve_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int: ...
+
+    def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int: ...
+
+    def page_aligned_decode_alloc_lens(
+        self, lens: Sequence[tuple[int, int]], reserve: int, page: int
+    ) -> tuple[list[int], list[int], int]: ...
+
+
+def ceil_to_page(x: Int, page: Int) -> Int:
     """x rounded up to a whole number of pages."""
     return -(-x // page) * page
 
 
-def alloc_page_size(page_size: int, attn_dcp_size: int) -> int:
+def alloc_page_size(page_size: Int, attn_dcp_size: Int) -> Int:
     """The page the token-to-KV allocator actually hands out.
 
     Invariant: every rounding done for decode uses the allocator's page.
@@ -37,7 +69,20 @@ def alloc_page_size(page_size: int, attn_dcp_size: int) -> int:
     return page_size * attn_dcp_size
 
 
-def tree_pages_per_branch(page: int, num_steps: int) -> int:
+@overload
+def spec_v2_tree(page: int, topk: int) -> bool: ...
+@overload
+def spec_v2_tree(page: Tensor, topk: Tensor) -> Tensor: ...
+def spec_v2_tree(page: int | Tensor, topk: int | Tensor) -> bool | Tensor:
+    """Whether the spec v2 tree layout applies: page > 1 and topk > 1 (for an algorithm with draft KV).
+
+    Then each of the K branches gets its own pages (``tree_pages_per_branch``)
+    instead of sharing one flat run of S * K slots.
+    """
+    return (page > 1) & (topk > 1)
+
+
+def tree_pages_per_branch(page: Int, num_steps: Int) -> Int:
     """Pages one topk branch of the spec v2 tree may span: ceil((page - 1 + S) / page).
 
     A branch starts at the device seq_len's page offset lp (up to page - 1)
@@ -48,13 +93,13 @@ def tree_pages_per_branch(page: int, num_steps: int) -> int:
 
 def alloc_len_per_decode(
     algorithm: str | None,
-    num_steps: int | None,
-    topk: int | None,
-    max_draft_tokens: int | None,
-    page: int,
+    num_steps: Int,
+    topk: Int,
+    max_draft_tokens: Int,
+    page: Int,
     *,
     tree_footprint: bool = True,
-) -> int:
+) -> Int:
     """L: the KV length one request may allocate in one decode step.
 
     Invariant: L covers everything the decode step writes past the device
@@ -62,21 +107,24 @@ def alloc_len_per_decode(
     the spec v2 tree (page > 1, topk > 1, draft KV), the page-duplicated
     branches, each ``tree_pages_per_branch`` pages long.  Without that term
     (before #26972) the tree outgrows the allocation.
+
+    Speculation off (``algorithm`` None): one column; the other counts are
+    not read.  ``num_steps`` 0 (an adaptive 0-step batch) counts as 1.
     """
     if algorithm is None:
-        return 1
+        return full_like(page, NON_SPEC_DECODE_COLUMNS)
     if algo.is_uno(algorithm):
         # UNO keeps one clean-root position beside its Q draft slots.
         return max_draft_tokens + 1
-    steps = num_steps or 1
-    k = topk or 1
-    dmax = max_draft_tokens or 0
-    if not tree_footprint or page == 1 or k == 1 or not algo.has_draft_kv(algorithm):
-        return max(steps * k, dmax)
-    return max(tree_pages_per_branch(page, steps) * page * k, dmax)
+    steps = or_one(num_steps)
+    flat = maximum(steps * topk, max_draft_tokens)
+    if not tree_footprint or not algo.drafts_tree(algorithm):
+        return flat
+    tree = maximum(tree_pages_per_branch(page, steps) * page * topk, max_draft_tokens)
+    return where(spec_v2_tree(page, topk), tree, flat)
 
 
-def alloc_reserve_per_decode(alloc_len: int) -> int:
+def alloc_reserve_per_decode(alloc_len: Int) -> Int:
     """R = 2L: a double buffer.
 
     Invariant: the allocation computed from the scheduler's kv_committed_len
@@ -86,9 +134,19 @@ def alloc_reserve_per_decode(alloc_len: int) -> int:
     return 2 * alloc_len
 
 
+def grown_len(kv_committed_len: Int, reserve: Int, page: Int, *, aligned: bool | Tensor = True) -> Int:
+    """c + R, rounded up to whole allocator pages when ``aligned``: what a decode allocation asks to reach.
+
+    Rounding is the fix of #31616 (an unrecorded page tail is stranded);
+    ``aligned`` False is exact growth (before it, and 0.5.18's DFLASH).
+    """
+    want = kv_committed_len + reserve
+    return where(aligned, ceil_to_page(want, page), want)
+
+
 def page_aligned_decode_alloc_len(
-    kv_committed_len: int, kv_allocated_len: int, reserve: int, page: int, *, aligned: bool = True
-) -> int:
+    kv_committed_len: Int, kv_allocated_len: Int, reserve: Int, page: Int, *, aligned: bool | Tensor = True
+) -> Int:
     """nxt: the new kv_allocated_len of a request after a decode allocation.
 
     Invariants: nxt is a whole number of allocator pages, because the
@@ -96,10 +154,7 @@ def page_aligned_decode_alloc_len(
     (#31616); nxt never shrinks below what is already allocated, because an
     adaptive downswitch lowers the reserve (#23336).
     """
-    want = kv_committed_len + reserve
-    if aligned:
-        want = ceil_to_page(want, page)
-    return max(kv_allocated_len, want)
+    return maximum(kv_allocated_len, grown_len(kv_committed_len, reserve, page, aligned=aligned))
 
 
 def page_aligned_decode_alloc_lens(
@@ -108,12 +163,26 @@ def page_aligned_decode_alloc_lens(
     """Per request (kv_committed_len, kv_allocated_len): (cur, nxt, total new slots)."""
     cur = [a for _, a in lens]
     nxt = [page_aligned_decode_alloc_len(c, a, reserve, page, aligned=aligned) for c, a in lens]
-    return cur, nxt, sum(n - a for n, a in zip(nxt, cur))
+    return cur, nxt, sum(n - a for n, a in zip(nxt, cur, strict=True))
+
+
+def headroom_covers_reserve(headroom: Headroom, algorithm: str | None, page: Int) -> bool | Tensor:
+    """Whether the row headroom covers the decode reserve (``req_to_token_extra_context_len``'s ``covered``).
+
+    Never without speculation; the reference always; upstream (PAGED) only
+    for alloc page > 1 or UNO, which leaves page 1 short (#33579); NONE
+    (before #26972) never.
+    """
+    if algorithm is None or headroom is Headroom.NONE:
+        return False
+    if headroom is Headroom.ALWAYS:
+        return True
+    return (page > 1) | algo.is_uno(algorithm)
 
 
 def req_to_token_extra_context_len(
-    max_draft_tokens: int | None, reserves: Iterable[int], page: int, *, covered: bool
-) -> int:
+    max_draft_tokens: Int, reserves: Iterable[Int], page: Int, *, covered: bool | Tensor
+) -> Int:
     """extra: the row headroom past the context length, W = C + extra.
 
     Invariant: C + extra >= ceil_P(c + R) for the longest c a decode may
@@ -122,12 +191,13 @@ def req_to_token_extra_context_len(
     enough: c + R < C + R and rounding adds at most page - 1.  ``covered``
     says whether the reserve term applies; upstream applies it only for
     page > 1 or UNO, which leaves page 1 short whenever 2 * max(S*K, Dmax)
-    > 4 + Dmax (#33579).
+    > 4 + Dmax (#33579).  ``max_draft_tokens``: Dmax, 0 without speculation.
     """
-    extra = 4 + (max_draft_tokens or 0)
-    if covered:
-        extra = max([extra] + [r + page - 1 for r in reserves])
-    return extra
+    extra = BASE_EXTRA_CONTEXT_LEN + max_draft_tokens
+    sized = extra
+    for r in reserves:
+        sized = maximum(sized, r + page - 1)
+    return where(covered, sized, extra)
 
 
 class ModelSizing:
@@ -148,9 +218,9 @@ class ModelSizing:
     def alloc_len_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
         return alloc_len_per_decode(
             cfg.speculative_algorithm,
-            rt.num_steps if rt else None,
-            cfg.speculative_eagle_topk,
-            cfg.max_speculative_num_draft_tokens,
+            rt.num_steps if rt else 0,
+            cfg.topk,
+            cfg.max_speculative_num_draft_tokens or 0,
             self.alloc_page_size(cfg),
             tree_footprint=self.revision.tree_alloc_len,
         )
@@ -158,19 +228,33 @@ class ModelSizing:
     def alloc_reserve_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
         return alloc_reserve_per_decode(self.alloc_len_per_decode(cfg, rt))
 
-    def page_aligned_decode_alloc_lens(self, lens, reserve: int, page: int):
+    def page_aligned_decode_alloc_lens(
+        self, lens: Sequence[tuple[int, int]], reserve: int, page: int
+    ) -> tuple[list[int], list[int], int]:
         return page_aligned_decode_alloc_lens(lens, reserve, page, aligned=self.revision.page_aligned_growth)
 
     def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int:
         page = self.alloc_page_size(cfg)
         rev = self.revision
-        if not cfg.spec_on or rev.headroom == "none":
-            covered = False
-        elif rev.headroom == "always":
-            covered = True
-        else:  # "paged": upstream 0.5.16 to 0.5.23
-            covered = page > 1 or algo.is_uno(cfg.speculative_algorithm)
-        # The reference sizes for every run-time shape; upstream reads the launch one.
-        runtimes = cfg.runtimes() if rev.headroom == "always" else [cfg.launch_runtime]
-        reserves = [self.alloc_reserve_per_decode(cfg, rt) for rt in runtimes]
-        return req_to_token_extra_context_len(cfg.max_speculative_num_draft_tokens, reserves, page, covered=covered)
+        headroom = rev.headroom
+        dmax = cfg.max_speculative_num_draft_tokens or 0
+        if rev.headroom_from_launch_shape:  # planted: the launch shape's D stands for Dmax
+            dmax = cfg.speculative_num_draft_tokens or 0
+            reserves = [
+                alloc_reserve_per_decode(
+                    alloc_len_per_decode(
+                        cfg.speculative_algorithm,
+                        cfg.launch_runtime.num_steps if cfg.launch_runtime else 0,
+                        cfg.topk,
+                        dmax,
+                        page,
+                        tree_footprint=rev.tree_alloc_len,
+                    )
+                )
+            ]
+        else:
+            # The reference sizes for every run-time shape; upstream reads the launch one.
+            runtimes = cfg.runtimes() if headroom.every_runtime else [cfg.launch_runtime]
+            reserves = [self.alloc_reserve_per_decode(cfg, rt) for rt in runtimes]
+        covered = headroom_covers_reserve(headroom, cfg.speculative_algorithm, page)
+        return req_to_token_extra_context_len(dmax, reserves, page, covered=covered)

@@ -38,24 +38,38 @@ def main(argv=None) -> int:
     except TargetError as e:
         print(f"lifecycle_steps: {e}", file=sys.stderr)
         return 2
-    hyp = settings(database=None, derandomize=False, max_examples=args.runs, deadline=None,
-                   phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+    hyp = settings(
+        database=None,
+        derandomize=False,
+        max_examples=args.runs,
+        deadline=None,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+    )
     scripts: list = []
     result = lifecycle_campaign(target, hyp, steps=args.steps, seed=args.seed, max_rounds=1, record=scripts)
     if result.findings or result.error:
         print(f"note: {args.target} is not clean ({result.status}); the figures include its shrinking")
     print(f"target {args.target}, up to {args.steps} steps per run, seed {args.seed}")
-    print(f"hypothesis: {result.examples} runs ended normally ({result.stats["runs_started"]} started), {result.stats["steps"]} steps "
-          f"in {result.seconds:.2f} s: {result.stats["steps"] / result.seconds:.0f} steps/s, {result.examples / result.seconds:.1f} runs/s")
+    print(
+        f"hypothesis: {result.examples} runs ended normally ({result.stats['runs_started']} started), "
+        f"{result.stats['steps']} steps in {result.seconds:.2f} s: {result.stats['steps'] / result.seconds:.0f} "
+        f"steps/s, {result.examples / result.seconds:.1f} runs/s"
+    )
     steps = sum(len(s) for _, s in scripts)
     with one_torch_thread():  # as the campaign runs
         t0 = time.perf_counter()
         for cfg, script in scripts:
             run_case(target, cfg, script, story=False)
         model = time.perf_counter() - t0
-    print(f"model alone: the {len(scripts)} normal runs' {steps} steps replayed with every invariant in {model:.2f} s: "
-          f"{steps / model:.0f} steps/s")
-    print(f"share of the campaign's time outside the model: {1 - model * result.stats["steps"] / max(steps, 1) / result.seconds:.0%}")
+    print(
+        f"model alone: the {len(scripts)} normal runs' {steps} steps replayed with every invariant in {model:.2f} s: "
+        f"{steps / model:.0f} steps/s"
+    )
+    print(
+        "share of the campaign's time outside the model: "
+        f"{1 - model * result.stats['steps'] / max(steps, 1) / result.seconds:.0%}"
+    )
     return 0
 
 

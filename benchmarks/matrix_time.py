@@ -25,8 +25,12 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="matrix-time-") as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "fuzz", "matrix", "--quiet", "--out", out, *argv],
-                              cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "fuzz", "matrix", "--quiet", "--out", out, *argv],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         wall = time.monotonic() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode not in (0, 1):
@@ -35,12 +39,14 @@ def main(argv: list[str]) -> int:
         report = json.loads(open(os.path.join(out, "matrix.json")).read())
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     load = os.getloadavg()[0]
-    print(f"matrix over {len(report['releases'])} releases: {wall:.1f} s wall, {cpu:.1f} s CPU "
-          f"(CPU / 2 cores = {cpu / 2:.1f} s), load average {load:.1f} at the end, exit {done.returncode}")
+    print(
+        f"matrix over {len(report['targets'])} releases: {wall:.1f} s wall, {cpu:.1f} s CPU "
+        f"(CPU / 2 cores = {cpu / 2:.1f} s), load average {load:.1f} at the end, exit {done.returncode}"
+    )
     print(f"{'release':<8} {'examples':>8} {'campaign s':>10} {'fidelity s':>10}  groups")
-    for r in report["releases"]:
+    for r in report["targets"]:  # one entry per release (fuzz.fidelity.matrix_report.target_entry)
         fid = r["fidelity"]["seconds"] if r["fidelity"] else 0.0
-        groups = ", ".join(g["signature"] for g in r["groups"]) or "-"
+        groups = ", ".join(f["signature"] for f in r["findings"]) or "-"
         print(f"{r['release']:<8} {r['examples']:>8} {r['seconds']:>10.1f} {fid:>10.1f}  {groups}")
     return 0
 

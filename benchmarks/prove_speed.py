@@ -27,18 +27,21 @@ from collections import Counter
 from allocator_model import closed_form as cf
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
-from allocator_model.decode import decode_reserve, draft_extent, write_path
+from allocator_model.decode import WritePath, decode_reserve, draft_extent, write_path
 from allocator_model.sizing import ceil_to_page
-from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW, regime
-from fuzz.prove.sweep import SPACES, launch_grid, prove, target_algorithms
-from fuzz.targets import resolve_target
+from fuzz.findings.kinds import Property, Signature, regime
+from fuzz.prove.grid import launch_grid, target_algorithms
+from fuzz.prove.space import SPACES, Space
+from fuzz.prove.sweep import prove
+from fuzz.targets import Target, resolve_target
 
 
-def loop_prove(target, space, stride: int = 1) -> tuple[int, int, Counter]:
+def loop_prove(target: Target, space: Space, stride: int = 1) -> tuple[int, int, Counter[Signature]]:
     """The sweep as a plain Python loop: (launch configurations, configurations, violations per group)."""
     rev, sizing = target.revision, target.sizing
     gaps = {ov: cf.committed_gap(rev, ov) for ov in (False, True)}
-    launches, configurations, groups = 0, 0, Counter()
+    launches, configurations = 0, 0
+    groups: Counter[Signature] = Counter()
     for a in target_algorithms(target):
         for page_size in space.page_sizes:
             g = launch_grid(space, a, page_size)
@@ -47,10 +50,13 @@ def loop_prove(target, space, stride: int = 1) -> tuple[int, int, Counter]:
                 cfg = ServingConfig.resolve(context_len=4096, **g.config_kwargs(i))
                 page = allocator_page_size(cfg)
                 extra = sizing.req_to_token_extra_context_len(cfg)
-                path = write_path(cfg)
-                reg = regime(cfg, page)
-                aligned = rev.page_aligned_growth and path != "non-spec" and not (
-                    path == "dflash" and not rev.dflash_page_rounded)
+                path = write_path(cfg.speculative_algorithm)
+                reg = regime(cfg, page).value
+                aligned = (
+                    rev.page_aligned_growth
+                    and path is not WritePath.NON_SPEC
+                    and not (path is WritePath.DFLASH and not rev.dflash_page_rounded)
+                )
                 rounded = aligned and page > 1
                 for rt in cfg.runtimes():
                     reserve = decode_reserve(cfg, rt, sizing)
@@ -59,24 +65,25 @@ def loop_prove(target, space, stride: int = 1) -> tuple[int, int, Counter]:
                         worst = reserve + (page - 1 if rounded else 0) - gaps[overlap] - extra
                         spill = min(max(worst, 0), page) if rounded else (page if worst > 0 else 0)
                         if spill:
-                            groups[f"{WRITE_WITHIN_ROW}/{reg}"] += spill
+                            groups[Signature(Property.WRITE_WITHIN_ROW, reg)] += spill
                         if not cfg.spec_on:
                             continue
-                        lag = cfg.max_speculative_num_draft_tokens if overlap else 0
+                        lag = (cfg.max_speculative_num_draft_tokens or 0) if overlap else 0
                         x = reserve - lag
                         base = (lag // page + 2) * page
                         draft = max(
                             draft_extent(cfg, rt, base + d, page)
                             - (ceil_to_page(base + d - lag + reserve, page) if aligned else base + d + x)
-                            for d in (0, min(page - x % page, page - 1), page - 1))
+                            for d in (0, min(page - x % page, page - 1), page - 1)
+                        )
                         if draft > 0:
-                            groups[f"{DRAFTS_WITHIN_ALLOCATION}/{reg}"] += page
+                            groups[Signature(Property.DRAFTS_WITHIN_ALLOCATION, reg)] += page
                         if not aligned and page > 1:
-                            groups[f"{PAGE_ALIGNED_GROWTH}/{reg}"] += page
+                            groups[Signature(Property.PAGE_ALIGNED_GROWTH, reg)] += page
     return launches, configurations, groups
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", default="reference@sglang-0.5.18")
     p.add_argument("--space", default="full", choices=sorted(SPACES), help="the space both are timed on")
@@ -90,8 +97,11 @@ def main(argv=None) -> int:
     _, n, loop_groups = loop_prove(target, check)
     fast = prove(target, check)
     same = n == fast.configurations and loop_groups == Counter({s: g.configurations for s, g in fast.groups.items()})
-    print(f"{check.name} space, loop and vectorized: {'same' if same else 'DIFFERENT'} configurations and groups "
-          f"({n:,} configurations, {sum(loop_groups.values()):,} violations in {len(loop_groups)} groups)", flush=True)
+    print(
+        f"{check.name} space, loop and vectorized: {'same' if same else 'DIFFERENT'} configurations and groups "
+        f"({n:,} configurations, {sum(loop_groups.values()):,} violations in {len(loop_groups)} groups)",
+        flush=True,
+    )
 
     space = SPACES[args.space]
     t0 = time.perf_counter()
@@ -101,12 +111,19 @@ def main(argv=None) -> int:
     loop_launches, loop_n, _ = loop_prove(target, space, args.loop_stride)
     loop_s = time.perf_counter() - t0
     vec_rate, loop_rate = full.configurations / vec_s, loop_n / loop_s
-    print(f"{space.name} space: {full.configurations:,} configurations, {full.launch_configurations:,} launch configurations")
-    print(f"vectorized   {vec_s:8.1f}s for all of them     {vec_rate:16,.0f} configurations/s "
-          f"({full.launch_configurations / vec_s:,.0f} launch configurations/s)")
-    print(f"python loop  {loop_s:8.1f}s for 1 in {args.loop_stride:<4}       {loop_rate:16,.0f} configurations/s "
-          f"({loop_launches / loop_s:,.0f} launch configurations/s; all of them would take "
-          f"{full.configurations / loop_rate / 60:.0f} min)")
+    print(
+        f"{space.name} space: {full.configurations:,} configurations, "
+        f"{full.launch_configurations:,} launch configurations"
+    )
+    print(
+        f"vectorized   {vec_s:8.1f}s for all of them     {vec_rate:16,.0f} configurations/s "
+        f"({full.launch_configurations / vec_s:,.0f} launch configurations/s)"
+    )
+    print(
+        f"python loop  {loop_s:8.1f}s for 1 in {args.loop_stride:<4}       {loop_rate:16,.0f} configurations/s "
+        f"({loop_launches / loop_s:,.0f} launch configurations/s; all of them would take "
+        f"{full.configurations / loop_rate / 60:.0f} min)"
+    )
     ratio = vec_rate / loop_rate
     print(f"speed-up: {ratio:.0f}x (target >= 50x: {'met' if ratio >= 50 else 'NOT met'})")
     return 0 if same else 1

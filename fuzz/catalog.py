@@ -8,10 +8,11 @@ regression tests.  Numbers in the titles are the doc's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from allocator_model.config import ServingConfig
-from allocator_model.scenario import DecodeScenario
-
+from allocator_model.scenario import DecodeScenario, PriorStep
+from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
 
 
@@ -28,54 +29,164 @@ class KnownBug:
         return f"{self.bug}:{self.title}"
 
 
-def _at_bound(cfg: ServingConfig, gap: int = 0, **kw) -> DecodeScenario:
-    # Overlap off: c <= min(C, capacity) - 4 on every revision.
-    return DecodeScenario(cfg, cfg.context_len - 4 - gap, **kw)
+def _at_bound(
+    cfg: ServingConfig, gap: int = 0, *, num_steps: int | None = None, prior: PriorStep | None = None
+) -> DecodeScenario:
+    """The decode allocation ``gap`` below the scheduler's committed-length bound.
+
+    Overlap is off in every entry, where the bound (min(C, capacity) - 4) is
+    the same on every revision, so it is taken without one.
+    """
+    assert not cfg.enable_overlap, "the bound of an overlap config depends on the revision"
+    return DecodeScenario(cfg, max_committed_len_at_decode_alloc(cfg) - gap, num_steps, prior)
 
 
-def _cfg(**kw) -> ServingConfig:
+def _cfg(**kw: Any) -> ServingConfig:
     kw.setdefault("enable_overlap", False)
     return ServingConfig.resolve(**kw)
 
 
 CATALOG: tuple[KnownBug, ...] = (
-    KnownBug("#35424", "p=64 dcp=8 EAGLE 3,1,4: width C+71, write end C+515", "sglang-0.5.18", WRITE_WITHIN_ROW,
-             _at_bound(_cfg(context_len=4093, page_size=64, attn_dcp_size=8, speculative_algorithm="EAGLE",
-                            speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4))),
-    KnownBug("#35424", "p=1 dcp=8 EAGLE3 3,1,4: the p=1 sizing branch under a page-8 allocator", "sglang-0.5.18",
-             WRITE_WITHIN_ROW,
-             _at_bound(_cfg(context_len=4093, page_size=1, attn_dcp_size=8, speculative_algorithm="EAGLE3"))),
-    KnownBug("#35424", "p=1 dcp=4 EAGLE 2,8,6: tree path reached with L sized for page 1", "sglang-0.5.18",
-             DRAFTS_WITHIN_ALLOCATION,
-             _at_bound(_cfg(context_len=4096, page_size=1, attn_dcp_size=4, speculative_algorithm="EAGLE",
-                            speculative_num_steps=2, speculative_eagle_topk=8, speculative_num_draft_tokens=6), gap=1)),
-    KnownBug("#33579", "page 1 DSPARK gamma 16: R 34 vs extra 21", "sglang-0.5.23", WRITE_WITHIN_ROW,
-             _at_bound(_cfg(context_len=2048, speculative_algorithm="DSPARK", speculative_num_draft_tokens=17))),
-    KnownBug("#33579", "page 1 DFLASH block 16", "sglang-0.5.23", WRITE_WITHIN_ROW,
-             _at_bound(_cfg(context_len=2048, speculative_algorithm="DFLASH"))),
-    KnownBug("#33579", "page 1 NGRAM defaults", "sglang-0.5.23", WRITE_WITHIN_ROW,
-             _at_bound(_cfg(context_len=2048, speculative_algorithm="NGRAM"))),
-    KnownBug("#33579", "page 1 EAGLE Llama default 5,4,8: spill up to 24 columns", "sglang-0.5.23", WRITE_WITHIN_ROW,
-             _at_bound(_cfg(context_len=2048, speculative_algorithm="EAGLE", speculative_num_steps=5,
-                            speculative_eagle_topk=4, speculative_num_draft_tokens=8))),
-    KnownBug("#33579", "page 1 EAGLE topk 1 with D = 9", "sglang-0.5.23", WRITE_WITHIN_ROW,
-             _at_bound(_cfg(context_len=2048, speculative_algorithm="EAGLE", speculative_num_steps=8,
-                            speculative_eagle_topk=1))),
-    KnownBug("#26972", "p=16 EAGLE 5,4,8: the page-duplicated tree outgrows max(S*K, D)", "pre-26972",
-             DRAFTS_WITHIN_ALLOCATION,
-             _at_bound(_cfg(context_len=2048, page_size=16, speculative_algorithm="EAGLE", speculative_num_steps=5,
-                            speculative_eagle_topk=4, speculative_num_draft_tokens=8), gap=20)),
-    KnownBug("#31616", "p=16 EAGLE 3,1,4: nxt = c + R leaves a page tail unrecorded", "pre-31616", PAGE_ALIGNED_GROWTH,
-             _at_bound(_cfg(context_len=2048, page_size=16, speculative_algorithm="EAGLE"), gap=1)),
-    KnownBug("#35265", "p=16 DFLASH block 16: unrounded 2D reserve", "pre-35265", PAGE_ALIGNED_GROWTH,
-             _at_bound(_cfg(context_len=2048, page_size=16, speculative_algorithm="DFLASH"), gap=1)),
-    KnownBug("#35265", "0.5.18 ships the unrounded DFLASH reserve", "sglang-0.5.18", PAGE_ALIGNED_GROWTH,
-             _at_bound(_cfg(context_len=2048, page_size=16, speculative_algorithm="DFLASH"), gap=1)),
-    KnownBug("#35265", "p=1 dcp=2 DFLASH: the unrounded reserve under a paged (DCP) allocator", "sglang-0.5.18",
-             PAGE_ALIGNED_GROWTH,
-             _at_bound(_cfg(context_len=2048, attn_dcp_size=2, speculative_algorithm="DFLASH",
-                            speculative_num_draft_tokens=3), gap=1)),
-    KnownBug("bound", "adaptive default at page 1 fits exactly at c = C - 4 (c = C would be a false alarm)",
-             "sglang-0.5.23", None,
-             _at_bound(_cfg(context_len=2048, speculative_algorithm="EAGLE", speculative_adaptive=True), num_steps=7)),
+    KnownBug(
+        "#35424",
+        "p=64 dcp=8 EAGLE 3,1,4: width C+71, write end C+515",
+        "sglang-0.5.18",
+        WRITE_WITHIN_ROW,
+        _at_bound(
+            _cfg(
+                context_len=4093,
+                page_size=64,
+                attn_dcp_size=8,
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=3,
+                speculative_eagle_topk=1,
+                speculative_num_draft_tokens=4,
+            )
+        ),
+    ),
+    KnownBug(
+        "#35424",
+        "p=1 dcp=8 EAGLE3 3,1,4: the p=1 sizing branch under a page-8 allocator",
+        "sglang-0.5.18",
+        WRITE_WITHIN_ROW,
+        _at_bound(_cfg(context_len=4093, page_size=1, attn_dcp_size=8, speculative_algorithm="EAGLE3")),
+    ),
+    KnownBug(
+        "#35424",
+        "p=1 dcp=4 EAGLE 2,8,6: tree path reached with L sized for page 1",
+        "sglang-0.5.18",
+        DRAFTS_WITHIN_ALLOCATION,
+        _at_bound(
+            _cfg(
+                context_len=4096,
+                page_size=1,
+                attn_dcp_size=4,
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=2,
+                speculative_eagle_topk=8,
+                speculative_num_draft_tokens=6,
+            ),
+            gap=1,
+        ),
+    ),
+    KnownBug(
+        "#33579",
+        "page 1 DSPARK gamma 16: R 34 vs extra 21",
+        "sglang-0.5.23",
+        WRITE_WITHIN_ROW,
+        _at_bound(_cfg(context_len=2048, speculative_algorithm="DSPARK", speculative_num_draft_tokens=17)),
+    ),
+    KnownBug(
+        "#33579",
+        "page 1 DFLASH block 16",
+        "sglang-0.5.23",
+        WRITE_WITHIN_ROW,
+        _at_bound(_cfg(context_len=2048, speculative_algorithm="DFLASH")),
+    ),
+    KnownBug(
+        "#33579",
+        "page 1 NGRAM defaults",
+        "sglang-0.5.23",
+        WRITE_WITHIN_ROW,
+        _at_bound(_cfg(context_len=2048, speculative_algorithm="NGRAM")),
+    ),
+    KnownBug(
+        "#33579",
+        "page 1 EAGLE Llama default 5,4,8: spill up to 24 columns",
+        "sglang-0.5.23",
+        WRITE_WITHIN_ROW,
+        _at_bound(
+            _cfg(
+                context_len=2048,
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=5,
+                speculative_eagle_topk=4,
+                speculative_num_draft_tokens=8,
+            )
+        ),
+    ),
+    KnownBug(
+        "#33579",
+        "page 1 EAGLE topk 1 with D = 9",
+        "sglang-0.5.23",
+        WRITE_WITHIN_ROW,
+        _at_bound(
+            _cfg(context_len=2048, speculative_algorithm="EAGLE", speculative_num_steps=8, speculative_eagle_topk=1)
+        ),
+    ),
+    KnownBug(
+        "#26972",
+        "p=16 EAGLE 5,4,8: the page-duplicated tree outgrows max(S*K, D)",
+        "pre-26972",
+        DRAFTS_WITHIN_ALLOCATION,
+        _at_bound(
+            _cfg(
+                context_len=2048,
+                page_size=16,
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=5,
+                speculative_eagle_topk=4,
+                speculative_num_draft_tokens=8,
+            ),
+            gap=20,
+        ),
+    ),
+    KnownBug(
+        "#31616",
+        "p=16 EAGLE 3,1,4: nxt = c + R leaves a page tail unrecorded",
+        "pre-31616",
+        PAGE_ALIGNED_GROWTH,
+        _at_bound(_cfg(context_len=2048, page_size=16, speculative_algorithm="EAGLE"), gap=1),
+    ),
+    KnownBug(
+        "#35265",
+        "p=16 DFLASH block 16: unrounded 2D reserve",
+        "pre-35265",
+        PAGE_ALIGNED_GROWTH,
+        _at_bound(_cfg(context_len=2048, page_size=16, speculative_algorithm="DFLASH"), gap=1),
+    ),
+    KnownBug(
+        "#35265",
+        "0.5.18 ships the unrounded DFLASH reserve",
+        "sglang-0.5.18",
+        PAGE_ALIGNED_GROWTH,
+        _at_bound(_cfg(context_len=2048, page_size=16, speculative_algorithm="DFLASH"), gap=1),
+    ),
+    KnownBug(
+        "#35265",
+        "p=1 dcp=2 DFLASH: the unrounded reserve under a paged (DCP) allocator",
+        "sglang-0.5.18",
+        PAGE_ALIGNED_GROWTH,
+        _at_bound(
+            _cfg(context_len=2048, attn_dcp_size=2, speculative_algorithm="DFLASH", speculative_num_draft_tokens=3),
+            gap=1,
+        ),
+    ),
+    KnownBug(
+        "bound",
+        "adaptive default at page 1 fits exactly at c = C - 4 (c = C would be a false alarm)",
+        "sglang-0.5.23",
+        None,
+        _at_bound(_cfg(context_len=2048, speculative_algorithm="EAGLE", speculative_adaptive=True), num_steps=7),
+    ),
 )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import signal
 import sys
 import threading
@@ -18,6 +17,7 @@ from typing import Any
 
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import SGLANG_VERSION_HELP, Parser
+from fuzz.common.streams import ClosedPipeTolerant
 from fuzz.findings import casefile
 
 # Packages adding commands: each cli module has register(subparsers), which adds a parser
@@ -27,20 +27,38 @@ COMMAND_MODULES: tuple[str, ...] = ("fuzz.run.cli", "fuzz.lifecycle.cli", "fuzz.
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="fuzz", description="Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.")
+    p.add_argument("--version", action="version", version=f"kvrow-fuzz {tool_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
 
-    rep = sub.add_parser("repro", help="replay a case file", description=(
-        "Replay a case file deterministically. Exit 1: the failure reproduces; 0: it no longer does; 2: bad file."))
+    rep = sub.add_parser(
+        "repro",
+        help="replay a case file",
+        description=(
+            "Replay a case file deterministically. Exit 1: the failure reproduces; 0: it no longer does; 2: bad file."
+        ),
+    )
     rep.add_argument("case", metavar="CASE.json")
-    rep.add_argument("--emit-test", action="store_true",
-                     help="print a ready-to-paste pytest regression test for the case instead of replaying it")
+    rep.add_argument(
+        "--emit-test",
+        action="store_true",
+        help="print a ready-to-paste pytest regression test for the case instead of replaying it",
+    )
     rep.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
     rep.set_defaults(func=cmd_repro)
 
     sub.add_parser("targets", help="list what can be targeted").set_defaults(func=cmd_targets)
     return p
+
+
+def tool_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kvrow-fuzz")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def cmd_repro(args: argparse.Namespace) -> ExitCode:
@@ -79,7 +97,10 @@ def _interrupt_on_sigterm() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit status reflects the findings however stdout is consumed."""
     _interrupt_on_sigterm()
+    stdout = sys.stdout
+    sys.stdout = ClosedPipeTolerant(stdout)  # type: ignore[assignment]
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args))
@@ -89,5 +110,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fuzz: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        os._exit(ExitCode.CLEAN)
+    finally:
+        sys.stdout = stdout

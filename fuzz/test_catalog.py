@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from allocator_model.scenario import scenario_problem
-
 from fuzz.catalog import CATALOG
 from fuzz.run.engine import check_scenario
 from fuzz.targets import resolve_target

@@ -8,9 +8,8 @@ written, row width, victim row.
 
 from __future__ import annotations
 
-from hypothesis import assume, given, strategies as st, target
-
-from strategies.scenarios import decode_scenarios
+from hypothesis import assume, given, target
+from hypothesis import strategies as st
 
 from fuzz.run.engine import check_scenario
 from fuzz.run.properties import (
@@ -20,6 +19,7 @@ from fuzz.run.properties import (
     WRITE_WITHIN_ROW,
     overshoot,
 )
+from strategies.scenarios import decode_scenarios
 
 
 def holds(fuzz_target, data, prop: str) -> None:

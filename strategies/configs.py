@@ -2,43 +2,52 @@
 
 from __future__ import annotations
 
-from hypothesis import assume, strategies as st
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, TypeVar
+
+from hypothesis import reject
+from hypothesis import strategies as st
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
 
 from . import space
 
+T = TypeVar("T")
+
 
 class DrawChooser:
-    """The ``choose`` interface of strategies.space, backed by a Hypothesis ``draw``."""
+    """The ``choose`` interface of strategies.space (``space.Chooser``), backed by a Hypothesis ``draw``."""
 
-    def __init__(self, draw):
+    def __init__(self, draw: st.DrawFn) -> None:
         self.draw = draw
 
     def integers(self, lo: int, hi: int) -> int:
         return self.draw(st.integers(lo, hi))
 
-    def sampled_from(self, values):
+    def sampled_from(self, values: Iterable[T]) -> T:
         return self.draw(st.sampled_from(tuple(values)))
 
     def booleans(self) -> bool:
         return self.draw(st.booleans())
 
-    def often(self, value, values):
+    def often(self, value: T, values: Iterable[T]) -> T:
         return value if self.draw(st.booleans()) else self.sampled_from(values)
 
-    def subset(self, values, min_size: int, max_size: int) -> tuple:
+    def subset(self, values: Iterable[int], min_size: int, max_size: int) -> tuple[int, ...]:
         return tuple(sorted(self.draw(st.sets(st.sampled_from(tuple(values)), min_size=min_size, max_size=max_size))))
 
 
 @st.composite
-def spec_args(draw, algorithm: str | None) -> dict:
+def spec_args(draw: st.DrawFn, algorithm: str | None) -> dict[str, Any]:
     return space.spec_args(DrawChooser(draw), algorithm)
 
 
 @st.composite
-def serving_configs(draw, algorithms=algo.ALL, pins: dict | None = None) -> ServingConfig:
+def serving_configs(
+    draw: st.DrawFn, algorithms: Collection[str] = algo.ALL, pins: Mapping[str, Any] | None = None
+) -> ServingConfig:
     cfg = space.serving_config(DrawChooser(draw), algorithms, pins)
-    assume(cfg is not None)  # only pinned fields can clash with drawn ones
+    if cfg is None:
+        reject()  # only pinned fields can clash with drawn ones
     return cfg

@@ -18,9 +18,11 @@ def adaptive_steps(cfg: ServingConfig) -> st.SearchStrategy[int | None]:
     """The step count one batch runs with: an adaptive candidate, or None (launch value)."""
     if not cfg.speculative_adaptive:
         return st.none()
-    return st.sampled_from(cfg.speculative_adaptive_candidate_steps)
+    return st.sampled_from(cfg.candidate_steps)
 
 
-def adaptive_step_sequences(cfg: ServingConfig, min_size: int = 1, max_size: int = 8):
+def adaptive_step_sequences(
+    cfg: ServingConfig, min_size: int = 1, max_size: int = 8
+) -> st.SearchStrategy[list[int | None]]:
     """Step counts of consecutive batches (adaptive up- and downswitches)."""
     return st.lists(adaptive_steps(cfg), min_size=min_size, max_size=max_size)

@@ -8,6 +8,9 @@ sometimes a KV capacity below what the rows could hold.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+from typing import Any
+
 from hypothesis import strategies as st
 
 from allocator_model import algorithms as algo
@@ -26,14 +29,16 @@ LIFECYCLE_RUNNING_REQUESTS = (2, 4)
 
 
 @st.composite
-def lifecycle_configs(draw, algorithms=algo.ALL, pins: dict | None = None) -> ServingConfig:
+def lifecycle_configs(
+    draw: st.DrawFn, algorithms: Collection[str] = algo.ALL, pins: Mapping[str, Any] | None = None
+) -> ServingConfig:
     """A valid config with a short context, a few rows, and a KV capacity that may bind.
 
     ``pins`` (``--pin``) fix fields as in ``run``; a pinned context length,
     row count or capacity is kept instead of the short lifecycle ones.
     """
     pins = pins or {}
-    cfg = draw(serving_configs(algorithms, pins))
+    cfg: ServingConfig = draw(serving_configs(algorithms, pins))
     page = allocator_page_size(cfg)
     lo, _ = context_pages_range(page)
     context_len = draw(st.integers(lo, max(lo, LIFECYCLE_CONTEXT_SPAN // page))) * page + draw(st.integers(0, page - 1))
@@ -47,8 +52,9 @@ def lifecycle_configs(draw, algorithms=algo.ALL, pins: dict | None = None) -> Se
 def prompt_lens(cfg: ServingConfig) -> st.SearchStrategy[int]:
     """Prompt lengths: just under the admission limit (shrinking to it), or anywhere below it."""
     limit = max_total_len(cfg)
-    return st.one_of(near_limit(limit, allocator_page_size(cfg), cfg.max_speculative_num_draft_tokens),
-                     st.integers(1, limit))
+    return st.one_of(
+        near_limit(limit, allocator_page_size(cfg), cfg.max_speculative_num_draft_tokens), st.integers(1, limit)
+    )
 
 
 def max_new_tokens_requests(cfg: ServingConfig) -> st.SearchStrategy[int]:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from hypothesis import assume, strategies as st
+from collections.abc import Mapping
+from typing import Any
+
+from hypothesis import reject
+from hypothesis import strategies as st
 
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario
@@ -12,7 +16,8 @@ from .configs import DrawChooser
 
 
 @st.composite
-def decode_scenarios(draw, revision: Revision, pins: dict | None = None) -> DecodeScenario:
+def decode_scenarios(draw: st.DrawFn, revision: Revision, pins: Mapping[str, Any] | None = None) -> DecodeScenario:
     scenario = space.decode_scenario(DrawChooser(draw), revision, near_limit=True, pins=pins)
-    assume(scenario is not None)  # only pinned fields can clash with drawn ones
+    if scenario is None:
+        reject()  # only pinned fields can clash with drawn ones
     return scenario

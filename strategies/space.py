@@ -15,24 +15,72 @@ exactly the same space and every configuration is valid by construction:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
 from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
-from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.config import (
+    UNO_MAX_DRAFT_TOKENS,
+    UNO_MAX_TREE_NODES,
+    ConfigError,
+    ServingConfig,
+    chain_draft_tokens,
+)
 from allocator_model.revisions import Revision
-from allocator_model.scenario import DecodeScenario, PriorStep
+from allocator_model.scenario import DecodeScenario, PriorStep, batch_runtime, max_device_lag
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
+from allocator_model.sizing import alloc_page_size
+
+__all__ = [
+    "PAGE_SIZES",
+    "DCP_SIZES",
+    "MAX_STEPS",
+    "MAX_TOPK",
+    "MAX_DRAFT_TOKENS",
+    "UNO_MAX_DRAFT_TOKENS",
+    "MAX_RUNNING_REQUESTS",
+    "CONTEXT_SPAN",
+    "MIN_CONTEXT",
+    "Chooser",
+    "context_pages_range",
+    "near_limit_gap_max",
+    "spec_args",
+    "serving_config",
+    "check_pins",
+    "batch_steps",
+    "decode_scenario",
+]
+
+T = TypeVar("T")
 
 PAGE_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 3, 12, 48)
 DCP_SIZES = (1, 2, 4, 8, 16, 3, 6)
 MAX_STEPS = 16
 MAX_TOPK = 16
 MAX_DRAFT_TOKENS = 64
-UNO_MAX_DRAFT_TOKENS = 128
+# UNO's own limits (Q <= 128 draft slots, Q * K <= 2048 tree nodes) are server_args', from allocator_model.config.
 MAX_RUNNING_REQUESTS = (2, 8)
 # Context lengths stay below this many tokens (plus up to one allocator page):
 # long enough for every regime, small enough for a real tensor per example.
 CONTEXT_SPAN = 1 << 15
 MIN_CONTEXT = 8
+
+
+class Chooser(Protocol):
+    """How the walk draws: Hypothesis' ``draw`` (``strategies.configs.DrawChooser``) or ``random`` (``uniform``)."""
+
+    def integers(self, lo: int, hi: int) -> int: ...
+
+    def sampled_from(self, values: Iterable[T]) -> T: ...
+
+    def booleans(self) -> bool: ...
+
+    def often(self, value: T, values: Iterable[T]) -> T:
+        """``value`` half the time under Hypothesis (a uniform sampler takes no notice), else one of ``values``."""
+        ...
+
+    def subset(self, values: Iterable[int], min_size: int, max_size: int) -> tuple[int, ...]: ...
 
 
 def context_pages_range(alloc_page: int) -> tuple[int, int]:
@@ -51,18 +99,24 @@ def near_limit_gap_max(bound: int, alloc_page: int, max_draft_tokens: int | None
     return max(0, min(bound - 1, alloc_page + (max_draft_tokens or 1)))
 
 
-def spec_args(choose, algorithm: str | None) -> dict:
+def spec_args(choose: Chooser, algorithm: str | None) -> dict[str, Any]:
     """(S, K, D) and adaptive settings that server_args accepts for ``algorithm``."""
     if algorithm is None:
         return {}
-    args: dict = {"speculative_algorithm": algorithm}
+    args: dict[str, Any] = {"speculative_algorithm": algorithm}
+    s: int | None
     if algorithm in algo.EAGLE_FAMILY:
         if algorithm in algo.ADAPTIVE and choose.booleans():
             cand = choose.subset(range(MAX_STEPS), 1, 5)
-            return {**args, "speculative_adaptive": True, "speculative_adaptive_candidate_steps": cand,
-                    "speculative_num_steps": choose.sampled_from(cand), "speculative_eagle_topk": 1}
+            return {
+                **args,
+                "speculative_adaptive": True,
+                "speculative_adaptive_candidate_steps": cand,
+                "speculative_num_steps": choose.sampled_from(cand),
+                "speculative_eagle_topk": 1,
+            }
         s, k = choose.integers(1, MAX_STEPS), choose.integers(1, MAX_TOPK)
-        d = s + 1 if k == 1 else choose.integers(1, MAX_DRAFT_TOKENS)
+        d = chain_draft_tokens(s) if k == 1 else choose.integers(1, MAX_DRAFT_TOKENS)
     elif algorithm == algo.NGRAM:
         s, k, d = None, choose.integers(1, MAX_TOPK), choose.integers(1, MAX_DRAFT_TOKENS)  # S = D // K
     elif algorithm == algo.DFLASH:
@@ -71,33 +125,36 @@ def spec_args(choose, algorithm: str | None) -> dict:
         s, k, d = 1, 1, choose.integers(2, MAX_DRAFT_TOKENS)
     else:  # UNO: Q = D >= S + 1, Q <= 128, Q * K <= 2048
         s = choose.integers(1, MAX_STEPS)
-        d = choose.integers(s + 1, UNO_MAX_DRAFT_TOKENS)
-        k = choose.integers(1, min(MAX_TOPK, 2048 // d))
+        d = choose.integers(chain_draft_tokens(s), UNO_MAX_DRAFT_TOKENS)
+        k = choose.integers(1, min(MAX_TOPK, UNO_MAX_TREE_NODES // d))
     return {**args, "speculative_num_steps": s, "speculative_eagle_topk": k, "speculative_num_draft_tokens": d}
 
 
-def serving_config(choose, algorithms=algo.ALL, pins: dict | None = None) -> ServingConfig | None:
+def serving_config(
+    choose: Chooser, algorithms: Collection[str] = algo.ALL, pins: Mapping[str, Any] | None = None
+) -> ServingConfig | None:
     """A valid config; algorithm None first so shrinking prefers no speculation.
 
     ``pins`` fixes fields (SGLang names) and fuzzes the rest; a pinned field
     that clashes with a drawn one gives None (the caller rejects the draw).
     """
-    pins = pins or {}
+    pinned: Mapping[str, Any] = pins or {}
 
-    def pick(name, draw):  # the pinned value, else a draw (no draw is spent on pinned fields)
-        return pins[name] if name in pins else draw()
+    def pick(name: str, draw: Callable[[], Any]) -> Any:  # the pinned value, else a draw (none spent on pins)
+        return pinned[name] if name in pinned else draw()
 
-    algorithm = algo.normalize(pick("speculative_algorithm", lambda: choose.sampled_from(
-        (None,) + tuple(a for a in algo.ALL if a in algorithms))))
+    algorithm = algo.normalize(
+        pick("speculative_algorithm", lambda: choose.sampled_from((None, *(a for a in algo.ALL if a in algorithms))))
+    )
     # Page 1 (SGLang's default) is the only road to the token allocator (P_a = 1)
     # and its own bug class, so Hypothesis takes it half the time.
     page = pick("page_size", lambda: choose.often(1, PAGE_SIZES))
     dcp = pick("attn_dcp_size", lambda: 1 if algorithm == algo.UNO else choose.sampled_from(DCP_SIZES))
-    alloc_page = page * dcp
+    alloc_page = alloc_page_size(page, dcp)  # allocator_page_size of the config being built
     lo, hi = context_pages_range(alloc_page)
     # C fuzzed modulo the allocator page: m whole pages plus any residue.
     context_len = pick("context_len", lambda: choose.integers(lo, hi) * alloc_page + choose.integers(0, alloc_page - 1))
-    args = {
+    args: dict[str, Any] = {
         "context_len": context_len,
         "page_size": page,
         "attn_dcp_size": dcp,
@@ -105,30 +162,37 @@ def serving_config(choose, algorithms=algo.ALL, pins: dict | None = None) -> Ser
         "enable_overlap": pick("enable_overlap", choose.booleans),
         **spec_args(choose, algorithm),
     }
-    args.update(pins)
+    args.update(pinned)
     try:
         return ServingConfig.resolve(**args)
     except ConfigError:
-        if pins:
+        if pinned:
             return None
         raise
 
 
-def check_pins(pins: dict) -> None:
+def check_pins(pins: Mapping[str, Any]) -> None:
     """Raise ConfigError if the pinned fields are invalid whatever the rest is."""
     probe = {"context_len": 4096, **pins}
-    spec_fields = {"speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_adaptive"}
+    spec_fields = {
+        "speculative_num_steps",
+        "speculative_eagle_topk",
+        "speculative_num_draft_tokens",
+        "speculative_adaptive",
+    }
     if "speculative_algorithm" not in pins and spec_fields & set(pins):
         probe["speculative_algorithm"] = "EAGLE"  # spec fields need some algorithm to be judged
     ServingConfig.resolve(**probe)
 
 
-def batch_steps(choose, cfg: ServingConfig) -> int | None:
+def batch_steps(choose: Chooser, cfg: ServingConfig) -> int | None:
     """The step count one batch runs with: an adaptive candidate, or None (the launch value)."""
-    return choose.sampled_from(cfg.speculative_adaptive_candidate_steps) if cfg.speculative_adaptive else None
+    return choose.sampled_from(cfg.candidate_steps) if cfg.speculative_adaptive else None
 
 
-def decode_scenario(choose, revision: Revision, *, near_limit: bool = True, pins: dict | None = None) -> DecodeScenario | None:
+def decode_scenario(
+    choose: Chooser, revision: Revision, *, near_limit: bool = True, pins: Mapping[str, Any] | None = None
+) -> DecodeScenario | None:
     """A request's last decode steps, valid under the revision's scheduler rules (None: pins clash)."""
     cfg = serving_config(choose, revision.algorithms, pins)
     if cfg is None:
@@ -146,7 +210,9 @@ def decode_scenario(choose, revision: Revision, *, near_limit: bool = True, pins
     prior = None
     if cfg.spec_on and committed > 1 and choose.booleans():
         prior_steps = batch_steps(choose, cfg)
-        prior_d = prior_steps + 1 if prior_steps is not None else cfg.speculative_num_draft_tokens
-        prior = PriorStep(choose.integers(1, min(prior_d, committed - 1)), prior_steps)
-    lag = choose.integers(0, dmax) if (cfg.enable_overlap and cfg.spec_on) else 0
+        prior_rt = batch_runtime(cfg, prior_steps)
+        assert prior_rt is not None  # speculation is on
+        prior = PriorStep(choose.integers(1, min(prior_rt.num_draft_tokens, committed - 1)), prior_steps)
+    lag_max = max_device_lag(cfg)
+    lag = choose.integers(0, lag_max) if lag_max else 0
     return DecodeScenario(cfg, committed, num_steps, prior, lag)

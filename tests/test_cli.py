@@ -12,14 +12,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def fuzz(*args, cwd=None):
     env = {**os.environ, "PYTHONPATH": ROOT}
-    return subprocess.run([sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, cwd=cwd or ROOT, env=env
+    )
 
 
 @pytest.fixture(scope="module")
 def seed_bug_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("run")
-    r = fuzz("run", "--target", "reference@sglang-0.5.18", "--profile", "ci", "--quiet",
-             "--cases", str(d / "cases"), "--json", str(d / "report.json"), cwd=d)
+    r = fuzz(
+        "run",
+        "--target",
+        "reference@sglang-0.5.18",
+        "--profile",
+        "ci",
+        "--quiet",
+        "--cases",
+        str(d / "cases"),
+        "--json",
+        str(d / "report.json"),
+        cwd=d,
+    )
     return d, r
 
 
@@ -45,7 +58,7 @@ def test_json_report_shape(seed_bug_run):
 
 def test_repro_replays_byte_identically(seed_bug_run):
     d, r = seed_bug_run
-    line = next(l for l in r.stdout.splitlines() if l.startswith("repro:") and "write-within-row-dcp-1" in l)
+    line = next(x for x in r.stdout.splitlines() if x.startswith("repro:") and "write-within-row-dcp-1" in x)
     path = line.split()[-1]
     first, second = fuzz("repro", path, cwd=d), fuzz("repro", path, cwd=d)
     assert first.returncode == second.returncode == 1
@@ -54,7 +67,7 @@ def test_repro_replays_byte_identically(seed_bug_run):
 
 def test_repro_exits_0_once_fixed(seed_bug_run, tmp_path):
     d, r = seed_bug_run
-    path = next(l for l in r.stdout.splitlines() if l.startswith("repro:")).split()[-1]
+    path = next(x for x in r.stdout.splitlines() if x.startswith("repro:")).split()[-1]
     doc = json.loads((d / path).read_text())
     doc["target"] = "reference"
     fixed = tmp_path / "fixed.json"
@@ -95,14 +108,22 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
     [
         ("{not json", "not valid JSON"),
         ('{"schema": "other"}', "not a kvrow-fuzz case file"),
-        ('{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
-         '"property": "write-within-row", "config": {"context_len": 100, "page_size": 0}, "case": {"committed_len": 5}}',
-         "page_size must be >= 1"),
-        ('{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
-         '"property": "write-within-row", "config": {"context_len": 100}, "case": {"committed_len": 99}}',
-         "outside [1, 96]"),
-        ('{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
-         '"property": "write-within-row", "config": {"context_len": 100}, "case": {}}', "malformed case"),
+        (
+            '{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
+            '"property": "write-within-row", "config": {"context_len": 100, "page_size": 0}, '
+            '"case": {"committed_len": 5}}',
+            "page_size must be >= 1",
+        ),
+        (
+            '{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
+            '"property": "write-within-row", "config": {"context_len": 100}, "case": {"committed_len": 99}}',
+            "outside [1, 96]",
+        ),
+        (
+            '{"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "decode-scenario", "target": "reference", '
+            '"property": "write-within-row", "config": {"context_len": 100}, "case": {}}',
+            "malformed case",
+        ),
     ],
 )
 def test_corrupt_case_files_are_one_line_and_exit_2(tmp_path, content, needle):
@@ -115,7 +136,13 @@ def test_corrupt_case_files_are_one_line_and_exit_2(tmp_path, content, needle):
 def test_targets_lists_every_revision():
     r = fuzz("targets")
     assert r.returncode == 0
-    for name in ("reference", "reference@sglang-0.5.18", "reference@sglang-0.5.23", "reference@pre-26972", "reference@pre-31616"):
+    for name in (
+        "reference",
+        "reference@sglang-0.5.18",
+        "reference@sglang-0.5.23",
+        "reference@pre-26972",
+        "reference@pre-31616",
+    ):
         assert name in r.stdout
 
 
@@ -126,9 +153,27 @@ def test_interrupted_run_reports_what_it_found_and_leaves_no_partial_case(tmp_pa
 
     cases = tmp_path / "cases"
     p = subprocess.Popen(
-        [sys.executable, "-m", "fuzz", "run", "--target", "reference@pre-26972", "--profile", "nightly",
-         "--max-examples", "1000000", "--cases", str(cases), "--json", str(tmp_path / "r.json")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT},
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "run",
+            "--target",
+            "reference@pre-26972",
+            "--profile",
+            "nightly",
+            "--max-examples",
+            "1000000",
+            "--cases",
+            str(cases),
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": ROOT},
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait for the first progress line that reports a group
@@ -147,9 +192,26 @@ def test_interrupted_run_reports_what_it_found_and_leaves_no_partial_case(tmp_pa
 
 
 def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):
-    r = fuzz("run", "--target", "reference@sglang-0.5.23", "--profile", "ci", "--quiet", "--max-examples", "100",
-             "--pin", "speculative_algorithm=DFLASH", "--pin", "page_size=1", "--pin", "attn_dcp_size=1",
-             "--cases", str(tmp_path), "--json", str(tmp_path / "r.json"))
+    r = fuzz(
+        "run",
+        "--target",
+        "reference@sglang-0.5.23",
+        "--profile",
+        "ci",
+        "--quiet",
+        "--max-examples",
+        "100",
+        "--pin",
+        "speculative_algorithm=DFLASH",
+        "--pin",
+        "page_size=1",
+        "--pin",
+        "attn_dcp_size=1",
+        "--cases",
+        str(tmp_path),
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     (f,) = json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
     assert f["signature"] == "write-within-row/alloc-page-1"

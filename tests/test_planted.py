@@ -4,7 +4,12 @@ import pytest
 from hypothesis import settings
 
 from fuzz.run.engine import campaign
-from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, NEIGHBOUR_ROWS_UNTOUCHED, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
+from fuzz.run.properties import (
+    DRAFTS_WITHIN_ALLOCATION,
+    NEIGHBOUR_ROWS_UNTOUCHED,
+    PAGE_ALIGNED_GROWTH,
+    WRITE_WITHIN_ROW,
+)
 from fuzz.targets import resolve_target
 
 PLANTED = [
@@ -21,8 +26,9 @@ PLANTED = [
 
 
 def fuzz(spec, prop, rounds):
-    return campaign(resolve_target(spec), settings(settings.get_profile("ci"), max_examples=300),
-                    props=(prop,), max_rounds=rounds)
+    return campaign(
+        resolve_target(spec), settings(settings.get_profile("ci"), max_examples=300), props=(prop,), max_rounds=rounds
+    )
 
 
 @pytest.mark.parametrize("prop, revision, regime", PLANTED, ids=[f"{p}@{r}" for p, r, _ in PLANTED])
@@ -34,7 +40,9 @@ def test_property_catches_the_planted_revision(prop, revision, regime):
         assert regime in {f.violation.regime for f in result.findings}
 
 
-@pytest.mark.parametrize("prop", [WRITE_WITHIN_ROW, NEIGHBOUR_ROWS_UNTOUCHED, DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH])
+@pytest.mark.parametrize(
+    "prop", [WRITE_WITHIN_ROW, NEIGHBOUR_ROWS_UNTOUCHED, DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH]
+)
 def test_property_is_quiet_on_the_reference(prop):
     result = fuzz("reference", prop, rounds=1)
     assert result.status == "clean", [f.violation.describe() for f in result.findings]

@@ -4,48 +4,57 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
-import struct
+import sys
 import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 import torch
 
 from allocator_model import closed_form as cf
+from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import DecodeScenario, run_scenario
 from allocator_model.sizing import ModelSizing
-from fuzz.prove import sweep as pv
 from fuzz.cli import main
-from fuzz.prove.heatmap import markdown_table, render
-from fuzz.run.properties import regime
-from fuzz.targets import Target, TargetCallError, resolve_target
+from fuzz.findings.kinds import REGIMES, CaseKind, Property, Signature, regime, regime_codes
+from fuzz.findings.report import Status
+from fuzz.prove.grid import launch_grid, target_algorithms
+from fuzz.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap
+from fuzz.prove.result import NO_VIOLATION, ProveResult
+from fuzz.prove.space import SPACES, Space
+from fuzz.prove.sweep import prove
+from fuzz.prove.witness import confirm
+from fuzz.targets import Target, TargetCallError, TargetKind, resolve_target
 
-TINY = pv.SPACES["tiny"]
+TINY = SPACES["tiny"]
 # Brute force enumerates every residue: smaller allocator pages, every regime still reached.
 BRUTE = dataclasses.replace(TINY, name="brute", page_sizes=(1, 2, 3, 16), dcp_sizes=(1, 2, 3, 4))
 REVS = sorted(REVISIONS)
 
 
-def blocks(spec: str, space=TINY):
+def blocks(spec: str, space: Space = TINY) -> Iterator[tuple[Target, cf.LaunchGrid, cf.DecodeRows]]:
     """(target, grid, model rows) of every (algorithm, page size) block of the space."""
     t = resolve_target(spec)
-    for a in pv.target_algorithms(t):
+    for a in target_algorithms(t):
         for p in space.page_sizes:
-            g = pv.launch_grid(space, a, p)
+            g = launch_grid(space, a, p)
             if len(g):
                 yield t, g, cf.model_decode_rows(g, t.revision)
 
 
-def segments(rows: cf.DecodeRows, per_row: torch.Tensor):
+def segments(rows: cf.DecodeRows, per_row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(row index, position within the row's segment) for per_row[i] positions of each row i."""
     idx = torch.repeat_interleave(torch.arange(len(rows)), per_row.long())
     start = torch.cumsum(per_row.long(), 0) - per_row.long()
     return idx, torch.arange(len(idx)) - start[idx]
 
 
-def segment_max_count(idx, values, n):
+def segment_max_count(idx: torch.Tensor, values: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     worst = torch.full((n,), torch.iinfo(torch.int64).min).scatter_reduce(0, idx, values.long(), "amax")
     count = torch.zeros(n, dtype=torch.int64).scatter_add(0, idx, (values > 0).long())
     return worst, count
@@ -55,7 +64,7 @@ def segment_max_count(idx, values, n):
 
 
 @pytest.mark.parametrize("spec", [f"reference@{r}" if r != "reference" else r for r in REVS])
-def test_worst_write_equals_every_residue_enumerated(spec):
+def test_worst_write_equals_every_residue_enumerated(spec: str) -> None:
     """Max and count over every residue of C mod P at c = C - gap, enumerated, equal the closed form."""
     for t, g, rows in blocks(spec, BRUTE):
         for overlap in (False, True):
@@ -70,10 +79,10 @@ def test_worst_write_equals_every_residue_enumerated(spec):
             assert torch.equal(brute_count, spilling.long()), (spec, g.algorithm)
 
 
-def test_worst_write_is_at_the_longest_committed_length():
+def test_worst_write_is_at_the_longest_committed_length() -> None:
     """Shorter committed lengths (two pages below the bound, every residue) never write further."""
     rng = torch.Generator().manual_seed(5)
-    for t, g, rows in blocks("reference@sglang-0.5.18", BRUTE):
+    for t, _g, rows in blocks("reference@sglang-0.5.18", BRUTE):
         sample = rows.select(torch.randperm(len(rows), generator=rng)[:20])
         gap = cf.committed_gap(t.revision, True)
         worst, _ = cf.worst_write_overshoot(sample, gap)
@@ -87,9 +96,9 @@ def test_worst_write_is_at_the_longest_committed_length():
 
 
 @pytest.mark.parametrize("spec", ["reference", "reference@sglang-0.5.18", "reference@pre-26972", "reference@pre-31616"])
-def test_worst_draft_equals_every_offset_and_lag_enumerated(spec):
+def test_worst_draft_equals_every_offset_and_lag_enumerated(spec: str) -> None:
     """The candidate closed form equals brute force over every c mod P and every device lag."""
-    for t, g, rows in blocks(spec, BRUTE):
+    for _t, g, rows in blocks(spec, BRUTE):
         if g.algorithm is None:
             continue
         topk = g.topk[rows.config]
@@ -109,7 +118,12 @@ def test_worst_draft_equals_every_offset_and_lag_enumerated(spec):
 # -- the closed forms against the step-by-step model ---------------------------------------
 
 
-def sample_rows(spec: str, n: int, seed: int, space=TINY):
+def sample_rows(
+    spec: str,
+    n: int,
+    seed: int,
+    space: Space = TINY,
+) -> Iterator[tuple[random.Random, Target, cf.LaunchGrid, cf.DecodeRows, int]]:
     """n random (target, grid, rows, row index) across the space's blocks."""
     rng = random.Random(seed)
     pool = list(blocks(spec, space))
@@ -118,9 +132,18 @@ def sample_rows(spec: str, n: int, seed: int, space=TINY):
         yield rng, t, g, rows, rng.randrange(len(rows))
 
 
-@pytest.mark.parametrize("spec", ["reference", "reference@sglang-0.5.18", "reference@sglang-0.5.23",
-                                  "reference@pre-26972", "reference@pre-31616", "reference@pre-35265"])
-def test_closed_form_equals_the_step_by_step_model(spec):
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "reference",
+        "reference@sglang-0.5.18",
+        "reference@sglang-0.5.23",
+        "reference@pre-26972",
+        "reference@pre-31616",
+        "reference@pre-35265",
+    ],
+)
+def test_closed_form_equals_the_step_by_step_model(spec: str) -> None:
     """On a random sample: the write end, the draft footprint and the growth of run_scenario, number for number."""
     for rng, t, g, rows, r in sample_rows(spec, 60, seed=zlib.crc32(spec.encode())):
         one = rows.select(torch.tensor([r]))
@@ -132,7 +155,7 @@ def test_closed_form_equals_the_step_by_step_model(spec):
         bound = context - gap
         committed = bound if rng.random() < 0.5 else rng.randint(max(1, bound - 2 * page), bound)
         cfg = ServingConfig.resolve(context_len=context, enable_overlap=overlap, **g.config_kwargs(i))
-        lag_max = cfg.max_speculative_num_draft_tokens if (overlap and cfg.spec_on) else 0
+        lag_max = (cfg.max_speculative_num_draft_tokens or 0) if (overlap and cfg.spec_on) else 0
         lag = rng.randint(0, lag_max)
         steps = int(one.num_steps[0]) if cfg.speculative_adaptive else None
         run = run_scenario(DecodeScenario(cfg, committed, steps, None, lag), t.sizing, t.revision)
@@ -148,25 +171,30 @@ def test_closed_form_equals_the_step_by_step_model(spec):
             assert unaligned <= bool(cf.unaligned_growth(one, g.algorithm)[0])
 
 
-def test_witnesses_replay_on_the_step_by_step_model():
+def test_witnesses_replay_on_the_step_by_step_model() -> None:
     """Every group's worst configuration, replayed by run_scenario, is in that group with that value."""
     for spec in ("reference@sglang-0.5.18", "reference@pre-26972", "reference@pre-31616", "reference@sglang-0.5.23"):
         t = resolve_target(spec)
-        result = pv.prove(t, TINY)
-        pv.confirm(t, result)
+        result = prove(t, TINY)
+        confirm(t, result)
         assert result.groups
-        for grp in result.groups.values():
-            assert grp.confirmed and not grp.mismatch, (spec, grp.signature, grp.mismatch)
+        for sig, grp in result.groups.items():
+            assert grp.confirmed and not grp.mismatch, (spec, sig, grp.mismatch)
+            # The witness is an ordinary decode finding of its group, carrying the model's account.
+            assert grp.signature == sig and grp.witness.signature == sig and grp.witness.kind is CaseKind.DECODE
+            assert grp.witness.target == spec and grp.witness.case["committed_len"] > 0
+            if sig.prop is not Property.PAGE_ALIGNED_GROWTH:
+                assert grp.witness.violation.overshoot == grp.worst
 
 
 # -- the space -------------------------------------------------------------------------
 
 
-def test_valid_mask_is_server_args_validation():
+def test_valid_mask_is_server_args_validation() -> None:
     """Masked in <=> ServingConfig accepts it, on grids built before masking (valid and invalid)."""
     rng = random.Random(3)
-    for a in pv.target_algorithms(resolve_target("reference")):
-        g = pv.launch_grid(TINY, a, 16, valid_only=False)
+    for a in target_algorithms(resolve_target("reference")):
+        g = launch_grid(TINY, a, 16, valid_only=False)
         ok = cf.valid_mask(g)
         assert bool(ok.any())
         for i in rng.sample(range(len(g)), min(150, len(g))):
@@ -178,16 +206,23 @@ def test_valid_mask_is_server_args_validation():
             assert accepted == bool(ok[i]), (a, g.config_kwargs(i))
 
 
-def test_regime_codes_are_the_properties_regime():
-    for rng, t, g, rows, r in sample_rows("reference", 200, seed=11):
-        i = int(rows.config[r])
-        cfg = ServingConfig.resolve(context_len=4096, **g.config_kwargs(i))
-        code = pv.regime_codes(g, rows.config[r:r + 1], rows.alloc_page[r:r + 1])
-        assert pv.REGIMES[int(code[0])] == regime(cfg, int(rows.alloc_page[r]))
+def test_regime_codes_is_the_twin_of_regime() -> None:
+    """The tensor twin equals ``regime`` on every configuration of the tiny space (each allocator page it has)."""
+    checked = set()
+    for a in target_algorithms(resolve_target("reference")):
+        for p in TINY.page_sizes:
+            g = launch_grid(TINY, a, p)
+            cfgs = [ServingConfig.resolve(context_len=4096, **g.config_kwargs(i)) for i in range(len(g))]
+            pages = torch.tensor([allocator_page_size(c) for c in cfgs], dtype=cf.INT)
+            codes = regime_codes(g, torch.arange(len(g)), pages).tolist()
+            for i, (cfg, code) in enumerate(zip(cfgs, codes, strict=True)):
+                assert REGIMES[code] is regime(cfg, int(pages[i])), (a, g.config_kwargs(i))
+                checked.add(REGIMES[code])
+    assert checked == set(REGIMES)
 
 
-def test_full_space_is_the_issue_space():
-    full = pv.SPACES["full"]
+def test_full_space_is_the_issue_space() -> None:
+    full = SPACES["full"]
     assert {1, 2, 4, 8, 16, 32, 64, 128, 256} <= set(full.page_sizes) and max(full.page_sizes) == 256
     assert full.dcp_sizes == tuple(range(1, 17)) and full.steps == tuple(range(1, 17))
     assert full.topks == tuple(range(1, 17)) and full.draft_tokens == tuple(range(1, 65))
@@ -198,9 +233,13 @@ def test_full_space_is_the_issue_space():
 
 KNOWN_GROUPS = {
     "reference": set(),
-    "reference@sglang-0.5.18": {"write-within-row/dcp>1", "write-within-row/alloc-page-1",
-                                "drafts-within-allocation/dcp>1", "page-aligned-growth/dcp>1",
-                                "page-aligned-growth/dflash"},
+    "reference@sglang-0.5.18": {
+        "write-within-row/dcp>1",
+        "write-within-row/alloc-page-1",
+        "drafts-within-allocation/dcp>1",
+        "page-aligned-growth/dcp>1",
+        "page-aligned-growth/dflash",
+    },
     "reference@sglang-0.5.19": {"write-within-row/alloc-page-1"},
     "reference@sglang-0.5.23": {"write-within-row/alloc-page-1"},
     "reference@pre-35265": {"page-aligned-growth/dflash", "page-aligned-growth/dcp>1"},
@@ -208,18 +247,20 @@ KNOWN_GROUPS = {
 
 
 @pytest.mark.parametrize("spec", sorted(KNOWN_GROUPS))
-def test_each_revision_reports_its_known_groups(spec):
-    assert set(pv.prove(resolve_target(spec), TINY).groups) == KNOWN_GROUPS[spec]
+def test_each_revision_reports_its_known_groups(spec: str) -> None:
+    groups = prove(resolve_target(spec), TINY).groups
+    assert all(isinstance(s, Signature) and groups[s].signature == s for s in groups)
+    assert {str(s) for s in groups} == KNOWN_GROUPS[spec]
 
 
-def test_planted_tree_and_growth_bugs_are_found():
-    tree = pv.prove(resolve_target("reference@pre-26972"), TINY).groups
-    assert {"drafts-within-allocation/tree", "write-within-row/tree"} <= set(tree)
-    growth = pv.prove(resolve_target("reference@pre-31616"), TINY).groups
-    assert growth and all(s.startswith("page-aligned-growth/") for s in growth)
+def test_planted_tree_and_growth_bugs_are_found() -> None:
+    tree = prove(resolve_target("reference@pre-26972"), TINY).groups
+    assert {Signature.parse("drafts-within-allocation/tree"), Signature.parse("write-within-row/tree")} <= set(tree)
+    growth = prove(resolve_target("reference@pre-31616"), TINY).groups
+    assert growth and all(s.prop is Property.PAGE_ALIGNED_GROWTH for s in growth)
 
 
-def test_seed_bug_number_from_the_reference_doc():
+def test_seed_bug_number_from_the_reference_doc() -> None:
     """p=64, dcp=8, EAGLE 3,1,4 on 0.5.18: width C + 71, write end up to C + 515 (overshoot 444 at gap 4)."""
     t = resolve_target("reference@sglang-0.5.18")
     cfg = ServingConfig.resolve(context_len=4093, page_size=64, attn_dcp_size=8, speculative_algorithm="EAGLE")
@@ -229,9 +270,9 @@ def test_seed_bug_number_from_the_reference_doc():
     assert int(worst[0]) + 71 == 515 and int(spilling[0]) == 444
 
 
-def test_reference_full_space_has_no_violation():
+def test_reference_full_space_has_no_violation() -> None:
     """The proof itself: over 10 million configurations of the issue's space, nothing spills."""
-    result = pv.prove(resolve_target("reference"), "full")
+    result = prove(resolve_target("reference"), "full")
     assert result.configurations > 10_000_000 and result.launch_configurations > 10_000_000
     assert not result.groups
     assert min(result.heat.values()) >= 0
@@ -240,11 +281,14 @@ def test_reference_full_space_has_no_violation():
 # -- targets called per configuration ---------------------------------------------------------
 
 
+def summary(r: ProveResult) -> dict[Signature, tuple[int, int | None]]:
+    return {s: (g.configurations, g.worst) for s, g in r.groups.items()}
+
+
 @pytest.mark.parametrize("spec", ["reference@sglang-0.5.18", "reference@pre-31616"])
-def test_calls_path_equals_the_vectorized_model(spec):
+def test_calls_path_equals_the_vectorized_model(spec: str) -> None:
     t = resolve_target(spec)
-    fast, called = pv.prove(t, TINY), pv.prove(t, TINY, calls=True)
-    summary = lambda r: {s: (g.configurations, g.worst) for s, g in r.groups.items()}
+    fast, called = prove(t, TINY), prove(t, TINY, calls=True)
     assert summary(called) == summary(fast)
     assert called.heat == fast.heat and called.configurations == fast.configurations
     # One call per distinct sizing point: the headroom once per launch configuration.
@@ -253,102 +297,163 @@ def test_calls_path_equals_the_vectorized_model(spec):
     assert not fast.sizing_calls
 
 
-def test_a_release_wheel_proves_like_its_model_revision():
+def test_a_release_wheel_proves_like_its_model_revision() -> None:
     """The real 0.5.18 sizing module, called once per configuration: the model revision's groups, count for count."""
-    real = pv.prove(resolve_target("sglang==0.5.18"), TINY)
-    model = pv.prove(resolve_target("reference@sglang-0.5.18"), TINY)
+    real = prove(resolve_target("sglang==0.5.18"), TINY)
+    model = prove(resolve_target("reference@sglang-0.5.18"), TINY)
     assert real.method.startswith("sizing calls") and not model.sizing_calls
-    summary = lambda r: {s: (g.configurations, g.worst) for s, g in r.groups.items()}
-    assert summary(real) == summary(model) and "write-within-row/dcp>1" in summary(real)
+    assert summary(real) == summary(model) and Signature.parse("write-within-row/dcp>1") in summary(real)
     assert real.sizing_calls["req_to_token_extra_context_len"] == real.launch_configurations
 
 
 class _Odd(ModelSizing):
     """The reference, except that it raises for DSPARK and grows by c + R + 1 for one reserve."""
 
-    def req_to_token_extra_context_len(self, cfg):
+    def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int:
         if cfg.speculative_algorithm == "DSPARK":
             raise TargetCallError("boom")
         return super().req_to_token_extra_context_len(cfg)
 
-    def page_aligned_decode_alloc_lens(self, lens, reserve, page):
+    def page_aligned_decode_alloc_lens(
+        self, lens: Sequence[tuple[int, int]], reserve: int, page: int
+    ) -> tuple[list[int], list[int], int]:
         cur, nxt, need = super().page_aligned_decode_alloc_lens(lens, reserve, page)
         if reserve == 8:
             nxt = [n + 1 for n in nxt]
         return cur, nxt, need
 
 
-def test_a_raising_or_unrecognised_target_is_not_called_clean():
-    t = Target("odd", "a test target", _Odd(REFERENCE), REFERENCE, "file")
-    result = pv.prove(t, TINY)
+def test_a_raising_or_unrecognised_target_is_not_called_clean() -> None:
+    t = Target("odd", "a test target", _Odd(REFERENCE), REFERENCE, TargetKind.FILE)
+    result = prove(t, TINY)
     assert result.method.startswith("sizing calls")
-    assert "sizing-raised/alloc-page-1" in result.groups
-    assert "unproven/growth-rule" in result.groups
-    assert all(s.split("/")[0] in ("sizing-raised", "unproven") for s in result.groups)
+    raised = result.groups[Signature(Property.SIZING_RAISED, "alloc-page-1")]
+    assert "boom" in raised.witness.violation.headline and raised.witness.config.speculative_algorithm == "DSPARK"
+    assert Signature(Property.UNPROVEN, "growth-rule") in result.groups
+    assert all(s.prop in (Property.SIZING_RAISED, Property.UNPROVEN) for s in result.groups)
+    assert result.status is Status.COUNTEREXAMPLE
 
 
 # -- command line and heatmap ---------------------------------------------------------------
 
 
-def test_cli_clean_target(tmp_path, capsys):
+def test_cli_clean_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "r.json"
     assert main(["prove", "--target", "reference", "--space", "tiny", "--json", str(report)]) == 0
     out = capsys.readouterr().out
-    assert pv.NO_VIOLATION in out and "configurations" in out
-    (t,) = json.loads(report.read_text())["targets"]
-    assert t["status"] == "clean" and t["configurations"] > 0 and t["groups"] == []
+    assert NO_VIOLATION in out and "configurations" in out
+    doc = json.loads(report.read_text())
+    assert doc["command"] == "prove"
+    (t,) = doc["targets"]
+    assert t["status"] == Status.CLEAN.value and t["configurations"] > 0 and t["findings"] == []
+    assert {"target", "seconds", "space", "method", "launch_configurations", "violations"} <= set(t)
 
 
-def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path, capsys):
-    png = tmp_path / "heat.png"
-    rc = main(["prove", "--target", "reference@sglang-0.5.18", "--space", "tiny", "--algorithm", "EAGLE",
-               "--heatmap", str(png), "--cases", str(tmp_path / "cases")])
+def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png, report, cases = tmp_path / "heat.png", tmp_path / "r.json", tmp_path / "cases"
+    rc = main(
+        [
+            "prove",
+            "--target",
+            "reference@sglang-0.5.18",
+            "--space",
+            "tiny",
+            "--algorithm",
+            "EAGLE",
+            "--heatmap",
+            str(png),
+            "--cases",
+            str(cases),
+            "--json",
+            str(report),
+        ]
+    )
     out = capsys.readouterr().out
-    assert rc == 1 and pv.NO_VIOLATION not in out
+    assert rc == 1 and NO_VIOLATION not in out
     assert "write-within-row/dcp>1" in out and "worst overshoot:" in out and "victim: row" in out
+    assert "WITNESS write-within-row/dcp>1 on reference@sglang-0.5.18" in out
     table = (tmp_path / "heat.md").read_text()
     assert "| attn_dcp_size \\ page_size |" in table and "**-" in table
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Witness case files are named apart from run's, one per group.
+    names = sorted(os.listdir(cases))
+    assert names and all(n.startswith("reference-sglang-0.5.18--witness--") for n in names)
+    # The report has the shared shape: each finding is Finding.to_json plus prove's counts.
+    (t,) = json.loads(report.read_text())["targets"]
+    assert t["status"] == Status.COUNTEREXAMPLE.value and len(t["findings"]) == len(names)
+    for f in t["findings"]:
+        assert {"kind", "class", "signature", "config", "case", "message", "found_at", "repro"} <= set(f)
+        assert {"configurations", "worst", "first_at", "mismatch"} <= set(f) and f["mismatch"] is None
+        assert f["kind"] == CaseKind.DECODE.value and f["repro"].startswith("python -m fuzz repro ")
+    pytest.importorskip("jsonschema")
+    schemas = pytest.importorskip("fuzz.findings.schemas")
+    schemas.validate("report", json.loads(report.read_text()))
     case = next(line.split()[-1] for line in out.splitlines() if "repro:" in line and "write-within-row-dcp" in line)
-    assert main(["repro", case]) == 1
+    assert "--witness--" in case and main(["repro", case]) == 1
     assert "FAILS write-within-row/dcp>1" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--algorithm", "FOO"], "has no speculative algorithm FOO"),
-    (["--target", "reference@sglang-0.5.18", "--algorithm", "UNO"], "has no speculative algorithm UNO"),
-    (["--heatmap", "out.txt"], "needs a .png"),
-    (["--space", "huge"], "invalid choice"),
-    (["--target", "nope"], "unknown target"),
-])
-def test_cli_bad_input_is_one_line_and_exit_2(args, message, capsys):
+def test_cli_heatmap_without_matplotlib_is_one_line_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    cases = tmp_path / "cases"
+    rc = main(
+        [
+            "prove",
+            "--target",
+            "reference@sglang-0.5.18",
+            "--space",
+            "tiny",
+            "--heatmap",
+            str(tmp_path / "h.png"),
+            "--cases",
+            str(cases),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not cases.exists()
+    assert captured.err.strip().splitlines() == [f"fuzz: error: {MATPLOTLIB_MISSING}"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--algorithm", "FOO"], "has no speculative algorithm FOO"),
+        (["--target", "reference@sglang-0.5.18", "--algorithm", "UNO"], "has no speculative algorithm UNO"),
+        (["--heatmap", "out.txt"], "needs a .png"),
+        (["--space", "huge"], "invalid choice"),
+        (["--target", "nope"], "unknown target"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ["prove"] + (args if "--target" in args else ["--target", "reference"] + args)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def _png_pixels(data: bytes):
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, size = 8, b"", None
-    while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
-        assert struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0] == zlib.crc32(kind + body)
-        if kind == b"IHDR":
-            size = struct.unpack(">II", body[:8])
-        idat += body if kind == b"IDAT" else b""
-        pos += 12 + n
-    w, h = size
-    raw = zlib.decompress(idat)
-    assert len(raw) == h * (1 + 3 * w)
-    return {tuple(raw[y * (1 + 3 * w) + 1 + 3 * x:y * (1 + 3 * w) + 4 + 3 * x]) for y in range(h) for x in range(w)}
-
-
-def test_heatmap_png_is_valid_and_colours_violations_red():
+def test_heatmap_writes_a_png_and_its_markdown_twin(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
     heat = {(1, 1): -500, (2, 1): 4, (1, 2): 0}
-    colours = _png_pixels(render(heat, "test").png())
-    assert any(r > 150 and g < 60 and b < 60 for r, g, b in colours)  # a violation cell
-    assert any(b > 120 and r < 40 for r, g, b in colours)  # a cell with slack
-    table = markdown_table(heat, "test", axes=([1, 2], [1, 2]))
+    path = tmp_path / "sub" / "heat.png"
+    md = write_heatmap(str(path), heat, title="test", axes=([1, 2], [1, 2]))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert md == str(tmp_path / "sub" / "heat.md")
+    table = (tmp_path / "sub" / "heat.md").read_text()
+    assert table == markdown_table(heat, "test", axes=([1, 2], [1, 2]))
     assert "| 1 | **-500** | 4 |" in table and "| 2 | 0 | n/a |" in table
+
+
+def test_heatmap_table_has_the_sweeps_numbers() -> None:
+    """The table's cells are the result's heat, every swept (page_size, attn_dcp_size) laid out."""
+    result: ProveResult = prove(resolve_target("reference"), TINY, algorithm="EAGLE")
+    table = markdown_table(result.heat, "clean", axes=(TINY.page_sizes, TINY.dcp_sizes))
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| attn")]
+    assert len(rows) == len(TINY.dcp_sizes) and "**" not in table
+    for line, d in zip(rows, TINY.dcp_sizes, strict=True):
+        cells = [c.strip() for c in line.strip("|").split("|")][1:]
+        assert cells == [str(result.heat[p, d]) if (p, d) in result.heat else "n/a" for p in TINY.page_sizes]

@@ -19,21 +19,24 @@ from hypothesis import settings as Settings
 from allocator_model.config import ServingConfig
 from allocator_model.revisions import REVISIONS
 from allocator_model.scenario import DecodeScenario
-from fuzz.findings import casefile
-from fuzz.fidelity import differential
 from fuzz.catalog import CATALOG
-from fuzz.run.engine import campaign, check_scenario
 from fuzz.common.profiles import get_profile
+from fuzz.fidelity import differential
+from fuzz.findings import casefile
+from fuzz.findings.kinds import CaseKind
+from fuzz.findings.report import Status
+from fuzz.findings.schemas import validate
+from fuzz.run.engine import campaign, check_scenario
 from fuzz.run.properties import WRITE_WITHIN_ROW
-from fuzz.targets.sglang.loader import RealSizing
 from fuzz.targets import TargetCallError, TargetError, resolve_target
+from fuzz.targets.sglang.loader import RealSizing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUGGY, FIXED = "0.5.18", "0.5.19"
 
 # An allocation_sizing.py-shaped module written for these tests from the reference doc's formulas
 # (never SGLang's source). Upstream-like: the headroom covers the reserve only when the alloc page > 1.
-SIZING_FILE = '''\
+SIZING_FILE = """\
 from sglang.srt.runtime_context import get_parallel, get_schedule, get_spec, max_speculative_num_draft_tokens
 
 
@@ -80,14 +83,15 @@ def SpeculativeAlgorithm_is_uno():
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     return SpeculativeAlgorithm.from_string(get_spec().speculative_algorithm).is_uno()
-'''
+"""
 ROUNDED = "(r.kv.kv_committed_len + reserve + page_size - 1) // page_size * page_size"
 UPSTREAM = "(page > 1 or SpeculativeAlgorithm_is_uno())"  # #33579: page 1 gets 4 + Dmax only
 SAFE = "True"  # the reference's page-1 fix: every spec config gets R + page - 1 (adaptive too: L = Dmax)
 
 
-def sizing_file(tmp_path, name="allocation_sizing.py", *, raise_here="pass", rounded=ROUNDED, covered=UPSTREAM,
-                text=None):
+def sizing_file(
+    tmp_path, name="allocation_sizing.py", *, raise_here="pass", rounded=ROUNDED, covered=UPSTREAM, text=None
+):
     path = tmp_path / name
     if text is None:
         text = SIZING_FILE.replace("RAISE_HERE", raise_here).replace("ROUNDED", rounded).replace("COVERED", covered)
@@ -99,13 +103,25 @@ def offline_env(tmp_path):
     """No package index, an empty wheel cache: anything that needs the network fails fast."""
     cache = tmp_path / "empty-cache"
     cache.mkdir(exist_ok=True)
-    return {**os.environ, "PYTHONPATH": ROOT, "KVROW_FUZZ_CACHE": str(cache),
-            "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_FIND_LINKS": "", "PIP_NO_CACHE_DIR": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": ROOT,
+        "KVROW_FUZZ_CACHE": str(cache),
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_FIND_LINKS": "",
+        "PIP_NO_CACHE_DIR": "1",
+    }
 
 
 def fuzz(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, "-m", "fuzz", *args], capture_output=True, text=True, cwd=cwd or ROOT,
-                          env=env or {**os.environ, "PYTHONPATH": ROOT}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "fuzz", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env=env or {**os.environ, "PYTHONPATH": ROOT},
+        timeout=600,
+    )
 
 
 def one_line_exit_2(r, needle):
@@ -115,6 +131,7 @@ def one_line_exit_2(r, needle):
 
 
 # -- real release wheels ------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def releases():
@@ -142,41 +159,63 @@ def test_campaigns_on_a_buggy_and_a_fixed_release(releases):
     buggy = campaign(releases[BUGGY], ci, props=(WRITE_WITHIN_ROW,), seed=0)
     assert {str(f.signature) for f in buggy.findings} == {"write-within-row/dcp>1", "write-within-row/alloc-page-1"}
     fixed = campaign(releases[FIXED], ci, props=(WRITE_WITHIN_ROW,), seed=0)
-    assert not any(str(f.signature).endswith("/dcp>1") for f in fixed.findings), [str(f.signature) for f in fixed.findings]
+    fixed_groups = [str(f.signature) for f in fixed.findings]
+    assert not any(sig.endswith("/dcp>1") for sig in fixed_groups), fixed_groups
     assert fixed.examples >= 100 and fixed.error is None
 
 
 def test_matrix_writes_markdown_json_and_cases_that_replay(tmp_path):
     out = tmp_path / "m"
-    r = fuzz("matrix", "--releases", f"{BUGGY}..{BUGGY}", "--max-examples", "20", "--fidelity-configs", "200",
-             "--jobs", "1", "--quiet", "--out", str(out), cwd=tmp_path)
+    r = fuzz(
+        "matrix",
+        "--releases",
+        f"{BUGGY}..{BUGGY}",
+        "--max-examples",
+        "20",
+        "--fidelity-configs",
+        "200",
+        "--jobs",
+        "1",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
-    (row,) = json.loads((out / "matrix.json").read_text())["releases"]
+    report = json.loads((out / "matrix.json").read_text())
+    validate("report", report)
+    assert report["command"] == "matrix" and report["complete"] and report["requested"] == [BUGGY]
+    (row,) = report["targets"]
     assert row["release"] == BUGGY and row["api"] == "accessors" and row["semantics"] == "sglang-0.5.18"
     assert row["status"] == "counterexample" and row["examples"] >= 20 and row["seconds"] > 0
-    assert row["fidelity"]["status"] == "agrees" and row["fidelity"]["configs"] == 200
-    assert row["groups"] and all(g["on_reference"] == "passes" for g in row["groups"])
+    assert row["fidelity"]["status"] == "clean" and row["fidelity"]["configs"] == 200
+    assert row["findings"] and all(f["kind"] == "decode-scenario" for f in row["findings"])
+    assert all(f["on_reference"] == "passes" for f in row["findings"])
+    assert "#35424" in next(f["catalog"] for f in row["findings"] if f["signature"] == "write-within-row/dcp>1")
     md = (out / "matrix.md").read_text()
     assert md == r.stdout.split("\nwritten: ")[0] and "| 0.5.18 | accessors | counterexample |" in md
-    for g in row["groups"]:
-        assert f"`{g['signature']}`" in md
-        replay = casefile.replay(g["repro"].split()[-1])
-        assert replay.reproduced and f"FAILS {g['signature']}" in replay.text
+    assert f"[{BUGGY}] counterexample: " in r.stderr and "(1 of 1 releases done" in r.stderr  # the progress line
+    for f in row["findings"]:
+        assert f"`{f['signature']}`" in md
+        replay = casefile.replay(f["repro"].split()[-1])
+        assert replay.reproduced and f"FAILS {f['signature']}" in replay.text
 
 
 def test_fidelity_of_a_release_and_a_mismatch_found_and_shrunk(releases):
     agree = differential.fidelity(releases[BUGGY], configs=1000)
-    assert agree.status == "agrees" and agree.configs == 1000
+    assert agree.status == Status.CLEAN and agree.configs == 1000 and not agree.findings
     assert agree.functions == ["alloc_len_per_decode", "alloc_reserve_per_decode", "req_to_token_extra_context_len"]
     # The planted gap: 0.5.18's code against the model of 0.5.19 (alloc page with dcp).
     gap = differential.fidelity(releases[BUGGY], revision=REVISIONS["sglang-0.5.19"], configs=1000)
-    sigs = {str(m.signature) for m in gap.mismatches}
+    assert gap.status == Status.COUNTEREXAMPLE
+    sigs = {str(f.signature) for f in gap.findings}
     assert "model-mismatch/req_to_token_extra_context_len" in sigs, sigs
-    for m in gap.mismatches:
-        assert m.case.config.attn_dcp_size > 1  # the cause, kept by shrinking
+    for f in gap.findings:
+        assert f.kind is CaseKind.FIDELITY and f.revision == "sglang-0.5.19" and f.target == releases[BUGGY].spec
+        assert f.config.attn_dcp_size > 1  # the cause, kept by shrinking
 
 
 # -- a local file, no network -------------------------------------------------
+
 
 def test_local_file_runs_offline_and_twice_gives_the_same_result(tmp_path):
     path = sizing_file(tmp_path)
@@ -184,8 +223,24 @@ def test_local_file_runs_offline_and_twice_gives_the_same_result(tmp_path):
     runs = []
     for i in range(2):
         d = tmp_path / f"run{i}"
-        r = fuzz("run", "--target", path, "--profile", "ci", "--max-examples", "30", "--seed", "0", "--quiet",
-                 "--cases", str(d / "cases"), "--json", str(d / "r.json"), cwd=tmp_path, env=env)
+        r = fuzz(
+            "run",
+            "--target",
+            path,
+            "--profile",
+            "ci",
+            "--max-examples",
+            "30",
+            "--seed",
+            "0",
+            "--quiet",
+            "--cases",
+            str(d / "cases"),
+            "--json",
+            str(d / "r.json"),
+            cwd=tmp_path,
+            env=env,
+        )
         assert r.returncode == 1, r.stdout + r.stderr
         report = json.loads((d / "r.json").read_text())
         for t in report["targets"]:  # what differs by design: the time taken, and where the cases went
@@ -219,9 +274,15 @@ def test_sglang_version_picks_the_decode_semantics_of_a_replay(tmp_path, capsys)
     from fuzz.cli import build_parser
 
     bug = next(b for b in CATALOG if b.bug == "#35265" and b.revision == "sglang-0.5.18")
-    doc = {"schema": casefile.SCHEMA, "schema_version": casefile.SCHEMA_VERSION, "kind": "decode-scenario",
-           "target": sizing_file(tmp_path, covered=SAFE), "property": bug.prop,
-           "config": bug.scenario.config.to_dict(), "case": bug.scenario.to_dict()}
+    doc = {
+        "schema": casefile.SCHEMA,
+        "schema_version": casefile.SCHEMA_VERSION,
+        "kind": "decode-scenario",
+        "target": sizing_file(tmp_path, covered=SAFE),
+        "property": bug.prop,
+        "config": bug.scenario.config.to_dict(),
+        "case": bug.scenario.to_dict(),
+    }
     case = tmp_path / "case.json"
     case.write_text(json.dumps(doc))
     for extra, expect in (([], 0), (["--sglang-version", "0.5.18"], 1)):
@@ -231,15 +292,17 @@ def test_sglang_version_picks_the_decode_semantics_of_a_replay(tmp_path, capsys)
 
 
 def test_server_args_generation_is_detected_and_called_with_server_args(tmp_path):
-    text = ('from sglang.srt.server_args import ServerArgs\n'
-            'def get_alloc_len_per_decode(server_args=None):\n'
-            '    return 1 if server_args.speculative_algorithm is None else max(\n'
-            '        (server_args.speculative_num_steps or 1) * (server_args.speculative_eagle_topk or 1),\n'
-            '        server_args.max_speculative_num_draft_tokens)\n'
-            'def get_alloc_reserve_per_decode(server_args=None):\n'
-            '    return 2 * get_alloc_len_per_decode(server_args)\n'
-            'def get_req_to_token_extra_context_len(server_args: ServerArgs):\n'
-            '    return 4 + (server_args.max_speculative_num_draft_tokens or 0)\n')
+    text = (
+        "from sglang.srt.server_args import ServerArgs\n"
+        "def get_alloc_len_per_decode(server_args=None):\n"
+        "    return 1 if server_args.speculative_algorithm is None else max(\n"
+        "        (server_args.speculative_num_steps or 1) * (server_args.speculative_eagle_topk or 1),\n"
+        "        server_args.max_speculative_num_draft_tokens)\n"
+        "def get_alloc_reserve_per_decode(server_args=None):\n"
+        "    return 2 * get_alloc_len_per_decode(server_args)\n"
+        "def get_req_to_token_extra_context_len(server_args: ServerArgs):\n"
+        "    return 4 + (server_args.max_speculative_num_draft_tokens or 0)\n"
+    )
     t = resolve_target(sizing_file(tmp_path, text=text) + "@0.5.16")
     assert t.sizing.generation.name == "server-args" and t.revision.name == "sglang-0.5.18"
     cfg = ServingConfig.resolve(context_len=64, speculative_algorithm="EAGLE", speculative_adaptive=True)
@@ -255,73 +318,145 @@ def test_installed_sglang_is_read_without_importing_it(tmp_path):
     (site / "sglang-0.5.20.dist-info").mkdir()
     (site / "sglang-0.5.20.dist-info/METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.20\n")
     env = {**offline_env(tmp_path), "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
-    r = fuzz("run", "--target", "sglang", "--profile", "ci", "--max-examples", "50", "--quiet",
-             "--cases", str(tmp_path / "c"), cwd=tmp_path, env=env)
+    r = fuzz(
+        "run",
+        "--target",
+        "sglang",
+        "--profile",
+        "ci",
+        "--max-examples",
+        "50",
+        "--quiet",
+        "--cases",
+        str(tmp_path / "c"),
+        cwd=tmp_path,
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "== sglang: installed sglang 0.5.20" in r.stdout and "decode semantics sglang-0.5.23" in r.stdout
 
 
 # -- a fidelity gap, and a sizing function that raises --------------------------
 
+
 def test_fidelity_finds_a_planted_gap_and_the_case_replays(tmp_path):
     unrounded = resolve_target(sizing_file(tmp_path, "unrounded.py", rounded="r.kv.kv_committed_len + reserve"))
     result = differential.fidelity(unrounded, configs=300)
-    assert [str(m.signature) for m in result.mismatches] == ["model-mismatch/page_aligned_decode_alloc_lens"]
+    assert [str(f.signature) for f in result.findings] == ["model-mismatch/page_aligned_decode_alloc_lens"]
     good = differential.fidelity(resolve_target(sizing_file(tmp_path, "good.py")), configs=300)
-    assert good.status == "agrees" and len(good.functions) == 5
+    assert good.status == Status.CLEAN and len(good.functions) == 5
     env = offline_env(tmp_path)
-    r = fuzz("fidelity", "--target", unrounded.spec, "--configs", "300", "--cases", str(tmp_path / "c"),
-             cwd=tmp_path, env=env)
-    assert r.returncode == 1 and "COUNTEREXAMPLE model-mismatch/page_aligned_decode_alloc_lens" in r.stdout, r.stdout
+    r = fuzz(
+        "fidelity",
+        "--target",
+        unrounded.spec,
+        "--configs",
+        "300",
+        "--cases",
+        str(tmp_path / "c"),
+        "--json",
+        str(tmp_path / "f.json"),
+        cwd=tmp_path,
+        env=env,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        f"COUNTEREXAMPLE model-mismatch/page_aligned_decode_alloc_lens on {unrounded.spec} (model sglang-0.5.23)"
+        in r.stdout
+    ), r.stdout
+    report = json.loads((tmp_path / "f.json").read_text())
+    validate("report", report)
+    (entry,) = report["targets"]
+    assert report["command"] == "fidelity" and entry["status"] == "counterexample" and entry["configs"] == 300
+    (finding,) = entry["findings"]
+    assert finding["kind"] == "fidelity-case" and finding["revision"] == "sglang-0.5.23"
     case = next(line.split()[-1] for line in r.stdout.splitlines() if line.startswith("repro:"))
+    assert finding["repro"].split()[-1] == case
     replay = fuzz("repro", case, cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS model-mismatch/page_aligned_decode_alloc_lens" in replay.stdout
 
 
 def test_a_raising_sizing_function_is_a_finding_naming_function_and_config(tmp_path):
-    path = sizing_file(tmp_path, raise_here="if get_parallel().attn_dcp_size == 3:\n        raise ValueError('no dcp 3')",
-                       covered=SAFE)
+    path = sizing_file(
+        tmp_path, covered=SAFE, raise_here="if get_parallel().attn_dcp_size == 3:\n        raise ValueError('no dcp 3')"
+    )
     t = resolve_target(path)
     cfg = ServingConfig.resolve(context_len=64, attn_dcp_size=3, speculative_algorithm="EAGLE", enable_overlap=False)
-    with pytest.raises(TargetCallError, match=r"get_req_to_token_extra_context_len\(\) of .* raised in "
-                       r"get_alloc_reserve_per_decode\(\) line 26 ValueError: no dcp 3 \(config: context_len=64 page_size=1 attn_dcp_size=3 "):
+    with pytest.raises(
+        TargetCallError,
+        match=r"get_req_to_token_extra_context_len\(\) of .* raised in "
+        r"get_alloc_reserve_per_decode\(\) line 26 ValueError: no dcp 3 "
+        r"\(config: context_len=64 page_size=1 attn_dcp_size=3 ",
+    ):
         t.sizing.req_to_token_extra_context_len(cfg)
     _, found = check_scenario(t, DecodeScenario(cfg, 60))
     assert [v.prop for v in found] == ["sizing-raised"]
     env = offline_env(tmp_path)
-    r = fuzz("run", "--target", path, "--profile", "ci", "--max-examples", "100", "--seed", "0", "--quiet",
-             "--pin", "attn_dcp_size=3", "--cases", str(tmp_path / "c"), cwd=tmp_path, env=env)
+    r = fuzz(
+        "run",
+        "--target",
+        path,
+        "--profile",
+        "ci",
+        "--max-examples",
+        "100",
+        "--seed",
+        "0",
+        "--quiet",
+        "--pin",
+        "attn_dcp_size=3",
+        "--cases",
+        str(tmp_path / "c"),
+        cwd=tmp_path,
+        env=env,
+    )
     assert r.returncode == 1 and r.stdout.count("COUNTEREXAMPLE sizing-raised/") == 1, r.stdout + r.stderr
     assert r.stdout.count("COUNTEREXAMPLE") == 1  # otherwise the file is safe: the raise is the finding
     assert "raised in get_alloc_reserve_per_decode() line 26 ValueError: no dcp 3" in r.stdout
-    case = next(line.split()[-1] for line in r.stdout.splitlines() if line.startswith("repro:") and "sizing-raised" in line)
+    case = next(
+        line.split()[-1] for line in r.stdout.splitlines() if line.startswith("repro:") and "sizing-raised" in line
+    )
     replay = fuzz("repro", case, cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS sizing-raised/" in replay.stdout
 
 
 # -- bad input: one line, exit 2 --------------------------------------------------
 
-@pytest.mark.parametrize("make, needle", [
-    (lambda tmp: sizing_file(tmp, text="def get_alloc_len_per_decode(:\n"), "syntax error at line 1"),
-    (lambda tmp: sizing_file(tmp, text="def something_else():\n    return 1\n"), "has no get_alloc_len_per_decode()"),
-    (lambda tmp: sizing_file(tmp, text="from sglang.srt.mem_cache.memory_pool import X\n"), "No module named"),
-    (lambda tmp: sizing_file(tmp, text="from sglang.srt.runtime_context import get_spec\nget_spec().page_size\n"),
-     "read before the runtime context was published"),
-    (lambda tmp: str(tmp / "missing.py"), "does not exist"),
-    (lambda tmp: "sglang==0.5.15", "predates mem_cache/allocation_sizing.py"),
-    (lambda tmp: "sglang==zero", "is not a version"),
-])
+
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda tmp: sizing_file(tmp, text="def get_alloc_len_per_decode(:\n"), "syntax error at line 1"),
+        (
+            lambda tmp: sizing_file(tmp, text="def something_else():\n    return 1\n"),
+            "has no get_alloc_len_per_decode()",
+        ),
+        (lambda tmp: sizing_file(tmp, text="from sglang.srt.mem_cache.memory_pool import X\n"), "No module named"),
+        (
+            lambda tmp: sizing_file(
+                tmp, text="from sglang.srt.runtime_context import get_spec\nget_spec().page_size\n"
+            ),
+            "read before the runtime context was published",
+        ),
+        (lambda tmp: str(tmp / "missing.py"), "does not exist"),
+        (lambda tmp: "sglang==0.5.15", "predates mem_cache/allocation_sizing.py"),
+        (lambda tmp: "sglang==zero", "is not a version"),
+    ],
+)
 def test_bad_targets_are_one_line_errors(tmp_path, make, needle):
     with pytest.raises(TargetError, match=re.escape(needle)) as e:
         resolve_target(make(tmp_path))
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("target, needle, online", [
-    ("sglang==0.5.18", "the package index is unreachable (no network?) and no wheel is cached", False),
-    ("sglang==0.5.999", "sglang 0.5.999 does not exist on the package index", True),
-    ("SYNTAX", "syntax error at line 1", False),
-])
+@pytest.mark.parametrize(
+    "target, needle, online",
+    [
+        ("sglang==0.5.18", "the package index is unreachable (no network?) and no wheel is cached", False),
+        ("sglang==0.5.999", "sglang 0.5.999 does not exist on the package index", True),
+        ("SYNTAX", "syntax error at line 1", False),
+    ],
+)
 def test_bad_input_through_the_command_line(tmp_path, target, needle, online):
     target = sizing_file(tmp_path, text="def f(:\n") if target == "SYNTAX" else target
     env = {**os.environ, "PYTHONPATH": ROOT, "KVROW_FUZZ_CACHE": str(tmp_path)} if online else offline_env(tmp_path)
@@ -341,7 +476,8 @@ def test_bad_sglang_version_and_matrix_range(tmp_path):
     assert parse_releases(None)[0] == "0.5.16" and len(parse_releases(None)) == 8
     from fuzz.targets import known_targets
 
-    assert {"sglang==X.Y.Z", "sglang[@X.Y.Z]", "PATH[@X.Y.Z]", "sglang==0.5.23"} <= {spec for spec, _ in known_targets()}
+    specs = {spec for spec, _ in known_targets()}
+    assert {"sglang==X.Y.Z", "sglang[@X.Y.Z]", "PATH[@X.Y.Z]", "sglang==0.5.23"} <= specs
 
 
 def test_real_sizing_keeps_the_surface_of_the_model(releases):

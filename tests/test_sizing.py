@@ -48,7 +48,16 @@ def test_seed_bug_numbers_width_c_plus_71():
     [
         (dict(speculative_algorithm="DSPARK", speculative_num_draft_tokens=17), 34, 21),
         (dict(speculative_algorithm="DFLASH"), 32, 20),
-        (dict(speculative_algorithm="EAGLE", speculative_num_steps=5, speculative_eagle_topk=4, speculative_num_draft_tokens=8), 40, 12),
+        (
+            dict(
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=5,
+                speculative_eagle_topk=4,
+                speculative_num_draft_tokens=8,
+            ),
+            40,
+            12,
+        ),
     ],
 )
 def test_page1_gap_upstream_and_fix_in_reference(kw, reserve, extra_upstream):
@@ -73,3 +82,10 @@ def test_growth_is_aligned_and_never_shrinks():
 def test_uno_headroom_applies_at_page_one_upstream():
     c = cfg(speculative_algorithm="UNO", speculative_num_steps=3, speculative_num_draft_tokens=8)
     assert sizing("sglang-0.5.23").req_to_token_extra_context_len(c) == 18  # R = 2 * 9
+
+
+def test_headroom_is_an_enum_and_a_plain_name_still_works():
+    from allocator_model.revisions import REFERENCE, Headroom
+
+    assert REVISIONS["sglang-0.5.23"].headroom is Headroom.PAGED and REFERENCE.headroom.every_runtime
+    assert REFERENCE.but("x", "a revision given a plain name", headroom="none").headroom is Headroom.NONE

@@ -31,8 +31,10 @@ def test_workflow_is_valid_yaml_with_both_jobs():
     assert any("--junitxml" in s.get("run", "") for s in jobs["pull-request"]["steps"])
     nightly = " ".join(s.get("run", "") for s in jobs["nightly"]["steps"])
     assert "--profile nightly" in nightly and "--seed" in nightly and "GITHUB_STEP_SUMMARY" in nightly
-    assert any(s.get("uses", "").startswith("actions/cache") and s["with"]["path"] == ".hypothesis"
-               for s in jobs["nightly"]["steps"])
+    assert any(
+        s.get("uses", "").startswith("actions/cache") and s["with"]["path"] == ".hypothesis"
+        for s in jobs["nightly"]["steps"]
+    )
 
 
 def test_every_fuzz_command_parses():

@@ -5,7 +5,10 @@ Hypothesis shrinks each group separately instead of sliding from the seed
 bug to a simpler, different one.  Groups found in earlier rounds count as
 passing (``Tracker``), so the next round hunts for a new one.
 
-Both kinds of campaign plug into the same driver through ``Hunt``: the
+A ``Hunt`` may first run a deterministic covering set (``Hunt.cover``: the
+decode campaign covers every regime cell before it searches); its findings
+count like a round's.  Both kinds of campaign plug into the same driver
+through ``Hunt``: the
 decode properties (a ``@given`` test) and the lifecycle (a state machine).
 Everything about settings is decided here, on Hypothesis' public API:
 
@@ -21,10 +24,13 @@ Everything about settings is decided here, on Hypothesis' public API:
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import os
+import pkgutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -88,7 +94,7 @@ class Progress:
 
     target: str
     started: float
-    on_line: Callable[["Progress"], None] | None = None
+    on_line: Callable[[Progress], None] | None = None
     every: float = 2.0
     examples: int = 0
     groups: int = 0
@@ -99,8 +105,10 @@ class Progress:
         return self.examples / max(time.monotonic() - self.started, 1e-9)
 
     def line(self) -> str:
-        return (f"[{self.target}] {self.examples} examples, {self.rate:.0f}/s, {self.groups} groups, "
-                f"{time.monotonic() - self.started:.0f}s")
+        return (
+            f"[{self.target}] {self.examples} examples, {self.rate:.0f}/s, {self.groups} groups, "
+            f"{time.monotonic() - self.started:.0f}s"
+        )
 
     def tick(self, groups: int) -> None:
         """One more example; report when ``every`` seconds have passed since the last line."""
@@ -150,8 +158,14 @@ class Hunt(Protocol):
 
     name: str  # the database directory of this kind of campaign
 
-    def round_test(self, settings: Settings, seed: int | None, tracker: Tracker, progress: Progress) -> Callable[[], None]:
+    def round_test(
+        self, settings: Settings, seed: int | None, tracker: Tracker, progress: Progress
+    ) -> Callable[[], None]:
         """One round as a callable that raises what Hypothesis reports (settings and seed already decided)."""
+        ...
+
+    def cover(self, tracker: Tracker, progress: Progress) -> Iterable[Finding]:
+        """Findings of a deterministic covering set run before any search, each as soon as it is met."""
         ...
 
     def finish(self, f: Finding) -> Finding:
@@ -161,6 +175,31 @@ class Hunt(Protocol):
     def stats(self) -> dict[str, Any]:
         """Counts for the report, besides examples."""
         ...
+
+
+PROJECT_PACKAGES = ("allocator_model", "strategies", "fuzz")
+
+
+@functools.cache
+def load_project_modules() -> int:
+    """Import every module of the project once; the number imported.
+
+    Hypothesis mixes constants it finds in the source of loaded local modules
+    into its draws (about one draw in twenty).  Which of our modules happen
+    to be loaded (a lazily imported command, a test that ran before) would
+    then change what a derandomized campaign explores.  Loading all of them
+    first makes the pool of constants, and so every seeded or derandomized
+    run, the same whatever ran before it.
+    """
+    count = 0
+    for package in PROJECT_PACKAGES:
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+            leaf = info.name.rpartition(".")[2]
+            if not leaf.startswith("test_") and leaf != "__main__":
+                importlib.import_module(info.name)
+                count += 1
+    return count
 
 
 def stable_seed(kind: str, target: Target) -> int:
@@ -209,6 +248,7 @@ def run_campaign(
     KeyboardInterrupt the newest failing case of every group not yet
     shrunk is kept.
     """
+    load_project_modules()
     result = CampaignResult(target.spec)
     tracker = Tracker()
     progress = Progress(target.spec, time.monotonic(), on_progress, progress_every)
@@ -222,6 +262,8 @@ def run_campaign(
             on_finding(f)
 
     try:
+        for f in hunt.cover(tracker, progress):
+            keep(f)  # kept at once: an interrupt during the covering set loses nothing found
         for _ in range(max_rounds):
             tracker.latest = {}
             try:

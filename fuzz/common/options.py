@@ -19,6 +19,7 @@ from allocator_model.config import ConfigError
 from strategies.space import check_pins
 
 from .errors import BadInput
+from .files import check_output_dir, check_output_file
 from .profiles import PROFILES, default_profile_name, get_profile
 
 DEFAULT_CASES_DIR = "fuzz-cases"
@@ -62,20 +63,29 @@ def seed_int(text: str) -> int:
 
 TARGETS_HELP = "reference[@REVISION], sglang==X.Y.Z, sglang or PATH (repeatable; see `python -m fuzz targets`)"
 SGLANG_VERSION_HELP = "decode semantics for file and installed SGLang targets (default: their version, else the newest)"
-PIN_HELP = ("fix a configuration field (SGLang name, e.g. page_size=64, speculative_algorithm=EAGLE, "
-            "speculative_adaptive_candidate_steps=[1,3]) and fuzz the rest; repeatable")
+PIN_HELP = (
+    "fix a configuration field (SGLang name, e.g. page_size=64, speculative_algorithm=EAGLE, "
+    "speculative_adaptive_candidate_steps=[1,3]) and fuzz the rest; repeatable"
+)
 
 
 def campaign_options() -> argparse.ArgumentParser:
     """The options of every fuzzing campaign (``run``, ``lifecycle``), as an argparse parent."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--target", action="append", required=True, metavar="SPEC", help=TARGETS_HELP)
-    p.add_argument("--profile", choices=PROFILES, default=None,
-                   help="Hypothesis profile (default: ci under CI=true, else dev)")
+    p.add_argument(
+        "--profile", choices=PROFILES, default=None, help="Hypothesis profile (default: ci under CI=true, else dev)"
+    )
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per round (overrides the profile)")
-    p.add_argument("--seed", type=seed_int, metavar="N",
-                   help="random seed (turns derandomize off, keeps the example database; nightly picks and prints one)")
-    p.add_argument("--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})")
+    p.add_argument(
+        "--seed",
+        type=seed_int,
+        metavar="N",
+        help="random seed (turns derandomize off, keeps the example database; nightly picks and prints one)",
+    )
+    p.add_argument(
+        "--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})"
+    )
     p.add_argument("--json", metavar="FILE", help="write a JSON report of every target")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
@@ -90,11 +100,14 @@ def parse_pins(items: list[str]) -> dict[str, Any]:
         name, sep, text = item.partition("=")
         if not sep or not name.strip():
             raise BadInput(f"--pin expects NAME=VALUE, got {item!r}")
+        name = name.strip()
+        if name in pins:
+            raise BadInput(f"--pin {name} given twice")
         try:
             value = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError, ValueError):
             value = text
-        pins[name.strip()] = value
+        pins[name] = value
     try:
         check_pins(pins)
     except ConfigError as e:
@@ -119,6 +132,13 @@ def campaign_settings(args: argparse.Namespace) -> tuple[str, Settings, int | No
     if seed is None and name == "nightly":
         seed = random.SystemRandom().randrange(2**32)
     return name, hyp, seed
+
+
+def check_campaign_outputs(args: argparse.Namespace) -> None:
+    """The case directory and the report file can be written: checked before any work starts."""
+    check_output_dir(args.cases, "--cases")
+    if args.json:
+        check_output_file(args.json, "--json")
 
 
 def campaign_header(what: str, hyp: Settings, seed: int | None) -> str:

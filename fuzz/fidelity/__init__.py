@@ -1,1 +1,9 @@
-"""``fidelity`` and ``matrix``: the model against real SGLang sizing code, release by release."""
+"""``fidelity`` and ``matrix``: the model against real SGLang sizing code, release by release.
+
+    differential   the fidelity engine: the configuration pool, model vs real sizing per function, replay of its cases
+    matrix         the matrix engine: release ranges, each release's campaign and fidelity, reference check, --expect
+    matrix_report  the matrix as written: the markdown table, the report's target entries, matrix.md and matrix.json
+    cli            both commands: options, running the engines, printing, case files and exit status
+
+Imports go one way: cli -> matrix_report -> matrix -> differential.
+"""

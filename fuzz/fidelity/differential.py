@@ -1,4 +1,4 @@
-"""Differential fidelity: the modeled revision of a version against that version's real sizing module.
+"""Differential fidelity (the engine of ``python -m fuzz fidelity``) and the replay of its case files.
 
 The model is only worth its agreement with the code it stands for.  For
 every configuration of a pool drawn from ``strategies.configs.serving_configs``
@@ -10,43 +10,50 @@ function is called on both sides and must return the same value:
     req_to_token_extra_context_len     launch shape
     page_aligned_decode_alloc_lens     request lengths near the limit (files that define it: 0.5.19+)
 
-A disagreement is a counterexample of class ``model-mismatch``, grouped by
-function (``model-mismatch/<function>``), shrunk by Hypothesis to a minimal
-configuration and saved as a case file that ``python -m fuzz repro`` replays.
-
-    python -m fuzz fidelity --target sglang==0.5.18 [--configs N] [--revision NAME]
+A disagreement is a ``Finding`` of kind ``fidelity-case`` and class
+``model-mismatch``, grouped by function (``model-mismatch/<function>``),
+shrunk by Hypothesis to a minimal configuration; its case file replays with
+``python -m fuzz repro`` (``replay_fidelity``, named in
+``fuzz.findings.casefile.REPLAYERS``).  Printing and saving are the
+command's (``fuzz.fidelity.cli``).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, find, given, seed as hypothesis_seed, settings as Settings, strategies as st
+from hypothesis import HealthCheck, Phase, find, given
+from hypothesis import seed as hypothesis_seed
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
-from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
 from allocator_model.revisions import REVISIONS, Revision
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from allocator_model.sizing import ModelSizing
+from fuzz.findings import casefile
+from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.findings.report import Status
+from fuzz.targets.base import SizingSurface, Target, TargetCallError
 from strategies.configs import serving_configs
 
-from fuzz.findings import casefile
-from fuzz.findings.kinds import CaseKind, Property, regime
-from fuzz.findings.model import Finding, Violation
-from fuzz.findings.render import repro_line
-from fuzz.targets.base import Target, TargetCallError
-
 MODEL_MISMATCH = Property.MODEL_MISMATCH
-SIZING_RAISED = Property.SIZING_RAISED
-FIDELITY_CASE = CaseKind.FIDELITY.value
 DEFAULT_CONFIGS = 10_000
-FUNCTIONS = ("alloc_page_size", "alloc_len_per_decode", "alloc_reserve_per_decode",
-             "req_to_token_extra_context_len", "page_aligned_decode_alloc_lens")
+FUNCTIONS = (
+    "alloc_page_size",
+    "alloc_len_per_decode",
+    "alloc_reserve_per_decode",
+    "req_to_token_extra_context_len",
+    "page_aligned_decode_alloc_lens",
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ class FidelityCase:
         return {"lens": [list(p) for p in self.lens]}
 
     @classmethod
-    def from_dict(cls, config: ServingConfig, data: Any) -> "FidelityCase":
+    def from_dict(cls, config: ServingConfig, data: Any) -> FidelityCase:
         try:
             lens = tuple((int(c), int(a)) for c, a in data["lens"])
         except (KeyError, TypeError, ValueError) as e:
@@ -81,63 +88,81 @@ def lens_for(cfg: ServingConfig) -> tuple[tuple[int, int], ...]:
     return ((b, b), (max(1, b - 1), max(1, b - 1) + page - 1), (max(1, b - slack), b + slack))
 
 
-def fidelity_cases(algorithms) -> st.SearchStrategy[FidelityCase]:
-    return serving_configs(algorithms).map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
+def fidelity_cases(algorithms: Iterable[str]) -> st.SearchStrategy[FidelityCase]:
+    return serving_configs(tuple(algorithms)).map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
 
 
-def _unique_runtimes(cfg: ServingConfig):
-    seen = []
+def _unique_runtimes(cfg: ServingConfig) -> list[SpecRuntime | None]:
+    seen: list[SpecRuntime | None] = []
     for rt in list(cfg.runtimes()) + [cfg.launch_runtime]:
         if rt not in seen:
             seen.append(rt)
     return seen
 
 
-def disagreements(real, model: ModelSizing, case: FidelityCase) -> list[Violation]:
+def disagreements(real: SizingSurface, model: ModelSizing, case: FidelityCase) -> list[Violation]:
     """Every sizing function on which ``real`` and ``model`` differ for this case (one violation per function)."""
     cfg = case.config
     found: dict[str, Violation] = {}
 
-    def compare(fn: str, args: str, call_real, call_model) -> None:
+    def compare(fn: str, args: str, call_real: Callable[..., Any], call_model: Callable[..., Any], *call: Any) -> None:
+        """``call_real(*call)`` against ``call_model(*call)``; the first difference per function is kept."""
         if fn in found:
             return
         try:
-            got = call_real()
+            got = call_real(*call)
         except TargetCallError as e:
-            found[fn] = Violation(SIZING_RAISED, regime(cfg, allocator_page_size(cfg)), str(e), [f"config: {cfg.short()}"])
+            found[fn] = sizing_raised(cfg, e)
             return
-        want = call_model()
+        want = call_model(*call)
         if got != want:
-            found[fn] = Violation(MODEL_MISMATCH, fn, f"{fn}({args}): real {got}, model {model.revision.name} {want}",
-                                  [f"config: {cfg.short()}"])
+            found[fn] = Violation(MODEL_MISMATCH, fn, f"{fn}({args}): real {got}, model {model.revision.name} {want}")
 
     in_file = getattr(real, "in_file", lambda name: True)
     if in_file("alloc_page_size"):
-        compare("alloc_page_size", "", lambda: real.alloc_page_size(cfg), lambda: model.alloc_page_size(cfg))
+        compare("alloc_page_size", "", real.alloc_page_size, model.alloc_page_size, cfg)
     for rt in _unique_runtimes(cfg):
         shape = "no spec" if rt is None else f"num_steps={rt.num_steps} num_draft_tokens={rt.num_draft_tokens}"
-        compare("alloc_len_per_decode", shape, lambda: real.alloc_len_per_decode(cfg, rt),
-                lambda: model.alloc_len_per_decode(cfg, rt))
-        compare("alloc_reserve_per_decode", shape, lambda: real.alloc_reserve_per_decode(cfg, rt),
-                lambda: model.alloc_reserve_per_decode(cfg, rt))
-    compare("req_to_token_extra_context_len", "", lambda: real.req_to_token_extra_context_len(cfg),
-            lambda: model.req_to_token_extra_context_len(cfg))
+        compare("alloc_len_per_decode", shape, real.alloc_len_per_decode, model.alloc_len_per_decode, cfg, rt)
+        compare(
+            "alloc_reserve_per_decode", shape, real.alloc_reserve_per_decode, model.alloc_reserve_per_decode, cfg, rt
+        )
+    compare(
+        "req_to_token_extra_context_len",
+        "",
+        real.req_to_token_extra_context_len,
+        model.req_to_token_extra_context_len,
+        cfg,
+    )
     if in_file("page_aligned_decode_alloc_lens"):
         page = allocator_page_size(cfg)
         for rt in _unique_runtimes(cfg):
             reserve = model.alloc_reserve_per_decode(cfg, rt)
             lens = list(case.lens)
-            compare("page_aligned_decode_alloc_lens", f"{lens}, reserve={reserve}, page={page}",
-                    lambda: real.page_aligned_decode_alloc_lens(lens, reserve, page),
-                    lambda: model.page_aligned_decode_alloc_lens(lens, reserve, page))
+            compare(
+                "page_aligned_decode_alloc_lens",
+                f"{lens}, reserve={reserve}, page={page}",
+                real.page_aligned_decode_alloc_lens,
+                model.page_aligned_decode_alloc_lens,
+                lens,
+                reserve,
+                page,
+            )
     return list(found.values())
 
 
 # -- the configuration pool ---------------------------------------------------
 
+
 def _settings(n: int) -> Settings:
-    return Settings(max_examples=n, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
-                    suppress_health_check=list(HealthCheck))
+    return Settings(
+        max_examples=n,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 _MASTER: dict[ServingConfig, FidelityCase] = {}  # one pool over every algorithm, grown on demand
@@ -157,7 +182,7 @@ def _grow_master(examples: int) -> None:
     _BATCHES[0] += 1
 
 
-def case_pool(algorithms, n: int) -> list[FidelityCase]:
+def case_pool(algorithms: Iterable[str], n: int) -> list[FidelityCase]:
     """``n`` cases with distinct configurations using only ``algorithms``; the same on every call and every run.
 
     Every release draws from one pool (memoized per process), so releases
@@ -176,58 +201,51 @@ def case_pool(algorithms, n: int) -> list[FidelityCase]:
 
 # -- a fidelity run -----------------------------------------------------------
 
-@dataclass
-class Mismatch:
-    target: str
-    revision: str
-    violation: Violation
-    case: FidelityCase
-    case_path: str | None = None
-
-    @property
-    def signature(self) -> str:
-        return self.violation.signature
-
-    def document(self) -> dict[str, Any]:
-        return casefile.document(Finding(CaseKind.FIDELITY, self.target, self.violation, self.case.config,
-                                         self.case.to_dict(), revision=self.revision))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"class": self.violation.prop, "signature": self.signature, "config": self.case.config.to_dict(),
-                "case": self.case.to_dict(), "message": self.violation.describe(),
-                "repro": repro_line(self.case_path) if self.case_path else ""}
-
 
 @dataclass
 class FidelityResult:
+    """One target against one model revision: what was compared, and one finding per disagreeing function."""
+
     target: str
     revision: str
     configs: int = 0
     functions: list[str] = field(default_factory=list)  # compared against the file (the rest: not in the file)
     seconds: float = 0.0
-    mismatches: list[Mismatch] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
     @property
-    def status(self) -> str:
-        return "mismatch" if self.mismatches else "agrees"
+    def status(self) -> Status:
+        return Status.COUNTEREXAMPLE if self.findings else Status.CLEAN
 
     def summary(self) -> str:
-        if not self.mismatches:
+        if not self.findings:
             return f"agrees on {self.configs} configs ({len(self.functions)} functions)"
-        return f"{len(self.mismatches)} mismatch group(s): " + ", ".join(m.signature for m in self.mismatches)
+        return f"{len(self.findings)} mismatch group(s): " + ", ".join(str(f.signature) for f in self.findings)
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "revision": self.revision, "status": self.status, "configs": self.configs,
-                "functions": self.functions, "seconds": round(self.seconds, 3),
-                "mismatches": [m.to_json() for m in self.mismatches]}
+        """The target's entry in a report (``fuzz.findings.report``)."""
+        return {
+            "target": self.target,
+            "status": self.status.value,
+            "seconds": round(self.seconds, 3),
+            "revision": self.revision,
+            "configs": self.configs,
+            "functions": self.functions,
+            "findings": [f.to_json() for f in self.findings],
+        }
 
 
-def _minimal(real, model: ModelSizing, signature: str, algorithms, first: FidelityCase) -> FidelityCase:
+def _minimal(
+    real: SizingSurface, model: ModelSizing, signature: Signature, algorithms: Iterable[str], first: FidelityCase
+) -> FidelityCase:
     """Hypothesis's smallest case of a group (the pool's case if the search does not meet it again)."""
     try:
-        return find(fidelity_cases(tuple(sorted(algorithms, key=str))),
-                    lambda c: any(v.signature == signature for v in disagreements(real, model, c)),
-                    settings=Settings(_settings(2_000), phases=[Phase.generate, Phase.shrink]))
+        found: FidelityCase = find(
+            fidelity_cases(tuple(sorted(algorithms, key=str))),
+            lambda c: any(v.signature == signature for v in disagreements(real, model, c)),
+            settings=Settings(_settings(2_000), phases=[Phase.generate, Phase.shrink]),
+        )
+        return found
     except NoSuchExample:
         return first
 
@@ -241,14 +259,25 @@ def fidelity(target: Target, *, revision: Revision | None = None, configs: int =
     result = FidelityResult(target.spec, revision.name, functions=[f for f in FUNCTIONS if in_file(f)])
     started = time.monotonic()
     pool = case_pool(revision.algorithms, configs)
-    first: dict[str, FidelityCase] = {}
-    for case in pool:
+    first: dict[Signature, tuple[int, FidelityCase]] = {}
+    for i, case in enumerate(pool):
         for v in disagreements(real, model, case):
-            first.setdefault(v.signature, case)
-    for sig in sorted(first):
-        case = _minimal(real, model, sig, revision.algorithms, first[sig])
-        (v,) = [v for v in disagreements(real, model, case) if v.signature == sig]
-        result.mismatches.append(Mismatch(target.spec, revision.name, v, case))
+            first.setdefault(v.signature, (i, case))
+    for sig in sorted(first, key=str):
+        found_at, pool_case = first[sig]
+        case = _minimal(real, model, sig, revision.algorithms, pool_case)
+        v = next(v for v in disagreements(real, model, case) if v.signature == sig)  # sizing-raised: one per function
+        result.findings.append(
+            Finding(
+                CaseKind.FIDELITY,
+                target.spec,
+                v,
+                case.config,
+                case.to_dict(),
+                found_at=found_at,
+                revision=revision.name,
+            )
+        )
     result.configs = len(pool)
     result.seconds = time.monotonic() - started
     return result
@@ -256,7 +285,9 @@ def fidelity(target: Target, *, revision: Revision | None = None, configs: int =
 
 # -- replay -------------------------------------------------------------------
 
+
 def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
+    """Replay a fidelity case file: the same configuration through the target's sizing and the model revision."""
     from fuzz.targets.base import TargetError
     from fuzz.targets.resolve import resolve_target
 
@@ -272,9 +303,13 @@ def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
     except TargetError as e:
         raise casefile.CaseFileError(f"{where}: {e}") from None
     found = disagreements(target.sizing, ModelSizing(REVISIONS[name]), case)
-    lines = [f"target: {target.spec} against model {name}", f"config: {case.config.short()}",
-             f"case:   {json.dumps(case.to_dict(), sort_keys=True)}"]
-    same = [v for v in found if str(v.signature) == doc.get("signature") or (not doc.get("signature") and v.prop == doc["property"])]
+    lines = [
+        f"target: {target.spec} against model {name}",
+        f"config: {case.config.short()}",
+        f"case:   {json.dumps(case.to_dict(), sort_keys=True)}",
+    ]
+    wanted = doc.get("signature")  # the JSON boundary: a signature as text
+    same = [v for v in found if (str(v.signature) == wanted if wanted else v.prop.value == doc["property"])]
     if same:
         lines += [f"FAILS {same[0].signature}", same[0].describe()]
     else:
@@ -282,8 +317,13 @@ def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
     return casefile.Replay(bool(same), "\n".join(lines))
 
 
-
-
-
-
-__all__ = ["fidelity", "disagreements", "case_pool", "FidelityResult", "Mismatch", "MODEL_MISMATCH"]
+__all__ = [
+    "DEFAULT_CONFIGS",
+    "MODEL_MISMATCH",
+    "FidelityCase",
+    "FidelityResult",
+    "case_pool",
+    "disagreements",
+    "fidelity",
+    "replay_fidelity",
+]

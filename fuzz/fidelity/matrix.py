@@ -1,10 +1,12 @@
-"""``python -m fuzz matrix``: every SGLang release's own sizing code, fuzzed side by side.
+"""The engine of ``python -m fuzz matrix``: every SGLang release's own sizing code, fuzzed side by side.
 
-One table, release by release: its status, each bug group found (property /
-regime) with the known bug it matches in the catalog and its minimal case,
-examples and seconds, and the differential fidelity of the model against
-that release.  Written as markdown and JSON, with one case file per group
-that ``python -m fuzz repro`` replays.
+Release by release: a decode campaign on the release's real sizing module,
+the differential fidelity of the model against it, and a check that each
+group's minimal case is one the scheduler allows and that passes on the
+reference (so a group is the release's own bug).  ``run_matrix`` hands each
+release to ``on_release`` as soon as it is complete (the command writes the
+table then: ``fuzz.fidelity.matrix_report``); ``compare_with_expectations``
+holds the result against ``.github/matrix-expected.json``.
 
 Every release runs with the same Hypothesis seed (default 0), so releases
 that share semantics explore the same inputs: a difference between two rows
@@ -14,25 +16,21 @@ processes while the parent runs the fidelity checks.
 
 from __future__ import annotations
 
-import concurrent.futures as futures
 import json
 import multiprocessing
-import os
-import sys
-import time
+from collections.abc import Callable
+from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any
 
-from allocator_model.allocator import allocator_page_size
 from allocator_model.revisions import REFERENCE
 from allocator_model.scenario import DecodeScenario, scenario_problem
-
 from fuzz.campaign.driver import CampaignResult
-from fuzz.catalog import CATALOG
 from fuzz.common.errors import BadInput
 from fuzz.common.profiles import get_profile
 from fuzz.findings import casefile
-from fuzz.findings.kinds import regime
+from fuzz.findings.kinds import Signature
+from fuzz.findings.model import Finding
+from fuzz.findings.report import Status
 from fuzz.run.engine import campaign, check_scenario
 from fuzz.targets.base import Target, model_target
 from fuzz.targets.resolve import resolve_target
@@ -45,10 +43,15 @@ DEFAULT_OUT = "fuzz-matrix"
 # the limit, about 1 example in 60; 300 per round meets it in every release with room to spare.
 DEFAULT_EXAMPLES = 300
 
+Expectations = dict[str, dict[str, set[str]]]  # release -> {"required": signatures, "allowed": signatures}
+
 
 def parse_releases(text: str | None) -> list[str]:
-    """'0.5.16..0.5.23' (known releases in the range), '0.5.18,0.5.19', or None (every known release)."""
-    if not text:
+    """'0.5.16..0.5.23' (known releases in the range), '0.5.18,0.5.19', or None (every known release).
+
+    An empty text names no release: a VersionError, not every release.
+    """
+    if text is None:
         return known_releases()
     releases: list[str] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
@@ -61,47 +64,47 @@ def parse_releases(text: str | None) -> list[str]:
         else:
             parse_version(part)
             releases.append(part)
+    if not releases:
+        raise VersionError(f"{text!r} names no release (e.g. 0.5.16..0.5.23 or 0.5.18,0.5.19; omit it for all)")
     return list(dict.fromkeys(releases))
 
 
-def catalog_ids() -> dict[str, list[str]]:
-    """Signature -> the catalog's bug ids that show as it (derived from the catalog's scenarios)."""
-    ids: dict[str, list[str]] = {}
-    for bug in CATALOG:
-        if bug.prop is not None:
-            cfg = bug.scenario.config
-            sig = f"{bug.prop.value}/{regime(cfg, allocator_page_size(cfg)).value}"
-            ids.setdefault(sig, [])
-            if bug.bug not in ids[sig]:
-                ids[sig].append(bug.bug)
-    return ids
+@dataclass(frozen=True)
+class MatrixSettings:
+    """What every release runs with."""
+
+    profile: str
+    max_examples: int | None  # examples per round (None: the profile's)
+    seed: int | None
+    fidelity_configs: int  # 0 skips the fidelity check
 
 
 @dataclass
 class Row:
+    """One release: its target, its campaign, its fidelity, and how each group's case fares on the reference."""
+
     release: str
     target: Target | None = None
     campaign: CampaignResult | None = None
     fidelity: FidelityResult | None = None
-    checks: dict[str, str] = field(default_factory=dict)  # signature -> how the case fares on the reference
+    checks: dict[Signature, str] = field(default_factory=dict)
 
-    def to_json(self, known: dict[str, list[str]]) -> dict[str, Any]:
-        c = self.campaign
-        groups = []
-        for f in c.findings if c else []:
-            groups.append({**f.to_json(), "catalog": known.get(str(f.signature), []), "on_reference": self.checks.get(str(f.signature))})
-        return {
-            "release": self.release,
-            "target": self.target.spec if self.target else f"sglang=={self.release}",
-            "api": self.target.sizing.generation.name if self.target else None,
-            "semantics": self.target.revision.name if self.target else None,
-            "status": c.status if c else "error",
-            "examples": c.examples if c else 0,
-            "seconds": round(c.seconds, 3) if c else 0.0,
-            "groups": groups,
-            "error": c.error if c else None,
-            "fidelity": self.fidelity.to_json() if self.fidelity else None,
-        }
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding on the release: the campaign's bug groups, then the fidelity's model-mismatches."""
+        return (self.campaign.findings if self.campaign else []) + (self.fidelity.findings if self.fidelity else [])
+
+    @property
+    def error(self) -> str | None:
+        return self.campaign.error if self.campaign else "not run"
+
+    @property
+    def status(self) -> Status:
+        if self.error:
+            return Status.ERROR
+        if self.findings:
+            return Status.COUNTEREXAMPLE
+        return Status.INTERRUPTED if self.campaign and self.campaign.interrupted else Status.CLEAN
 
 
 def _campaign_job(spec: str, profile: str, max_examples: int | None, seed: int | None) -> CampaignResult:
@@ -114,97 +117,101 @@ def _campaign_job(spec: str, profile: str, max_examples: int | None, seed: int |
     return campaign(resolve_target(spec), hyp, seed=seed)
 
 
-def _reference_check(row: Row) -> None:
+def reference_check(row: Row) -> None:
     """Each group's minimal case must be one the scheduler allows, and must pass on the reference.
 
     So a reported group is the release's own sizing bug, not a case the
     committed-length bound rules out (which would fail the reference too).
     """
     reference = model_target(REFERENCE)
-    for f in row.campaign.findings:
+    assert row.target is not None
+    for f in row.campaign.findings if row.campaign else []:
         scenario = DecodeScenario.from_dict(f.config, f.case)
         problem = scenario_problem(scenario, row.target.revision)
         if problem:
-            row.checks[str(f.signature)] = f"outside the bound: {problem}"
+            row.checks[f.signature] = f"outside the bound: {problem}"
             continue
         _, found = check_scenario(reference, scenario)
-        row.checks[str(f.signature)] = "passes" if not found else "fails too: " + ", ".join(str(v.signature) for v in found)
+        row.checks[f.signature] = "passes" if not found else "fails too: " + ", ".join(str(v.signature) for v in found)
 
 
-def _case_text(f) -> str:
-    s = DecodeScenario.from_dict(f.config, f.case)
-    text = f"{s.config.short()}; committed_len={s.committed_len}"
-    if s.num_steps is not None:
-        text += f" num_steps={s.num_steps}"
-    if s.device_lag:
-        text += f" device_lag={s.device_lag}"
-    if s.prior is not None:
-        text += f" prior(accepted={s.prior.accepted}" + (f", num_steps={s.prior.num_steps}" if s.prior.num_steps is not None else "") + ")"
-    return text
+def _finish(row: Row, cases_dir: str) -> None:
+    """A complete release: a case file per finding (decode and fidelity), and the reference check."""
+    for f in row.findings:
+        casefile.save(f, cases_dir)
+    reference_check(row)
 
 
-def markdown(rows: list[Row], known: dict[str, list[str]], header: str) -> str:
-    lines = [header, "",
-             "| release | API | status | bug group | known as | minimal case | examples | seconds | fidelity |",
-             "|---|---|---|---|---|---|---:|---:|---|"]
-    for row in rows:
-        c, fid = row.campaign, row.fidelity
-        first = [row.release, row.target.sizing.generation.name if row.target else "-", c.status if c else "error"]
-        tail = [str(c.examples if c else 0), f"{c.seconds:.1f}" if c else "-", fid.summary() if fid else "not run"]
-        failures = c.findings if c else []
-        if not failures:
-            lines.append("| " + " | ".join(first + ["-", "-", c.error if c and c.error else "-"] + tail) + " |")
-        for i, f in enumerate(failures):
-            cells = (first if i == 0 else ["", "", ""]) + [
-                f"`{f.signature}`", ", ".join(known.get(str(f.signature), [])) or "not catalogued",
-                f"{_case_text(f)} ([case](cases/{os.path.basename(f.case_path or '')}))"] + (tail if i == 0 else ["", "", ""])
-            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    odd = [f"{r.release} {sig}: {how}" for r in rows for sig, how in r.checks.items() if how != "passes"]
-    lines += ["", "Every minimal case is at a committed length the scheduler allows and passes on `reference`"
-              if not odd else "Cases that do not pass on `reference` (or are outside the bound): " + "; ".join(odd)]
-    return "\n".join(lines) + "\n"
+def run_matrix(
+    releases: list[str],
+    settings: MatrixSettings,
+    *,
+    jobs: int,
+    cases_dir: str,
+    on_release: Callable[[Row, list[Row]], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Row]:
+    """Fuzz and check every release; ``on_release(row, finished rows in release order)`` as each completes.
 
-
-def run_matrix(releases: list[str], *, profile: str, max_examples: int | None, seed: int | None,
-               fidelity_configs: int, jobs: int, out: str, progress=None) -> list[Row]:
+    Every target is resolved (and fetched) first: bad input stops before
+    any fuzzing.  ``progress`` gets a line per fidelity check.
+    """
     rows = [Row(r) for r in releases]
-    for row in rows:  # resolve (and fetch) every release first: bad input stops before any fuzzing
+    for row in rows:
         row.target = resolve_target(f"sglang=={row.release}")
     say = progress or (lambda line: None)
-    cases_dir = os.path.join(out, "cases")
-    if jobs > 1:
-        pool = futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-        pending = {pool.submit(_campaign_job, r.target.spec, profile, max_examples, seed): r for r in rows}
-    else:
-        pool, pending = None, {}
+    finished: set[str] = set()
+
+    def flush() -> None:
+        """Finish every release whose campaign and fidelity are both in, in release order."""
+        for row in rows:
+            if row.release in finished or row.campaign is None:
+                continue
+            if settings.fidelity_configs and row.fidelity is None:
+                continue
+            _finish(row, cases_dir)
+            finished.add(row.release)
+            if on_release:
+                on_release(row, [r for r in rows if r.release in finished])
+
+    def check_fidelity(row: Row) -> None:
+        if settings.fidelity_configs:
+            assert row.target is not None
+            row.fidelity = fidelity(row.target, configs=settings.fidelity_configs)
+            say(f"[{row.release}] fidelity: {row.fidelity.summary()} ({row.fidelity.seconds:.1f}s)")
+
+    def job(row: Row) -> tuple[str, str, int | None, int | None]:
+        assert row.target is not None
+        return row.target.spec, settings.profile, settings.max_examples, settings.seed
+
+    if jobs <= 1:
+        for row in rows:
+            check_fidelity(row)
+            row.campaign = _campaign_job(*job(row))
+            flush()
+        return rows
+    pool = futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    pending = {pool.submit(_campaign_job, *job(row)): row for row in rows}
+
+    def harvest(done: list[futures.Future[CampaignResult]]) -> None:
+        for fut in done:
+            pending.pop(fut).campaign = fut.result()
+            flush()
+
     try:
-        if fidelity_configs:
-            for row in rows:  # the parent's share while the workers fuzz
-                row.fidelity = fidelity(row.target, configs=fidelity_configs)
-                say(f"[{row.release}] fidelity: {row.fidelity.summary()} ({row.fidelity.seconds:.1f}s)")
-        if pool is None:
-            for row in rows:
-                row.campaign = _campaign_job(row.target.spec, profile, max_examples, seed)
-                say(f"[{row.release}] {row.campaign.status}: {len(row.campaign.findings)} group(s), {row.campaign.seconds:.1f}s")
-        else:
-            for done in futures.as_completed(pending):
-                row = pending[done]
-                row.campaign = done.result()
-                say(f"[{row.release}] {row.campaign.status}: {len(row.campaign.findings)} group(s), {row.campaign.seconds:.1f}s")
+        for row in rows:  # the parent's share while the workers fuzz
+            check_fidelity(row)
+            harvest([fut for fut in pending if fut.done()])
+            flush()
+        for fut in futures.as_completed(list(pending)):
+            harvest([fut])
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    for row in rows:
-        for f in row.campaign.findings:
-            casefile.save(f, cases_dir)
-        for m in row.fidelity.mismatches if row.fidelity else []:
-            m.case_path = casefile.save_document(m.document(), cases_dir)
-        _reference_check(row)
+        pool.shutdown(wait=True, cancel_futures=True)
     return rows
 
 
-def load_expectations(path: str, releases: list[str]) -> dict[str, dict[str, set[str]]]:
-    """The groups each release must show (required) and may show (allowed)."""
+def load_expectations(path: str, releases: list[str]) -> Expectations:
+    """The groups each release must show (required) and may show (allowed), as signature text."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -212,7 +219,7 @@ def load_expectations(path: str, releases: list[str]) -> dict[str, dict[str, set
         raise BadInput(f"--expect {path}: {e}") from None
     if not isinstance(data, dict):
         raise BadInput(f"--expect {path}: expected an object of releases")
-    out = {}
+    out: Expectations = {}
     for release in releases:
         entry = data.get(release)
         if not isinstance(entry, dict):
@@ -221,16 +228,19 @@ def load_expectations(path: str, releases: list[str]) -> dict[str, dict[str, set
     return out
 
 
-def compare_with_expectations(rows: list[Row], expected: dict[str, dict[str, set[str]]]) -> list[str]:
-    """One line per difference: a required group not found (the tool regressed), a group not expected (news)."""
+def compare_with_expectations(rows: list[Row], expected: Expectations) -> list[str]:
+    """One line per difference: a required group not found (the tool regressed), a group not expected (news).
+
+    A model-mismatch is always a difference: the model must agree with every release.
+    """
     lines = []
     for row in rows:
-        found = {str(f.signature) for f in row.campaign.findings}
+        found = {str(f.signature) for f in (row.campaign.findings if row.campaign else [])}
         want = expected[row.release]
         for sig in sorted(want["required"] - found):
             lines.append(f"MISSING {row.release}: {sig} was not found (expected upstream bug)")
         for sig in sorted(found - want["required"] - want["allowed"]):
             lines.append(f"NEW {row.release}: {sig} (not in the expectations: a new finding)")
-        for m in row.fidelity.mismatches if row.fidelity else []:
-            lines.append(f"MISMATCH {row.release}: {m.signature} (the model disagrees with the release)")
+        for f in row.fidelity.findings if row.fidelity else []:
+            lines.append(f"MISMATCH {row.release}: {f.signature} (the model disagrees with the release)")
     return lines

@@ -1,11 +1,11 @@
 """The findings pipeline every command shares: one finding type, one renderer, one report shape, case files.
 
-    kinds       enums of properties, regimes and case kinds; the signature value type; ``regime()``
-    model       ``Violation`` (what a check saw) and ``Finding`` (a violation with its target, config and case)
-    render      the COUNTEREXAMPLE block, the repro line, the summary table
-    report      the JSON report every command writes
-    casefile    case files: the envelope, save, load, validate, and the lazy table of replayers
-    regression  a case as a ready-to-paste pytest test
+kinds       enums of properties, regimes and case kinds; the signature value type; ``regime()``
+model       ``Violation`` (what a check saw) and ``Finding`` (a violation with its target, config and case)
+render      the COUNTEREXAMPLE block, the repro line, the summary table
+report      the JSON report every command writes
+casefile    case files: the envelope, save, load, validate, and the lazy table of replayers
+regression  a case as a ready-to-paste pytest test
 """
 
 from .kinds import CaseKind, Property, Regime, Signature, regime

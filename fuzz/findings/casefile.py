@@ -22,7 +22,7 @@ from typing import Any
 
 from fuzz.common.files import write_atomically
 
-from .kinds import CaseKind
+from .kinds import CaseKind, Property, Signature
 from .model import Finding
 
 SCHEMA = "kvrow-fuzz/case"
@@ -113,20 +113,40 @@ def load_document(path: str) -> dict[str, Any]:
 
 def validate_document(doc: Any, where: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise CaseFileError(f"{where} is not a kvrow-fuzz case file (no \"schema\": \"{SCHEMA}\")")
+        raise CaseFileError(f'{where} is not a kvrow-fuzz case file (no "schema": "{SCHEMA}")')
     if doc.get("schema_version") != SCHEMA_VERSION:
-        raise CaseFileError(f"{where} has schema_version {doc.get('schema_version')!r}; this tool reads {SCHEMA_VERSION}")
+        raise CaseFileError(
+            f"{where} has schema_version {doc.get('schema_version')!r}; this tool reads {SCHEMA_VERSION}"
+        )
     for key in ("kind", "target", "property", "config", "case"):
         if key not in doc:
             raise CaseFileError(f"{where} is missing the field {key!r}")
     if case_kind(doc) is None:
         raise CaseFileError(f"{where} has unknown kind {doc['kind']!r} (known: {', '.join(k.value for k in CaseKind)})")
+    if not isinstance(doc["target"], str) or not doc["target"].strip():
+        raise CaseFileError(f'{where}: "target" must be a target spec string, got {doc["target"]!r}')
+    try:
+        Property(doc["property"])
+    except (ValueError, TypeError):
+        raise CaseFileError(
+            f"{where} has unknown property {doc['property']!r} (known: {', '.join(p.value for p in Property)})"
+        ) from None
+    if "signature" in doc:
+        try:
+            sig = Signature.parse(doc["signature"]) if isinstance(doc["signature"], str) else None
+        except ValueError:
+            sig = None
+        if sig is None or sig.prop != doc["property"]:
+            raise CaseFileError(f"{where} has signature {doc['signature']!r}, not {doc['property']}/GROUP")
+    if not isinstance(doc["config"], dict) or not isinstance(doc["case"], dict):
+        raise CaseFileError(f'{where}: "config" and "case" must be JSON objects')
     return doc
 
 
 def case_kind(doc: dict[str, Any]) -> CaseKind | None:
+    kind = doc.get("kind")
     try:
-        return CaseKind(doc.get("kind"))
+        return CaseKind(kind) if isinstance(kind, str) else None
     except ValueError:
         return None
 

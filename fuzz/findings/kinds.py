@@ -11,13 +11,19 @@ file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
 
+if TYPE_CHECKING:  # regime_codes' types; torch is imported where it runs
+    import torch
 
-class Property(str, Enum):
+    from allocator_model.closed_form import LaunchGrid
+
+
+class Property(StrEnum):
     """What a finding breaks: a decode property, a lifecycle invariant, or a kind of its own."""
 
     # decode properties (fuzz.run) and lifecycle invariants (fuzz.lifecycle)
@@ -36,11 +42,8 @@ class Property(str, Enum):
     MODEL_MISMATCH = "model-mismatch"  # the model and a real module disagree (fuzz.fidelity)
     UNPROVEN = "unproven"  # prove could not read a growth rule in closed form
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Regime(str, Enum):
+class Regime(StrEnum):
     """The configuration class a failure belongs to, most specific cause first (see ``regime``)."""
 
     ALLOC_PAGE_1 = "alloc-page-1"
@@ -50,22 +53,16 @@ class Regime(str, Enum):
     DFLASH = "dflash"
     PAGED = "paged"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 REGIMES: tuple[Regime, ...] = tuple(Regime)
 
 
-class CaseKind(str, Enum):
+class CaseKind(StrEnum):
     """What a case file holds, and so which replayer replays it."""
 
     DECODE = "decode-scenario"  # one request's last decode steps (fuzz.run)
     LIFECYCLE = "lifecycle"  # a step script over a running batch (fuzz.lifecycle)
     FIDELITY = "fidelity-case"  # one configuration the model and a real module disagree on (fuzz.fidelity)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def regime(cfg: ServingConfig, alloc_page: int) -> Regime:
@@ -73,8 +70,8 @@ def regime(cfg: ServingConfig, alloc_page: int) -> Regime:
 
     Most specific cause first: the token allocator (page 1), then DCP, the
     spec v2 tree (topk > 1 with draft KV), adaptive spec, DFLASH/DSPARK, and
-    any other paged allocator.  ``fuzz.prove.grid.regime_codes`` is its
-    tensor twin; ``tests/test_twins.py`` holds them equal.
+    any other paged allocator.  ``regime_codes`` below is its tensor twin;
+    ``tests/test_twins.py`` holds them equal.
     """
     a = cfg.speculative_algorithm
     if alloc_page == 1:
@@ -90,6 +87,25 @@ def regime(cfg: ServingConfig, alloc_page: int) -> Regime:
     return Regime.PAGED
 
 
+def regime_codes(g: LaunchGrid, config: torch.Tensor, alloc_page: torch.Tensor) -> torch.Tensor:
+    """``regime`` of many configurations at once: its tensor twin, as indices into ``REGIMES``.
+
+    ``config`` indexes the launch configurations of ``g`` (one algorithm);
+    ``alloc_page`` is each one's allocator page.  The same order of causes
+    as the scalar ``regime`` (the twin test holds them equal on every
+    configuration of prove's ``tiny`` space).
+    """
+    import torch
+
+    a = g.algorithm
+    code = torch.full_like(config, REGIMES.index(Regime.DFLASH if a in algo.DFLASH_FAMILY else Regime.PAGED))
+    code = torch.where(g.adaptive[config], REGIMES.index(Regime.ADAPTIVE), code)
+    if a is not None and algo.has_draft_kv(a):
+        code = torch.where(g.topk[config] > 1, REGIMES.index(Regime.TREE), code)
+    code = torch.where(g.attn_dcp_size[config] > 1, REGIMES.index(Regime.DCP), code)
+    return torch.where(alloc_page == 1, REGIMES.index(Regime.ALLOC_PAGE_1), code)
+
+
 @dataclass(frozen=True, order=True)
 class Signature:
     """``property/group``: the identity of one bug group."""
@@ -101,7 +117,7 @@ class Signature:
         return f"{self.prop.value}/{self.group}"
 
     @classmethod
-    def parse(cls, text: str) -> "Signature":
+    def parse(cls, text: str) -> Signature:
         """``write-within-row/dcp>1`` -> Signature; ValueError for an unknown property or a missing group."""
         prop, sep, group = text.partition("/")
         if not sep or not group:

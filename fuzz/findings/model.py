@@ -40,8 +40,9 @@ class Violation:
 
 def sizing_raised(cfg: ServingConfig, error: Exception) -> Violation:
     """A real sizing function raised for a valid configuration: the violation names the function and the config."""
-    return Violation(Property.SIZING_RAISED, regime(cfg, allocator_page_size(cfg)).value, str(error),
-                     [f"config: {cfg.short()}"])
+    return Violation(
+        Property.SIZING_RAISED, regime(cfg, allocator_page_size(cfg)).value, str(error), [f"config: {cfg.short()}"]
+    )
 
 
 @dataclass

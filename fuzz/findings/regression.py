@@ -38,8 +38,12 @@ def emit_test(doc: dict[str, Any]) -> str:
     """A ready-to-paste pytest test that replays ``doc``."""
     replayable = {k: v for k, v in doc.items() if k != "message"}  # the replay prints the message anew
     case = pprint.pformat(replayable, indent=4, width=100, sort_dicts=True).replace("\n", "\n" + " " * 4)
-    return _TEMPLATE.format(name=regression_test_name(doc), signature=doc.get("signature") or doc["property"],
-                            target=doc["target"], case=case)
+    return _TEMPLATE.format(
+        name=regression_test_name(doc),
+        signature=doc.get("signature") or doc["property"],
+        target=doc["target"],
+        case=case,
+    )
 
 
 def regression_files() -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from fuzz.common.files import write_atomically
@@ -25,7 +25,7 @@ REPORT_SCHEMA_VERSION = 1
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
 
-class Command(str, Enum):
+class Command(StrEnum):
     RUN = "run"
     LIFECYCLE = "lifecycle"
     PROVE = "prove"
@@ -33,7 +33,7 @@ class Command(str, Enum):
     MATRIX = "matrix"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """A target's outcome in a report."""
 
     CLEAN = "clean"
@@ -41,13 +41,15 @@ class Status(str, Enum):
     INTERRUPTED = "interrupted"  # stopped before its end with nothing found
     ERROR = "error"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 def report_document(command: Command, targets: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-    return {"schema": REPORT_SCHEMA, "schema_version": REPORT_SCHEMA_VERSION, "command": command.value,
-            **fields, "targets": targets}
+    return {
+        "schema": REPORT_SCHEMA,
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "command": command.value,
+        **fields,
+        "targets": targets,
+    }
 
 
 def write_report(path: str, command: Command, targets: list[dict[str, Any]], **fields: Any) -> None:

@@ -14,7 +14,14 @@ from hypothesis import settings as Settings
 from fuzz.campaign.driver import CampaignResult
 from fuzz.campaign.execute import drive_campaigns
 from fuzz.common.errors import ExitCode
-from fuzz.common.options import campaign_header, campaign_options, campaign_settings, parse_pins, positive_int
+from fuzz.common.options import (
+    campaign_header,
+    campaign_options,
+    campaign_settings,
+    check_campaign_outputs,
+    parse_pins,
+    positive_int,
+)
 from fuzz.findings.report import Command
 from fuzz.targets.resolve import resolve_targets
 
@@ -22,13 +29,23 @@ from .machine import DEFAULT_STEPS, RUNS, lifecycle_campaign
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("lifecycle", parents=[campaign_options()], help="stateful fuzzing of the request lifecycle",
-                              description=(
-        "Drive a running batch (admit, chunked prefill, decode with accept runs and overlap lag, adaptive steps, "
-        "stop, retract) with Hypothesis' state machines and check the pool after every step. "
-        "Exit 0: no invariant broken; 1: at least one finding; 2: bad input."))
-    p.add_argument("--steps", type=positive_int, default=DEFAULT_STEPS, metavar="N",
-                   help=f"steps per state-machine run at most (default {DEFAULT_STEPS})")
+    p = subparsers.add_parser(
+        "lifecycle",
+        parents=[campaign_options()],
+        help="stateful fuzzing of the request lifecycle",
+        description=(
+            "Drive a running batch (admit, chunked prefill, decode with accept runs and overlap lag, adaptive steps, "
+            "stop, retract) with Hypothesis' state machines and check the pool after every step. "
+            "Exit 0: no invariant broken; 1: at least one finding; 2: bad input."
+        ),
+    )
+    p.add_argument(
+        "--steps",
+        type=positive_int,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"steps per state-machine run at most (default {DEFAULT_STEPS})",
+    )
     p.set_defaults(func=cmd_lifecycle)
 
 
@@ -37,22 +54,32 @@ def report_bound(result: CampaignResult, out: TextIO) -> None:
     s = result.stats
     gap = s.get("max_committed_len_minus_bound")
     rate = s.get("steps", 0) / max(result.seconds, 1e-9)
-    print(f"{result.examples} runs, {s.get('steps', 0)} steps, {rate:.0f} steps/s; longest "
-          f"kv_committed_len at a decode allocation: "
-          + ("none" if gap is None else f"the scheduler's bound {'+' if gap >= 0 else '-'} {abs(gap)}"), file=out)
+    print(
+        f"{result.examples} runs, {s.get('steps', 0)} steps, {rate:.0f} steps/s; longest "
+        f"kv_committed_len at a decode allocation: "
+        + ("none" if gap is None else f"the scheduler's bound {'+' if gap >= 0 else '-'} {abs(gap)}"),
+        file=out,
+    )
 
 
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
+    check_campaign_outputs(args)
     targets = resolve_targets(args.target, args.sglang_version)
     profile_name, hyp, seed = campaign_settings(args)
     pins = parse_pins(args.pin)
     if not args.max_examples:
         hyp = Settings(hyp, max_examples=RUNS[profile_name])
     return drive_campaigns(
-        args, Command.LIFECYCLE, targets,
-        campaign_header(f"profile {profile_name}, {hyp.max_examples} state-machine runs per round of up to "
-                        f"{args.steps} steps", hyp, seed),
+        args,
+        Command.LIFECYCLE,
+        targets,
+        campaign_header(
+            f"profile {profile_name}, {hyp.max_examples} state-machine runs per round of up to {args.steps} steps",
+            hyp,
+            seed,
+        ),
         lambda target, progress, on_finding: lifecycle_campaign(
-            target, hyp, steps=args.steps, seed=seed, on_progress=progress, pins=pins, on_finding=on_finding),
+            target, hyp, steps=args.steps, seed=seed, on_progress=progress, pins=pins, on_finding=on_finding
+        ),
         after=report_bound,
     )

@@ -26,9 +26,8 @@ from functools import cached_property
 import torch
 
 from allocator_model.batch import FREE, ReleaseEvent, Request, RunningBatch, StepResult, WriteEvent
-from allocator_model.decode import Refusal
+from allocator_model.decode import Refusal, Req
 from allocator_model.req_to_token import GUARD
-
 from fuzz.findings.kinds import Property, regime
 from fuzz.findings.model import Violation
 
@@ -55,6 +54,12 @@ INVARIANTS: tuple[Property, ...] = (
 )
 
 
+def held(r: Request) -> Req:
+    """The KV bookkeeping of a request that holds a row (``RunningBatch.holders``)."""
+    assert r.kv is not None, f"request {r.rid} holds no row"
+    return r.kv
+
+
 class RowShadow:
     """What each request itself wrote into its row, column by column (the slots it meant to store)."""
 
@@ -79,8 +84,10 @@ class StepView:
     def live_slots(self) -> list[tuple[Request, torch.Tensor]]:
         """(request, its row's columns [0, min(kv_allocated_len, W)) as int64) for every request holding a row."""
         b = self.batch
-        return [(r, b.pool.req_to_token[r.row, : min(r.kv.kv_allocated_len, b.width)].to(torch.int64))
-                for r in b.holders()]
+        return [
+            (r, b.pool.req_to_token[r.row, : min(held(r).kv_allocated_len, b.width)].to(torch.int64))
+            for r in b.holders()
+        ]
 
 
 def _runs(cols: list[int]) -> list[tuple[int, int]]:
@@ -122,8 +129,9 @@ def check_neighbour_rows_untouched(view: StepView) -> Violation | None:
         if torch.equal(now, meant):
             continue
         row, runs = r.row, _runs((now != meant).nonzero().flatten().tolist())
-        writers = [w for w in view.result.writes
-                   if w.write.record and any(s.victim_row == row for s in w.write.record.spills)]
+        writers = [
+            w for w in view.result.writes if w.write.record and any(s.victim_row == row for s in w.write.record.spills)
+        ]
         victim = f"request {r.rid} (row {row}) columns {_cols(runs)}"
         if not writers:
             return _violation(batch, NEIGHBOUR_ROWS_UNTOUCHED, f"{victim} changed by no write of its own", [])
@@ -132,8 +140,11 @@ def check_neighbour_rows_untouched(view: StepView) -> Violation | None:
             batch,
             NEIGHBOUR_ROWS_UNTOUCHED,
             f"{_head(w)} of a row {batch.width} wide and changed {victim}",
-            [f"victim: request {r.rid} (row {row}), kv_allocated_len {r.kv.kv_allocated_len}: its slots in "
-             f"{_cols(runs)} were overwritten with request {w.rid}'s"] + _context(batch, w),
+            [
+                f"victim: request {r.rid} (row {row}), kv_allocated_len {held(r).kv_allocated_len}: its slots in "
+                f"{_cols(runs)} were overwritten with request {w.rid}'s"
+            ]
+            + _context(batch, w),
             w.write.nxt - batch.width,
         )
     return None
@@ -141,9 +152,16 @@ def check_neighbour_rows_untouched(view: StepView) -> Violation | None:
 
 def _victims(w: WriteEvent, owners: dict[int, int]) -> str:
     parts = []
-    for s in w.write.record.spills:
-        who = GUARD if s.victim_row == GUARD else (
-            f"row {s.victim_row} (request {owners[s.victim_row]})" if s.victim_row in owners else f"row {s.victim_row} (free)")
+    for s in w.write.record.spills if w.write.record else []:
+        who = (
+            GUARD
+            if s.victim_row == GUARD
+            else (
+                f"row {s.victim_row} (request {owners[s.victim_row]})"
+                if s.victim_row in owners
+                else f"row {s.victim_row} (free)"
+            )
+        )
         parts.append(f"{who} columns [{s.col_start}, {s.col_end})")
     return "; ".join(parts) or "none observed"
 
@@ -154,16 +172,25 @@ def check_write_within_row(view: StepView) -> Violation | None:
     for w in view.result.writes:
         x = w.write
         if x.refusal is Refusal.UNO_GUARD:
-            return _violation(batch, WRITE_WITHIN_ROW, f"request {w.rid} (row {w.row}) refused: {x.refused}",
-                              _context(batch, w), x.nxt - batch.width)
+            return _violation(
+                batch,
+                WRITE_WITHIN_ROW,
+                f"request {w.rid} (row {w.row}) refused: {x.refused}",
+                _context(batch, w),
+                x.nxt - batch.width,
+            )
         if x.record is None or x.nxt <= batch.width:
             continue
         details = [f"victim: {_victims(w, batch.row_owner())}"]
         if x.record.lost:
             details.append(f"{x.record.lost} columns landed past even the guard rows")
-        return _violation(batch, WRITE_WITHIN_ROW,
-                          f"{_head(w)} of a row {batch.width} wide: {x.nxt - batch.width} columns past its end",
-                          details + _context(batch, w), x.nxt - batch.width)
+        return _violation(
+            batch,
+            WRITE_WITHIN_ROW,
+            f"{_head(w)} of a row {batch.width} wide: {x.nxt - batch.width} columns past its end",
+            details + _context(batch, w),
+            x.nxt - batch.width,
+        )
     return None
 
 
@@ -171,15 +198,28 @@ def check_kv_lens_ordered(view: StepView) -> Violation | None:
     """0 <= kv_committed_len <= kv_allocated_len <= W: committed KV sits in allocated columns of the row."""
     batch = view.batch
     for r in batch.holders():
-        c, a = r.kv.kv_committed_len, r.kv.kv_allocated_len
+        c, a = held(r).kv_committed_len, held(r).kv_allocated_len
         if 0 <= c <= a <= batch.width:
             continue
-        why = "kv_committed_len < 0" if c < 0 else (
-            f"kv_committed_len {c} > kv_allocated_len {a}: {c - a} committed tokens have no allocated column"
-            if c > a else f"kv_allocated_len {a} > row width {batch.width}")
-        return _violation(batch, KV_LENS_ORDERED, f"request {r.rid} (row {r.row}): {why}",
-                          [f"kv_committed_len {c}, kv_allocated_len {a}, row width {batch.width}, "
-                           f"output_len {r.output_len} of max_new_tokens {r.max_new_tokens}"], max(c - a, a - batch.width))
+        why = (
+            "kv_committed_len < 0"
+            if c < 0
+            else (
+                f"kv_committed_len {c} > kv_allocated_len {a}: {c - a} committed tokens have no allocated column"
+                if c > a
+                else f"kv_allocated_len {a} > row width {batch.width}"
+            )
+        )
+        return _violation(
+            batch,
+            KV_LENS_ORDERED,
+            f"request {r.rid} (row {r.row}): {why}",
+            [
+                f"kv_committed_len {c}, kv_allocated_len {a}, row width {batch.width}, "
+                f"output_len {r.output_len} of max_new_tokens {r.max_new_tokens}"
+            ],
+            max(c - a, a - batch.width),
+        )
     return None
 
 
@@ -190,11 +230,16 @@ def check_drafts_within_allocation(view: StepView) -> Violation | None:
         if not w.is_decode or w.write.refused or w.draft_end <= w.write.nxt:
             continue
         return _violation(
-            batch, DRAFTS_WITHIN_ALLOCATION,
+            batch,
+            DRAFTS_WITHIN_ALLOCATION,
             f"request {w.rid} (row {w.row}) drafts up to column {w.draft_end} but kv_allocated_len is {w.write.nxt}",
-            [f"device seq_len {w.device_seq_len} (allocated at kv_committed_len {w.committed_len}), topk "
-             f"{batch.cfg.topk}: {w.draft_end - w.write.nxt} columns read stale or owned by no one"] + _context(batch, w),
-            w.draft_end - w.write.nxt)
+            [
+                f"device seq_len {w.device_seq_len} (allocated at kv_committed_len {w.committed_len}), topk "
+                f"{batch.cfg.topk}: {w.draft_end - w.write.nxt} columns read stale or owned by no one"
+            ]
+            + _context(batch, w),
+            w.draft_end - w.write.nxt,
+        )
     return None
 
 
@@ -214,9 +259,11 @@ def check_row_holds_own_slots(view: StepView) -> Violation | None:
         col = bad[0]
         slot, owner = int(slots[col]), int(owners[col])
         return _violation(
-            batch, ROW_HOLDS_OWN_SLOTS,
+            batch,
+            ROW_HOLDS_OWN_SLOTS,
             f"request {r.rid} (row {r.row}) column {col} holds slot {slot}, owned by {_owner_name(owner)}",
-            [f"{len(bad)} of its {len(slots)} allocated columns hold foreign slots: columns {_cols(_runs(bad))}"])
+            [f"{len(bad)} of its {len(slots)} allocated columns hold foreign slots: columns {_cols(_runs(bad))}"],
+        )
     return None
 
 
@@ -230,10 +277,17 @@ def check_slot_single_owner(view: StepView) -> Violation | None:
     if not twice:
         return None
     slot = twice[0]
-    where = [f"request {r.rid} (row {r.row}) column {c}"
-             for r, s in view.live_slots for c in (s == slot).nonzero().flatten().tolist()]
-    return _violation(view.batch, SLOT_SINGLE_OWNER, f"slot {slot} stands in {len(where)} places: {'; '.join(where)}",
-                      [f"{len(twice)} slots stand more than once"])
+    where = [
+        f"request {r.rid} (row {r.row}) column {c}"
+        for r, s in view.live_slots
+        for c in (s == slot).nonzero().flatten().tolist()
+    ]
+    return _violation(
+        view.batch,
+        SLOT_SINGLE_OWNER,
+        f"slot {slot} stands in {len(where)} places: {'; '.join(where)}",
+        [f"{len(twice)} slots stand more than once"],
+    )
 
 
 def check_no_stranded_page_tail(view: StepView) -> Violation | None:
@@ -245,14 +299,19 @@ def check_no_stranded_page_tail(view: StepView) -> Violation | None:
         if not w.spec or x.refused or x.page == 1 or x.nxt == x.cur or r.kv is None:
             continue
         owned = len(batch.allocator.pages_of(w.rid)) * x.page
-        if owned == r.kv.kv_allocated_len:
+        if owned == held(r).kv_allocated_len:
             continue
         return _violation(
-            batch, NO_STRANDED_PAGE_TAIL,
+            batch,
+            NO_STRANDED_PAGE_TAIL,
             f"{_head(w)}: it owns {owned} slots ({owned // x.page} pages of {x.page}) but kv_allocated_len is "
-            f"{r.kv.kv_allocated_len}",
-            [f"{owned - r.kv.kv_allocated_len} slots past column {r.kv.kv_allocated_len} are allocated but "
-             f"recorded nowhere (a stranded page tail)"] + _context(batch, w))
+            f"{held(r).kv_allocated_len}",
+            [
+                f"{owned - held(r).kv_allocated_len} slots past column {held(r).kv_allocated_len} are allocated but "
+                f"recorded nowhere (a stranded page tail)"
+            ]
+            + _context(batch, w),
+        )
     return None
 
 
@@ -262,10 +321,15 @@ def check_free_list_unique(view: StepView) -> Violation | None:
     for rel in view.result.releases:
         doubles = [p.page for p in rel.problems if p.owner is None]
         if doubles:
-            return _violation(batch, FREE_LIST_UNIQUE,
-                              f"request {rel.rid} (row {rel.row}) {rel.reason} and freed pages {doubles} a second time",
-                              [f"kv_committed_len {rel.kv_committed_len}, kv_allocated_len {rel.kv_allocated_len}, "
-                               f"allocator page {batch.page}: SGLang's free list would now hold them twice"])
+            return _violation(
+                batch,
+                FREE_LIST_UNIQUE,
+                f"request {rel.rid} (row {rel.row}) {rel.reason} and freed pages {doubles} a second time",
+                [
+                    f"kv_committed_len {rel.kv_committed_len}, kv_allocated_len {rel.kv_allocated_len}, "
+                    f"allocator page {batch.page}: SGLang's free list would now hold them twice"
+                ],
+            )
     alloc = batch.allocator
     free = alloc.free_page_list()
     if not free:
@@ -274,10 +338,14 @@ def check_free_list_unique(view: StepView) -> Violation | None:
         dup = sorted({p for p in free if free.count(p) > 1})
         return _violation(batch, FREE_LIST_UNIQUE, f"pages {dup} stand twice in the free list", [])
     owners = alloc.page_owner_t[free]
-    owned = [p for p, o in zip(free, owners.tolist()) if o != FREE]
+    owned = [p for p, o in zip(free, owners.tolist(), strict=True) if o != FREE]
     if owned:
-        return _violation(batch, FREE_LIST_UNIQUE, f"pages {owned} are on the free list and owned by "
-                          f"{_owner_name(int(alloc.page_owner_t[owned[0]]))}", [])
+        return _violation(
+            batch,
+            FREE_LIST_UNIQUE,
+            f"pages {owned} are on the free list and owned by {_owner_name(int(alloc.page_owner_t[owned[0]]))}",
+            [],
+        )
     return None
 
 
@@ -290,8 +358,11 @@ def _leak_details(view: StepView, rel: ReleaseEvent) -> list[str]:
         hit = torch.isin(row // batch.page, torch.tensor(rel.still_owned)).nonzero().flatten().tolist()
         if hit:
             where.append(f"request {r.rid} (row {r.row}) columns {_cols(_runs(hit))}")
-    details.append("now referenced by " + "; ".join(where) if where else
-                   f"referenced by no live row: written past row {rel.row}'s width, beyond its clamped slice")
+    details.append(
+        "now referenced by " + "; ".join(where)
+        if where
+        else f"referenced by no live row: written past row {rel.row}'s width, beyond its clamped slice"
+    )
     return details
 
 
@@ -301,9 +372,13 @@ def check_no_leak(view: StepView) -> Violation | None:
     for rel in view.result.releases:
         if rel.still_owned:
             n = len(rel.still_owned) * batch.page
-            return _violation(batch, NO_LEAK,
-                              f"request {rel.rid} (row {rel.row}) {rel.reason} but still owns {n} slots "
-                              f"(pages {rel.still_owned})", _leak_details(view, rel), n)
+            return _violation(
+                batch,
+                NO_LEAK,
+                f"request {rel.rid} (row {rel.row}) {rel.reason} but still owns {n} slots (pages {rel.still_owned})",
+                _leak_details(view, rel),
+                n,
+            )
     if not batch.requests or view.live_slots:
         return None
     alloc = batch.allocator
@@ -311,9 +386,13 @@ def check_no_leak(view: StepView) -> Violation | None:
     rows_out = batch.pool.size - len(batch.pool.free_slots)
     if lost or rows_out:
         owners = sorted({int(o) for o in alloc.page_owner_t.tolist() if o != FREE})
-        return _violation(batch, NO_LEAK,
-                          f"no request holds KV, yet {lost} of {alloc.size()} slots and {rows_out} rows are not free",
-                          [f"pages still owned by requests {owners}"], lost)
+        return _violation(
+            batch,
+            NO_LEAK,
+            f"no request holds KV, yet {lost} of {alloc.size()} slots and {rows_out} rows are not free",
+            [f"pages still owned by requests {owners}"],
+            lost,
+        )
     return None
 
 

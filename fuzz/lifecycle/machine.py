@@ -29,13 +29,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from allocator_model.batch import RunningBatch
 from allocator_model.config import ServingConfig
-from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
-
 from fuzz.campaign.driver import MAX_ROUNDS, CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.common.threads import one_torch_thread
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation, sizing_raised
 from fuzz.targets.base import Target, TargetCallError
+from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
 
 from .invariants import INVARIANTS, RowShadow, step_violations
 from .replay import first_violation, shorten
@@ -45,8 +44,9 @@ DEFAULT_STEPS = 50  # Hypothesis' own stateful_step_count default
 RUNS = {"ci": 100, "dev": 500, "nightly": 2000}
 
 
-def lifecycle_finding(target: str, v: Violation, cfg: ServingConfig, steps: list[dict[str, Any]],
-                      found_at: int = 0) -> Finding:
+def lifecycle_finding(
+    target: str, v: Violation, cfg: ServingConfig, steps: list[dict[str, Any]], found_at: int = 0
+) -> Finding:
     return Finding(CaseKind.LIFECYCLE, target, v, cfg, {"steps": steps}, found_at)
 
 
@@ -100,13 +100,16 @@ class LifecycleMachine(RuleBasedStateMachine):
         if tracker.is_known(v.signature):
             return  # a bug an earlier round reported: this run counts as passing
         assert self.cfg is not None
-        tracker.report(lifecycle_finding(self.plan.target.spec, v, self.cfg, list(self.steps), self.plan.stats.runs + 1))
+        tracker.report(
+            lifecycle_finding(self.plan.target.spec, v, self.cfg, list(self.steps), self.plan.stats.runs + 1)
+        )
 
     def _do(self, step: dict) -> None:
         if not self.steps:
             self.plan.stats.started += 1
         self.steps.append(step)
         self.plan.stats.steps += 1
+        assert self.batch is not None and self.cfg is not None, "a step before the configuration was drawn"
         try:
             result = self.batch.apply(step)
         except TargetCallError as e:
@@ -149,8 +152,13 @@ class LifecycleMachine(RuleBasedStateMachine):
     def admit(self, data):
         if self._live():
             prompts, new_tokens, _ = self.draws
-            self._do({"op": "admit", "input_len": data.draw(prompts, label="input_len"),
-                      "max_new_tokens": data.draw(new_tokens, label="max_new_tokens")})
+            self._do(
+                {
+                    "op": "admit",
+                    "input_len": data.draw(prompts, label="input_len"),
+                    "max_new_tokens": data.draw(new_tokens, label="max_new_tokens"),
+                }
+            )
 
     @precondition(lambda self: not self._live() or self.batch.prefillable())
     @rule(data=st.data())
@@ -164,8 +172,10 @@ class LifecycleMachine(RuleBasedStateMachine):
     def decode(self, data):
         if self._live():
             most = self.batch.max_accept()
-            accepted = [[r.rid, 1 + _pick(data, range(most), f"accepted[{r.rid}] - 1") if most > 1 else 1]
-                        for r in self.batch.decode_members()]
+            accepted = [
+                [r.rid, 1 + _pick(data, range(most), f"accepted[{r.rid}] - 1") if most > 1 else 1]
+                for r in self.batch.decode_members()
+            ]
             self._do({"op": "decode", "accepted": accepted})
 
     @precondition(lambda self: not self._live() or self.batch.adaptive_steps())
@@ -206,25 +216,39 @@ class LifecycleHunt:
 
     name = "lifecycle"
 
-    def __init__(self, target: Target, *, steps: int, checks: Sequence[Property], configs: Any,
-                 batch_class: type[RunningBatch], record: list[Any] | None):
+    def __init__(
+        self,
+        target: Target,
+        *,
+        steps: int,
+        checks: Sequence[Property],
+        configs: Any,
+        batch_class: type[RunningBatch],
+        record: list[Any] | None,
+    ):
         self.target, self.steps, self.checks = target, steps, tuple(checks)
         self.configs, self.batch_class, self.record = configs, batch_class, record
         self.counts = LifecycleStats()
 
-    def round_test(self, settings: Settings, seed: int | None, tracker: Tracker,
-                   progress: Progress) -> Callable[[], None]:
-        plan = Plan(self.target, self.checks, self.configs, self.batch_class, tracker, progress, self.counts,
-                    self.record)
+    def round_test(
+        self, settings: Settings, seed: int | None, tracker: Tracker, progress: Progress
+    ) -> Callable[[], None]:
+        plan = Plan(
+            self.target, self.checks, self.configs, self.batch_class, tracker, progress, self.counts, self.record
+        )
         # No explain phase: it replays a shrunk run hundreds of times for notes a step script does not need.
-        run_settings = Settings(settings, stateful_step_count=self.steps,
-                                phases=[p for p in settings.phases if p != Phase.explain])
+        run_settings = Settings(
+            settings, stateful_step_count=self.steps, phases=[p for p in settings.phases if p != Phase.explain]
+        )
 
         def machine() -> LifecycleMachine:
             return LifecycleMachine(plan)
 
         factory = seeded(machine, seed)
         return lambda: run_state_machine_as_test(factory, settings=run_settings)
+
+    def cover(self, tracker: Tracker, progress: Progress) -> list[Finding]:
+        return []  # the lifecycle searches from its first run
 
     def finish(self, f: Finding) -> Finding:
         """The finding with its step script shortened, and the violation as the short script shows it."""
@@ -236,8 +260,13 @@ class LifecycleHunt:
 
     def stats(self) -> dict[str, Any]:
         s = self.counts
-        return {"kind": CaseKind.LIFECYCLE.value, "runs": s.runs, "runs_started": s.started, "steps": s.steps,
-                "max_committed_len_minus_bound": s.committed_vs_bound}
+        return {
+            "kind": CaseKind.LIFECYCLE.value,
+            "runs": s.runs,
+            "runs_started": s.started,
+            "steps": s.steps,
+            "max_committed_len_minus_bound": s.committed_vs_bound,
+        }
 
 
 def lifecycle_campaign(
@@ -266,5 +295,13 @@ def lifecycle_campaign(
         configs = lifecycle_configs(target.revision.algorithms, pins)
     hunt = LifecycleHunt(target, steps=steps, checks=checks, configs=configs, batch_class=batch_class, record=record)
     with one_torch_thread():
-        return run_campaign(target, hunt, hyp_settings, seed=seed, max_rounds=max_rounds, on_progress=on_progress,
-                            progress_every=progress_every, on_finding=on_finding)
+        return run_campaign(
+            target,
+            hunt,
+            hyp_settings,
+            seed=seed,
+            max_rounds=max_rounds,
+            on_progress=on_progress,
+            progress_every=progress_every,
+            on_finding=on_finding,
+        )

@@ -13,7 +13,6 @@ from typing import Any
 
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
-
 from fuzz.findings.casefile import CaseFileError, Replay
 from fuzz.findings.kinds import CaseKind, Signature
 from fuzz.findings.model import Violation, sizing_raised
@@ -36,12 +35,22 @@ def _story(batch: RunningBatch, result: StepResult) -> list[str]:
     owners = batch.row_owner()
     for rel in result.releases:
         owners.setdefault(rel.row, rel.rid)
-    return (list(result.notes) + [w.describe(owners, batch.width) for w in result.writes]
-            + [rel.describe(batch.page) for rel in result.releases])
+    return (
+        list(result.notes)
+        + [w.describe(owners, batch.width) for w in result.writes]
+        + [rel.describe(batch.page) for rel in result.releases]
+    )
 
 
-def run_case(target: Target, cfg: ServingConfig, steps: list, checks=INVARIANTS,
-             batch_class: type[RunningBatch] = RunningBatch, *, story: bool = True) -> CaseRun:
+def run_case(
+    target: Target,
+    cfg: ServingConfig,
+    steps: list,
+    checks=INVARIANTS,
+    batch_class: type[RunningBatch] = RunningBatch,
+    *,
+    story: bool = True,
+) -> CaseRun:
     """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run)."""
     run = CaseRun([], [])
     try:
@@ -69,8 +78,9 @@ def run_case(target: Target, cfg: ServingConfig, steps: list, checks=INVARIANTS,
     return run
 
 
-def first_violation(target: Target, cfg: ServingConfig, steps: list, checks=INVARIANTS,
-                    batch_class: type[RunningBatch] = RunningBatch) -> tuple[int, Violation | None]:
+def first_violation(
+    target: Target, cfg: ServingConfig, steps: list, checks=INVARIANTS, batch_class: type[RunningBatch] = RunningBatch
+) -> tuple[int, Violation | None]:
     """The step and the violation a run of ``steps`` stops at, as the machine would (0, None: none, or invalid)."""
     try:
         found = run_case(target, cfg, steps, checks, batch_class, story=False).violations
@@ -100,31 +110,39 @@ def _without(steps: list[dict], i: int) -> list[dict]:
     return out
 
 
-def shorten(target: Target, cfg: ServingConfig, steps: list[dict], signature: Signature, checks=INVARIANTS,
-            batch_class: type[RunningBatch] = RunningBatch) -> list[dict]:
+def shorten(
+    target: Target,
+    cfg: ServingConfig,
+    steps: list[dict],
+    signature: Signature,
+    checks=INVARIANTS,
+    batch_class: type[RunningBatch] = RunningBatch,
+) -> list[dict]:
     """Drop steps (and whole requests) Hypothesis' shrinker left in, while the run still stops at ``signature``.
 
     The shrinker works on the random choices, where deleting an admission
     shifts which request every later choice picks; here a request goes with
-    all its steps, so short scripts come out shorter still.
+    all its steps, so short scripts come out shorter still.  Passes repeat
+    until one removes nothing (a removal can make an earlier one possible).
     """
     at, v = first_violation(target, cfg, steps, checks, batch_class)
     if v is None or v.signature != signature:
         return steps
     best = steps[:at]
-    for span in (2, 1):  # pairs first: a retract and the prefill that follows only go together
-        i = len(best) - span
-        while i >= 0:
-            candidate = best
-            for _ in range(span):  # an admission takes its request's steps along: the list may run out
-                candidate = _without(candidate, i) if i < len(candidate) else None
-                if candidate is None:
-                    break
-            at, v = first_violation(target, cfg, candidate, checks, batch_class) if candidate else (0, None)
-            if v is not None and v.signature == signature:
-                best = candidate[:at]
-            i = min(i, len(best) - span + 1) - 1
-    return best
+    while True:
+        before = len(best)
+        for span in (2, 1):  # pairs first: a retract and the prefill that follows only go together
+            i = len(best) - span
+            while i >= 0:
+                candidate: list[dict] | None = best
+                for _ in range(span):  # an admission takes its request's steps along: the list may run out
+                    candidate = _without(candidate, i) if candidate is not None and i < len(candidate) else None
+                at, v = first_violation(target, cfg, candidate, checks, batch_class) if candidate else (0, None)
+                if candidate is not None and v is not None and v.signature == signature:
+                    best = candidate[:at]
+                i = min(i, len(best) - span + 1) - 1
+        if len(best) == before:
+            return best
 
 
 def replay_lifecycle(doc: dict[str, Any], where: str) -> Replay:
@@ -138,7 +156,7 @@ def replay_lifecycle(doc: dict[str, Any], where: str) -> Replay:
         raise CaseFileError(f"{where}: {e}") from None
     steps = doc["case"].get("steps") if isinstance(doc["case"], dict) else None
     if not isinstance(steps, list):
-        raise CaseFileError(f"{where}: a lifecycle case needs \"case\": {{\"steps\": [...]}}")
+        raise CaseFileError(f'{where}: a lifecycle case needs "case": {{"steps": [...]}}')
     if cfg.spec_on and cfg.speculative_algorithm not in target.revision.algorithms:
         raise CaseFileError(f"{where}: {target.spec} has no speculative algorithm {cfg.speculative_algorithm}")
     try:
@@ -146,7 +164,11 @@ def replay_lifecycle(doc: dict[str, Any], where: str) -> Replay:
     except StepError as e:
         raise CaseFileError(f"{where}: not a valid step script for {target.spec}: {e}") from None
     prop = doc["property"]
-    lines = [f"target: {target.spec}", f"config: {config_line(cfg, CaseKind.LIFECYCLE)}", f"steps ({len(steps)}):"] + run.lines
+    lines = [
+        f"target: {target.spec}",
+        f"config: {config_line(cfg, CaseKind.LIFECYCLE)}",
+        f"steps ({len(steps)}):",
+    ] + run.lines
     same = [(i, v) for i, v in run.violations if v.prop == prop]
     if same:
         i, v = same[0]
@@ -155,5 +177,3 @@ def replay_lifecycle(doc: dict[str, Any], where: str) -> Replay:
         lines.append(f"passes: {prop} no longer fails on {target.spec}")
     lines += [f"also fails {v.signature} at step {i}: {v.headline}" for i, v in run.violations if v.prop != prop]
     return Replay(bool(same), "\n".join(lines))
-
-

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from allocator_model.decode import Refusal, WritePath
 from allocator_model.req_to_token import GUARD, Spill
 from allocator_model.scenario import ScenarioRun, WriteObservation
-
 from fuzz.findings.kinds import Property, regime
 from fuzz.findings.model import Violation
 
@@ -22,12 +21,16 @@ NEIGHBOUR_ROWS_UNTOUCHED = Property.NEIGHBOUR_ROWS_UNTOUCHED
 DRAFTS_WITHIN_ALLOCATION = Property.DRAFTS_WITHIN_ALLOCATION
 PAGE_ALIGNED_GROWTH = Property.PAGE_ALIGNED_GROWTH
 
-PROPERTIES: tuple[Property, ...] = (WRITE_WITHIN_ROW, NEIGHBOUR_ROWS_UNTOUCHED, DRAFTS_WITHIN_ALLOCATION,
-                                    PAGE_ALIGNED_GROWTH)
+PROPERTIES: tuple[Property, ...] = (
+    WRITE_WITHIN_ROW,
+    NEIGHBOUR_ROWS_UNTOUCHED,
+    DRAFTS_WITHIN_ALLOCATION,
+    PAGE_ALIGNED_GROWTH,
+)
 
 
 def _who(obs: WriteObservation, row: int | str) -> str:
-    if row == GUARD:
+    if isinstance(row, str):  # GUARD
         return GUARD
     owner = obs.row_owner.get(row)
     return f"row {row} (request {owner})" if owner is not None else f"row {row} (free)"
@@ -71,8 +74,10 @@ def check_write_within_row(run: ScenarioRun, obs: WriteObservation) -> Violation
     leaked = w.record.slots_past_width if w.record else []
     if leaked:
         shown = ", ".join(map(str, leaked[:8])) + (", ..." if len(leaked) > 8 else "")
-        details.append(f"leaked: {len(leaked)} slots ({shown}) sit past the row; the free of "
-                       f"req_to_token[{obs.req.req_pool_idx}, :{w.nxt}] clamps at {run.width} and never returns them")
+        details.append(
+            f"leaked: {len(leaked)} slots ({shown}) sit past the row; the free of "
+            f"req_to_token[{obs.req.req_pool_idx}, :{w.nxt}] clamps at {run.width} and never returns them"
+        )
     details += _context(run, obs)
     return Violation(
         WRITE_WITHIN_ROW,
@@ -107,9 +112,12 @@ def check_drafts_within_allocation(run: ScenarioRun, obs: WriteObservation) -> V
         regime(cfg, run.alloc_page),
         f"request {obs.req.rid} (row {obs.req.req_pool_idx}) drafts up to column {obs.draft_end} "
         f"but kv_allocated_len is {obs.req.kv_allocated_len}",
-        [f"device seq_len {obs.device_seq_len} (committed {obs.kv_committed_len} + lag "
-         f"{obs.device_seq_len - obs.kv_committed_len}), topk {cfg.topk}, "
-         f"{obs.draft_end - obs.req.kv_allocated_len} columns read stale or owned by no one"] + _context(run, obs),
+        [
+            f"device seq_len {obs.device_seq_len} (committed {obs.kv_committed_len} + lag "
+            f"{obs.device_seq_len - obs.kv_committed_len}), topk {cfg.topk}, "
+            f"{obs.draft_end - obs.req.kv_allocated_len} columns read stale or owned by no one"
+        ]
+        + _context(run, obs),
         obs.draft_end - obs.req.kv_allocated_len,
     )
 
@@ -117,7 +125,13 @@ def check_drafts_within_allocation(run: ScenarioRun, obs: WriteObservation) -> V
 def check_page_aligned_growth(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
     """On a paged allocator, spec decode grows kv_allocated_len to whole pages (allocated == recorded)."""
     w = obs.write
-    if w.refused or w.path in (WritePath.NON_SPEC, WritePath.PREFILL) or w.page == 1 or w.nxt == w.cur or w.nxt % w.page == 0:
+    if (
+        w.refused
+        or w.path in (WritePath.NON_SPEC, WritePath.PREFILL)
+        or w.page == 1
+        or w.nxt == w.cur
+        or w.nxt % w.page == 0
+    ):
         return None
     return Violation(
         PAGE_ALIGNED_GROWTH,

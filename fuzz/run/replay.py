@@ -6,7 +6,6 @@ from typing import Any
 
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.scenario import DecodeScenario, scenario_problem
-
 from fuzz.findings.casefile import CaseFileError, Replay
 from fuzz.targets.base import TargetError
 from fuzz.targets.resolve import resolve_target

@@ -1,12 +1,21 @@
 """Targets: the reference model and its revisions, or real SGLang sizing code.
 
-    base     Target, its kinds, the SizingSurface protocol, the two target errors (a leaf)
-    resolve  target specs -> Target
-    sglang/  real SGLang code: versions, wheel cache, accessor stand-ins, loader, specs
+base     Target, its kinds, the SizingSurface protocol, the two target errors (a leaf)
+resolve  target specs -> Target
+sglang/  real SGLang code: versions, wheel cache, accessor stand-ins, loader, specs
 """
 
 from .base import SizingSurface, Target, TargetCallError, TargetError, TargetKind, model_target
 from .resolve import known_targets, resolve_target, resolve_targets
 
-__all__ = ["SizingSurface", "Target", "TargetCallError", "TargetError", "TargetKind", "model_target",
-           "known_targets", "resolve_target", "resolve_targets"]
+__all__ = [
+    "SizingSurface",
+    "Target",
+    "TargetCallError",
+    "TargetError",
+    "TargetKind",
+    "model_target",
+    "known_targets",
+    "resolve_target",
+    "resolve_targets",
+]

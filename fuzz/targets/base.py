@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from allocator_model.config import ServingConfig, SpecRuntime
@@ -26,14 +26,11 @@ class TargetCallError(Exception):
     """A target's sizing function raised for a valid configuration: itself a finding."""
 
 
-class TargetKind(str, Enum):
+class TargetKind(StrEnum):
     MODEL = "model"  # the reference or one of its revisions
     RELEASE = "release"  # sglang==X.Y.Z: a release's wheel
     INSTALLED = "installed"  # the installed SGLang
     FILE = "file"  # a local allocation_sizing.py or checkout
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @runtime_checkable

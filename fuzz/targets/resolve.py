@@ -14,7 +14,6 @@ the scheduler rules come from the model, read with the semantics
 from __future__ import annotations
 
 from allocator_model.revisions import REFERENCE, REVISIONS
-
 from fuzz.common.errors import BadInput
 
 from .base import Target, TargetError, model_target
@@ -40,8 +39,10 @@ def resolve_target(spec: str) -> Target:
         return _resolve_model(spec)
     if is_real_spec(spec):
         return resolve_real_target(spec)
-    raise TargetError(f"unknown target {spec!r}: use reference[@REVISION], sglang==X.Y.Z, sglang or a PATH "
-                      "(see: python -m fuzz targets)")
+    raise TargetError(
+        f"unknown target {spec!r}: use reference[@REVISION], sglang==X.Y.Z, sglang or a PATH "
+        "(see: python -m fuzz targets)"
+    )
 
 
 def resolve_targets(specs: list[str], sglang_version: str | None = None) -> list[Target]:

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import inspect
 import types
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.revisions import Revision
@@ -121,8 +122,9 @@ def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
     functions = {n: f for n, f in namespace.items() if callable(f) and n in REQUIRED + (ALLOC_PAGE, ALIGNED_LENS)}
     missing = [n for n in REQUIRED if n not in functions]
     if missing:
-        raise TargetError(f"{origin} has no {missing[0]}(): not an allocation_sizing.py-shaped file "
-                          f"(needs {', '.join(REQUIRED)})")
+        raise TargetError(
+            f"{origin} has no {missing[0]}(): not an allocation_sizing.py-shaped file (needs {', '.join(REQUIRED)})"
+        )
     takes = {n: _parameters(f) > 0 for n, f in functions.items()}
     return SizingModule(origin, filename, functions, published, detect_generation(functions), takes)
 
@@ -163,8 +165,10 @@ class RealSizing:
 
     def in_file(self, surface_name: str) -> bool:
         """Whether a surface function is answered by the file (else by the model of its version)."""
-        return {"alloc_page_size": self.generation.has_alloc_page,
-                "page_aligned_decode_alloc_lens": self.generation.has_aligned_lens}.get(surface_name, True)
+        return {
+            "alloc_page_size": self.generation.has_alloc_page,
+            "page_aligned_decode_alloc_lens": self.generation.has_aligned_lens,
+        }.get(surface_name, True)
 
     def _call(self, name: str, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
         fn = self.module.functions[name]
@@ -174,10 +178,14 @@ class RealSizing:
             with published.bound(cfg, rt):
                 value = fn(published.read("server_args")) if self.module.takes_server_args[name] else fn()
         except Exception as e:  # noqa: BLE001 - whatever the real code raises is the finding
-            raise TargetCallError(f"{_raised_where(self.module, name, e)} {type(e).__name__}: {e} "
-                                  f"(config: {cfg.short()}{_runtime_text(rt)})".replace("\n", " ")) from e
+            raise TargetCallError(
+                f"{_raised_where(self.module, name, e)} {type(e).__name__}: {e} "
+                f"(config: {cfg.short()}{_runtime_text(rt)})".replace("\n", " ")
+            ) from e
         if not _integer(value):
-            raise TargetCallError(f"{where} returned {value!r}, not an integer (config: {cfg.short()}{_runtime_text(rt)})")
+            raise TargetCallError(
+                f"{where} returned {value!r}, not an integer (config: {cfg.short()}{_runtime_text(rt)})"
+            )
         return value
 
     # -- the sizing surface -------------------------------------------------
@@ -201,15 +209,20 @@ class RealSizing:
     def page_aligned_decode_alloc_lens(self, lens: Sequence[tuple[int, int]], reserve: int, page: int):
         if not self.generation.has_aligned_lens:
             return self._model.page_aligned_decode_alloc_lens(lens, reserve, page)
-        reqs = [types.SimpleNamespace(kv=types.SimpleNamespace(kv_committed_len=c, kv_allocated_len=a)) for c, a in lens]
+        reqs = [
+            types.SimpleNamespace(kv=types.SimpleNamespace(kv_committed_len=c, kv_allocated_len=a)) for c, a in lens
+        ]
         where = f"{ALIGNED_LENS}() of {self.module.origin}"
         args = f"(kv_committed_len, kv_allocated_len) {list(lens)}, reserve {reserve}, page_size {page}"
         try:
             cur, nxt, need = self.module.functions[ALIGNED_LENS](reqs, reserve=reserve, page_size=page)
         except Exception as e:  # noqa: BLE001
-            raise TargetCallError(f"{_raised_where(self.module, ALIGNED_LENS, e)} {type(e).__name__}: {e} "
-                                  f"for {args}".replace("\n", " ")) from e
+            raise TargetCallError(
+                f"{_raised_where(self.module, ALIGNED_LENS, e)} {type(e).__name__}: {e} for {args}".replace("\n", " ")
+            ) from e
         cur, nxt = list(cur), list(nxt)
         if len(cur) != len(lens) or len(nxt) != len(lens) or not all(map(_integer, cur + nxt + [need])):
-            raise TargetCallError(f"{where} returned ({cur!r}, {nxt!r}, {need!r}), not per-request integers, for {args}")
+            raise TargetCallError(
+                f"{where} returned ({cur!r}, {nxt!r}, {need!r}), not per-request integers, for {args}"
+            )
         return cur, nxt, need

@@ -43,8 +43,11 @@ def _fit(revision: Revision, generation: Generation) -> Revision:
     """The version's semantics, without algorithms the file cannot size (UNO before its branch existed)."""
     if generation.has_uno or algo.UNO not in revision.algorithms:
         return revision
-    return revision.but(f"{revision.name}-no-uno", f"{revision.summary}; the file has no UNO branch",
-                        algorithms=revision.algorithms - {algo.UNO})
+    return revision.but(
+        f"{revision.name}-no-uno",
+        f"{revision.summary}; the file has no UNO branch",
+        algorithms=revision.algorithms - {algo.UNO},
+    )
 
 
 def _target(spec: str, kind: TargetKind, what: str, source: str, filename: str, version: str | None) -> Target:
@@ -59,7 +62,7 @@ def _target(spec: str, kind: TargetKind, what: str, source: str, filename: str, 
 
 
 def _resolve_release(spec: str) -> Target:
-    version = spec[len("sglang=="):].strip()
+    version = spec[len("sglang==") :].strip()
     try:
         parse_version(version)
         semantics_for(version)  # refuse pre-0.5.16 before downloading anything
@@ -69,8 +72,14 @@ def _resolve_release(spec: str) -> Target:
         raise TargetError(f"{spec}: {e}") from None
     except wheels.SourceError as e:  # its text names the release already
         raise TargetError(str(e)) from None
-    return _target(f"sglang=={version}", TargetKind.RELEASE, f"sglang {version} wheel",
-                   source, f"{wheel}/{wheels.SIZING_MODULE}", version)
+    return _target(
+        f"sglang=={version}",
+        TargetKind.RELEASE,
+        f"sglang {version} wheel",
+        source,
+        f"{wheel}/{wheels.SIZING_MODULE}",
+        version,
+    )
 
 
 def _resolve_installed(spec: str, version: str | None) -> Target:
@@ -109,7 +118,7 @@ def with_sglang_version(spec: str, version: str | None) -> str:
     except VersionError as e:
         raise TargetError(f"--sglang-version: {e}") from None
     if spec.startswith("sglang=="):
-        named = spec[len("sglang=="):]
+        named = spec[len("sglang==") :]
         if parse_version(named) != parse_version(version):
             raise TargetError(f"--sglang-version {version} contradicts the release in {spec}")
         return spec

@@ -25,7 +25,8 @@ import builtins
 import contextlib
 import enum
 import types
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig, SpecRuntime
@@ -46,8 +47,9 @@ class Bag:
         try:
             return self._leaves[leaf]
         except KeyError:
-            raise AttributeError(f"the {self._name} bag has no leaf {leaf!r} (kvrow-fuzz publishes "
-                                 f"{', '.join(sorted(self._leaves))})") from None
+            raise AttributeError(
+                f"the {self._name} bag has no leaf {leaf!r} (kvrow-fuzz publishes {', '.join(sorted(self._leaves))})"
+            ) from None
 
     def __setattr__(self, leaf: str, value: Any) -> None:
         raise AttributeError(f"the {self._name} bag is read-only")
@@ -70,7 +72,7 @@ class SpeculativeAlgorithm(enum.Enum):
     UNO = algo.UNO
 
     @classmethod
-    def from_string(cls, name: str | None) -> "SpeculativeAlgorithm":
+    def from_string(cls, name: str | None) -> SpeculativeAlgorithm:
         if name is None:
             return cls.NONE
         try:
@@ -148,14 +150,18 @@ def publish(cfg: ServingConfig, rt: SpecRuntime | None) -> dict[str, Any]:
     spec_on = cfg.spec_on and rt is not None
     spec = dict(
         speculative_algorithm=cfg.speculative_algorithm if spec_on else None,
-        speculative_num_steps=rt.num_steps if spec_on else None,
+        speculative_num_steps=rt.num_steps if spec_on and rt is not None else None,
         speculative_eagle_topk=cfg.speculative_eagle_topk if spec_on else None,
-        speculative_num_draft_tokens=rt.num_draft_tokens if spec_on else None,
+        speculative_num_draft_tokens=rt.num_draft_tokens if spec_on and rt is not None else None,
         speculative_adaptive=cfg.speculative_adaptive,
         max_speculative_num_draft_tokens=cfg.max_speculative_num_draft_tokens,
     )
-    schedule = dict(page_size=cfg.page_size, max_running_requests=cfg.max_running_requests,
-                    disable_overlap_schedule=not cfg.enable_overlap, max_total_tokens=cfg.max_total_num_tokens)
+    schedule = dict(
+        page_size=cfg.page_size,
+        max_running_requests=cfg.max_running_requests,
+        disable_overlap_schedule=not cfg.enable_overlap,
+        max_total_tokens=cfg.max_total_num_tokens,
+    )
     parallel = dict(attn_dcp_size=cfg.attn_dcp_size, tp_size=cfg.tp_size or cfg.attn_dcp_size)
     return {
         "schedule": Bag("schedule", **schedule),
@@ -173,15 +179,17 @@ class ServerArgs:
 def accessor_modules(published: Published) -> dict[str, types.ModuleType]:
     """The stub modules, and the packages above them, answering from ``published``."""
     rc = types.ModuleType(RUNTIME_CONTEXT, "kvrow-fuzz stand-in: accessors answer from the example's configuration")
-    rc.get_schedule = lambda: published.read("schedule")
-    rc.get_parallel = lambda: published.read("parallel")
-    rc.get_spec = lambda: published.read("spec")
-    rc.get_server_args = lambda: published.read("server_args")
-    rc.max_speculative_num_draft_tokens = lambda: published.read("dmax")
+    rc.__dict__.update(
+        get_schedule=lambda: published.read("schedule"),
+        get_parallel=lambda: published.read("parallel"),
+        get_spec=lambda: published.read("spec"),
+        get_server_args=lambda: published.read("server_args"),
+        max_speculative_num_draft_tokens=lambda: published.read("dmax"),
+    )
     sa = types.ModuleType(SERVER_ARGS, "kvrow-fuzz stand-in")
-    sa.ServerArgs = ServerArgs
+    sa.__dict__["ServerArgs"] = ServerArgs
     si = types.ModuleType(SPEC_INFO, "kvrow-fuzz stand-in")
-    si.SpeculativeAlgorithm = SpeculativeAlgorithm
+    si.__dict__["SpeculativeAlgorithm"] = SpeculativeAlgorithm
     modules = {m.__name__: m for m in (rc, sa, si)}
     for name in list(modules):  # packages, so `import sglang.srt.x` and `from sglang.srt import x` work too
         parts = name.split(".")

@@ -61,12 +61,32 @@ def _pip_download(version: str, directory: str) -> str:
     """Download the wheel of sglang==version into ``directory`` (atomically: a temp dir, then a rename)."""
     os.makedirs(directory, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=directory) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--no-input",
-               "--disable-pip-version-check", "--retries", "1", "--timeout", "20", "-d", tmp, f"sglang=={version}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--no-input",
+            "--disable-pip-version-check",
+            "--retries",
+            "1",
+            "--timeout",
+            "20",
+            "-d",
+            tmp,
+            f"sglang=={version}",
+        ]
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
         except subprocess.TimeoutExpired:
-            raise SourceError(f"pip download sglang=={version} took over {DOWNLOAD_TIMEOUT_S}s; no cached wheel in {directory}") from None
+            raise SourceError(
+                f"pip download sglang=={version} took over {DOWNLOAD_TIMEOUT_S}s; no cached wheel in {directory}"
+            ) from None
         except OSError as e:
             raise SourceError(f"cannot run pip to fetch sglang=={version}: {e}") from None
         output = done.stdout + done.stderr
@@ -84,7 +104,10 @@ def _pip_download(version: str, directory: str) -> str:
 def _explain_pip_failure(version: str, output: str, directory: str) -> str:
     versions = re.search(r"\(from versions: ([^)]*)\)", output)
     if _NETWORK_FAILURE.search(output) and (versions is None or versions.group(1).strip() == "none"):
-        return f"cannot fetch sglang=={version}: the package index is unreachable (no network?) and no wheel is cached in {directory}"
+        return (
+            f"cannot fetch sglang=={version}: the package index is unreachable (no network?) "
+            f"and no wheel is cached in {directory}"
+        )
     if versions is not None:
         known = [v.strip() for v in versions.group(1).split(",") if v.strip() and v.strip() != "none"]
         latest = f" (latest: {known[-1]})" if known else ""

@@ -1,0 +1,184 @@
+"""The matrix as a reader sees it: the markdown table, the report's target entries, and both files.
+
+``DIR/matrix.md`` is one table, release by release: its status, each bug
+group found (property / regime) with the known bug it matches in the
+catalog and its minimal case, examples and seconds, and the fidelity of the
+model against that release.  ``DIR/matrix.json`` is the report every
+command writes (``fuzz.findings.report``, command ``matrix``): one target
+entry per release, with the release's own keys beside the shared ones.
+Both are rewritten after each release completes, so an interrupted matrix
+keeps its finished rows.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from allocator_model.allocator import allocator_page_size
+from allocator_model.scenario import DecodeScenario
+from fuzz.catalog import CATALOG
+from fuzz.common.files import write_atomically
+from fuzz.findings.kinds import CaseKind, Property, Signature, regime
+from fuzz.findings.model import Finding
+from fuzz.findings.report import Command, write_report
+from fuzz.targets.base import Target
+
+from .matrix import MatrixSettings, Row
+
+MATRIX_MD = "matrix.md"
+MATRIX_JSON = "matrix.json"
+CASES_DIR = "cases"
+
+Catalog = dict[Signature, list[str]]
+
+
+def catalog_ids() -> Catalog:
+    """Signature -> the catalog's bug ids that show as it (derived from the catalog's scenarios)."""
+    ids: Catalog = {}
+    for bug in CATALOG:
+        if bug.prop is not None:
+            cfg = bug.scenario.config
+            sig = Signature(Property(bug.prop), regime(cfg, allocator_page_size(cfg)).value)
+            ids.setdefault(sig, [])
+            if bug.bug not in ids[sig]:
+                ids[sig].append(bug.bug)
+    return ids
+
+
+def case_text(f: Finding) -> str:
+    """A decode finding's minimal case on one line: the config, the committed length and what else it sets."""
+    s = DecodeScenario.from_dict(f.config, f.case)
+    text = f"{s.config.short()}; committed_len={s.committed_len}"
+    if s.num_steps is not None:
+        text += f" num_steps={s.num_steps}"
+    if s.device_lag:
+        text += f" device_lag={s.device_lag}"
+    if s.prior is not None:
+        steps = f", num_steps={s.prior.num_steps}" if s.prior.num_steps is not None else ""
+        text += f" prior(accepted={s.prior.accepted}{steps})"
+    return text
+
+
+def api_name(target: Target | None) -> str | None:
+    """The API generation of a release's sizing module (``accessors``, ``alloc-page``, ``uno``...)."""
+    generation = getattr(target.sizing, "generation", None) if target else None
+    return generation.name if generation is not None else None
+
+
+def header(settings: MatrixSettings, seconds: float, done: int, total: int) -> str:
+    """The table's heading: how the releases ran, and (while some are still running) how many are done."""
+    examples = settings.max_examples if settings.max_examples else "the profile's"
+    timing = f"{seconds:.1f}s in all" if done == total else f"{seconds:.1f}s so far, {done} of {total} releases done"
+    return (
+        f"# SGLang release matrix\n\nprofile {settings.profile} ({examples} examples per round), "
+        f"seed {settings.seed}, fidelity over {settings.fidelity_configs} configurations, {timing}"
+    )
+
+
+def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
+    """The table: one line per bug group (a clean release: one line), the fidelity in its last column."""
+    lines = [
+        heading,
+        "",
+        "| release | API | status | bug group | known as | minimal case | examples | seconds | fidelity |",
+        "|---|---|---|---|---|---|---:|---:|---|",
+    ]
+    for row in rows:
+        c, fid = row.campaign, row.fidelity
+        first = [row.release, api_name(row.target) or "-", str(row.status)]
+        tail = [str(c.examples if c else 0), f"{c.seconds:.1f}" if c else "-", fid.summary() if fid else "not run"]
+        failures = c.findings if c else []
+        if not failures:
+            lines.append("| " + " | ".join(first + ["-", "-", row.error or "-"] + tail) + " |")
+        for i, f in enumerate(failures):
+            cells = (
+                (first if i == 0 else ["", "", ""])
+                + [
+                    f"`{f.signature}`",
+                    ", ".join(known.get(f.signature, [])) or "not catalogued",
+                    f"{case_text(f)} ([case]({CASES_DIR}/{os.path.basename(f.case_path or '')}))",
+                ]
+                + (tail if i == 0 else ["", "", ""])
+            )
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    odd = [f"{r.release} {sig}: {how}" for r in rows for sig, how in r.checks.items() if how != "passes"]
+    lines += [
+        "",
+        "Every minimal case is at a committed length the scheduler allows and passes on `reference`"
+        if not odd
+        else "Cases that do not pass on `reference` (or are outside the bound): " + "; ".join(odd),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def finding_entry(f: Finding, row: Row, known: Catalog) -> dict[str, Any]:
+    """A finding as the report shows it, with the catalog's ids for its group and how its case fares on the reference.
+
+    A fidelity finding has no catalog ids and is not run on the reference (``on_reference`` null).
+    """
+    decode = f.kind is not CaseKind.FIDELITY
+    return {
+        **f.to_json(),
+        "catalog": known.get(f.signature, []) if decode else [],
+        "on_reference": row.checks.get(f.signature) if decode else None,
+    }
+
+
+def target_entry(row: Row, known: Catalog) -> dict[str, Any]:
+    """One release's entry in ``matrix.json``: the shared keys, then the release's own.
+
+    ``seconds`` and ``examples`` are the campaign's; ``fidelity`` summarizes
+    the fidelity check (its findings are in ``findings``, kind ``fidelity-case``).
+    """
+    c, t, fid = row.campaign, row.target, row.fidelity
+    entry: dict[str, Any] = {
+        "target": t.spec if t else f"sglang=={row.release}",
+        "status": row.status.value,
+        "seconds": round(c.seconds, 3) if c else 0.0,
+        "findings": [finding_entry(f, row, known) for f in row.findings],
+        "release": row.release,
+        "api": api_name(t),
+        "semantics": t.revision.name if t else None,
+        "examples": c.examples if c else 0,
+        "error": row.error,
+        "fidelity": None,
+    }
+    if fid is not None:
+        entry["fidelity"] = {
+            "status": fid.status.value,
+            "revision": fid.revision,
+            "configs": fid.configs,
+            "functions": fid.functions,
+            "seconds": round(fid.seconds, 3),
+            "signatures": [str(f.signature) for f in fid.findings],
+        }
+    return entry
+
+
+def write_matrix(
+    out: str,
+    rows: list[Row],
+    settings: MatrixSettings,
+    *,
+    requested: list[str],
+    seconds: float,
+    known: Catalog | None = None,
+) -> str:
+    """Write ``out/matrix.md`` and ``out/matrix.json`` for the finished ``rows``; the markdown written."""
+    known = catalog_ids() if known is None else known
+    text = markdown(rows, known, header(settings, seconds, len(rows), len(requested)))
+    write_atomically(os.path.join(out, MATRIX_MD), text)
+    write_report(
+        os.path.join(out, MATRIX_JSON),
+        Command.MATRIX,
+        [target_entry(r, known) for r in rows],
+        profile=settings.profile,
+        seed=settings.seed,
+        max_examples=settings.max_examples,
+        fidelity_configs=settings.fidelity_configs,
+        seconds=round(seconds, 3),
+        requested=requested,
+        complete=len(rows) == len(requested),
+    )
+    return text

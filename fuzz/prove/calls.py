@@ -1,0 +1,151 @@
+"""The sizing-call adapter for targets that are not a model: their own functions, once per distinct point.
+
+A model target's sizing numbers come from the revision's formulas,
+vectorized (``closed_form.model_decode_rows``).  Any other target (a
+release wheel, a file, the installed SGLang) is asked: ``called_rows``
+calls its sizing functions once per launch configuration (and once per
+run-time shape for the reserve), ``growth_kind`` once per distinct
+(reserve, page) to read its growth rule; everything after is vectorized.
+A function that raises marks its configurations ``sizing-raised``; a
+growth rule that is neither page-rounded nor exact marks them
+``unproven``.  ``CountingSizing`` counts the calls (what ``--calls`` costs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import torch
+
+from allocator_model import closed_form as cf
+from allocator_model.allocator import allocator_page_size
+from allocator_model.config import ServingConfig
+from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve, write_path
+from allocator_model.sizing import ceil_to_page
+from fuzz.targets.base import SizingSurface, Target, TargetCallError
+
+SIZING_CONTEXT_LEN = 1 << 16  # any length: sizing does not read it
+
+
+class Growth(StrEnum):
+    """How a target grows kv_allocated_len for one (reserve, page)."""
+
+    ALIGNED = "aligned"  # ceil_P(c + R)
+    EXACT = "exact"  # c + R
+    OTHER = "other"  # neither: the proof cannot read it (unproven)
+    RAISED = "raised"  # the sizing function raised
+
+
+class CountingSizing:
+    """A target's sizing surface that counts calls per function (what --calls costs)."""
+
+    def __init__(self, sizing: SizingSurface) -> None:
+        self._sizing = sizing
+        self.calls: dict[str, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._sizing, name)
+        if not callable(fn):
+            return fn
+
+        def counted(*args: Any, **kw: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return fn(*args, **kw)
+
+        return counted
+
+
+@dataclass
+class CalledRows:
+    """A block's sizing numbers as the target's functions gave them."""
+
+    rows: cf.DecodeRows  # the rows with a recognised growth rule
+    raised: torch.Tensor  # per configuration: a sizing function raised (a finding)
+    unproven: torch.Tensor  # per configuration: some growth rule is neither page-rounded nor exact
+    errors: dict[int, str] = field(default_factory=dict)  # configuration index -> what its first raise said
+    first_error: str | None = None
+
+
+def called_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid) -> CalledRows:
+    """The sizing numbers of every configuration from the target's functions, one call per distinct point."""
+    path = write_path(g.algorithm)
+    cols: dict[str, list[int]] = {k: [] for k in ("config", "steps", "drafts", "page", "reserve", "extra")}
+    raised = torch.zeros(len(g), dtype=torch.bool)
+    errors: dict[int, str] = {}
+    for i in range(len(g)):
+        cfg = ServingConfig.resolve(context_len=SIZING_CONTEXT_LEN, **g.config_kwargs(i))
+        try:
+            extra = int(sizing.req_to_token_extra_context_len(cfg))
+            shapes = [(rt, int(decode_reserve(cfg, rt, sizing))) for rt in cfg.runtimes()]
+        except TargetCallError as e:
+            raised[i] = True
+            errors[i] = f"{cfg.short()}: {e}"
+            continue
+        for rt, reserve in shapes:
+            for k, v in zip(
+                cols,
+                (
+                    i,
+                    rt.num_steps if rt else 0,
+                    rt.num_draft_tokens if rt else 0,
+                    allocator_page_size(cfg),
+                    reserve,
+                    extra,
+                ),
+                strict=True,
+            ):
+                cols[k].append(v)
+    first_error = next(iter(errors.values()), None)
+    kinds: dict[tuple[int, int], Growth] = {}
+    growth_errors: dict[tuple[int, int], str] = {}
+    for reserve, page in sorted(set(zip(cols["reserve"], cols["page"], strict=True))):
+        try:
+            kinds[reserve, page] = growth_kind(target, sizing, path, reserve, page)
+        except TargetCallError as e:
+            kinds[reserve, page] = Growth.RAISED
+            growth_errors[reserve, page] = f"page_aligned_decode_alloc_lens(reserve={reserve}, page={page}): {e}"
+            first_error = first_error or growth_errors[reserve, page]
+    points = list(zip(cols["reserve"], cols["page"], strict=True))
+    kind = [kinds[k] for k in points]
+    unproven = torch.zeros(len(g), dtype=torch.bool)
+    for c, point, k in zip(cols["config"], points, kind, strict=True):
+        raised[c] |= k is Growth.RAISED
+        unproven[c] |= k is Growth.OTHER
+        if k is Growth.RAISED:
+            errors.setdefault(c, growth_errors[point])
+    t = {k: torch.tensor(v, dtype=cf.INT) for k, v in cols.items()}
+    rows = cf.DecodeRows(
+        t["config"],
+        t["steps"],
+        t["drafts"],
+        t["page"],
+        t["reserve"],
+        t["extra"],
+        torch.tensor([k is Growth.ALIGNED for k in kind], dtype=torch.bool),
+    )
+    unproven &= ~raised
+    keep = ~(raised | unproven)[t["config"]] if len(kind) else torch.zeros(0, dtype=torch.bool)
+    return CalledRows(rows.select(keep), raised, unproven, errors, first_error)
+
+
+def growth_kind(
+    target: Target, sizing: SizingSurface | CountingSizing, path: WritePath, reserve: int, page: int
+) -> Growth:
+    """How the target grows kv_allocated_len: aligned (ceil_P(c + R)), exact (c + R) or other.
+
+    One call over a whole page of committed lengths (a fresh request: a = c).
+    """
+    base = 1024 * page
+    lens = [(base + j, base + j) for j in range(page)]
+    got = [int(n) for n in decode_alloc_ends(path, lens, reserve, page, sizing, target.revision)]
+    rule: Callable[[int], int]
+    for growth, rule in (
+        (Growth.ALIGNED, lambda c: ceil_to_page(c + reserve, page)),
+        (Growth.EXACT, lambda c: c + reserve),
+    ):
+        if got == [max(c, rule(c)) for c, _ in lens]:
+            return growth
+    return Growth.OTHER

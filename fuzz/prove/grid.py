@@ -1,0 +1,107 @@
+"""Launch grids: every valid launch configuration of one algorithm at one page size, as tensors.
+
+``launch_grid`` builds the product of the space's dimensions the algorithm
+reads (plus the adaptive candidate sets of adaptive algorithms) and masks
+out what server_args refuses (``closed_form.valid_mask``);
+``target_algorithms`` says which algorithms a target's revision knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from allocator_model import algorithms as algo
+from allocator_model import closed_form as cf
+from fuzz.targets.base import Target
+
+from .space import Space
+
+ALL_ALGORITHMS = "all"
+
+
+def target_algorithms(target: Target, only: str | None = ALL_ALGORITHMS) -> list[str | None]:
+    """The algorithms swept on ``target`` (None: speculation off); ValueError for one it does not know."""
+    known: list[str | None] = [None] + [a for a in algo.ALL if a in target.revision.algorithms]
+    if only == ALL_ALGORITHMS:
+        return known
+    if only not in known:
+        raise ValueError(
+            f"{target.spec} has no speculative algorithm {only} (known: none, {', '.join(a for a in known if a)})"
+        )
+    return [only]
+
+
+def product(**dims: Iterable[int]) -> dict[str, torch.Tensor]:
+    """Every combination of the named dimensions' values, each dimension flattened to one tensor."""
+    names = list(dims)
+    axes = [torch.as_tensor(list(dims[n]), dtype=cf.INT) for n in names]
+    grids = torch.meshgrid(*axes, indexing="ij")
+    return {n: g.flatten() for n, g in zip(names, grids, strict=True)}
+
+
+def launch_grid(space: Space, algorithm: str | None, page_size: int, *, valid_only: bool = True) -> cf.LaunchGrid:
+    """Every valid launch configuration of ``algorithm`` at one page size: built by product, then masked."""
+    p, dcp = [page_size], space.dcp_sizes
+    a = algorithm
+    if a is None:
+        t = product(page_size=p, attn_dcp_size=dcp)
+        zero = torch.zeros_like(t["page_size"])
+        g = cf.LaunchGrid(a, t["page_size"], t["attn_dcp_size"], zero, zero, zero, zero)
+    elif a in algo.EAGLE_FAMILY:
+        drafts = sorted(set(space.draft_tokens) | {s + 1 for s in space.steps})  # topk 1 forces D = S + 1
+        t = product(page_size=p, attn_dcp_size=dcp, num_steps=space.steps, topk=space.topks, draft_tokens=drafts)
+        g = _grid(a, t)
+        if a in algo.ADAPTIVE:
+            g = concat(g, adaptive_grid(space, a, page_size))
+    elif a == algo.NGRAM:
+        t = product(page_size=p, attn_dcp_size=dcp, topk=space.topks, draft_tokens=space.draft_tokens)
+        steps = t["draft_tokens"] // t["topk"]  # server_args: S = D // K
+        g = cf.LaunchGrid(
+            a, t["page_size"], t["attn_dcp_size"], steps, t["topk"], t["draft_tokens"], torch.zeros_like(steps)
+        )
+    elif a in algo.DFLASH_FAMILY:
+        t = product(page_size=p, attn_dcp_size=dcp, draft_tokens=space.draft_tokens)
+        one = torch.ones_like(t["page_size"])
+        g = cf.LaunchGrid(a, t["page_size"], t["attn_dcp_size"], one, one, t["draft_tokens"], 0 * one)
+    else:
+        t = product(
+            page_size=p, attn_dcp_size=dcp, num_steps=space.steps, topk=space.topks, draft_tokens=space.uno_draft_tokens
+        )
+        g = _grid(a, t)
+    return g.select(cf.valid_mask(g)) if valid_only else g
+
+
+def _grid(a: str, t: dict[str, torch.Tensor]) -> cf.LaunchGrid:
+    """A grid of (page_size, attn_dcp_size, num_steps, topk, draft_tokens) columns, no adaptive candidates."""
+    return cf.LaunchGrid(
+        a,
+        t["page_size"],
+        t["attn_dcp_size"],
+        t["num_steps"],
+        t["topk"],
+        t["draft_tokens"],
+        torch.zeros_like(t["page_size"]),
+    )
+
+
+def adaptive_grid(space: Space, a: str, page_size: int) -> cf.LaunchGrid:
+    """Adaptive launches: every candidate set of the space, each of its members as the launch step count."""
+    pairs = [(cf.bitmask(c), s) for c in space.candidate_sets() for s in c]
+    masks = torch.tensor([m for m, _ in pairs], dtype=cf.INT)
+    steps = torch.tensor([s for _, s in pairs], dtype=cf.INT)
+    t = product(page_size=[page_size], attn_dcp_size=space.dcp_sizes, pair=range(len(pairs)))
+    s = steps[t["pair"]]
+    return cf.LaunchGrid(a, t["page_size"], t["attn_dcp_size"], s, torch.ones_like(s), s + 1, masks[t["pair"]])
+
+
+def concat(a: cf.LaunchGrid, b: cf.LaunchGrid) -> cf.LaunchGrid:
+    """Two grids of the same algorithm, one after the other."""
+    return cf.LaunchGrid(
+        a.algorithm,
+        *(
+            torch.cat([getattr(a, n), getattr(b, n)])
+            for n in ("page_size", "attn_dcp_size", "num_steps", "topk", "draft_tokens", "candidates")
+        ),
+    )

@@ -1,0 +1,91 @@
+"""What a sweep found: ``Group`` (one bug group and its witness ``Finding``) and ``ProveResult`` (a target's sweep).
+
+A group is keyed on its ``Signature`` (property / regime, the same ones a
+fuzz campaign reports; ``sizing-raised``/``unproven`` for what could not be
+checked).  Its witness is the group's worst configuration as an ordinary
+decode ``Finding``: the renderer prints it, the case file stores it, and
+each target's report entry has the shared shape
+(``fuzz.findings.report``), every finding with prove's counts beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzz.findings.kinds import Signature
+from fuzz.findings.model import Finding
+from fuzz.findings.report import Status
+
+from .space import Space
+
+NO_VIOLATION = "no violation in the bounded space"
+
+
+@dataclass
+class Group:
+    """Configurations of one bug group that break their property, and the worst of them."""
+
+    signature: Signature
+    witness: Finding  # the worst configuration, as a decode case (case = DecodeScenario.to_dict())
+    configurations: int = 0
+    worst: int | None = None  # columns past the end (write-within-row, drafts) / unrecorded tail (growth)
+    first_at: int | None = None  # configurations swept before the first one of this group
+    confirmed: bool = False  # the step-by-step model put the witness in this group (its account is the violation)
+    mismatch: str | None = None  # ... or disagreed with the closed form
+
+    def to_json(self) -> dict[str, Any]:
+        """``Finding.to_json`` with prove's counts beside it."""
+        return {
+            **self.witness.to_json(),
+            "configurations": self.configurations,
+            "worst": self.worst,
+            "first_at": self.first_at,
+            "mismatch": self.mismatch,
+        }
+
+
+@dataclass
+class ProveResult:
+    """One target's sweep: what was checked, the groups found, the min-slack heat."""
+
+    target: str
+    space: Space
+    method: str
+    launch_configurations: int = 0
+    decode_shapes: int = 0  # launch configurations x run-time shapes
+    configurations: int = 0  # x overlap on/off x residues of C mod the allocator page
+    groups: dict[Signature, Group] = field(default_factory=dict)
+    sizing_calls: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    stopped_early: bool = False
+    first_error: str | None = None
+    # min slack (row width - worst write end) per (page_size, attn_dcp_size), write-within-row
+    heat: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    @property
+    def violations(self) -> int:
+        return sum(g.configurations for g in self.groups.values())
+
+    @property
+    def status(self) -> Status:
+        return Status.COUNTEREXAMPLE if self.groups else Status.CLEAN
+
+    def sorted_groups(self) -> list[Group]:
+        return [self.groups[s] for s in sorted(self.groups)]
+
+    def to_json(self) -> dict[str, Any]:
+        """The target's entry of the shared report: target, status, seconds, findings, and prove's counts."""
+        return {
+            "target": self.target,
+            "status": self.status.value,
+            "seconds": round(self.seconds, 3),
+            "space": self.space.name,
+            "method": self.method,
+            "launch_configurations": self.launch_configurations,
+            "decode_shapes": self.decode_shapes,
+            "configurations": self.configurations,
+            "violations": self.violations,
+            "sizing_calls": self.sizing_calls,
+            "findings": [g.to_json() for g in self.sorted_groups()],
+        }

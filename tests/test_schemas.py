@@ -1,0 +1,65 @@
+"""Reports and case files follow the published schemas (fuzz/findings/*.schema.json), checked with jsonschema."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from jsonschema import ValidationError
+
+from fuzz.cli import main
+from fuzz.findings.regression import regression_files
+from fuzz.findings.schemas import validate
+
+FILES = regression_files()
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.rsplit("/", 1)[-1] for p in FILES])
+def test_every_regression_case_file_follows_the_case_schema(path):
+    with open(path) as f:
+        validate("case", json.load(f))
+
+
+def test_the_case_schema_refuses_a_broken_case():
+    with open(FILES[0]) as f:
+        doc = json.load(f)
+    for broken in (
+        {**doc, "kind": "nope"},
+        {k: v for k, v in doc.items() if k != "target"},
+        {**doc, "config": {**doc["config"], "page_size": 0}},
+        {**doc, "signature": "no-slash"},
+    ):
+        with pytest.raises(ValidationError):
+            validate("case", broken)
+
+
+@pytest.mark.parametrize("command, extra", [("run", []), ("lifecycle", ["--steps", "8"])])
+def test_campaign_reports_follow_the_report_schema(tmp_path, capsys, command, extra):
+    report = tmp_path / "r.json"
+    code = main(
+        [
+            command,
+            "--target",
+            "reference@sglang-0.5.18",
+            "--profile",
+            "ci",
+            "--max-examples",
+            "40",
+            "--quiet",
+            "--cases",
+            str(tmp_path / "cases"),
+            "--json",
+            str(report),
+            *extra,
+        ]
+    )
+    capsys.readouterr()
+    doc = json.loads(report.read_text())
+    validate("report", doc)
+    assert doc["command"] == command and code in (0, 1)
+    if doc["targets"][0]["findings"]:  # a finding of the wrong shape is refused too
+        broken = copy.deepcopy(doc)
+        del broken["targets"][0]["findings"][0]["kind"]
+        with pytest.raises(ValidationError):
+            validate("report", broken)
