@@ -19,18 +19,7 @@ from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from allocator_model.sizing import ModelSizing
 from fuzz.cli import main as cli_main
 from fuzz.findings import casefile
-from fuzz.findings.kinds import CaseKind
-from fuzz.lifecycle.invariants import (
-    DRAFTS_WITHIN_ALLOCATION,
-    FREE_LIST_UNIQUE,
-    KV_LENS_ORDERED,
-    NEIGHBOUR_ROWS_UNTOUCHED,
-    NO_LEAK,
-    NO_STRANDED_PAGE_TAIL,
-    ROW_HOLDS_OWN_SLOTS,
-    SLOT_SINGLE_OWNER,
-    WRITE_WITHIN_ROW,
-)
+from fuzz.findings.kinds import CaseKind, Property
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import _without, run_case
 from fuzz.targets import Target, TargetCallError, model_target, resolve_target
@@ -153,11 +142,11 @@ DSPARK = cfg(context_len=48, speculative_algorithm="DSPARK", speculative_num_dra
 PAGED = cfg(context_len=40, page_size=4, speculative_algorithm="EAGLE", enable_overlap=False, max_running_requests=2)
 PLANTED = [
     # (invariant, target, configs (None: the whole lifecycle space), batch class, what the headline must say)
-    (NEIGHBOUR_ROWS_UNTOUCHED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "and changed request "),
-    (WRITE_WITHIN_ROW, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "columns past its end"),
-    (KV_LENS_ORDERED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "> row width"),
+    (Property.NEIGHBOUR_ROWS_UNTOUCHED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "and changed request "),
+    (Property.WRITE_WITHIN_ROW, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "columns past its end"),
+    (Property.KV_LENS_ORDERED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "> row width"),
     (
-        DRAFTS_WITHIN_ALLOCATION,
+        Property.DRAFTS_WITHIN_ALLOCATION,
         "reference@pre-26972",
         st.just(
             cfg(
@@ -172,11 +161,11 @@ PLANTED = [
         RunningBatch,
         "drafts up to column",
     ),
-    (ROW_HOLDS_OWN_SLOTS, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "holds slot"),
-    (SLOT_SINGLE_OWNER, "reference", st.just(PAGED), StuckFreshBatch, "stands in 2 places"),
-    (NO_STRANDED_PAGE_TAIL, "reference@pre-31616", st.just(PAGED), RunningBatch, "but kv_allocated_len is"),
-    (FREE_LIST_UNIQUE, "reference", st.just(PAGED), UnalignedTailRelease, "a second time"),
-    (NO_LEAK, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "but still owns"),
+    (Property.ROW_HOLDS_OWN_SLOTS, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "holds slot"),
+    (Property.SLOT_SINGLE_OWNER, "reference", st.just(PAGED), StuckFreshBatch, "stands in 2 places"),
+    (Property.NO_STRANDED_PAGE_TAIL, "reference@pre-31616", st.just(PAGED), RunningBatch, "but kv_allocated_len is"),
+    (Property.FREE_LIST_UNIQUE, "reference", st.just(PAGED), UnalignedTailRelease, "a second time"),
+    (Property.NO_LEAK, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "but still owns"),
 ]
 
 
@@ -201,8 +190,8 @@ def test_kv_lens_ordered_catches_a_verify_committing_past_the_allocation():
         {"op": "decode", "accepted": [[0, 4]]},
         {"op": "prefill", "rid": 1, "chunk": 3},
     ]
-    found = run_case(target_of("single-buffer"), c, steps, checks=(KV_LENS_ORDERED,)).violations
-    assert [(i, v.prop) for i, v in found] == [(6, KV_LENS_ORDERED)]
+    found = run_case(target_of("single-buffer"), c, steps, checks=(Property.KV_LENS_ORDERED,)).violations
+    assert [(i, v.prop) for i, v in found] == [(6, Property.KV_LENS_ORDERED)]
     assert "kv_committed_len 31 > kv_allocated_len 29" in found[0][1].headline
     assert run_case(resolve_target("reference"), c, steps).violations == []
 
@@ -258,7 +247,7 @@ def test_no_invariant_fires_on_the_reference_anywhere():
 def test_sglang_0_5_18_is_caught_corrupting_a_named_neighbour_request():
     # Each round stops at its first new group; the neighbour's comes after the guard spills' (about run 100).
     result = lifecycle_campaign(resolve_target("reference@sglang-0.5.18"), first_bug(300), steps=30, max_rounds=5)
-    corrupt = [f for f in result.findings if f.violation.prop == NEIGHBOUR_ROWS_UNTOUCHED]
+    corrupt = [f for f in result.findings if f.violation.prop == Property.NEIGHBOUR_ROWS_UNTOUCHED]
     assert corrupt, [f.signature for f in result.findings]
     v = corrupt[0].violation
     assert "and changed request " in v.headline and v.details[0].startswith("victim: request "), v.describe()
@@ -266,7 +255,10 @@ def test_sglang_0_5_18_is_caught_corrupting_a_named_neighbour_request():
 
 def test_pre_31616_is_caught_as_a_stranded_page_tail_or_a_leak():
     result = lifecycle_campaign(resolve_target("reference@pre-31616"), first_bug(300), steps=30, max_rounds=1)
-    assert result.findings and {f.violation.prop for f in result.findings} <= {NO_STRANDED_PAGE_TAIL, NO_LEAK}
+    assert result.findings and {f.violation.prop for f in result.findings} <= {
+        Property.NO_STRANDED_PAGE_TAIL,
+        Property.NO_LEAK,
+    }
 
 
 # -- case files: a failing run's step script replays deterministically ---------------------------------
@@ -277,7 +269,12 @@ def neighbour_case(tmp_path_factory):
     """The 0.5.18 neighbour corruption as a saved case file (pinned config: one round, a second)."""
     target = resolve_target("reference@sglang-0.5.18")
     result = lifecycle_campaign(
-        target, first_bug(200), steps=20, checks=(NEIGHBOUR_ROWS_UNTOUCHED,), configs=st.just(DCP), max_rounds=1
+        target,
+        first_bug(200),
+        steps=20,
+        checks=(Property.NEIGHBOUR_ROWS_UNTOUCHED,),
+        configs=st.just(DCP),
+        max_rounds=1,
     )
     (f,) = result.findings
     return casefile.save(f, str(tmp_path_factory.mktemp("cases")))
@@ -323,7 +320,7 @@ def test_repro_command_exit_codes(neighbour_case, tmp_path, capsys):
 def test_leaked_slots_are_named_in_the_story():
     doc = {
         "target": "reference@sglang-0.5.23",
-        "property": NO_LEAK,
+        "property": Property.NO_LEAK,
         "config": DSPARK.to_dict(),
         "case": {
             "steps": [

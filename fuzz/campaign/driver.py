@@ -41,7 +41,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from fuzz.common.profiles import database_dir
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
-from fuzz.findings.report import Status
+from fuzz.findings.report import Status, status_of
 from fuzz.targets.base import Target
 
 MAX_ROUNDS = 8
@@ -132,11 +132,7 @@ class CampaignResult:
 
     @property
     def status(self) -> Status:
-        if self.error:
-            return Status.ERROR
-        if self.findings:
-            return Status.COUNTEREXAMPLE
-        return Status.INTERRUPTED if self.interrupted else Status.CLEAN
+        return status_of(error=self.error, found=bool(self.findings), interrupted=self.interrupted)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import random
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import settings as Settings
@@ -34,24 +35,23 @@ class Parser(argparse.ArgumentParser):
         raise BadInput(f"{message} (see: {PROG} {sub + ' ' if sub else ''}--help)")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def int_at_least(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum`` (``what`` names the bound in the message)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
+positive_int = int_at_least(1, "a positive integer")
+non_negative_int = int_at_least(0, "an integer >= 0")
 
 
 def seed_int(text: str) -> int:
@@ -83,10 +83,7 @@ def campaign_options() -> argparse.ArgumentParser:
         metavar="N",
         help="random seed (turns derandomize off, keeps the example database; nightly picks and prints one)",
     )
-    p.add_argument(
-        "--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})"
-    )
-    p.add_argument("--json", metavar="FILE", help="write a JSON report of every target")
+    add_output_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
     p.add_argument("--pin", action="append", default=[], metavar="NAME=VALUE", help=PIN_HELP)
@@ -134,11 +131,21 @@ def campaign_settings(args: argparse.Namespace) -> tuple[str, Settings, int | No
     return name, hyp, seed
 
 
-def check_campaign_outputs(args: argparse.Namespace) -> None:
-    """The case directory and the report file can be written: checked before any work starts."""
+def add_output_options(p: argparse.ArgumentParser, cases: str = "case files") -> None:
+    """``--cases DIR`` and ``--json FILE``, as every command that finds things takes them."""
+    p.add_argument(
+        "--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where {cases} go (default {DEFAULT_CASES_DIR})"
+    )
+    p.add_argument("--json", metavar="FILE", help="write a JSON report (fuzz/findings/report.schema.json)")
+
+
+def check_outputs(args: argparse.Namespace, *files: str) -> None:
+    """``--cases`` and ``--json`` (and any other output file options named) can be written: checked before any work."""
     check_output_dir(args.cases, "--cases")
-    if args.json:
-        check_output_file(args.json, "--json")
+    for flag in ("--json", *files):
+        path = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if path:
+            check_output_file(path, flag)
 
 
 def campaign_header(what: str, hyp: Settings, seed: int | None) -> str:

@@ -15,8 +15,15 @@ from typing import Any
 
 from allocator_model.revisions import REVISIONS
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.files import check_output_dir, check_output_file
-from fuzz.common.options import DEFAULT_CASES_DIR, default_jobs, non_negative_int, positive_int, seed_int
+from fuzz.common.files import check_output_dir
+from fuzz.common.options import (
+    add_output_options,
+    check_outputs,
+    default_jobs,
+    non_negative_int,
+    positive_int,
+    seed_int,
+)
 from fuzz.common.profiles import PROFILES
 from fuzz.findings import casefile
 from fuzz.findings.render import counterexample_block
@@ -67,17 +74,12 @@ def register_fidelity(subparsers: Any) -> None:
         metavar="N",
         help=f"distinct configurations (default {DEFAULT_CONFIGS})",
     )
-    p.add_argument(
-        "--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where case files go (default {DEFAULT_CASES_DIR})"
-    )
-    p.add_argument("--json", metavar="FILE", help="write a JSON report")
+    add_output_options(p)
     p.set_defaults(func=cmd_fidelity)
 
 
 def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
-    check_output_dir(args.cases, "--cases")
-    if args.json:
-        check_output_file(args.json, "--json")
+    check_outputs(args)
     if args.revision and args.revision not in REVISIONS:
         raise BadInput(f"unknown revision {args.revision!r} (known: {', '.join(REVISIONS)})")
     results: list[FidelityResult] = []

@@ -30,7 +30,7 @@ from fuzz.common.profiles import get_profile
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
-from fuzz.findings.report import Status
+from fuzz.findings.report import Status, status_of
 from fuzz.run.engine import campaign, check_scenario
 from fuzz.targets.base import Target, model_target
 from fuzz.targets.resolve import resolve_target
@@ -100,11 +100,8 @@ class Row:
 
     @property
     def status(self) -> Status:
-        if self.error:
-            return Status.ERROR
-        if self.findings:
-            return Status.COUNTEREXAMPLE
-        return Status.INTERRUPTED if self.campaign and self.campaign.interrupted else Status.CLEAN
+        interrupted = bool(self.campaign and self.campaign.interrupted)
+        return status_of(error=self.error, found=bool(self.findings), interrupted=interrupted)
 
 
 def _campaign_job(spec: str, profile: str, max_examples: int | None, seed: int | None) -> CampaignResult:

@@ -74,6 +74,7 @@ class Finding:
             "kind": self.kind.value,
             "class": self.violation.prop.value,
             "signature": str(self.signature),
+            "cause": self.violation.regime,  # what makes it fail (a DCP case failing without DCP too is not dcp>1)
             "config": self.config.to_dict(),
             "case": self.case,
             "message": self.violation.describe(),

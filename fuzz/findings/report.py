@@ -42,6 +42,15 @@ class Status(StrEnum):
     ERROR = "error"
 
 
+def status_of(*, error: str | None, found: bool, interrupted: bool) -> Status:
+    """A target's status: an error first, then findings (an interrupted run keeps them), then how it ended."""
+    if error:
+        return Status.ERROR
+    if found:
+        return Status.COUNTEREXAMPLE
+    return Status.INTERRUPTED if interrupted else Status.CLEAN
+
+
 def report_document(command: Command, targets: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,

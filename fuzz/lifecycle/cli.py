@@ -18,7 +18,7 @@ from fuzz.common.options import (
     campaign_header,
     campaign_options,
     campaign_settings,
-    check_campaign_outputs,
+    check_outputs,
     parse_pins,
     positive_int,
 )
@@ -63,7 +63,7 @@ def report_bound(result: CampaignResult, out: TextIO) -> None:
 
 
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
-    check_campaign_outputs(args)
+    check_outputs(args)
     targets = resolve_targets(args.target, args.sglang_version)
     profile_name, hyp, seed = campaign_settings(args)
     pins = parse_pins(args.pin)

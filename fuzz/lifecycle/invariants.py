@@ -31,26 +31,16 @@ from allocator_model.req_to_token import GUARD
 from fuzz.findings.kinds import Property, regime
 from fuzz.findings.model import Violation
 
-NEIGHBOUR_ROWS_UNTOUCHED = Property.NEIGHBOUR_ROWS_UNTOUCHED
-WRITE_WITHIN_ROW = Property.WRITE_WITHIN_ROW
-KV_LENS_ORDERED = Property.KV_LENS_ORDERED
-DRAFTS_WITHIN_ALLOCATION = Property.DRAFTS_WITHIN_ALLOCATION
-ROW_HOLDS_OWN_SLOTS = Property.ROW_HOLDS_OWN_SLOTS
-SLOT_SINGLE_OWNER = Property.SLOT_SINGLE_OWNER
-NO_STRANDED_PAGE_TAIL = Property.NO_STRANDED_PAGE_TAIL
-FREE_LIST_UNIQUE = Property.FREE_LIST_UNIQUE
-NO_LEAK = Property.NO_LEAK
-
 INVARIANTS: tuple[Property, ...] = (
-    NEIGHBOUR_ROWS_UNTOUCHED,
-    WRITE_WITHIN_ROW,
-    KV_LENS_ORDERED,
-    DRAFTS_WITHIN_ALLOCATION,
-    ROW_HOLDS_OWN_SLOTS,
-    SLOT_SINGLE_OWNER,
-    NO_STRANDED_PAGE_TAIL,
-    FREE_LIST_UNIQUE,
-    NO_LEAK,
+    Property.NEIGHBOUR_ROWS_UNTOUCHED,
+    Property.WRITE_WITHIN_ROW,
+    Property.KV_LENS_ORDERED,
+    Property.DRAFTS_WITHIN_ALLOCATION,
+    Property.ROW_HOLDS_OWN_SLOTS,
+    Property.SLOT_SINGLE_OWNER,
+    Property.NO_STRANDED_PAGE_TAIL,
+    Property.FREE_LIST_UNIQUE,
+    Property.NO_LEAK,
 )
 
 
@@ -134,11 +124,11 @@ def check_neighbour_rows_untouched(view: StepView) -> Violation | None:
         ]
         victim = f"request {r.rid} (row {row}) columns {_cols(runs)}"
         if not writers:
-            return _violation(batch, NEIGHBOUR_ROWS_UNTOUCHED, f"{victim} changed by no write of its own", [])
+            return _violation(batch, Property.NEIGHBOUR_ROWS_UNTOUCHED, f"{victim} changed by no write of its own", [])
         w = writers[0]
         return _violation(
             batch,
-            NEIGHBOUR_ROWS_UNTOUCHED,
+            Property.NEIGHBOUR_ROWS_UNTOUCHED,
             f"{_head(w)} of a row {batch.width} wide and changed {victim}",
             [
                 f"victim: request {r.rid} (row {row}), kv_allocated_len {held(r).kv_allocated_len}: its slots in "
@@ -174,7 +164,7 @@ def check_write_within_row(view: StepView) -> Violation | None:
         if x.refusal is Refusal.UNO_GUARD:
             return _violation(
                 batch,
-                WRITE_WITHIN_ROW,
+                Property.WRITE_WITHIN_ROW,
                 f"request {w.rid} (row {w.row}) refused: {x.refused}",
                 _context(batch, w),
                 x.nxt - batch.width,
@@ -186,7 +176,7 @@ def check_write_within_row(view: StepView) -> Violation | None:
             details.append(f"{x.record.lost} columns landed past even the guard rows")
         return _violation(
             batch,
-            WRITE_WITHIN_ROW,
+            Property.WRITE_WITHIN_ROW,
             f"{_head(w)} of a row {batch.width} wide: {x.nxt - batch.width} columns past its end",
             details + _context(batch, w),
             x.nxt - batch.width,
@@ -212,7 +202,7 @@ def check_kv_lens_ordered(view: StepView) -> Violation | None:
         )
         return _violation(
             batch,
-            KV_LENS_ORDERED,
+            Property.KV_LENS_ORDERED,
             f"request {r.rid} (row {r.row}): {why}",
             [
                 f"kv_committed_len {c}, kv_allocated_len {a}, row width {batch.width}, "
@@ -231,7 +221,7 @@ def check_drafts_within_allocation(view: StepView) -> Violation | None:
             continue
         return _violation(
             batch,
-            DRAFTS_WITHIN_ALLOCATION,
+            Property.DRAFTS_WITHIN_ALLOCATION,
             f"request {w.rid} (row {w.row}) drafts up to column {w.draft_end} but kv_allocated_len is {w.write.nxt}",
             [
                 f"device seq_len {w.device_seq_len} (allocated at kv_committed_len {w.committed_len}), topk "
@@ -260,7 +250,7 @@ def check_row_holds_own_slots(view: StepView) -> Violation | None:
         slot, owner = int(slots[col]), int(owners[col])
         return _violation(
             batch,
-            ROW_HOLDS_OWN_SLOTS,
+            Property.ROW_HOLDS_OWN_SLOTS,
             f"request {r.rid} (row {r.row}) column {col} holds slot {slot}, owned by {_owner_name(owner)}",
             [f"{len(bad)} of its {len(slots)} allocated columns hold foreign slots: columns {_cols(_runs(bad))}"],
         )
@@ -284,7 +274,7 @@ def check_slot_single_owner(view: StepView) -> Violation | None:
     ]
     return _violation(
         view.batch,
-        SLOT_SINGLE_OWNER,
+        Property.SLOT_SINGLE_OWNER,
         f"slot {slot} stands in {len(where)} places: {'; '.join(where)}",
         [f"{len(twice)} slots stand more than once"],
     )
@@ -303,7 +293,7 @@ def check_no_stranded_page_tail(view: StepView) -> Violation | None:
             continue
         return _violation(
             batch,
-            NO_STRANDED_PAGE_TAIL,
+            Property.NO_STRANDED_PAGE_TAIL,
             f"{_head(w)}: it owns {owned} slots ({owned // x.page} pages of {x.page}) but kv_allocated_len is "
             f"{held(r).kv_allocated_len}",
             [
@@ -323,7 +313,7 @@ def check_free_list_unique(view: StepView) -> Violation | None:
         if doubles:
             return _violation(
                 batch,
-                FREE_LIST_UNIQUE,
+                Property.FREE_LIST_UNIQUE,
                 f"request {rel.rid} (row {rel.row}) {rel.reason} and freed pages {doubles} a second time",
                 [
                     f"kv_committed_len {rel.kv_committed_len}, kv_allocated_len {rel.kv_allocated_len}, "
@@ -336,13 +326,13 @@ def check_free_list_unique(view: StepView) -> Violation | None:
         return None
     if len(set(free)) != len(free):
         dup = sorted({p for p in free if free.count(p) > 1})
-        return _violation(batch, FREE_LIST_UNIQUE, f"pages {dup} stand twice in the free list", [])
+        return _violation(batch, Property.FREE_LIST_UNIQUE, f"pages {dup} stand twice in the free list", [])
     owners = alloc.page_owner_t[free]
     owned = [p for p, o in zip(free, owners.tolist(), strict=True) if o != FREE]
     if owned:
         return _violation(
             batch,
-            FREE_LIST_UNIQUE,
+            Property.FREE_LIST_UNIQUE,
             f"pages {owned} are on the free list and owned by {_owner_name(int(alloc.page_owner_t[owned[0]]))}",
             [],
         )
@@ -374,7 +364,7 @@ def check_no_leak(view: StepView) -> Violation | None:
             n = len(rel.still_owned) * batch.page
             return _violation(
                 batch,
-                NO_LEAK,
+                Property.NO_LEAK,
                 f"request {rel.rid} (row {rel.row}) {rel.reason} but still owns {n} slots (pages {rel.still_owned})",
                 _leak_details(view, rel),
                 n,
@@ -388,7 +378,7 @@ def check_no_leak(view: StepView) -> Violation | None:
         owners = sorted({int(o) for o in alloc.page_owner_t.tolist() if o != FREE})
         return _violation(
             batch,
-            NO_LEAK,
+            Property.NO_LEAK,
             f"no request holds KV, yet {lost} of {alloc.size()} slots and {rows_out} rows are not free",
             [f"pages still owned by requests {owners}"],
             lost,
@@ -397,15 +387,15 @@ def check_no_leak(view: StepView) -> Violation | None:
 
 
 CHECKS: dict[Property, Callable[[StepView], Violation | None]] = {
-    NEIGHBOUR_ROWS_UNTOUCHED: check_neighbour_rows_untouched,
-    WRITE_WITHIN_ROW: check_write_within_row,
-    KV_LENS_ORDERED: check_kv_lens_ordered,
-    DRAFTS_WITHIN_ALLOCATION: check_drafts_within_allocation,
-    ROW_HOLDS_OWN_SLOTS: check_row_holds_own_slots,
-    SLOT_SINGLE_OWNER: check_slot_single_owner,
-    NO_STRANDED_PAGE_TAIL: check_no_stranded_page_tail,
-    FREE_LIST_UNIQUE: check_free_list_unique,
-    NO_LEAK: check_no_leak,
+    Property.NEIGHBOUR_ROWS_UNTOUCHED: check_neighbour_rows_untouched,
+    Property.WRITE_WITHIN_ROW: check_write_within_row,
+    Property.KV_LENS_ORDERED: check_kv_lens_ordered,
+    Property.DRAFTS_WITHIN_ALLOCATION: check_drafts_within_allocation,
+    Property.ROW_HOLDS_OWN_SLOTS: check_row_holds_own_slots,
+    Property.SLOT_SINGLE_OWNER: check_slot_single_owner,
+    Property.NO_STRANDED_PAGE_TAIL: check_no_stranded_page_tail,
+    Property.FREE_LIST_UNIQUE: check_free_list_unique,
+    Property.NO_LEAK: check_no_leak,
 }
 
 

@@ -29,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from allocator_model.batch import RunningBatch
 from allocator_model.config import ServingConfig
-from fuzz.campaign.driver import MAX_ROUNDS, CampaignResult, Progress, Tracker, run_campaign, seeded
+from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.common.threads import one_torch_thread
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation, sizing_raised
@@ -275,33 +275,22 @@ def lifecycle_campaign(
     *,
     steps: int = DEFAULT_STEPS,
     checks: Sequence[Property] = INVARIANTS,
-    seed: int | None = None,
-    max_rounds: int = MAX_ROUNDS,
     configs: Any = None,
     batch_class: type[RunningBatch] = RunningBatch,
-    on_progress: Callable[[Progress], None] | None = None,
-    progress_every: float = 2.0,
     record: list[Any] | None = None,
     pins: dict[str, Any] | None = None,
-    on_finding: Callable[[Finding], None] | None = None,
+    **driver: Any,
 ) -> CampaignResult:
-    """Run state machines against ``target`` until a round finds nothing new (or ``max_rounds``).
+    """Run state machines against ``target`` until a round finds nothing new.
 
     ``configs`` replaces the configuration strategy (tests pin one config);
     ``batch_class`` replaces the model (tests plant bugs in it); ``record``
     collects the (config, steps) of every run that ended normally.
+    ``driver``: the keywords of ``fuzz.campaign.driver.run_campaign`` (seed,
+    max_rounds, on_progress, progress_every, on_finding).
     """
     if configs is None:
         configs = lifecycle_configs(target.revision.algorithms, pins)
     hunt = LifecycleHunt(target, steps=steps, checks=checks, configs=configs, batch_class=batch_class, record=record)
     with one_torch_thread():
-        return run_campaign(
-            target,
-            hunt,
-            hyp_settings,
-            seed=seed,
-            max_rounds=max_rounds,
-            on_progress=on_progress,
-            progress_every=progress_every,
-            on_finding=on_finding,
-        )
+        return run_campaign(target, hunt, hyp_settings, **driver)

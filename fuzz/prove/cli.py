@@ -16,8 +16,7 @@ from typing import Any, TextIO
 
 from allocator_model import algorithms as algo
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.files import check_output_dir, check_output_file
-from fuzz.common.options import DEFAULT_CASES_DIR, TARGETS_HELP
+from fuzz.common.options import TARGETS_HELP, add_output_options, check_outputs
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
 from fuzz.findings.report import Command, write_report
@@ -66,13 +65,7 @@ def register(subparsers: Any) -> None:
         help="write the min-slack heatmap over page_size x attn_dcp_size (and FILE.md, a markdown table); "
         "needs matplotlib (the plot extra)",
     )
-    p.add_argument(
-        "--cases",
-        default=DEFAULT_CASES_DIR,
-        metavar="DIR",
-        help=f"where case files of each group's worst go (default {DEFAULT_CASES_DIR})",
-    )
-    p.add_argument("--json", metavar="FILE", help="write a JSON report")
+    add_output_options(p, cases="case files of each group's worst")
     p.set_defaults(func=cmd_prove)
 
 
@@ -94,10 +87,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         if not args.heatmap.lower().endswith(".png"):
             raise BadInput(f"--heatmap needs a .png file name, got {args.heatmap!r}")
         require_matplotlib()
-    check_output_dir(args.cases, "--cases")
-    for flag, path in (("--json", args.json), ("--heatmap", args.heatmap)):
-        if path:
-            check_output_file(path, flag)
+    check_outputs(args, "--heatmap")
     for t in targets:
         try:
             target_algorithms(t, only)

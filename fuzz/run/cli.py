@@ -11,7 +11,7 @@ from typing import Any
 
 from fuzz.campaign.execute import drive_campaigns
 from fuzz.common.errors import ExitCode
-from fuzz.common.options import campaign_header, campaign_options, campaign_settings, check_campaign_outputs, parse_pins
+from fuzz.common.options import campaign_header, campaign_options, campaign_settings, check_outputs, parse_pins
 from fuzz.findings.report import Command
 from fuzz.targets.resolve import resolve_targets
 
@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
-    check_campaign_outputs(args)
+    check_outputs(args)
     targets = resolve_targets(args.target, args.sglang_version)
     profile_name, hyp, seed = campaign_settings(args)
     pins = parse_pins(args.pin)

@@ -17,7 +17,7 @@ from hypothesis import target as hypothesis_target
 
 from allocator_model.config import ConfigError
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
-from fuzz.campaign.driver import MAX_ROUNDS, CampaignResult, Progress, Tracker, run_campaign, seeded
+from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.findings.kinds import CaseKind, Property, Regime
 from fuzz.findings.model import Finding, Violation, sizing_raised
 from fuzz.targets.base import Target, TargetCallError
@@ -139,21 +139,12 @@ def campaign(
     hyp_settings: Settings,
     *,
     props: Iterable[Property] = PROPERTIES,
-    seed: int | None = None,
-    max_rounds: int = MAX_ROUNDS,
-    on_progress: Callable[[Progress], None] | None = None,
-    progress_every: float = 2.0,
     pins: dict[str, Any] | None = None,
-    on_finding: Callable[[Finding], None] | None = None,
+    **driver: Any,
 ) -> CampaignResult:
-    """Fuzz ``target``'s decode properties until no new group turns up (or ``max_rounds``)."""
-    return run_campaign(
-        target,
-        DecodeHunt(target, props, pins),
-        hyp_settings,
-        seed=seed,
-        max_rounds=max_rounds,
-        on_progress=on_progress,
-        progress_every=progress_every,
-        on_finding=on_finding,
-    )
+    """Fuzz ``target``'s decode properties until no new group turns up.
+
+    ``driver``: the keywords of ``fuzz.campaign.driver.run_campaign`` (seed,
+    max_rounds, on_progress, progress_every, on_finding).
+    """
+    return run_campaign(target, DecodeHunt(target, props, pins), hyp_settings, **driver)

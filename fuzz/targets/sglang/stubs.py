@@ -58,30 +58,23 @@ class Bag:
         return f"{self._name}({', '.join(f'{k}={v!r}' for k, v in sorted(self._leaves.items()))})"
 
 
-class SpeculativeAlgorithm(enum.Enum):
-    """SGLang's algorithm enum, reduced to the classification sizing depends on."""
+class _Classification:
+    """SGLang's ``SpeculativeAlgorithm`` methods, reduced to the classification sizing depends on."""
 
-    NONE = "NONE"
-    EAGLE = algo.EAGLE
-    EAGLE3 = algo.EAGLE3
-    STANDALONE = algo.STANDALONE
-    FROZEN_KV_MTP = algo.FROZEN_KV_MTP
-    NGRAM = algo.NGRAM
-    DFLASH = algo.DFLASH
-    DSPARK = algo.DSPARK
-    UNO = algo.UNO
+    value: str
 
     @classmethod
-    def from_string(cls, name: str | None) -> SpeculativeAlgorithm:
+    def from_string(cls, name: str | None) -> Any:
+        members: Any = cls  # the enum built below from this mixin
         if name is None:
-            return cls.NONE
+            return members.NONE
         try:
-            return cls[str(name).upper()]
+            return members[str(name).upper()]
         except KeyError:
             raise ValueError(f"Unknown speculative algorithm name: {name}") from None
 
     def is_none(self) -> bool:
-        return self is SpeculativeAlgorithm.NONE
+        return self.value == "NONE"
 
     def is_some(self) -> bool:
         return not self.is_none()
@@ -118,6 +111,12 @@ class SpeculativeAlgorithm(enum.Enum):
 
     def has_draft_kv(self) -> bool:
         return self.is_some() and algo.has_draft_kv(self.value)
+
+
+# SGLang's algorithm enum: NONE and every algorithm the model knows, with the methods above.
+SpeculativeAlgorithm = enum.Enum(  # type: ignore[misc]
+    "SpeculativeAlgorithm", [("NONE", "NONE")] + [(a.name, a.value) for a in algo.Algorithm], type=_Classification
+)
 
 
 class NotPublished(ValueError):
