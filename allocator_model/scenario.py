@@ -20,7 +20,7 @@ from .config import ConfigError, ServingConfig, SpecRuntime, adaptive_runtime
 from .decode import Refusal, Req, RowWrite, commit, draft_extent, prefill, prepare_for_decode
 from .req_to_token import ReqToTokenPool, Spill
 from .revisions import Revision
-from .scheduler import max_committed_len_at_decode_alloc
+from .scheduler import max_committed_len_at_decode_alloc, reached_by
 from .sizing import DecodeSizing
 
 SUBJECT, NEIGHBOUR = 1, 0
@@ -44,6 +44,16 @@ class DecodeScenario:
 
     def runtime(self, steps: int | None) -> SpecRuntime | None:
         return batch_runtime(self.config, steps)
+
+    @property
+    def start_len(self) -> int:
+        """The request's length when its decode history here starts (before the prior step, if any)."""
+        return self.committed_len - (self.prior.accepted if self.prior else 0)
+
+    def reached_by(self) -> str:
+        """How the scheduler gets a request into this scenario's first state (``scheduler.reached_by``)."""
+        how = reached_by(self.config, self.start_len)
+        return how + (f", then one decode step accepting {self.prior.accepted}" if self.prior else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -185,7 +195,7 @@ def run_scenario(s: DecodeScenario, sizing: DecodeSizing, revision: Revision) ->
     if prefill(pool, allocator, neighbour, min(bound, page + 1)).refusal is not None:
         run.skipped = "out of memory at the neighbour's prefill"
         return run
-    start = s.committed_len - (s.prior.accepted if s.prior else 0)
+    start = s.start_len
     if prefill(pool, allocator, subject, start).refusal is not None:
         run.skipped = "out of memory at prefill"
         return run

@@ -78,3 +78,34 @@ def max_committed_len_at_decode_alloc(cfg: ServingConfig, *, overlap_drops_finis
         if allocates_next_batch(output_len, max_new, overlap=overlap, drops_finishing=overlap_drops_finishing):
             best = max(best, committed_len_at_alloc(input_len, output_len, overlap=overlap))
     return best
+
+
+def max_prompt_len(cfg: ServingConfig) -> int:
+    """The longest prompt the scheduler admits: min(C, capacity) - 7.
+
+    SGLang 0.5.23 ``srt/managers/tp_worker.py`` lines 568-572 set
+    ``max_req_len = min(context_len - 1, kv_capacity - 1)`` and
+    ``max_req_input_len = max_req_len - 5``; ``srt/managers/scheduler.py``
+    line 3246 (``validate_input_length``, ``srt/managers/utils.py`` line 272)
+    aborts a prompt of ``max_req_input_len`` tokens or more.  A retracted
+    request re-enters the queue without that check, so its re-prefill (prompt
+    plus outputs) can be longer.
+    """
+    cap = cfg.kv_capacity()
+    limit = cfg.context_len if cap is None else min(cfg.context_len, cap)
+    return limit - 7
+
+
+def reached_by(cfg: ServingConfig, fill_len: int) -> str:
+    """How a request comes to hold exactly ``fill_len`` tokens of KV, all committed, with nothing over-allocated.
+
+    A fresh prefill of a prompt that long, if the scheduler admits one; else
+    the re-prefill of a retracted request whose prompt and outputs add up to
+    it (rule 1 lets input + output reach ``max_total_len``).
+    """
+    if fill_len <= max_prompt_len(cfg):
+        return f"a prompt of {fill_len} tokens, prefilled (the scheduler admits prompts up to {max_prompt_len(cfg)})"
+    return (
+        f"a retracted request re-prefilled with its prompt (at most {max_prompt_len(cfg)} tokens) and outputs: "
+        f"{fill_len} tokens (a fresh prompt that long is refused)"
+    )

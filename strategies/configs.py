@@ -32,7 +32,8 @@ class DrawChooser:
         return self.draw(st.booleans())
 
     def often(self, value: T, values: Iterable[T]) -> T:
-        return value if self.draw(st.booleans()) else self.sampled_from(values)
+        # Half the time ``value``, and what shrinking moves to: booleans shrink to False.
+        return self.sampled_from(values) if self.draw(st.booleans()) else value
 
     def subset(self, values: Iterable[int], min_size: int, max_size: int) -> tuple[int, ...]:
         return tuple(sorted(self.draw(st.sets(st.sampled_from(tuple(values)), min_size=min_size, max_size=max_size))))

@@ -99,14 +99,26 @@ def near_limit_gap_max(bound: int, alloc_page: int, max_draft_tokens: int | None
     return max(0, min(bound - 1, alloc_page + (max_draft_tokens or 1)))
 
 
+def sglang_defaults(choose: Chooser) -> bool:
+    """Whether to take SGLang's own values for a group of arguments: half the time, and what shrinking prefers.
+
+    So a minimal counterexample keeps the algorithm's auto (S, K, D) and the
+    default adaptive candidates wherever the bug allows, instead of
+    degenerate values (D = 1, zero steps) an SGLang developer never runs.
+    """
+    return choose.often(True, (False,))
+
+
 def spec_args(choose: Chooser, algorithm: str | None) -> dict[str, Any]:
-    """(S, K, D) and adaptive settings that server_args accepts for ``algorithm``."""
+    """(S, K, D) and adaptive settings that server_args accepts for ``algorithm`` (SGLang's defaults first)."""
     if algorithm is None:
         return {}
     args: dict[str, Any] = {"speculative_algorithm": algorithm}
     s: int | None
     if algorithm in algo.EAGLE_FAMILY:
         if algorithm in algo.ADAPTIVE and choose.booleans():
+            if sglang_defaults(choose):  # the default candidates; SGLang picks the launch step count
+                return {**args, "speculative_adaptive": True}
             cand = choose.subset(range(MAX_STEPS), 1, 5)
             return {
                 **args,
@@ -115,8 +127,12 @@ def spec_args(choose: Chooser, algorithm: str | None) -> dict[str, Any]:
                 "speculative_num_steps": choose.sampled_from(cand),
                 "speculative_eagle_topk": 1,
             }
+        if sglang_defaults(choose):
+            return args  # the auto (S, K, D): (3, 1, 4)
         s, k = choose.integers(1, MAX_STEPS), choose.integers(1, MAX_TOPK)
         d = chain_draft_tokens(s) if k == 1 else choose.integers(1, MAX_DRAFT_TOKENS)
+    elif algorithm in (algo.NGRAM, algo.DFLASH) and sglang_defaults(choose):
+        return args  # NGRAM: K 10, D 12 (S = D // K); DFLASH: block 16
     elif algorithm == algo.NGRAM:
         s, k, d = None, choose.integers(1, MAX_TOPK), choose.integers(1, MAX_DRAFT_TOKENS)  # S = D // K
     elif algorithm == algo.DFLASH:

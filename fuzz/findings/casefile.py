@@ -74,6 +74,8 @@ def document(f: Finding) -> dict[str, Any]:
     }
     if f.revision is not None:
         doc["revision"] = f.revision
+    if f.reached_by is not None:
+        doc["reached_by"] = f.reached_by
     return doc
 
 

@@ -57,6 +57,7 @@ class Finding:
     found_at: int = 0  # examples (runs, configurations) before the group's first failure
     case_path: str | None = None
     revision: str | None = None  # fidelity: the model revision the real module was compared with
+    reached_by: str | None = None  # decode: how the scheduler gets a request into the case's first state
 
     @property
     def signature(self) -> Signature:
@@ -83,4 +84,6 @@ class Finding:
         }
         if self.revision is not None:
             d["revision"] = self.revision
+        if self.reached_by is not None:
+            d["reached_by"] = self.reached_by
         return d

@@ -65,6 +65,8 @@ def counterexample_block(f: Finding, word: str = "COUNTEREXAMPLE") -> str:
     """The block every command prints for a finding; ``word`` is WITNESS for prove's worst configurations."""
     lines = [f"{word} {f.signature} on {f.target}{_suffix(f)}", f"  config: {config_line(f.config, f.kind)}"]
     lines += [f"  {line}" for line in case_lines(f.kind, f.case)]
+    if f.reached_by:
+        lines.append(f"  reached: {f.reached_by}")
     lines += [f"  {line}" for line in f.violation.describe().splitlines()]
     if f.case_path:
         lines.append(f"repro: {f.repro}")

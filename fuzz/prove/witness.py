@@ -90,9 +90,11 @@ def witness_finding(
     """The witness as a decode finding of group ``sig`` on ``target``."""
     config, case = witness
     cfg = ServingConfig.from_dict(config)
-    case = DecodeScenario.from_dict(cfg, case).to_dict()
+    scenario = DecodeScenario.from_dict(cfg, case)
     violation = Violation(sig.prop, sig.group, _claim(sig, value, error), [], value)
-    return Finding(CaseKind.DECODE, target, violation, cfg, case, found_at)
+    return Finding(
+        CaseKind.DECODE, target, violation, cfg, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
+    )
 
 
 def decode_scenario(f: Finding) -> DecodeScenario:

@@ -89,7 +89,9 @@ def check_scenario(
 
 
 def decode_finding(target: str, v: Violation, scenario: DecodeScenario, found_at: int = 0) -> Finding:
-    return Finding(CaseKind.DECODE, target, v, scenario.config, scenario.to_dict(), found_at)
+    return Finding(
+        CaseKind.DECODE, target, v, scenario.config, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
+    )
 
 
 class DecodeHunt:

@@ -35,6 +35,7 @@ def replay_decode(doc: dict[str, Any], where: str) -> Replay:
         f"target: {target.spec}",
         f"config: {scenario.config.short()}",
         f"case:   {scenario.describe()}",
+        f"reached: {scenario.reached_by()}",
     ]
     same = [v for v in found if v.prop == doc["property"]]
     if same:
