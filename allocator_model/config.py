@@ -6,10 +6,24 @@ rule of the reference doc's "Valid configurations" is checked in
 one-line message naming the argument.  ``resolve()`` first fills the
 defaults SGLang fills (auto (S, K, D) per algorithm, NGRAM's S = D // K, the
 adaptive candidate steps), so a config built from partial arguments is the
-config the server would run.
+config the server would run (``defaults``: SGLang's auto values).
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_ADAPTIVE_CANDIDATE_STEPS",
+    "adaptive_launch_steps",
+    "chain_draft_tokens",
+    "ConfigError",
+    "SpecRuntime",
+    "ServingConfig",
+    "adaptive_runtime",
+    "valid_launch_mask",
+    "UNO_MAX_DRAFT_TOKENS",
+    "UNO_MAX_TREE_NODES",
+    "MAX_CANDIDATE_BITS",
+]
 
 import dataclasses
 from collections.abc import Iterator, Mapping
@@ -20,26 +34,13 @@ import torch
 from torch import Tensor
 
 from . import algorithms as algo
-from .numeric import Int
+from .defaults import DEFAULT_ADAPTIVE_CANDIDATE_STEPS, adaptive_launch_steps, chain_draft_tokens, fill_spec_defaults
 
-# Adaptive spec's default candidate steps (union of the default per-batch-size
-# tables): max 7, so the launch-time max draft tokens is 8.
-DEFAULT_ADAPTIVE_CANDIDATE_STEPS = (0, 1, 3, 5, 7)
 # UNO's limits (server_args): Q = D <= 128 draft slots, Q * K <= 2048 tree nodes.
 UNO_MAX_DRAFT_TOKENS = 128
 UNO_MAX_TREE_NODES = 2048
 # Adaptive candidate step sets as bitmasks (the closed form's grids): bit s set <=> s is a candidate.
 MAX_CANDIDATE_BITS = 63
-
-
-def chain_draft_tokens(num_steps: Int) -> Int:
-    """D of a single draft chain: its S draft tokens plus the verified root, S + 1.
-
-    server_args forces D = S + 1 for the EAGLE family at topk 1, adaptive
-    spec (topk 1) runs D = S + 1 for whatever S a batch switches to, and UNO
-    needs at least that many draft slots.  Works on ints and on tensors.
-    """
-    return num_steps + 1
 
 
 class ConfigError(ValueError):
@@ -88,7 +89,7 @@ class ServingConfig:
             if isinstance(cand, (str, bytes)) or not hasattr(cand, "__iter__"):
                 raise ConfigError("speculative_adaptive_candidate_steps must be a list of integers")
             args["speculative_adaptive_candidate_steps"] = tuple(sorted(set(cand)))
-        _fill_spec_defaults(args)
+        fill_spec_defaults(args)
         return cls(**args)
 
     @classmethod
@@ -176,67 +177,9 @@ class ServingConfig:
         return " ".join(parts)
 
 
-def adaptive_launch_steps(candidates: tuple[int, ...]) -> int:
-    """The step count adaptive spec launches with when ``speculative_num_steps`` is not given.
-
-    SGLang 0.5.23 ``srt/arg_groups/speculative_hook.py`` lines 1407-1413
-    (``_init_adaptive_speculative_params``) resolves it to
-    ``candidate_steps[len(candidate_steps) // 2]`` of the sorted candidate
-    union, and ``srt/speculative/adaptive_spec_params.py`` lines 178-181
-    (``AdaptiveStepSlot.__init__``) starts there; so launch is below the
-    largest candidate, and a headroom sized from the launch shape is short
-    once adaptive spec switches up.
-    """
-    ordered = sorted(set(candidates))
-    return ordered[len(ordered) // 2]
-
-
 def adaptive_runtime(num_steps: int) -> SpecRuntime:
     """The shape of a batch adaptive spec switched to S = ``num_steps`` (topk 1: D = S + 1)."""
     return SpecRuntime(num_steps, chain_draft_tokens(num_steps))
-
-
-def _fill_spec_defaults(args: dict[str, Any]) -> None:
-    """SGLang's auto values for (S, K, D) per algorithm, applied before validation."""
-    a = args.get("speculative_algorithm")
-    s = args.get("speculative_num_steps")
-    k = args.get("speculative_eagle_topk")
-    d = args.get("speculative_num_draft_tokens")
-    if a is None:
-        return
-    if a in algo.EAGLE_FAMILY:
-        if args.get("speculative_adaptive"):
-            cand = args.get("speculative_adaptive_candidate_steps") or DEFAULT_ADAPTIVE_CANDIDATE_STEPS
-            args["speculative_adaptive_candidate_steps"] = tuple(sorted(set(cand)))
-            if s is None:  # SGLang launches at the middle candidate (see ``adaptive_launch_steps``)
-                s = adaptive_launch_steps(args["speculative_adaptive_candidate_steps"])
-            k = 1 if k is None else k
-        if s is None and k is None and d is None:
-            s, k, d = 3, 1, 4
-        s = 1 if s is None else s
-        k = 1 if k is None else k
-        if k == 1 and isinstance(s, int):
-            d = chain_draft_tokens(s)  # topk == 1 forces D = S + 1
-        elif d is None:
-            d = s * k + 1
-    elif a == algo.NGRAM:
-        k = 10 if k is None else k
-        d = 12 if d is None else d
-        if s is None and isinstance(d, int) and isinstance(k, int) and k > 0:
-            s = d // k
-    elif a == algo.DFLASH:
-        s = 1 if s is None else s
-        k = 1 if k is None else k
-        d = 16 if d is None else d
-    elif a == algo.DSPARK:
-        s = 1 if s is None else s
-        k = 1 if k is None else k
-    elif a == algo.UNO:
-        k = 1 if k is None else k
-        s = 1 if s is None else s
-    args["speculative_num_steps"] = s
-    args["speculative_eagle_topk"] = k
-    args["speculative_num_draft_tokens"] = d
 
 
 def _positive(name: str, value: object, minimum: int = 1) -> int:

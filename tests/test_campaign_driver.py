@@ -70,10 +70,12 @@ def search(target, database: str, monkeypatch) -> dict[str, int]:
 
 def test_a_seeded_run_replays_what_the_database_holds_first(tmp_path, monkeypatch):
     target = resolve_target("reference@sglang-0.5.23")
+    group = "write-within-row/alloc-page-1"
     first = search(target, str(tmp_path / "db"), monkeypatch)
-    assert first["write-within-row/alloc-page-1"] > 1  # met after some search
-    # The same seed with the database: the stored failure is replayed before anything else.
-    assert search(target, str(tmp_path / "db"), monkeypatch) == {"write-within-row/alloc-page-1": 1}
+    assert stored_examples(str(tmp_path / "db")) > 0
+    # The same seed with the database: the stored failure is replayed before the search would meet it.
+    again = search(target, str(tmp_path / "db"), monkeypatch)
+    assert again[group] < first[group]
     # Without it (a fresh database), the same seed searches as the first time.
     assert search(target, str(tmp_path / "fresh"), monkeypatch) == first
 

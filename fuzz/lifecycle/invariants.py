@@ -21,15 +21,25 @@ itself wrote, which is what a neighbour's write is detected against.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
 
 import torch
 
-from allocator_model.batch import FREE, ReleaseEvent, Request, RunningBatch, StepResult, WriteEvent
-from allocator_model.decode import Refusal, Req
+from allocator_model.batch import RunningBatch, StepResult, WriteEvent
+from allocator_model.decode import Refusal
 from allocator_model.req_to_token import GUARD
-from fuzz.findings.kinds import Property, regime
+from fuzz.findings.kinds import Property
 from fuzz.findings.model import Violation
+
+from .slots import (
+    check_free_list_unique,
+    check_no_leak,
+    check_no_stranded_page_tail,
+    check_row_holds_own_slots,
+    check_slot_single_owner,
+)
+from .view import RowShadow, StepView, cols, context_lines, head, held, runs, violation
+
+__all__ = ["INVARIANTS", "CHECKS", "RowShadow", "StepView", "step_violations"]
 
 INVARIANTS: tuple[Property, ...] = (
     Property.NEIGHBOUR_ROWS_UNTOUCHED,
@@ -44,73 +54,6 @@ INVARIANTS: tuple[Property, ...] = (
 )
 
 
-def held(r: Request) -> Req:
-    """The KV bookkeeping of a request that holds a row (``RunningBatch.holders``)."""
-    assert r.kv is not None, f"request {r.rid} holds no row"
-    return r.kv
-
-
-class RowShadow:
-    """What each request itself wrote into its row, column by column (the slots it meant to store)."""
-
-    def __init__(self, batch: RunningBatch):
-        self.rows = torch.zeros_like(batch.pool.req_to_token)
-        self.width = batch.width
-
-    def record(self, result: StepResult) -> None:
-        for w in result.writes:
-            end = min(w.write.nxt, self.width)
-            if w.write.record and end > w.write.cur:
-                self.rows[w.row, w.write.cur : end] = w.slots[: end - w.write.cur].to(self.rows.dtype)
-
-
-class StepView:
-    """One step as the checks see it: the batch after it, what it did, and each live row's allocated slots."""
-
-    def __init__(self, batch: RunningBatch, result: StepResult, shadow: RowShadow):
-        self.batch, self.result, self.shadow = batch, result, shadow
-
-    @cached_property
-    def live_slots(self) -> list[tuple[Request, torch.Tensor]]:
-        """(request, its row's columns [0, min(kv_allocated_len, W)) as int64) for every request holding a row."""
-        b = self.batch
-        return [
-            (r, b.pool.req_to_token[r.row, : min(held(r).kv_allocated_len, b.width)].to(torch.int64))
-            for r in b.holders()
-        ]
-
-
-def _runs(cols: list[int]) -> list[tuple[int, int]]:
-    runs: list[tuple[int, int]] = []
-    for c in cols:
-        if runs and runs[-1][1] == c:
-            runs[-1] = (runs[-1][0], c + 1)
-        else:
-            runs.append((c, c + 1))
-    return runs
-
-
-def _cols(runs: list[tuple[int, int]]) -> str:
-    return ", ".join(f"[{a}, {b})" for a, b in runs)
-
-
-def _context(batch: RunningBatch, w: WriteEvent) -> list[str]:
-    x = w.write
-    return [
-        f"row width W = context_len {batch.cfg.context_len} + extra {batch.extra} = {batch.width}",
-        f"kv_committed_len {w.committed_len} at the allocation, kv_allocated_len {x.cur} -> {x.nxt}, "
-        f"reserve {x.reserve}, allocator page {x.page} ({x.path} path)",
-    ]
-
-
-def _violation(batch: RunningBatch, prop: Property, headline: str, details: list[str], overshoot: int = 0) -> Violation:
-    return Violation(prop, regime(batch.cfg, batch.page).value, headline, details, overshoot)
-
-
-def _head(w: WriteEvent) -> str:
-    return f"request {w.rid} (row {w.row}) wrote columns [{w.write.cur}, {w.write.nxt})"
-
-
 def check_neighbour_rows_untouched(view: StepView) -> Violation | None:
     """No write changes the columns [0, kv_allocated_len) another live request wrote into its own row."""
     batch = view.batch
@@ -118,23 +61,23 @@ def check_neighbour_rows_untouched(view: StepView) -> Violation | None:
         meant = view.shadow.rows[r.row, : len(now)].to(torch.int64)
         if torch.equal(now, meant):
             continue
-        row, runs = r.row, _runs((now != meant).nonzero().flatten().tolist())
+        row, changed = r.row, runs((now != meant).nonzero().flatten().tolist())
         writers = [
             w for w in view.result.writes if w.write.record and any(s.victim_row == row for s in w.write.record.spills)
         ]
-        victim = f"request {r.rid} (row {row}) columns {_cols(runs)}"
+        victim = f"request {r.rid} (row {row}) columns {cols(changed)}"
         if not writers:
-            return _violation(batch, Property.NEIGHBOUR_ROWS_UNTOUCHED, f"{victim} changed by no write of its own", [])
+            return violation(batch, Property.NEIGHBOUR_ROWS_UNTOUCHED, f"{victim} changed by no write of its own", [])
         w = writers[0]
-        return _violation(
+        return violation(
             batch,
             Property.NEIGHBOUR_ROWS_UNTOUCHED,
-            f"{_head(w)} of a row {batch.width} wide and changed {victim}",
+            f"{head(w)} of a row {batch.width} wide and changed {victim}",
             [
                 f"victim: request {r.rid} (row {row}), kv_allocated_len {held(r).kv_allocated_len}: its slots in "
-                f"{_cols(runs)} were overwritten with request {w.rid}'s"
+                f"{cols(changed)} were overwritten with request {w.rid}'s"
             ]
-            + _context(batch, w),
+            + context_lines(batch, w),
             w.write.nxt - batch.width,
         )
     return None
@@ -162,11 +105,11 @@ def check_write_within_row(view: StepView) -> Violation | None:
     for w in view.result.writes:
         x = w.write
         if x.refusal is Refusal.UNO_GUARD:
-            return _violation(
+            return violation(
                 batch,
                 Property.WRITE_WITHIN_ROW,
                 f"request {w.rid} (row {w.row}) refused: {x.refused}",
-                _context(batch, w),
+                context_lines(batch, w),
                 x.nxt - batch.width,
             )
         if x.record is None or x.nxt <= batch.width:
@@ -174,11 +117,11 @@ def check_write_within_row(view: StepView) -> Violation | None:
         details = [f"victim: {_victims(w, batch.row_owner())}"]
         if x.record.lost:
             details.append(f"{x.record.lost} columns landed past even the guard rows")
-        return _violation(
+        return violation(
             batch,
             Property.WRITE_WITHIN_ROW,
-            f"{_head(w)} of a row {batch.width} wide: {x.nxt - batch.width} columns past its end",
-            details + _context(batch, w),
+            f"{head(w)} of a row {batch.width} wide: {x.nxt - batch.width} columns past its end",
+            details + context_lines(batch, w),
             x.nxt - batch.width,
         )
     return None
@@ -200,7 +143,7 @@ def check_kv_lens_ordered(view: StepView) -> Violation | None:
                 else f"kv_allocated_len {a} > row width {batch.width}"
             )
         )
-        return _violation(
+        return violation(
             batch,
             Property.KV_LENS_ORDERED,
             f"request {r.rid} (row {r.row}): {why}",
@@ -219,7 +162,7 @@ def check_drafts_within_allocation(view: StepView) -> Violation | None:
     for w in view.result.writes:
         if not w.is_decode or w.write.refused or w.draft_end <= w.write.nxt:
             continue
-        return _violation(
+        return violation(
             batch,
             Property.DRAFTS_WITHIN_ALLOCATION,
             f"request {w.rid} (row {w.row}) drafts up to column {w.draft_end} but kv_allocated_len is {w.write.nxt}",
@@ -227,161 +170,8 @@ def check_drafts_within_allocation(view: StepView) -> Violation | None:
                 f"device seq_len {w.device_seq_len} (allocated at kv_committed_len {w.committed_len}), topk "
                 f"{batch.cfg.topk}: {w.draft_end - w.write.nxt} columns read stale or owned by no one"
             ]
-            + _context(batch, w),
+            + context_lines(batch, w),
             w.draft_end - w.write.nxt,
-        )
-    return None
-
-
-def _owner_name(owner: int) -> str:
-    return "no one (free)" if owner == FREE else f"request {owner}"
-
-
-def check_row_holds_own_slots(view: StepView) -> Violation | None:
-    """Every column in [0, kv_allocated_len) of a row holds a slot the allocator says the request owns."""
-    batch = view.batch
-    owner_t, page = batch.allocator.page_owner_t, batch.page
-    for r, slots in view.live_slots:
-        owners = owner_t[(slots // page).clamp(0, len(owner_t) - 1)]
-        bad = (owners != r.rid).nonzero().flatten().tolist()
-        if not bad:
-            continue
-        col = bad[0]
-        slot, owner = int(slots[col]), int(owners[col])
-        return _violation(
-            batch,
-            Property.ROW_HOLDS_OWN_SLOTS,
-            f"request {r.rid} (row {r.row}) column {col} holds slot {slot}, owned by {_owner_name(owner)}",
-            [f"{len(bad)} of its {len(slots)} allocated columns hold foreign slots: columns {_cols(_runs(bad))}"],
-        )
-    return None
-
-
-def check_slot_single_owner(view: StepView) -> Violation | None:
-    """No slot stands twice among the live rows' columns [0, kv_allocated_len): one slot, one token."""
-    if not view.live_slots:
-        return None
-    every = torch.cat([s for _, s in view.live_slots])
-    every = every[every > 0]  # slot 0 is never handed out: an unwritten column is row-holds-own-slots' to report
-    twice = (torch.bincount(every) > 1).nonzero().flatten().tolist() if len(every) else []
-    if not twice:
-        return None
-    slot = twice[0]
-    where = [
-        f"request {r.rid} (row {r.row}) column {c}"
-        for r, s in view.live_slots
-        for c in (s == slot).nonzero().flatten().tolist()
-    ]
-    return _violation(
-        view.batch,
-        Property.SLOT_SINGLE_OWNER,
-        f"slot {slot} stands in {len(where)} places: {'; '.join(where)}",
-        [f"{len(twice)} slots stand more than once"],
-    )
-
-
-def check_no_stranded_page_tail(view: StepView) -> Violation | None:
-    """After a spec decode allocation on a paged allocator, allocated == recorded: owned slots == kv_allocated_len."""
-    batch = view.batch
-    for w in view.result.writes:
-        x = w.write
-        r = batch.requests[w.rid]
-        if not w.spec or x.refused or x.page == 1 or x.nxt == x.cur or r.kv is None:
-            continue
-        owned = len(batch.allocator.pages_of(w.rid)) * x.page
-        if owned == held(r).kv_allocated_len:
-            continue
-        return _violation(
-            batch,
-            Property.NO_STRANDED_PAGE_TAIL,
-            f"{_head(w)}: it owns {owned} slots ({owned // x.page} pages of {x.page}) but kv_allocated_len is "
-            f"{held(r).kv_allocated_len}",
-            [
-                f"{owned - held(r).kv_allocated_len} slots past column {held(r).kv_allocated_len} are allocated but "
-                f"recorded nowhere (a stranded page tail)"
-            ]
-            + _context(batch, w),
-        )
-    return None
-
-
-def check_free_list_unique(view: StepView) -> Violation | None:
-    """No page is freed while free (SGLang's list would then hold it twice); the free list holds free pages once."""
-    batch = view.batch
-    for rel in view.result.releases:
-        doubles = [p.page for p in rel.problems if p.owner is None]
-        if doubles:
-            return _violation(
-                batch,
-                Property.FREE_LIST_UNIQUE,
-                f"request {rel.rid} (row {rel.row}) {rel.reason} and freed pages {doubles} a second time",
-                [
-                    f"kv_committed_len {rel.kv_committed_len}, kv_allocated_len {rel.kv_allocated_len}, "
-                    f"allocator page {batch.page}: SGLang's free list would now hold them twice"
-                ],
-            )
-    alloc = batch.allocator
-    free = alloc.free_page_list()
-    if not free:
-        return None
-    if len(set(free)) != len(free):
-        dup = sorted({p for p in free if free.count(p) > 1})
-        return _violation(batch, Property.FREE_LIST_UNIQUE, f"pages {dup} stand twice in the free list", [])
-    owners = alloc.page_owner_t[free]
-    owned = [p for p, o in zip(free, owners.tolist(), strict=True) if o != FREE]
-    if owned:
-        return _violation(
-            batch,
-            Property.FREE_LIST_UNIQUE,
-            f"pages {owned} are on the free list and owned by {_owner_name(int(alloc.page_owner_t[owned[0]]))}",
-            [],
-        )
-    return None
-
-
-def _leak_details(view: StepView, rel: ReleaseEvent) -> list[str]:
-    batch = view.batch
-    slots = batch.allocator.slots_of_pages(rel.still_owned)
-    details = [f"leaked slots {slots[:16]}{' ...' if len(slots) > 16 else ''} ({len(slots)} in all)"]
-    where = []
-    for r, row in view.live_slots:
-        hit = torch.isin(row // batch.page, torch.tensor(rel.still_owned)).nonzero().flatten().tolist()
-        if hit:
-            where.append(f"request {r.rid} (row {r.row}) columns {_cols(_runs(hit))}")
-    details.append(
-        "now referenced by " + "; ".join(where)
-        if where
-        else f"referenced by no live row: written past row {rel.row}'s width, beyond its clamped slice"
-    )
-    return details
-
-
-def check_no_leak(view: StepView) -> Violation | None:
-    """A released request owns no slot; with no request holding KV, every slot and every row is free."""
-    batch = view.batch
-    for rel in view.result.releases:
-        if rel.still_owned:
-            n = len(rel.still_owned) * batch.page
-            return _violation(
-                batch,
-                Property.NO_LEAK,
-                f"request {rel.rid} (row {rel.row}) {rel.reason} but still owns {n} slots (pages {rel.still_owned})",
-                _leak_details(view, rel),
-                n,
-            )
-    if not batch.requests or view.live_slots:
-        return None
-    alloc = batch.allocator
-    lost = alloc.size() - alloc.available_size()
-    rows_out = batch.pool.size - len(batch.pool.free_slots)
-    if lost or rows_out:
-        owners = sorted({int(o) for o in alloc.page_owner_t.tolist() if o != FREE})
-        return _violation(
-            batch,
-            Property.NO_LEAK,
-            f"no request holds KV, yet {lost} of {alloc.size()} slots and {rows_out} rows are not free",
-            [f"pages still owned by requests {owners}"],
-            lost,
         )
     return None
 
