@@ -45,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print a ready-to-paste pytest regression test for the case instead of replaying it",
     )
+    rep.add_argument(
+        "--target",
+        metavar="SPEC",
+        help=(
+            "replay on this target instead of the case's own (needed when the case names a local file or the "
+            "installed sglang: a case file never runs code it names); e.g. a fixed checkout"
+        ),
+    )
     rep.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
     rep.set_defaults(func=cmd_repro)
 
@@ -63,13 +71,17 @@ def tool_version() -> str:
 
 def cmd_repro(args: argparse.Namespace) -> ExitCode:
     from fuzz.findings.regression import emit_test
+    from fuzz.targets.base import runs_named_code
     from fuzz.targets.resolve import resolve_targets
 
     try:
         doc = casefile.load_document(args.case)
+        target = args.target
         if args.sglang_version:
-            doc["target"] = resolve_targets([doc["target"]], args.sglang_version)[0].spec
-        result = casefile.replay_document(doc, args.case)  # also validates it fully before printing code
+            if target is None and runs_named_code(doc["target"]):
+                raise BadInput(f"{args.case} names a local target: give it with --target SPEC --sglang-version X.Y.Z")
+            target = resolve_targets([target or doc["target"]], args.sglang_version)[0].spec
+        result = casefile.replay_document(doc, args.case, target)  # also validates it fully before printing code
     except casefile.CaseFileError as e:
         raise BadInput(str(e)) from None
     if args.emit_test:

@@ -10,6 +10,7 @@ unreachable, so they prove a file target needs no network.
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -286,7 +287,7 @@ def test_sglang_version_picks_the_decode_semantics_of_a_replay(tmp_path, capsys)
     case = tmp_path / "case.json"
     case.write_text(json.dumps(doc))
     for extra, expect in (([], 0), (["--sglang-version", "0.5.18"], 1)):
-        args = build_parser().parse_args(["repro", str(case), *extra])
+        args = build_parser().parse_args(["repro", str(case), "--target", doc["target"], *extra])
         assert args.func(args) == expect, capsys.readouterr().out
     assert "FAILS page-aligned-growth/dflash" in capsys.readouterr().out
 
@@ -370,9 +371,9 @@ def test_fidelity_finds_a_planted_gap_and_the_case_replays(tmp_path):
     assert report["command"] == "fidelity" and entry["status"] == "counterexample" and entry["configs"] == 300
     (finding,) = entry["findings"]
     assert finding["kind"] == "fidelity-case" and finding["revision"] == "sglang-0.5.23"
-    case = next(line.split()[-1] for line in r.stdout.splitlines() if line.startswith("repro:"))
-    assert finding["repro"].split()[-1] == case
-    replay = fuzz("repro", case, cwd=tmp_path, env=env)
+    line = next(line for line in r.stdout.splitlines() if line.startswith("repro:")).removeprefix("repro: ")
+    assert finding["repro"] == line and f"--target {unrounded.spec}" in line  # a file target is named, not trusted
+    replay = fuzz(*shlex.split(line)[3:], cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS model-mismatch/page_aligned_decode_alloc_lens" in replay.stdout
 
 
@@ -413,10 +414,10 @@ def test_a_raising_sizing_function_is_a_finding_naming_function_and_config(tmp_p
     assert r.returncode == 1 and r.stdout.count("COUNTEREXAMPLE sizing-raised/") == 1, r.stdout + r.stderr
     assert r.stdout.count("COUNTEREXAMPLE") == 1  # otherwise the file is safe: the raise is the finding
     assert "raised in get_alloc_reserve_per_decode() line 26 ValueError: no dcp 3" in r.stdout
-    case = next(
-        line.split()[-1] for line in r.stdout.splitlines() if line.startswith("repro:") and "sizing-raised" in line
-    )
-    replay = fuzz("repro", case, cwd=tmp_path, env=env)
+    line = next(
+        line for line in r.stdout.splitlines() if line.startswith("repro:") and "sizing-raised" in line
+    ).removeprefix("repro: ")
+    replay = fuzz(*shlex.split(line)[3:], cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS sizing-raised/" in replay.stdout
 
 

@@ -286,10 +286,10 @@ def fidelity(target: Target, *, revision: Revision | None = None, configs: int =
 # -- replay -------------------------------------------------------------------
 
 
-def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
+def replay_fidelity(doc: dict[str, Any], where: str, named: str | None = None) -> casefile.Replay:
     """Replay a fidelity case file: the same configuration through the target's sizing and the model revision."""
     from fuzz.targets.base import TargetError
-    from fuzz.targets.resolve import resolve_target
+    from fuzz.targets.resolve import resolve_case_target
 
     try:
         case = FidelityCase.from_dict(ServingConfig.from_dict(doc["config"]), doc["case"])
@@ -299,7 +299,7 @@ def replay_fidelity(doc: dict[str, Any], where: str) -> casefile.Replay:
     if name not in REVISIONS:
         raise casefile.CaseFileError(f"{where}: unknown model revision {name!r} (known: {', '.join(REVISIONS)})")
     try:
-        target = resolve_target(doc["target"])
+        target = resolve_case_target(doc["target"], named)
     except TargetError as e:
         raise casefile.CaseFileError(f"{where}: {e}") from None
     found = disagreements(target.sizing, ModelSizing(REVISIONS[name]), case)

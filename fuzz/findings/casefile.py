@@ -39,7 +39,8 @@ class Replay:
     text: str
 
 
-Replayer = Callable[[dict[str, Any], str], Replay]
+# (the case, where it came from, the target the command line names or None) -> the replay
+Replayer = Callable[[dict[str, Any], str, str | None], Replay]
 
 # Case kind -> "module:function" of its replayer, imported on first use.
 REPLAYERS: dict[CaseKind, str] = {
@@ -153,14 +154,18 @@ def case_kind(doc: dict[str, Any]) -> CaseKind | None:
         return None
 
 
-def replay(path: str) -> Replay:
+def replay(path: str, target: str | None = None) -> Replay:
     doc = load_document(path)
-    return replay_document(doc, path)
+    return replay_document(doc, path, target)
 
 
-def replay_document(doc: dict[str, Any], where: str = "the case") -> Replay:
-    """Replay a case given as a dict (an emitted regression test embeds one)."""
+def replay_document(doc: dict[str, Any], where: str = "the case", target: str | None = None) -> Replay:
+    """Replay a case given as a dict (an emitted regression test embeds one).
+
+    ``target``: the target the command line names; the case's own target is
+    used only if it runs no code it names (``fuzz.targets.resolve.resolve_case_target``).
+    """
     validate_document(doc, where)
     kind = case_kind(doc)
     assert kind is not None
-    return replayer(kind)(doc, where)
+    return replayer(kind)(doc, where, target)

@@ -65,9 +65,14 @@ class Finding:
 
     @property
     def repro(self) -> str:
+        """The line that replays the case file; it names the target when the case alone may not run it."""
+        from fuzz.targets.base import runs_named_code
+
         from .render import repro_line
 
-        return repro_line(self.case_path) if self.case_path else ""
+        if not self.case_path:
+            return ""
+        return repro_line(self.case_path, self.target if runs_named_code(self.target) else None)
 
     def to_json(self) -> dict[str, Any]:
         """The finding as every JSON report shows it."""

@@ -20,11 +20,14 @@ def test_{name}():
     """{signature} on {target}, found by kvrow-fuzz.
 
     Fails while the bug is present; the message is what `python -m fuzz repro` prints.
+    KVROW_FUZZ_TARGET=SPEC replays it on another target (a fixed checkout's file, say).
     """
+    import os
+
     from fuzz.findings.casefile import replay_document
 
     case = {case}
-    result = replay_document(case)
+    result = replay_document(case, target=os.environ.get("KVROW_FUZZ_TARGET") or None)
     assert not result.reproduced, "\\n" + result.text
 '''
 

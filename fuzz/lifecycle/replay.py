@@ -18,7 +18,7 @@ from fuzz.findings.kinds import CaseKind, Signature
 from fuzz.findings.model import Violation, sizing_raised
 from fuzz.findings.render import config_line, format_step
 from fuzz.targets.base import Target, TargetCallError, TargetError
-from fuzz.targets.resolve import resolve_target
+from fuzz.targets.resolve import resolve_case_target
 
 from .invariants import INVARIANTS, RowShadow, step_violations
 
@@ -145,9 +145,9 @@ def shorten(
             return best
 
 
-def replay_lifecycle(doc: dict[str, Any], where: str) -> Replay:
+def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
     try:
-        target = resolve_target(doc["target"])
+        target = resolve_case_target(doc["target"], named)
     except TargetError as e:
         raise CaseFileError(f"{where}: {e}") from None
     try:

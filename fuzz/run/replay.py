@@ -8,7 +8,7 @@ from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.findings.casefile import CaseFileError, Replay
 from fuzz.targets.base import TargetError
-from fuzz.targets.resolve import resolve_target
+from fuzz.targets.resolve import resolve_case_target
 
 from .engine import check_scenario
 
@@ -21,10 +21,10 @@ def decode_scenario_of(doc: dict[str, Any], where: str) -> DecodeScenario:
         raise CaseFileError(f"{where}: {e}") from None
 
 
-def replay_decode(doc: dict[str, Any], where: str) -> Replay:
+def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
     scenario = decode_scenario_of(doc, where)
     try:
-        target = resolve_target(doc["target"])
+        target = resolve_case_target(doc["target"], named)
     except TargetError as e:
         raise CaseFileError(f"{where}: {e}") from None
     problem = scenario_problem(scenario, target.revision)

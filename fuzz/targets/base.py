@@ -71,6 +71,16 @@ class Target:
         return self.kind is TargetKind.MODEL
 
 
+def runs_named_code(spec: str) -> bool:
+    """Whether resolving ``spec`` runs code that a file names: a local file or checkout, or the installed package.
+
+    ``reference[@REVISION]`` is our own model and ``sglang==X.Y.Z`` a release
+    fetched by its version; anything else executes the Python file it points at.
+    """
+    spec = (spec or "").strip()
+    return not (spec == "reference" or spec.startswith("reference@") or spec.startswith("sglang=="))
+
+
 def model_target(revision: Revision) -> Target:
     spec = "reference" if revision is REFERENCE else f"reference@{revision.name}"
     return Target(spec, f"model {revision.name}: {revision.summary}", ModelSizing(revision), revision, TargetKind.MODEL)

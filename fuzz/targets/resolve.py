@@ -16,7 +16,7 @@ from __future__ import annotations
 from allocator_model.revisions import REFERENCE, REVISIONS
 from fuzz.common.errors import BadInput
 
-from .base import Target, TargetError, model_target
+from .base import Target, TargetError, model_target, runs_named_code
 from .sglang import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
 
 
@@ -43,6 +43,25 @@ def resolve_target(spec: str) -> Target:
         f"unknown target {spec!r}: use reference[@REVISION], sglang==X.Y.Z, sglang or a PATH "
         "(see: python -m fuzz targets)"
     )
+
+
+def resolve_case_target(named: object, override: str | None) -> Target:
+    """The target a case file replays on: the one it names, if that runs no named code, else ``override``.
+
+    A case file is data (it travels as a CI artifact): a target that would
+    execute a file it names is only used when the command line names it
+    (``repro CASE --target SPEC``, or ``KVROW_FUZZ_TARGET`` for an emitted test).
+    """
+    if override:
+        return resolve_target(override)
+    if not isinstance(named, str) or not named.strip():
+        raise TargetError(f"the case names no target (got {named!r})")
+    if runs_named_code(named):
+        raise TargetError(
+            f"the case names {named!r}, which would run the Python code at that path; a case file never runs code "
+            "it names: replay it with --target SPEC (or KVROW_FUZZ_TARGET=SPEC for an emitted test)"
+        )
+    return resolve_target(named)
 
 
 def resolve_targets(specs: list[str], sglang_version: str | None = None) -> list[Target]:
