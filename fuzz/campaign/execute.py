@@ -10,16 +10,41 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from hypothesis import settings as Settings
 
 from fuzz.common.errors import ExitCode
+from fuzz.common.options import campaign_settings, check_outputs, parse_pins
 from fuzz.findings import casefile
 from fuzz.findings.model import Finding
 from fuzz.findings.render import counterexample_block, summary_table
 from fuzz.findings.report import Command, write_report
 from fuzz.targets.base import Target
+from fuzz.targets.resolve import resolve_targets
 
 from .driver import CampaignResult, Progress
+
+
+@dataclass
+class CampaignSetup:
+    """A campaign command's inputs, checked: targets, profile, Hypothesis settings, seed, pins."""
+
+    targets: list[Target]
+    profile: str
+    hyp: Settings
+    seed: int | None
+    pins: dict[str, Any]
+
+
+def setup_campaign(args: argparse.Namespace) -> CampaignSetup:
+    """What every campaign command does before any work: outputs checked, targets resolved, settings, pins."""
+    check_outputs(args)
+    targets = resolve_targets(args.target, args.sglang_version)
+    profile, hyp, seed = campaign_settings(args)
+    return CampaignSetup(targets, profile, hyp, seed, parse_pins(args.pin))
+
 
 FuzzOne = Callable[[Target, Callable[[Progress], None] | None, Callable[[Finding], None]], CampaignResult]
 

@@ -35,6 +35,22 @@ class Parser(argparse.ArgumentParser):
         raise BadInput(f"{message} (see: {PROG} {sub + ' ' if sub else ''}--help)")
 
 
+def add_command(
+    subparsers: Any,
+    name: str,
+    summary: str,
+    description: str,
+    func: Callable[..., Any],
+    parents: list[argparse.ArgumentParser] | None = None,
+) -> argparse.ArgumentParser:
+    """A command's parser: its one-line summary, its description (what it does, its exit statuses), its handler."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        name, parents=parents or [], help=summary, description=description
+    )
+    p.set_defaults(func=func)
+    return p
+
+
 def int_at_least(minimum: int, what: str) -> Callable[[str], int]:
     """An argparse type: an integer >= ``minimum`` (``what`` names the bound in the message)."""
 

@@ -17,6 +17,7 @@ from allocator_model.revisions import REVISIONS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir
 from fuzz.common.options import (
+    add_command,
     add_output_options,
     check_outputs,
     default_jobs,
@@ -55,13 +56,15 @@ def register(subparsers: Any) -> None:
 
 
 def register_fidelity(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "fidelity",
-        help="compare the model with real SGLang sizing code",
-        description=(
+        "compare the model with real SGLang sizing code",
+        (
             "Differential fidelity: call every sizing function of a real target and of the modeled revision of its "
             "version on the same configurations. Exit 0: they agree; 1: a model-mismatch; 2: bad input."
         ),
+        cmd_fidelity,
     )
     p.add_argument(
         "--target", action="append", required=True, metavar="SPEC", help="sglang==X.Y.Z, sglang or PATH (repeatable)"
@@ -75,7 +78,6 @@ def register_fidelity(subparsers: Any) -> None:
         help=f"distinct configurations (default {DEFAULT_CONFIGS})",
     )
     add_output_options(p)
-    p.set_defaults(func=cmd_fidelity)
 
 
 def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
@@ -99,15 +101,17 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
 
 
 def register_matrix(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "matrix",
-        help="fuzz every SGLang release's own sizing code, one table",
-        description=(
+        "fuzz every SGLang release's own sizing code, one table",
+        (
             "Fuzz each release's allocation_sizing.py (wheels fetched with pip into the cache, see `python -m fuzz "
             "targets`) and check the model's fidelity to it. Writes DIR/matrix.md, DIR/matrix.json (after each "
             "release) and DIR/cases/. Exit 0: every release clean and faithful; 1: a bug group or a model-mismatch; "
             "2: bad input."
         ),
+        cmd_matrix,
     )
     p.add_argument(
         "--releases", metavar="RANGE", help="e.g. 0.5.16..0.5.23 or 0.5.18,0.5.19 (default: every modeled release)"
@@ -152,7 +156,6 @@ def register_matrix(subparsers: Any) -> None:
             "upstream bugs, and a new one fails the job)"
         ),
     )
-    p.set_defaults(func=cmd_matrix)
 
 
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:

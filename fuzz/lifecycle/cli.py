@@ -12,32 +12,26 @@ from typing import Any, TextIO
 from hypothesis import settings as Settings
 
 from fuzz.campaign.driver import CampaignResult
-from fuzz.campaign.execute import drive_campaigns
+from fuzz.campaign.execute import drive_campaigns, setup_campaign
 from fuzz.common.errors import ExitCode
-from fuzz.common.options import (
-    campaign_header,
-    campaign_options,
-    campaign_settings,
-    check_outputs,
-    parse_pins,
-    positive_int,
-)
+from fuzz.common.options import add_command, campaign_header, campaign_options, positive_int
 from fuzz.findings.report import Command
-from fuzz.targets.resolve import resolve_targets
 
 from .machine import DEFAULT_STEPS, RUNS, lifecycle_campaign
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "lifecycle",
-        parents=[campaign_options()],
-        help="stateful fuzzing of the request lifecycle",
-        description=(
+        "stateful fuzzing of the request lifecycle",
+        (
             "Drive a running batch (admit, chunked prefill, decode with accept runs and overlap lag, adaptive steps, "
             "stop, retract) with Hypothesis' state machines and check the pool after every step. "
             "Exit 0: no invariant broken; 1: at least one finding; 2: bad input."
         ),
+        cmd_lifecycle,
+        parents=[campaign_options()],
     )
     p.add_argument(
         "--steps",
@@ -46,7 +40,6 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help=f"steps per state-machine run at most (default {DEFAULT_STEPS})",
     )
-    p.set_defaults(func=cmd_lifecycle)
 
 
 def report_bound(result: CampaignResult, out: TextIO) -> None:
@@ -63,23 +56,19 @@ def report_bound(result: CampaignResult, out: TextIO) -> None:
 
 
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
-    check_outputs(args)
-    targets = resolve_targets(args.target, args.sglang_version)
-    profile_name, hyp, seed = campaign_settings(args)
-    pins = parse_pins(args.pin)
-    if not args.max_examples:
-        hyp = Settings(hyp, max_examples=RUNS[profile_name])
+    s = setup_campaign(args)
+    hyp = s.hyp if args.max_examples else Settings(s.hyp, max_examples=RUNS[s.profile])
     return drive_campaigns(
         args,
         Command.LIFECYCLE,
-        targets,
+        s.targets,
         campaign_header(
-            f"profile {profile_name}, {hyp.max_examples} state-machine runs per round of up to {args.steps} steps",
+            f"profile {s.profile}, {hyp.max_examples} state-machine runs per round of up to {args.steps} steps",
             hyp,
-            seed,
+            s.seed,
         ),
         lambda target, progress, on_finding: lifecycle_campaign(
-            target, hyp, steps=args.steps, seed=seed, on_progress=progress, pins=pins, on_finding=on_finding
+            target, hyp, steps=args.steps, seed=s.seed, on_progress=progress, pins=s.pins, on_finding=on_finding
         ),
         after=report_bound,
     )

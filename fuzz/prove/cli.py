@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from allocator_model import algorithms as algo
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.options import TARGETS_HELP, add_output_options, check_outputs
+from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, check_outputs
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
 from fuzz.findings.report import Command, write_report
@@ -33,13 +33,15 @@ WITNESS_ORIGIN = "witness"  # case files of witnesses are named apart from run's
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "prove",
-        help="check every configuration of a bounded space (closed form)",
-        description=(
+        "check every configuration of a bounded space (closed form)",
+        (
             "Check the sizing for every valid configuration of a bounded space, in closed form. "
             "Exit 0: no violation in the bounded space; 1: violations; 2: bad input."
         ),
+        cmd_prove,
     )
     p.add_argument("--target", action="append", required=True, metavar="SPEC", help=TARGETS_HELP)
     p.add_argument(
@@ -66,7 +68,6 @@ def register(subparsers: Any) -> None:
         "needs matplotlib (the plot extra)",
     )
     add_output_options(p, cases="case files of each group's worst")
-    p.set_defaults(func=cmd_prove)
 
 
 def algorithm_arg(text: str) -> str | None:

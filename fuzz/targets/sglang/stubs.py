@@ -81,37 +81,33 @@ class _Classification:
 
     is_speculative = is_some
 
-    def is_eagle(self) -> bool:
-        # SGLang's EAGLE worker family (STANDALONE runs its own worker).
-        return self.value in (algo.EAGLE, algo.EAGLE3, algo.FROZEN_KV_MTP)
-
-    def is_eagle3(self) -> bool:
-        return self.value == algo.EAGLE3
-
-    def is_standalone(self) -> bool:
-        return self.value == algo.STANDALONE
-
-    def is_frozen_kv_mtp(self) -> bool:
-        return self.value == algo.FROZEN_KV_MTP
-
-    def is_ngram(self) -> bool:
-        return self.value == algo.NGRAM
-
-    def is_dflash(self) -> bool:
-        return self.value == algo.DFLASH
-
-    def is_dspark(self) -> bool:
-        return self.value == algo.DSPARK
-
-    def is_dflash_family(self) -> bool:
-        return self.value in algo.DFLASH_FAMILY
-
-    def is_uno(self) -> bool:
-        return algo.is_uno(self.value)
-
     def has_draft_kv(self) -> bool:
         return self.is_some() and algo.has_draft_kv(self.value)
 
+
+# SGLang's ``is_*`` predicates: which algorithms each one answers True for.
+PREDICATES: dict[str, frozenset[str]] = {
+    "is_eagle": frozenset({algo.EAGLE, algo.EAGLE3, algo.FROZEN_KV_MTP}),  # STANDALONE runs its own worker
+    "is_eagle3": frozenset({algo.EAGLE3}),
+    "is_standalone": frozenset({algo.STANDALONE}),
+    "is_frozen_kv_mtp": frozenset({algo.FROZEN_KV_MTP}),
+    "is_ngram": frozenset({algo.NGRAM}),
+    "is_dflash": frozenset({algo.DFLASH}),
+    "is_dspark": frozenset({algo.DSPARK}),
+    "is_dflash_family": frozenset(algo.DFLASH_FAMILY),
+    "is_uno": frozenset({algo.UNO}),
+}
+
+
+def _predicate(members: frozenset[str]) -> Any:
+    def is_one_of(self: _Classification) -> bool:
+        return self.value in members
+
+    return is_one_of
+
+
+for _name, _members in PREDICATES.items():
+    setattr(_Classification, _name, _predicate(_members))
 
 # SGLang's algorithm enum: NONE and every algorithm the model knows, with the methods above.
 SpeculativeAlgorithm = enum.Enum(  # type: ignore[misc]
