@@ -22,6 +22,8 @@ PLANTED = [
     (DRAFTS_WITHIN_ALLOCATION, "sglang-0.5.18", "dcp>1"),
     (PAGE_ALIGNED_GROWTH, "pre-31616", None),
     (PAGE_ALIGNED_GROWTH, "pre-35265", "dflash"),
+    # the headroom sized from adaptive spec's launch shape (it launches at its middle candidate)
+    (WRITE_WITHIN_ROW, "adaptive-launch-headroom", "adaptive"),
 ]
 
 
