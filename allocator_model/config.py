@@ -109,6 +109,7 @@ class ServingConfig:
 
     def __post_init__(self) -> None:
         _validate(self)
+        _check_limits(self)
         a = self.speculative_algorithm
         if a is not None and not isinstance(a, algo.Algorithm):  # a valid name: its enum member
             object.__setattr__(self, "speculative_algorithm", algo.Algorithm(a))
@@ -189,6 +190,41 @@ def _positive(name: str, value: object, minimum: int = 1) -> int:
     if value < minimum:
         raise ConfigError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+# This tool's own limits (not SGLang's): every configuration is run on real tensors, so each size is
+# bounded, and a case file or a pin past a bound is one line and exit 2, never an out-of-memory kill.
+LIMITS: dict[str, int] = {
+    "context_len": 1 << 20,
+    "page_size": 4096,
+    "attn_dcp_size": 64,
+    "tp_size": 1024,
+    "max_running_requests": 64,
+    "max_total_num_tokens": 1 << 26,
+    "speculative_num_steps": 64,
+    "speculative_eagle_topk": 64,
+    "speculative_num_draft_tokens": 1024,
+}
+# req_to_token holds (max_running_requests + 1) rows of about context_len columns: at most this many entries.
+TENSOR_BUDGET = 1 << 26
+
+
+def _check_limits(c: ServingConfig) -> None:
+    """Every size within ``LIMITS`` and the pool within ``TENSOR_BUDGET`` (ConfigError, one line, otherwise)."""
+    for name, most in LIMITS.items():
+        value = getattr(c, name)
+        if isinstance(value, int) and value > most:
+            shown = str(value) if value < 10**15 else f"~1e{len(str(value)) - 1}"
+            raise ConfigError(f"{name} {shown} is past this tool's limit of {most}")
+    steps = c.speculative_adaptive_candidate_steps or ()
+    if len(steps) > MAX_CANDIDATE_BITS or any(s >= MAX_CANDIDATE_BITS for s in steps):
+        raise ConfigError(f"speculative_adaptive_candidate_steps: at most {MAX_CANDIDATE_BITS} steps, each below it")
+    entries = (c.max_running_requests + 1) * c.context_len
+    if entries > TENSOR_BUDGET:
+        raise ConfigError(
+            f"(max_running_requests + 1) x context_len = {entries} req_to_token entries, past this "
+            f"tool's budget of {TENSOR_BUDGET}"
+        )
 
 
 def _validate(c: ServingConfig) -> None:

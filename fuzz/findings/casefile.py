@@ -99,8 +99,13 @@ def save(f: Finding, directory: str, origin: str | None = None) -> str:
     return f.case_path
 
 
+MAX_CASE_BYTES = 1 << 20  # a case file is a few kilobytes; a lifecycle script of thousands of steps fits
+
+
 def load_document(path: str) -> dict[str, Any]:
     try:
+        if os.path.getsize(path) > MAX_CASE_BYTES:
+            raise CaseFileError(f"case file {path} is over {MAX_CASE_BYTES} bytes: not a case this tool wrote")
         with open(path) as fh:
             doc = json.load(fh)
     except FileNotFoundError:
@@ -111,6 +116,10 @@ def load_document(path: str) -> dict[str, Any]:
         raise CaseFileError(f"cannot read case file {path}: {e}") from None
     except json.JSONDecodeError as e:
         raise CaseFileError(f"case file {path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise CaseFileError(f"case file {path} is nested too deeply to be a case") from None
+    except ValueError as e:  # e.g. an integer of thousands of digits
+        raise CaseFileError(f"case file {path}: {e}") from None
     return validate_document(doc, path)
 
 
