@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
-import threading
-from typing import Any
 
+from fuzz.common import interrupts
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import SGLANG_VERSION_HELP, Parser
 from fuzz.common.streams import ClosedPipeTolerant
@@ -99,18 +97,9 @@ def cmd_targets(args: argparse.Namespace) -> ExitCode:
     return ExitCode.CLEAN
 
 
-def _interrupt_on_sigterm() -> None:
-    # CI cancels and time limits send SIGTERM: treat it like Ctrl-C so the run still reports.
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit status reflects the findings however stdout is consumed."""
-    _interrupt_on_sigterm()
+    interrupts.install()
     stdout = sys.stdout
     sys.stdout = ClosedPipeTolerant(stdout)  # type: ignore[assignment]
     try:

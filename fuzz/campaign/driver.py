@@ -38,6 +38,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as Settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from fuzz.common import interrupts
 from fuzz.common.profiles import database_dir
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
@@ -111,7 +112,11 @@ class Progress:
         )
 
     def tick(self, groups: int) -> None:
-        """One more example; report when ``every`` seconds have passed since the last line."""
+        """One more example; report when ``every`` seconds have passed since the last line.
+
+        Also the campaign's safe point for a requested interrupt (``fuzz.common.interrupts``).
+        """
+        interrupts.raise_if_requested()
         self.examples += 1
         self.groups = groups
         now = time.monotonic()
@@ -257,33 +262,34 @@ def run_campaign(
         if on_finding:
             on_finding(f)
 
-    try:
-        for f in hunt.cover(tracker, progress):
-            keep(f)  # kept at once: an interrupt during the covering set loses nothing found
-        for _ in range(max_rounds):
-            tracker.latest = {}
-            try:
-                hunt.round_test(settings, seed, tracker, progress)()
-                break  # a clean round: nothing new is left to find
-            except Exception as exc:  # noqa: BLE001 - sorted below: ours are findings, the rest an error
-                new = 0
-                for leaf in _leaves(exc):
-                    if not isinstance(leaf, FindingRaised):
-                        result.error = f"{type(leaf).__name__}: {leaf}".splitlines()[0]
-                        continue
-                    f = leaf.finding
-                    if f.signature not in tracker.found:
-                        prior = tracker.latest.get(f.signature)
-                        f.found_at = prior.found_at if prior else f.found_at
-                        keep(hunt.finish(f))
-                        new += 1
-                if result.error or not new:
-                    break
-    except KeyboardInterrupt:
-        result.interrupted = True
-        for sig, f in list(tracker.latest.items()):
-            if sig not in tracker.found:
-                keep(hunt.finish(f))
+    with interrupts.deferred():
+        try:
+            for f in hunt.cover(tracker, progress):
+                keep(f)  # kept at once: an interrupt during the covering set loses nothing found
+            for _ in range(max_rounds):
+                tracker.latest = {}
+                try:
+                    hunt.round_test(settings, seed, tracker, progress)()
+                    break  # a clean round: nothing new is left to find
+                except Exception as exc:  # noqa: BLE001 - sorted below: ours are findings, the rest an error
+                    new = 0
+                    for leaf in _leaves(exc):
+                        if not isinstance(leaf, FindingRaised):
+                            result.error = f"{type(leaf).__name__}: {leaf}".splitlines()[0]
+                            continue
+                        f = leaf.finding
+                        if f.signature not in tracker.found:
+                            prior = tracker.latest.get(f.signature)
+                            f.found_at = prior.found_at if prior else f.found_at
+                            keep(hunt.finish(f))
+                            new += 1
+                    if result.error or not new:
+                        break
+        except KeyboardInterrupt:
+            result.interrupted = True
+            for sig, f in list(tracker.latest.items()):
+                if sig not in tracker.found:
+                    keep(hunt.finish(f))
     result.examples = progress.examples
     result.seconds = time.monotonic() - progress.started
     result.stats = hunt.stats()
