@@ -9,11 +9,9 @@ the newest semantics; one older than 0.5.16 has no ``allocation_sizing.py``.
 
 from __future__ import annotations
 
-import re
+from packaging.version import InvalidVersion, Version
 
 from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS, Revision
-
-_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:[.+\-]?[A-Za-z0-9.+\-]*)?$")
 
 # The first release with mem_cache/allocation_sizing.py (0.5.14 and 0.5.15 keep the
 # sizing functions in mem_cache/common.py, among the cache code, which this loader does not run).
@@ -24,12 +22,15 @@ class VersionError(ValueError):
     """A version string that is not X.Y.Z, or a release without the sizing module."""
 
 
-def parse_version(text: str) -> tuple[int, int, int]:
-    """(X, Y, Z) of 'X.Y.Z' (a suffix such as '.post1' is allowed and ignored)."""
-    m = _VERSION.match((text or "").strip())
-    if not m:
+def parse_version(text: str) -> Version:
+    """A release number X.Y.Z[...], parsed and ordered as pip does (PEP 440, ``packaging``)."""
+    try:
+        version = Version((text or "").strip())
+    except InvalidVersion:
+        raise VersionError(f"{text!r} is not a version X.Y.Z") from None
+    if len(version.release) < 3:
         raise VersionError(f"{text!r} is not a version X.Y.Z")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return version
 
 
 def known_releases() -> list[str]:
