@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import torch
 
 from .config import ServingConfig
-from .sizing import alloc_page_size, ceil_to_page
+from .pools import pool_alloc_page
+from .sizing import ceil_to_page
 
 FREE = -1  # page_owner_t of a page nobody owns
 
@@ -26,11 +27,12 @@ FREE = -1  # page_owner_t of a page nobody owns
 def allocator_page_size(cfg: ServingConfig) -> int:
     """P_a, the page the allocator is built with: page_size * attn_dcp_size (1 for the token allocator).
 
-    The formula is ``sizing.alloc_page_size``'s: what sizing believes is the
+    Bare-page kinds (SWA, HiSparse, the unified SWA pools) keep page_size
+    under DCP (``pools.pool_alloc_page``).  What sizing believes is the
     allocator's page is a revision toggle (``ModelSizing.alloc_page_size``);
     this is the page the allocator really hands out, whatever sizing believes.
     """
-    return alloc_page_size(cfg.page_size, cfg.attn_dcp_size)
+    return pool_alloc_page(cfg.kv_pool, cfg.page_size, cfg.attn_dcp_size)
 
 
 @dataclass

@@ -52,9 +52,9 @@ from .scheduler import (
     allocates_next_batch,
     clamp_max_new_tokens,
     committed_len_at_alloc,
+    decode_alloc_bound,
     is_finished,
-    max_committed_len_at_decode_alloc,
-    max_total_len,
+    max_prompt_len,
 )
 from .sizing import DecodeSizing, ceil_to_page
 
@@ -86,8 +86,8 @@ class RunningBatch:
         self.cfg, self.sizing, self.revision = cfg, sizing, revision
         self.page = allocator_page_size(cfg)
         self.extra = sizing.req_to_token_extra_context_len(cfg)
-        self.width = cfg.context_len + self.extra
-        self.bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+        self.width = sizing.req_to_token_row_width(cfg)
+        self.bound = decode_alloc_bound(cfg, revision)
         worst_end = self._worst_write_end()
         rows = cfg.max_running_requests
         # Guard rows stand for the memory after the tensor: a runaway write is observed, not lost.
@@ -179,9 +179,9 @@ class RunningBatch:
         clamped = clamp_max_new_tokens(self.cfg, input_len, max_new_tokens)
         r = Request(rid, input_len, clamped, fill_len=input_len)
         self.requests[rid] = r
-        if input_len > max_total_len(self.cfg):
+        if input_len > max_prompt_len(self.cfg):  # SGLang aborts a prompt of max_req_input_len tokens or more
             r.state, r.finish_reason = RequestState.FINISHED, "aborted: prompt past the admission limit"
-            result.notes.append(f"request {rid}: input_len {input_len} > {max_total_len(self.cfg)}: aborted")
+            result.notes.append(f"request {rid}: input_len {input_len} > {max_prompt_len(self.cfg)}: aborted")
         else:
             result.notes.append(f"request {rid}: input_len {input_len}, max_new_tokens {max_new_tokens} -> {clamped}")
         return result
@@ -235,7 +235,12 @@ class RunningBatch:
         launched: dict[int, tuple[InFlight, int]] = {}
         for r in members:
             flight = self.in_flight.get(r.rid)
-            c_alloc = committed_len_at_alloc(r.input_len, r.output_len, overlap=flight is not None)
+            c_alloc = committed_len_at_alloc(
+                r.input_len,
+                r.output_len,
+                overlap=flight is not None,
+                counts_in_flight=self.revision.overlap_counts_in_flight or not self.cfg.spec_on,
+            )
             device = r.held.kv_committed_len + (flight[1] if flight and flight[0] is InFlight.DECODE else 0)
             w = prepare_for_decode(
                 self.pool, self.allocator, r.held, self.cfg, rt, self.sizing, self.revision, committed_len=c_alloc

@@ -47,13 +47,15 @@ from .config import MAX_CANDIDATE_BITS, ServingConfig, chain_draft_tokens
 from .decode import WritePath, dflash_reserve, draft_end, flat_draft_span, grows_unrounded, tree_draft_span, write_path
 from .launch_grid import INT, LaunchGrid, bitmask, bits, highest_bit, valid_mask
 from .numeric import or_one
+from .pools import pool_alloc_page, unified_row_extra
 from .revisions import Revision
-from .scheduler import max_committed_len_at_decode_alloc
+from .scheduler import decode_alloc_bound
 from .sizing import (
     NON_SPEC_DECODE_COLUMNS,
     alloc_len_per_decode,
     alloc_page_size,
     alloc_reserve_per_decode,
+    ceil_to_page,
     grown_len,
     headroom_covers_reserve,
     page_aligned_decode_alloc_len,
@@ -86,15 +88,18 @@ __all__ = [
 ]
 
 
-def committed_gap(revision: Revision, overlap: bool) -> int:
+def committed_gap(revision: Revision, overlap: bool, spec: bool = True) -> int:
     """C - (the longest kv_committed_len a decode allocation sees), derived from the scheduler rules.
 
+    ``spec``: speculative decode (the honest committed length) or not (the
+    batch's seq_lens, in-flight token included: ``scheduler.committed_len_at_alloc``).
     Checked at two context lengths: the sweep relies on the gap not depending on C.
     """
     gaps = set()
+    args = {"speculative_algorithm": "EAGLE"} if spec else {}
     for context_len in (4096, 4096 + 37):
-        cfg = ServingConfig.resolve(context_len=context_len, enable_overlap=overlap)
-        bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+        cfg = ServingConfig.resolve(context_len=context_len, enable_overlap=overlap, **args)
+        bound = decode_alloc_bound(cfg, revision)
         gaps.add(context_len - bound)
     if len(gaps) != 1:
         raise AssertionError(f"the committed-length bound is not C minus a constant: gaps {sorted(gaps)}")
@@ -119,8 +124,10 @@ class DecodeRows:
     draft_tokens: Tensor
     alloc_page: Tensor  # P, the allocator's own page
     reserve: Tensor
-    extra: Tensor  # row headroom: W = C + extra
+    extra: Tensor  # row headroom: W = C + extra (or ceil_A(C + extra), see row_align)
     aligned: Tensor  # bool
+    row_align: Tensor  # A: the row width is ceil_A(C + extra); 1 (every release) or the allocator page (SGLang main)
+    guarded: Tensor  # bool: the target's own guard (main's assert_alloc_within_row_width) stops a write past W
 
     def __len__(self) -> int:
         return int(self.config.numel())
@@ -156,8 +163,8 @@ def model_decode_rows(g: LaunchGrid, revision: Revision) -> DecodeRows:
     """
     a, rev = g.algorithm, revision
     idx, steps, drafts = runtime_shapes(g)
-    page = alloc_page_size(g.page_size, g.attn_dcp_size)  # the allocator's page, whatever sizing believes
-    sizing_page = page if rev.alloc_page_with_dcp else g.page_size
+    page = pool_alloc_page(g.kv_pool, g.page_size, g.attn_dcp_size)  # the allocator's page, whatever sizing believes
+    sizing_page = alloc_page_size(g.page_size, g.attn_dcp_size) if rev.alloc_page_with_dcp else g.page_size
     dmax = g.max_draft_tokens if a is not None else torch.zeros_like(g.draft_tokens)  # `or 0`
     tree = rev.tree_alloc_len
     row_len = alloc_len_per_decode(a, steps, g.topk[idx], dmax[idx], sizing_page[idx], tree_footprint=tree)
@@ -168,7 +175,7 @@ def model_decode_rows(g: LaunchGrid, revision: Revision) -> DecodeRows:
         reserve = dflash_reserve(drafts)
     else:
         reserve = alloc_reserve_per_decode(row_len)
-    covered = headroom_covers_reserve(rev.headroom, a, sizing_page)
+    covered = headroom_covers_reserve(rev.headroom, a, sizing_page, g.topk)
     reserves: list[Tensor] = []
     # planted: the launch shape's D stands for Dmax in the headroom
     sized_d = g.draft_tokens if (rev.headroom_from_launch_shape and a is not None) else dmax
@@ -179,10 +186,16 @@ def model_decode_rows(g: LaunchGrid, revision: Revision) -> DecodeRows:
             launch = alloc_len_per_decode(a, g.num_steps, g.topk, sized_d, sizing_page, tree_footprint=tree)
             sized = alloc_reserve_per_decode(launch)
         reserves.append(sized)
-    extra = req_to_token_extra_context_len(sized_d, reserves, sizing_page, covered=covered)
+    extra = req_to_token_extra_context_len(
+        sized_d, reserves, sizing_page, covered=covered, page_tail=rev.headroom_page_tail
+    )
+    if g.kv_pool in rev.narrow_rows:  # ModelSizing.req_to_token_row_width: the unified builder's 4 + D
+        extra = unified_row_extra(g.draft_tokens)
     aligned = False if grows_unrounded(path, rev) else rev.page_aligned_growth
     aligned_t = torch.full_like(idx, aligned, dtype=torch.bool)
-    return DecodeRows(idx, steps, drafts, page[idx], reserve, extra[idx], aligned_t)
+    unaligned_rows = torch.ones_like(idx, dtype=INT)  # ModelSizing.req_to_token_row_width: C + extra
+    unguarded = torch.zeros_like(idx, dtype=torch.bool)  # ModelSizing.row_guard_fires: never
+    return DecodeRows(idx, steps, drafts, page[idx], reserve, extra[idx], aligned_t, unaligned_rows, unguarded)
 
 
 # -- write-within-row -----------------------------------------------------------------
@@ -197,22 +210,50 @@ def alloc_end(rows: DecodeRows, committed_len: Tensor, allocated_len: Tensor | N
     return page_aligned_decode_alloc_len(committed_len, allocated, rows.reserve, rows.alloc_page, aligned=rows.aligned)
 
 
+def row_width(rows: DecodeRows, context_len: Tensor) -> Tensor:
+    """W = ceil_A(C + extra): A is 1 for every release's rows, the allocator page for SGLang main's."""
+    return ceil_to_page(context_len + rows.extra, rows.row_align)
+
+
 def write_overshoot_at(rows: DecodeRows, context_len: Tensor, committed_len: Tensor) -> Tensor:
-    """Columns past the row end of the write at (C, c): nxt - (C + extra); <= 0 is inside."""
-    return alloc_end(rows, committed_len) - (context_len + rows.extra)
+    """Columns past the row end of the write at (C, c): nxt - W; <= 0 is inside."""
+    return alloc_end(rows, committed_len) - row_width(rows, context_len)
 
 
 def worst_write_overshoot(rows: DecodeRows, gap: int) -> tuple[Tensor, Tensor]:
-    """(worst overshoot over every residue of C mod P at c = C - gap, number of residues that spill).
+    """(worst overshoot over every residue of C at c = C - gap, how many of a row's P residues spill).
 
-    Page-rounded growth adds ceil_P(x) - x, which over the P residues takes
-    every value 0..P-1 once: the worst adds P - 1, and the residues that
-    spill are the top ``overshoot`` of them.  Exact growth is the same for
-    every residue.
+    With d = R - gap - extra and x = C + extra:
+
+    * unaligned rows (W = x): page-rounded growth adds ceil_P(x + d) - x - d,
+      which over the P residues takes every value 0..P-1 once: the worst is
+      d + P - 1, and the residues that spill are the top ``overshoot`` of
+      them.  Exact growth overshoots by d at every residue.
+    * rows aligned to A, a multiple of P (W = ceil_A(x), SGLang main): the
+      slack W - x is 0 at x = 0 mod A, where the growth adds ceil_P(d)
+      (rounded) or d (exact); at x = r mod A (0 < r < A) the overshoot is
+      ceil_P(r + d) - A <= ceil_P(d).  min(max(d, 0), A) of the A residues
+      spill; counted per P residues like every row (at least one when any does).
+
+    ``calls`` refuses (unproven) any other rule.
     """
-    rounded = rows.aligned & (rows.alloc_page > 1)
-    worst = rows.reserve + torch.where(rounded, rows.alloc_page - 1, 0) - gap - rows.extra
-    spilling = torch.where(rounded, worst.clamp(min=0).minimum(rows.alloc_page), (worst > 0) * rows.alloc_page)
+    page = rows.alloc_page
+    rounded = rows.aligned & (page > 1)
+    d = rows.reserve - gap - rows.extra
+    align = rows.row_align
+    aligned_row = align > 1
+    worst = torch.where(
+        aligned_row,
+        torch.where(rounded, ceil_to_page(d, page), d),
+        d + torch.where(rounded, page - 1, 0),
+    )
+    per_align = d.clamp(min=0).minimum(align)
+    scaled = torch.where(per_align > 0, (per_align * page // align).clamp(min=1), 0)
+    spilling = torch.where(
+        aligned_row,
+        scaled,
+        torch.where(rounded, worst.clamp(min=0).minimum(page), (worst > 0) * page),
+    )
     return worst, spilling
 
 

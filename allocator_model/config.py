@@ -35,6 +35,7 @@ from torch import Tensor
 
 from . import algorithms as algo
 from .defaults import DEFAULT_ADAPTIVE_CANDIDATE_STEPS, adaptive_launch_steps, chain_draft_tokens, fill_spec_defaults
+from .pools import UNIFIED_SPEC, KVPool
 
 # UNO's limits (server_args): Q = D <= 128 draft slots, Q * K <= 2048 tree nodes.
 UNO_MAX_DRAFT_TOKENS = 128
@@ -71,6 +72,8 @@ class ServingConfig:
     max_total_num_tokens: int | None = None
     max_running_requests: int = 4
     enable_overlap: bool = True
+    # The deployment: which req_to_token pool and allocator SGLang builds (``allocator_model.pools``).
+    kv_pool: KVPool = KVPool.STANDARD
 
     # -- construction -------------------------------------------------------
 
@@ -84,6 +87,12 @@ class ServingConfig:
             raise ConfigError("context_len is required")
         args = dict(args)
         args["speculative_algorithm"] = algo.normalize(args.get("speculative_algorithm"))
+        if "kv_pool" in args:
+            try:
+                args["kv_pool"] = KVPool(args["kv_pool"])
+            except ValueError:
+                kinds = ", ".join(k.value for k in KVPool)
+                raise ConfigError(f"unknown kv_pool {args['kv_pool']!r} (known: {kinds})") from None
         cand = args.get("speculative_adaptive_candidate_steps")
         if cand is not None:
             if isinstance(cand, (str, bytes)) or not hasattr(cand, "__iter__"):
@@ -100,6 +109,7 @@ class ServingConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        d["kv_pool"] = self.kv_pool.value
         if d["speculative_adaptive_candidate_steps"] is not None:
             d["speculative_adaptive_candidate_steps"] = list(d["speculative_adaptive_candidate_steps"])
         return d
@@ -175,6 +185,8 @@ class ServingConfig:
         if self.max_total_num_tokens is not None:
             parts.append(f"max_total_num_tokens={self.max_total_num_tokens}")
         parts.append(f"overlap={'on' if self.enable_overlap else 'off'}")
+        if self.kv_pool is not KVPool.STANDARD:
+            parts.append(f"kv_pool={self.kv_pool.value} ({self.kv_pool.flags})")
         return " ".join(parts)
 
 
@@ -247,6 +259,11 @@ def _validate(c: ServingConfig) -> None:
         _positive("max_total_num_tokens", c.max_total_num_tokens)
     if not isinstance(c.enable_overlap, bool):
         raise ConfigError(f"enable_overlap must be true or false, got {c.enable_overlap!r}")
+    if not isinstance(c.kv_pool, KVPool):
+        raise ConfigError(f"kv_pool must be one of {', '.join(k.value for k in KVPool)}, got {c.kv_pool!r}")
+    refusal = pool_refusal(c.kv_pool, c.speculative_algorithm, c.attn_dcp_size, c.speculative_eagle_topk or 1)
+    if refusal:
+        raise ConfigError(refusal)
     a = c.speculative_algorithm
     if a is None:
         for name in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
@@ -257,6 +274,8 @@ def _validate(c: ServingConfig) -> None:
         return
     if a not in algo.ALL:
         raise ConfigError(f"unknown speculative_algorithm {a!r} (known: {', '.join(algo.ALL)})")
+    if a == algo.UNO and c.speculative_num_draft_tokens is None:  # 0.5.23 allocation_sizing.py 47-49 raises too
+        raise ConfigError("speculative_algorithm UNO needs speculative_num_draft_tokens (SGLang has no default for it)")
     k = _positive("speculative_eagle_topk", c.speculative_eagle_topk)
     d = _positive("speculative_num_draft_tokens", c.speculative_num_draft_tokens)
     s = _positive(
@@ -300,6 +319,22 @@ def _validate(c: ServingConfig) -> None:
             raise ConfigError(f"UNO needs num_draft_tokens * topk <= {UNO_MAX_TREE_NODES}, got {d * k}")
 
 
+def pool_refusal(kind: KVPool, algorithm: str | None, attn_dcp_size: int, topk: int) -> str | None:
+    """Why SGLang (0.5.23's launch rules, ``allocator_model.pools``) refuses a kind with these settings; None: accepted.
+
+    Releases that accept less (``Revision.unified_spec``) narrow it further.
+    """
+    if kind.refuses_dcp and attn_dcp_size != 1:
+        return f"kv_pool {kind.value} refuses attn_dcp_size {attn_dcp_size} (unified memory with a hybrid SWA model)"
+    if algorithm is None:
+        return None
+    if kind.unified and algorithm not in UNIFIED_SPEC:
+        return f"kv_pool {kind.value} (unified memory) refuses speculative_algorithm {algorithm}"
+    if kind.needs_topk_1 and topk != 1:
+        return f"kv_pool {kind.value} needs speculative_eagle_topk 1 under speculation, got {topk}"
+    return None
+
+
 def valid_launch_mask(
     algorithm: str | None,
     page_size: Tensor,
@@ -308,6 +343,7 @@ def valid_launch_mask(
     topk: Tensor,
     draft_tokens: Tensor,
     candidates: Tensor,
+    kv_pool: KVPool = KVPool.STANDARD,
 ) -> Tensor:
     """Tensor twin of ``_validate`` (above): which launch configurations of one algorithm exist.
 
@@ -319,8 +355,14 @@ def valid_launch_mask(
     ok = (page_size >= 1) & (attn_dcp_size >= 1)
     a = algorithm
     adaptive = candidates != 0
+    if kv_pool.refuses_dcp:  # pool_refusal, per element
+        ok &= attn_dcp_size == 1
     if a is None:
         return ok & ~adaptive & (num_steps == 0) & (topk == 0) & (draft_tokens == 0)
+    if kv_pool.unified and a not in UNIFIED_SPEC:
+        ok &= False
+    if kv_pool.needs_topk_1:
+        ok &= topk == 1
     s, k, d = num_steps, topk, draft_tokens
     min_steps = 0 if a == algo.NGRAM else torch.where(adaptive, 0, 1)  # adaptive may run 0 steps
     ok &= (k >= 1) & (d >= 1) & (s >= min_steps)

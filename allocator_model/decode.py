@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from torch import Tensor
+
 from . import algorithms as algo
 from .allocator import TokenToKVPoolAllocator
 from .config import ServingConfig, SpecRuntime
@@ -41,7 +43,21 @@ class Refusal(StrEnum):
     """Why a write did not happen."""
 
     OUT_OF_MEMORY = "out of memory"  # the allocator cannot fit it: the scheduler retracts
-    UNO_GUARD = "UNO RuntimeError"  # UNO's own check of the allocation end against the row width
+    GUARD = "guard"  # one of SGLang's own checks of the allocation end against the row width stops the step
+
+
+class Guard(StrEnum):
+    """SGLang's own checks that stop a decode step whose allocation would leave the row (a crash, not a spill)."""
+
+    # 0.5.23 speculative/uno_info.py 141-146: RuntimeError when max(next_lengths) > req_to_token.shape[1].
+    UNO_ROW = "uno_info.prepare_for_decode"
+    # 0.5.23 speculative/eagle_utils.py 891-898 (0.5.18: 940-947; 0.5.16: 847-854): when the allocator page > 1
+    # and topk > 1, assert max(nxt) <= req_to_token.shape[1] before allocating (every algorithm routed to
+    # eagle_prepare_for_decode: all but the DFLASH family and UNO, spec_utils.py 1259-1270).
+    EAGLE_TREE_ROW = "eagle_utils.eagle_prepare_for_decode"
+    # main's mem_cache/allocation_sizing.py: assert max_alloc_len <= row_width (the file's own function,
+    # called through the real file when a target has it).
+    ROW_WIDTH = "assert_alloc_within_row_width"
 
 
 @dataclass
@@ -67,9 +83,11 @@ class RowWrite:
     record: WriteRecord | None = None
     refusal: Refusal | None = None  # why nothing was written
     refused: str | None = None  # ... in words, for the story
+    guard: Guard | None = None  # Refusal.GUARD: which of SGLang's checks stopped it
 
-    def refuse(self, why: Refusal, text: str) -> None:
-        self.refusal, self.refused = why, f"{why.value}: {text}"
+    def refuse(self, why: Refusal, text: str, guard: Guard | None = None) -> None:
+        self.refusal, self.guard = why, guard
+        self.refused = f"{guard.value if guard else why.value}: {text}"
 
 
 def write_path(algorithm: str | None) -> WritePath:
@@ -175,10 +193,37 @@ def prepare_for_decode(
     reserve = decode_reserve(cfg, rt, sizing)
     (nxt,) = decode_alloc_ends(path, [(c, a)], reserve, page, sizing, revision)
     w = RowWrite(req.rid, path, reserve, page, a, nxt)
-    if path is WritePath.UNO and nxt > pool.width:
-        w.refuse(Refusal.UNO_GUARD, f"allocation end {nxt} passes the row width {pool.width}")
+    guard = row_guard(path, nxt, pool.width, page, sizing, cfg, revision)
+    if guard is not None:
+        w.refuse(Refusal.GUARD, f"allocation end {nxt} passes the row width {pool.width}", guard)
         return w
     return _allocate_and_write(pool, allocator, req, w)
+
+
+def row_guard(
+    path: WritePath, nxt: int, width: int, page: int, sizing: DecodeSizing, cfg: ServingConfig, revision: Revision
+) -> Guard | None:
+    """The check of SGLang's own that stops a decode allocation ending at ``nxt`` in a row ``width`` wide, if any.
+
+    UNO checks in its decode path (every release that has UNO); the EAGLE
+    path asserts when its allocator page > 1 and topk > 1 (``Guard``); a
+    sizing module with a row-width guard (SGLang main) checks every
+    speculative allocation through it.  Each runs before the write.
+    """
+    if nxt <= width and path is WritePath.NON_SPEC:
+        return None
+    if path is WritePath.UNO and nxt > width:
+        return Guard.UNO_ROW
+    if path is not WritePath.NON_SPEC and sizing.row_guard_fires(cfg, nxt, width):
+        return Guard.ROW_WIDTH  # the sizing module's own guard (main) speaks for the tree it comes from
+    if revision.eagle_tree_assert and eagle_tree_guarded(path, page, cfg.topk) and nxt > width:
+        return Guard.EAGLE_TREE_ROW
+    return None
+
+
+def eagle_tree_guarded(path: WritePath, page: Int, topk: Int) -> bool | Tensor:
+    """Whether EAGLE's prepare-for-decode assert checks the allocation end: its path, allocator page > 1, topk > 1."""
+    return (path is WritePath.EAGLE) & (page > 1) & (topk > 1)
 
 
 def commit(req: Req, accepted: int) -> None:

@@ -9,13 +9,14 @@ configurations ``server_args`` accepts (``valid_mask``, the tensor twin of
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from .config import MAX_CANDIDATE_BITS, chain_draft_tokens, valid_launch_mask
+from .pools import KVPool
 
 # int32 halves the memory traffic; every value here stays far below 2**31 (pages <= 4096 x reserves).
 INT = torch.int32
@@ -36,6 +37,7 @@ class LaunchGrid:
     topk: Tensor
     draft_tokens: Tensor
     candidates: Tensor
+    kv_pool: KVPool = field(default=KVPool.STANDARD, kw_only=True)  # one deployment kind per grid
 
     def __len__(self) -> int:
         return int(self.page_size.numel())
@@ -45,7 +47,8 @@ class LaunchGrid:
         return self.candidates != 0
 
     def select(self, mask_or_index: Tensor) -> LaunchGrid:
-        return LaunchGrid(self.algorithm, *(getattr(self, f.name)[mask_or_index] for f in fields(self)[1:]))
+        columns = [getattr(self, f.name)[mask_or_index] for f in fields(self)[1:] if f.name != "kv_pool"]
+        return LaunchGrid(self.algorithm, *columns, kv_pool=self.kv_pool)
 
     @property
     def max_draft_tokens(self) -> Tensor:
@@ -60,6 +63,8 @@ class LaunchGrid:
     def config_kwargs(self, i: int) -> dict[str, Any]:
         """SGLang arguments of configuration i (context length and overlap left to the caller)."""
         kw: dict[str, Any] = dict(page_size=int(self.page_size[i]), attn_dcp_size=int(self.attn_dcp_size[i]))
+        if self.kv_pool is not KVPool.STANDARD:
+            kw["kv_pool"] = self.kv_pool.value
         if self.algorithm is None:
             return kw
         kw.update(
@@ -96,5 +101,5 @@ def highest_bit(mask: Tensor) -> Tensor:
 def valid_mask(g: LaunchGrid) -> Tensor:
     """server_args validation (``config._validate``, through its twin ``config.valid_launch_mask``) as a mask."""
     return valid_launch_mask(
-        g.algorithm, g.page_size, g.attn_dcp_size, g.num_steps, g.topk, g.draft_tokens, g.candidates
+        g.algorithm, g.page_size, g.attn_dcp_size, g.num_steps, g.topk, g.draft_tokens, g.candidates, g.kv_pool
     )

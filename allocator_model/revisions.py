@@ -10,19 +10,32 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
 
 from . import algorithms as algo
+from .pools import UNIFIED_SPEC, KVPool
+
+if TYPE_CHECKING:
+    from .config import ServingConfig
+    from .launch_grid import LaunchGrid
 
 
 class Headroom(StrEnum):
-    """When the row headroom (``req_to_token_extra_context_len``) covers the decode reserve R + page - 1.
+    """When the row headroom (``req_to_token_extra_context_len``) covers the decode reserve.
 
-    Otherwise it is 4 + Dmax only, which a reserve 2 * max(S*K, Dmax) can outgrow.
+    Covered, it is at least R + page - 1 (R alone where ``Revision.headroom_page_tail`` is off);
+    otherwise it is 4 + Dmax only, which a reserve 2 * max(S*K, Dmax) can outgrow.
     """
 
     ALWAYS = "always"  # spec on, at every page: the page-1 fix (#33579 closed); every run-time shape
     PAGED = "paged"  # only for alloc page > 1 or UNO, sized for the launch shape: upstream 0.5.16 to 0.5.23
+    # Only for page > 1 with topk > 1 (the spec v2 tree), sized for the launch shape: upstream 0.5.13 to
+    # 0.5.15 (0.5.13 ``mem_cache/common.py:204-209``, 0.5.15 ``common.py:259-265``: ``page_size > 1 and
+    # (speculative_eagle_topk or 1) > 1``), so a paged topk-1 launch gets 4 + Dmax only.
+    TREE = "tree"
     NONE = "none"  # never: 4 + Dmax only, before #26972
 
     @property
@@ -49,6 +62,9 @@ class Revision:
     #   ALWAYS (spec on; the page-1 fix), PAGED (page > 1 or UNO, upstream),
     #   NONE (never: 4 + Dmax only, before #26972).
     headroom: Headroom = Headroom.ALWAYS
+    # The covered headroom adds page - 1 to the reserve, the most page-rounded growth adds (0.5.16+,
+    # ``allocation_sizing.py:55-62``); False: the reserve alone (0.5.13-0.5.15, whose growth is exact).
+    headroom_page_tail: bool = True
     # The headroom sized from the launch shape and its draft count D, not every run-time shape
     # and Dmax (a planted bug: adaptive spec launches below its largest candidate).
     headroom_from_launch_shape: bool = False
@@ -57,10 +73,31 @@ class Revision:
     # -- the decode path and the scheduler --------------------------------------
     # DFLASH/DSPARK round their reserve to the allocator page (#35265, 0.5.19).
     dflash_page_rounded: bool = True
+    # Overlap mode: prepare-for-decode counts the in-flight bonus token in kv_committed_len (0.5.13-0.5.14
+    # pre-claim it); from 0.5.15 it reads the honest, stale value (``scheduler.committed_len_at_alloc``).
+    overlap_counts_in_flight: bool = False
     # Overlap mode drops requests the in-flight batch finishes by length (0.5.19).
     overlap_drops_finishing: bool = True
+    # EAGLE's prepare-for-decode asserts the allocation end fits the row at allocator page > 1 and topk > 1
+    # (added with #26972: 0.5.13 eagle_info_v2.py 183-190 ... 0.5.23 eagle_utils.py 891-898).
+    eagle_tree_assert: bool = True
     # Algorithms this revision knows (UNO from 0.5.20).
     algorithms: frozenset[str] = frozenset(algo.ALL)
+    # Decode context parallelism exists (``--dcp-size``, 0.5.15+); False: a launch with
+    # attn_dcp_size > 1 is refused (``refuses``), as the release has no such argument.
+    dcp: bool = True
+    # -- the deployments (``allocator_model.pools``) ----------------------------
+    # The KV pool kinds this revision builds (unified Mamba + SWA from 0.5.19).
+    pools: frozenset[KVPool] = frozenset(KVPool)
+    # Algorithms unified memory accepts (0.5.22+: DSPARK, EAGLE, EAGLE3, DFLASH; 0.5.18-0.5.21: DSPARK;
+    # 0.5.16-0.5.17: none).
+    unified_spec: frozenset[str] = UNIFIED_SPEC
+    # Kinds whose builder sizes the row C + 4 + D instead of C + extra (upstream's unified builders);
+    # the reference sizes every row with the headroom.
+    narrow_rows: frozenset[KVPool] = frozenset()
+    # Unified memory takes DCP > 1 (0.5.20+, MLA models: kv_cache_hook.py 719-760); 0.5.18-0.5.19 require
+    # dcp_size 1 (0.5.19 kv_cache_hook.py 256; 0.5.18 server_args.py 8344-8349).
+    unified_dcp: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -68,37 +105,160 @@ class Revision:
     def but(self, name: str, summary: str, **changes: Any) -> Revision:
         return dataclasses.replace(self, name=name, summary=summary, **changes)
 
+    def pool_algorithms(self, kind: KVPool) -> frozenset[str]:
+        """The algorithms a launch on ``kind`` may use in this revision (unified memory accepts fewer)."""
+        return self.algorithms & self.unified_spec if kind.unified else self.algorithms
+
+    def pool_algorithm_map(self) -> dict[KVPool, frozenset[str]]:
+        """Every kind this revision builds, with its algorithms (what the strategies draw from)."""
+        return {k: self.pool_algorithms(k) for k in KVPool if k in self.pools}
+
+    def refuses(self, cfg: ServingConfig) -> str | None:
+        """Why this revision cannot run ``cfg`` (a kind or an algorithm it does not have); None: it can.
+
+        Also a DCP size before ``--dcp-size`` existed (``dcp``).  ``launch_mask`` is its tensor twin.
+        """
+        if cfg.kv_pool not in self.pools:
+            return f"{self.name} has no kv_pool {cfg.kv_pool.value}"
+        a = cfg.speculative_algorithm
+        if a is not None and a not in self.pool_algorithms(cfg.kv_pool):
+            where = f" on kv_pool {cfg.kv_pool.value}" if cfg.kv_pool.unified else ""
+            return f"{self.name} does not run speculative_algorithm {a}{where}"
+        if not self.dcp and cfg.attn_dcp_size != 1:
+            return f"{self.name} has no decode context parallelism (no --dcp-size): attn_dcp_size must be 1"
+        if cfg.kv_pool.unified and not self.unified_dcp and cfg.attn_dcp_size != 1:
+            return f"{self.name} refuses attn_dcp_size {cfg.attn_dcp_size} with unified memory"
+        return None
+
+    def launch_mask(self, g: LaunchGrid) -> Tensor:
+        """``refuses`` over a grid of launch configurations (one kind, one algorithm): True where it runs."""
+        a = g.algorithm
+        runs = g.kv_pool in self.pools and (a is None or a in self.pool_algorithms(g.kv_pool))
+        ok = torch.full_like(g.attn_dcp_size, runs, dtype=torch.bool)
+        if not self.dcp or (g.kv_pool.unified and not self.unified_dcp):
+            ok &= g.attn_dcp_size == 1
+        return ok
+
 
 REFERENCE = Revision(
     name="reference",
     summary="all catalogued fixes, plus the page-1 headroom (#33579 closed): safe everywhere",
 )
 
+_UNIFIED_MAMBA_ROWS = frozenset({KVPool.UNIFIED_MAMBA, KVPool.UNIFIED_MAMBA_SWA})
 _UPSTREAM_0_5_23 = REFERENCE.but(
     "sglang-0.5.23",
-    "upstream 0.5.20-0.5.23: headroom covers the reserve only when alloc page > 1 or UNO (#33579 open)",
+    "upstream 0.5.22-0.5.23: headroom covers the reserve only when alloc page > 1 or UNO (#33579 open); "
+    "unified Mamba rows C + 4 + D",
     bug="#33579",
     headroom=Headroom.PAGED,
+    narrow_rows=_UNIFIED_MAMBA_ROWS,
 )
-_UPSTREAM_0_5_19 = _UPSTREAM_0_5_23.but(
-    "sglang-0.5.19", "upstream 0.5.19: alloc page with dcp, no UNO", algorithms=frozenset(algo.ALL) - {algo.UNO}
+_UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
+    "sglang-0.5.21",
+    "upstream 0.5.21: as 0.5.23, but unified memory accepts DSPARK only (kv_cache_hook.py 546)",
+    unified_spec=frozenset({algo.DSPARK}),
+)
+_UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(
+    "sglang-0.5.20",
+    "upstream 0.5.20: as 0.5.21, but the unified SWA rows are C + 4 + D too (configurator 843-845)",
+    narrow_rows=_UNIFIED_MAMBA_ROWS | {KVPool.UNIFIED_SWA},
+)
+_UPSTREAM_0_5_19 = _UPSTREAM_0_5_20.but(
+    "sglang-0.5.19",
+    "upstream 0.5.19: alloc page with dcp, no UNO, unified memory without DCP",
+    algorithms=frozenset(algo.ALL) - {algo.UNO},
+    unified_dcp=False,
 )
 _UPSTREAM_0_5_18 = _UPSTREAM_0_5_19.but(
     "sglang-0.5.18",
-    "upstream 0.5.16-0.5.18: sizing pages at page_size without dcp (#35424), DFLASH reserve unrounded "
-    "(#35265), overlap keeps requests the in-flight batch finishes",
+    "upstream 0.5.18: sizing pages at page_size without dcp (#35424), DFLASH reserve unrounded "
+    "(#35265), overlap keeps requests the in-flight batch finishes; no unified Mamba + SWA pool",
     bug="#35424",
     alloc_page_with_dcp=False,
     dflash_page_rounded=False,
     overlap_drops_finishing=False,
+    pools=frozenset(KVPool) - {KVPool.UNIFIED_MAMBA_SWA},
 )
+_UPSTREAM_0_5_16 = _UPSTREAM_0_5_18.but(
+    "sglang-0.5.16",
+    "upstream 0.5.16-0.5.17: as 0.5.18, but unified memory refuses speculative decoding (server_args.py 6829-6832)",
+    unified_spec=frozenset(),
+)
+_UPSTREAM_0_5_15 = _UPSTREAM_0_5_16.but(
+    "sglang-0.5.15",
+    "upstream 0.5.15: headroom covers the reserve (no page - 1) only for page > 1 with topk > 1, "
+    "decode growth c + R not page-aligned (#31616), sizing pages at page_size without dcp, no DSPARK",
+    bug="#31616",
+    headroom=Headroom.TREE,
+    headroom_page_tail=False,
+    page_aligned_growth=False,
+    algorithms=frozenset(algo.ALL) - {algo.DSPARK, algo.UNO},
+    narrow_rows=frozenset(),
+)
+"""0.5.14 and 0.5.15 (``mem_cache/common.py``; 0.5.15 cited, 0.5.14 the same at ``common.py:211-267``).
+
+* alloc page: ``server_args.page_size`` alone (``common.py:226``), while the paged allocator is built
+  with ``page_size * dcp_size`` (``model_executor/model_runner_kv_cache_mixin.py:1141-1143``): #35424.
+* L (``common.py:215-240``): the tree term for page > 1, topk > 1 and an algorithm with draft KV
+  (``has_draft_kv``, 231), as 0.5.16.
+* headroom (``common.py:252-266``): 4 + Dmax, raised to R (no page - 1) only when spec is on,
+  page_size > 1 and topk > 1 (``Headroom.TREE``, ``headroom_page_tail`` off).
+* growth: ``nxt = max(cur, kv_committed_len + R)``, not page-rounded (``speculative/eagle_utils.py:794``;
+  0.5.14 ``eagle_info_v2.py:55``); DFLASH ``max(cur, committed + 2 * block)`` unrounded
+  (``dflash_info_v2.py:158``; 0.5.14: 186).
+* algorithms: ``SpeculativeAlgorithm`` has no DSPARK or UNO (``speculative/spec_info.py:35-41``);
+  every one runs a v2 worker (``spec_info.py`` ``create_worker``).
+* pools: unified memory refuses speculative decoding (``server_args.py:5889-5892``) and DCP (5900), as
+  0.5.16; no unified Mamba + SWA pool.  The unified builders' rows C + 4 + D
+  (``model_executor/model_runner_kv_cache_mixin.py:368-370, 433-438``) are C + 4 without speculation,
+  the standard row's width then, so no row is narrow (``narrow_rows`` empty; 0.5.15 has no
+  ``kv_cache_configurator.py`` to read them from).
+* overlap: 0.5.15 reads the honest ``kv_committed_len`` (``eagle_utils.py:791-794``: the bonus is committed
+  in resolve), 0.5.14 pre-claims it (``eagle_info_v2.py:61-62``: ``overlap_counts_in_flight``).
+"""
+_UPSTREAM_0_5_14 = _UPSTREAM_0_5_15.but(
+    "sglang-0.5.14",
+    "upstream 0.5.14: as 0.5.15, before decode context parallelism (no --dcp-size) and unified memory; "
+    "overlap pre-claims the in-flight token",
+    dcp=False,
+    overlap_counts_in_flight=True,
+    pools=frozenset({KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE}),
+)
+"""0.5.14: 0.5.15's sizing; no ``dcp_size`` server argument (``server_args.py`` has none; it first
+appears in 0.5.15 ``server_args.py:823``), so a launch with attn_dcp_size > 1 does not exist; no
+unified memory pool (``model_executor/model_runner_kv_cache_mixin.py`` builds none; 0.5.15: 368-370)."""
+_UPSTREAM_0_5_13 = _UPSTREAM_0_5_14.but(
+    "sglang-0.5.13",
+    "upstream 0.5.13: as 0.5.14; NGRAM, DFLASH and FROZEN_KV_MTP run v1 workers (not modeled)",
+    algorithms=frozenset({algo.EAGLE, algo.EAGLE3, algo.STANDALONE}),
+)
+"""0.5.13 (``mem_cache/common.py:155-210``, the first release with all three sizing functions).
+
+* L (``common.py:155-182``): the tree term whenever page > 1 and topk > 1, NGRAM included (no
+  ``has_draft_kv`` check, 172); headroom and growth as 0.5.14 (``common.py:194-210``;
+  ``speculative/eagle_info_v2.py:165``, the bonus pre-claimed at 171-172).
+* algorithms: only EAGLE, EAGLE3 and STANDALONE run the v2 worker (``speculative/spec_info.py:192-210``).
+  DFLASH and FROZEN_KV_MTP refuse overlap and run v1 workers (168-190), NGRAM too (211-219): their
+  verify allocates exactly D at seq_len (``ngram_info.py:77-110``, ``dflash_info.py:180-220``) and sets
+  ``kv_allocated_len = kv_committed_len`` (``ngram_info.py:275``, ``dflash_info.py:460``): a write path
+  the model does not have (its NGRAM and DFLASH are v2's over-allocation), so they are left out rather
+  than reported with v2's reserve.  That v1 write ends within seq_len + D <= C + Dmax, inside the
+  4 + Dmax headroom, and 0.5.13's NGRAM tree term only widens the row.
+"""
 
 REVISIONS: dict[str, Revision] = {
     r.name: r
     for r in (
         REFERENCE,
+        _UPSTREAM_0_5_13,
+        _UPSTREAM_0_5_14,
+        _UPSTREAM_0_5_15,
+        _UPSTREAM_0_5_16,
         _UPSTREAM_0_5_18,
         _UPSTREAM_0_5_19,
+        _UPSTREAM_0_5_20,
+        _UPSTREAM_0_5_21,
         _UPSTREAM_0_5_23,
         REFERENCE.but(
             "pre-26972",
@@ -106,6 +266,7 @@ REVISIONS: dict[str, Revision] = {
             bug="#26972",
             tree_alloc_len=False,
             headroom=Headroom.NONE,
+            eagle_tree_assert=False,
         ),
         REFERENCE.but(
             "adaptive-launch-headroom",
@@ -131,12 +292,15 @@ REVISIONS: dict[str, Revision] = {
 
 # The sizing semantics of each upstream release, by the API generation it shipped.
 RELEASE_REVISIONS: dict[str, str] = {
-    "0.5.16": "sglang-0.5.18",
-    "0.5.17": "sglang-0.5.18",
+    "0.5.13": "sglang-0.5.13",
+    "0.5.14": "sglang-0.5.14",
+    "0.5.15": "sglang-0.5.15",
+    "0.5.16": "sglang-0.5.16",
+    "0.5.17": "sglang-0.5.16",
     "0.5.18": "sglang-0.5.18",
     "0.5.19": "sglang-0.5.19",
-    "0.5.20": "sglang-0.5.23",
-    "0.5.21": "sglang-0.5.23",
+    "0.5.20": "sglang-0.5.20",
+    "0.5.21": "sglang-0.5.21",
     "0.5.22": "sglang-0.5.23",
     "0.5.23": "sglang-0.5.23",
 }

@@ -20,7 +20,7 @@ from .config import ConfigError, ServingConfig, SpecRuntime, adaptive_runtime
 from .decode import Refusal, Req, RowWrite, commit, draft_extent, prefill, prepare_for_decode
 from .req_to_token import ReqToTokenPool, Spill
 from .revisions import Revision
-from .scheduler import max_committed_len_at_decode_alloc, reached_by
+from .scheduler import decode_alloc_bound, reached_by
 from .sizing import DecodeSizing
 
 SUBJECT, NEIGHBOUR = 1, 0
@@ -118,9 +118,10 @@ def _int(v: Any, name: str) -> int:
 def scenario_problem(s: DecodeScenario, revision: Revision) -> str | None:
     """Why a scenario cannot happen under the target's scheduler rules (None: it can)."""
     cfg = s.config
-    bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
-    if cfg.spec_on and cfg.speculative_algorithm not in revision.algorithms:
-        return f"{revision.name} has no speculative algorithm {cfg.speculative_algorithm}"
+    bound = decode_alloc_bound(cfg, revision)
+    refusal = revision.refuses(cfg)  # an algorithm, a kind of pool or a DCP size the release does not run
+    if refusal:
+        return refusal
     if not 1 <= s.committed_len <= bound:
         return f"committed_len {s.committed_len} outside [1, {bound}] (the scheduler's bound at decode allocation)"
     for steps in (s.num_steps, s.prior.num_steps if s.prior else None):
@@ -177,9 +178,9 @@ def run_scenario(s: DecodeScenario, sizing: DecodeSizing, revision: Revision) ->
     """Execute the scenario on a fresh pool; the caller checks the properties."""
     cfg = s.config
     extra = sizing.req_to_token_extra_context_len(cfg)
-    width = cfg.context_len + extra
+    width = sizing.req_to_token_row_width(cfg)
     page = allocator_page_size(cfg)
-    bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+    bound = decode_alloc_bound(cfg, revision)
     pool = ReqToTokenPool(max(cfg.max_running_requests, 2), width)
     # Capacity: the scheduler's KV budget if set, else ample for the two requests.
     cap = cfg.kv_capacity() or 4 * (width + 2 * page)

@@ -17,7 +17,10 @@ requests batch N finishes by length; before, those get one more allocation.
 
 from __future__ import annotations
 
+from .allocator import allocator_page_size
 from .config import ServingConfig
+from .revisions import Revision
+from .sizing import ceil_to_page
 
 
 def max_total_len(cfg: ServingConfig) -> int:
@@ -28,8 +31,20 @@ def max_total_len(cfg: ServingConfig) -> int:
 
 
 def clamp_max_new_tokens(cfg: ServingConfig, input_len: int, max_new_tokens: int) -> int:
-    """Rule 1 applied to one request (0 when the prompt alone is too long)."""
-    return max(0, min(max_new_tokens, max_total_len(cfg) - input_len))
+    """Rule 1 applied to one request (0 when the prompt alone is too long), then the memory clamp.
+
+    0.5.23 ``managers/scheduler.py`` 2710-2716 clamps to ``max_req_len -
+    input - 1``, then ``mem_cache/allocator/base.py`` 102-105
+    (``max_new_tokens_for_memory``) to ``capacity - ceil_P(input) - P - 1``
+    with P the allocator's page (0.5.21+; 0.5.16-0.5.20 inline in the
+    scheduler with the server page: modeled with the allocator's).
+    """
+    clamped = min(max_new_tokens, max_total_len(cfg) - input_len)
+    cap = cfg.kv_capacity()
+    if cap is not None:
+        page = allocator_page_size(cfg)
+        clamped = min(clamped, cap - ceil_to_page(input_len, page) - page - 1)
+    return max(0, clamped)
 
 
 def committed_len(total_len: int) -> int:
@@ -56,28 +71,59 @@ def allocates_next_batch(output_len: int, max_new_tokens: int, *, overlap: bool,
     return True
 
 
-def committed_len_at_alloc(input_len: int, output_len: int, *, overlap: bool) -> int:
-    """kv_committed_len the allocation uses, counting the in-flight token in overlap mode."""
-    return committed_len(input_len + output_len + (1 if overlap else 0))
+def committed_len_at_alloc(input_len: int, output_len: int, *, overlap: bool, counts_in_flight: bool = False) -> int:
+    """kv_committed_len the allocation uses: the honest (stale) one, or with the in-flight token pre-claimed.
+
+    From 0.5.15 on, prepare-for-decode reads ``req.kv.kv_committed_len``,
+    which lags the device by the in-flight verify's accepted run in overlap
+    mode (0.5.23 ``speculative/eagle_utils.py`` 866-872; 0.5.18 915-917: "bonus
+    committed in resolve, not here ... 2*alloc absorbs"); 0.5.13-0.5.14
+    pre-claim the bonus token (0.5.14 ``eagle_info_v2.py`` 61-62):
+    ``counts_in_flight``.  Non-speculative decode allocates at the batch's
+    ``seq_lens``, which count the in-flight token (0.5.23
+    ``mem_cache/allocation.py`` 625-688): it always counts it.
+    """
+    return committed_len(input_len + output_len + (1 if overlap and counts_in_flight else 0))
 
 
-def max_committed_len_at_decode_alloc(cfg: ServingConfig, *, overlap_drops_finishing: bool = True) -> int:
+def max_committed_len_at_decode_alloc(
+    cfg: ServingConfig, *, overlap_drops_finishing: bool = True, counts_in_flight: bool = False
+) -> int:
     """The longest kv_committed_len any decode allocation can see: the three rules, at their limit.
 
-    min(C, capacity) - 4 (0.5.19+, overlap or not); min(C, capacity) - 3 in
-    overlap mode before 0.5.19.  Derived by running the rules at the longest
-    admissible request rather than written as a constant.
+    min(C, capacity) - 4 with the honest committed length (0.5.15+, overlap
+    or not: a request with nothing in flight reaches it); min(C, capacity) -
+    3 in overlap mode when the in-flight token is pre-claimed and finishing
+    requests are kept (0.5.13-0.5.14).
+    Derived by running the rules at the longest admissible request rather
+    than written as a constant.  ``decode_alloc_bound`` takes a revision's.
     """
     total = max_total_len(cfg)
-    input_len = 1
-    max_new = clamp_max_new_tokens(cfg, input_len, total)
-    overlap = cfg.enable_overlap
+    counts_in_flight = counts_in_flight or not cfg.spec_on  # non-spec decode allocates at the device's seq_len
     best = -1
-    # Only the last few outputs can hold the maximum; scan them.
-    for output_len in range(max(1, max_new - 3), max_new + 1):
-        if allocates_next_batch(output_len, max_new, overlap=overlap, drops_finishing=overlap_drops_finishing):
-            best = max(best, committed_len_at_alloc(input_len, output_len, overlap=overlap))
+    # A one-token prompt, or a page-aligned one (which loses nothing to the memory clamp's rounding).
+    for input_len in sorted({1, allocator_page_size(cfg)}):
+        max_new = clamp_max_new_tokens(cfg, input_len, total)
+        # In overlap mode a request is not always behind an in-flight batch (its first decode after prefill, a
+        # drained pipeline): both cases count.  Only the last few outputs can hold the maximum; scan them.
+        for in_flight in (False, True) if cfg.enable_overlap else (False,):
+            for output_len in range(max(1, max_new - 3), max_new + 1):
+                if not allocates_next_batch(
+                    output_len, max_new, overlap=in_flight, drops_finishing=overlap_drops_finishing
+                ):
+                    continue
+                c = committed_len_at_alloc(input_len, output_len, overlap=in_flight, counts_in_flight=counts_in_flight)
+                best = max(best, c)
     return best
+
+
+def decode_alloc_bound(cfg: ServingConfig, revision: Revision) -> int:
+    """``max_committed_len_at_decode_alloc`` under a revision's scheduler rules."""
+    return max_committed_len_at_decode_alloc(
+        cfg,
+        overlap_drops_finishing=revision.overlap_drops_finishing,
+        counts_in_flight=revision.overlap_counts_in_flight,
+    )
 
 
 def max_prompt_len(cfg: ServingConfig) -> int:

@@ -26,6 +26,7 @@ from torch import Tensor
 from . import algorithms as algo
 from .config import ServingConfig, SpecRuntime
 from .numeric import Int, full_like, maximum, or_one, where
+from .pools import unified_row_extra
 from .revisions import Headroom, Revision
 
 # Without speculation a decode step writes one column, at seq_len: its L, its reserve, its growth, its footprint.
@@ -48,14 +49,23 @@ class DecodeSizing(Protocol):
 
     def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int: ...
 
+    def req_to_token_row_width(self, cfg: ServingConfig) -> int: ...
+
+    def row_guard_fires(self, cfg: ServingConfig, max_alloc_len: int, row_width: int) -> bool: ...
+
     def page_aligned_decode_alloc_lens(
         self, lens: Sequence[tuple[int, int]], reserve: int, page: int
     ) -> tuple[list[int], list[int], int]: ...
 
 
+def ceil_div(x: Int, y: Int) -> Int:
+    """The smallest integer n with n * y >= x (y > 0)."""
+    return -(-x // y)
+
+
 def ceil_to_page(x: Int, page: Int) -> Int:
-    """x rounded up to a whole number of pages."""
-    return -(-x // page) * page
+    """x rounded up to a whole number of pages (SGLang's ``ceil_align``)."""
+    return ceil_div(x, page) * page
 
 
 def alloc_page_size(page_size: Int, attn_dcp_size: Int) -> Int:
@@ -166,22 +176,27 @@ def page_aligned_decode_alloc_lens(
     return cur, nxt, sum(n - a for n, a in zip(nxt, cur, strict=True))
 
 
-def headroom_covers_reserve(headroom: Headroom, algorithm: str | None, page: Int) -> bool | Tensor:
+def headroom_covers_reserve(headroom: Headroom, algorithm: str | None, page: Int, topk: Int) -> bool | Tensor:
     """Whether the row headroom covers the decode reserve (``req_to_token_extra_context_len``'s ``covered``).
 
     Never without speculation; the reference always; upstream (PAGED) only
-    for alloc page > 1 or UNO, which leaves page 1 short (#33579); NONE
-    (before #26972) never.
+    for alloc page > 1 or UNO, which leaves page 1 short (#33579); 0.5.13 to
+    0.5.15 (TREE) only for the spec v2 tree condition page > 1 and topk > 1,
+    which leaves page 1 and every topk-1 launch short; NONE (before #26972)
+    never.  ``page`` is the page the sizing module reads, ``topk`` the launch
+    ``speculative_eagle_topk`` (1 when unset).
     """
     if algorithm is None or headroom is Headroom.NONE:
         return False
     if headroom is Headroom.ALWAYS:
         return True
+    if headroom is Headroom.TREE:
+        return spec_v2_tree(page, topk)
     return (page > 1) | algo.is_uno(algorithm)
 
 
 def req_to_token_extra_context_len(
-    max_draft_tokens: Int, reserves: Iterable[Int], page: Int, *, covered: bool | Tensor
+    max_draft_tokens: Int, reserves: Iterable[Int], page: Int, *, covered: bool | Tensor, page_tail: bool = True
 ) -> Int:
     """extra: the row headroom past the context length, W = C + extra.
 
@@ -191,12 +206,15 @@ def req_to_token_extra_context_len(
     enough: c + R < C + R and rounding adds at most page - 1.  ``covered``
     says whether the reserve term applies; upstream applies it only for
     page > 1 or UNO, which leaves page 1 short whenever 2 * max(S*K, Dmax)
-    > 4 + Dmax (#33579).  ``max_draft_tokens``: Dmax, 0 without speculation.
+    > 4 + Dmax (#33579).  ``page_tail`` False sizes the reserve alone, enough
+    for exact growth c + R only (0.5.13-0.5.15, before growth was rounded).
+    ``max_draft_tokens``: Dmax, 0 without speculation.
     """
     extra = BASE_EXTRA_CONTEXT_LEN + max_draft_tokens
+    tail = page - 1 if page_tail else 0
     sized = extra
     for r in reserves:
-        sized = maximum(sized, r + page - 1)
+        sized = maximum(sized, r + tail)
     return where(covered, sized, extra)
 
 
@@ -256,5 +274,20 @@ class ModelSizing:
             # The reference sizes for every run-time shape; upstream reads the launch one.
             runtimes = cfg.runtimes() if headroom.every_runtime else [cfg.launch_runtime]
             reserves = [self.alloc_reserve_per_decode(cfg, rt) for rt in runtimes]
-        covered = headroom_covers_reserve(headroom, cfg.speculative_algorithm, page)
-        return req_to_token_extra_context_len(dmax, reserves, page, covered=covered)
+        covered = headroom_covers_reserve(headroom, cfg.speculative_algorithm, page, cfg.topk)
+        return req_to_token_extra_context_len(dmax, reserves, page, covered=covered, page_tail=rev.headroom_page_tail)
+
+    def req_to_token_row_width(self, cfg: ServingConfig) -> int:
+        """W = C + extra (never page-aligned up to 0.5.23); C + 4 + D for a kind this revision builds narrow.
+
+        Upstream's unified builders size ``extra_max_context_len = 4 + D``
+        (``pools``; the launch D, not Dmax); the reference sizes every kind
+        with the headroom.
+        """
+        if cfg.kv_pool in self.revision.narrow_rows:
+            return cfg.context_len + unified_row_extra(cfg.speculative_num_draft_tokens or 0)
+        return cfg.context_len + self.req_to_token_extra_context_len(cfg)
+
+    def row_guard_fires(self, cfg: ServingConfig, max_alloc_len: int, row_width: int) -> bool:
+        """No modeled revision has a sizing-module guard (SGLang main's ``assert_alloc_within_row_width``)."""
+        return False

@@ -14,6 +14,7 @@ exhaustive small grid.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,7 +37,8 @@ from .decode import (
     tree_draft_span,
     write_path,
 )
-from .revisions import REVISIONS, Headroom
+from .pools import KVPool
+from .revisions import REVISIONS, Headroom, Revision
 from .sizing import (
     ModelSizing,
     alloc_len_per_decode,
@@ -107,10 +109,18 @@ def elementwise(
     return cases
 
 
-def covered_extra(algorithm: str | None, headroom: Headroom, max_draft_tokens: Any, reserve: Any, page: Any) -> Any:
+def covered_extra(
+    algorithm: str | None,
+    headroom: Headroom,
+    page_tail: bool,
+    max_draft_tokens: Any,
+    reserve: Any,
+    page: Any,
+    topk: Any,
+) -> Any:
     """``req_to_token_extra_context_len`` with ``headroom_covers_reserve``'s ``covered``, as ModelSizing calls them."""
-    covered = headroom_covers_reserve(headroom, algorithm, page)
-    return req_to_token_extra_context_len(max_draft_tokens, [reserve], page, covered=covered)
+    covered = headroom_covers_reserve(headroom, algorithm, page, topk)
+    return req_to_token_extra_context_len(max_draft_tokens, [reserve], page, covered=covered, page_tail=page_tail)
 
 
 PAGES = (1, 2, 3, 4, 16)
@@ -141,8 +151,8 @@ _SHARED_GRIDS: tuple[tuple[Callable[..., Any], Callable[..., Any], list[dict[str
     (
         req_to_token_extra_context_len,
         covered_extra,
-        _grid(max_draft_tokens=(0, 1, 8, 17), reserve=(1, 2, 16, 34, 128), page=PAGES),
-        _grid(algorithm=(None, algo.EAGLE, algo.UNO), headroom=tuple(Headroom)),
+        _grid(max_draft_tokens=(0, 1, 8, 17), reserve=(1, 2, 16, 34, 128), page=PAGES, topk=(1, 2, 4)),
+        _grid(algorithm=(None, algo.EAGLE, algo.UNO), headroom=tuple(Headroom), page_tail=(True, False)),
     ),
     (flat_draft_span, flat_draft_span, _grid(**_STEPS_TOPK_D, draft_tokens=(1, 2, 8, 17)), _grid(algorithm=ALGORITHMS)),
     (
@@ -271,6 +281,21 @@ def _decode_row_cases() -> Iterator[Case]:
             yield Case(f"decode rows of {a} on {rev.name}", configs, want, got)
 
 
+def _launch_cases() -> Iterator[Case]:
+    """Per revision and kind of pool: which valid launch configurations (LAUNCH_SPACE's) the release runs."""
+    space = {**LAUNCH_SPACE, "page_size": (1, 16), "attn_dcp_size": (1, 2)}
+    for a in ALGORITHMS:
+        for kind in KVPool:
+            elements = [e for e in _grid(**space) if _accepts({**_kwargs(a, e), "kv_pool": kind})]
+            configs = [ServingConfig(context_len=4096, **_kwargs(a, e), kv_pool=kind) for e in elements]
+            grid = dataclasses.replace(_launch_grid(a, elements), kv_pool=kind)
+            for rev in REVISIONS.values():
+                want = [rev.refuses(cfg) is None for cfg in configs]
+                yield Case(
+                    f"launches of {a} on {kind.value} in {rev.name}", configs, want, rev.launch_mask(grid).tolist()
+                )
+
+
 def _fget(p: Any) -> Callable[..., Any]:
     fget: Callable[..., Any] = p.fget
     return fget
@@ -278,6 +303,7 @@ def _fget(p: Any) -> Callable[..., Any]:
 
 TWINS: tuple[Twin, ...] = (
     Twin(_validate, valid_launch_mask, _validation_cases),
+    Twin(Revision.refuses, Revision.launch_mask, _launch_cases),
     Twin(ServingConfig.runtimes, cf.runtime_shapes, _runtime_cases),
     Twin(
         _fget(ServingConfig.max_speculative_num_draft_tokens),

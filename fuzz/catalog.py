@@ -73,7 +73,8 @@ CATALOG: tuple[KnownBug, ...] = (
     ),
     KnownBug(
         "#35424",
-        "p=1 dcp=4 EAGLE 2,8,6: tree path reached with L sized for page 1",
+        "p=1 dcp=4 EAGLE 2,8,6: tree path reached with L sized for page 1 (21 below the bound: nearer it, "
+        "EAGLE's prepare-for-decode assert stops the step first)",
         "sglang-0.5.18",
         DRAFTS_WITHIN_ALLOCATION,
         _at_bound(
@@ -86,7 +87,7 @@ CATALOG: tuple[KnownBug, ...] = (
                 speculative_eagle_topk=8,
                 speculative_num_draft_tokens=6,
             ),
-            gap=1,
+            gap=21,
         ),
     ),
     KnownBug(
@@ -180,6 +181,56 @@ CATALOG: tuple[KnownBug, ...] = (
         _at_bound(
             _cfg(context_len=2048, attn_dcp_size=2, speculative_algorithm="DFLASH", speculative_num_draft_tokens=3),
             gap=1,
+        ),
+    ),
+    KnownBug(
+        "unified-rows",
+        "unified Mamba + SWA p=64 EAGLE 3,1,4: width C+8 (4 + D), write end ceil_64(C+4): 59 past at C=4093 "
+        "(upstream's newer row-headroom test of the unified builders)",
+        "sglang-0.5.23",
+        WRITE_WITHIN_ROW,
+        _at_bound(
+            _cfg(
+                context_len=4093,
+                page_size=64,
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=3,
+                speculative_num_draft_tokens=4,
+                kv_pool="unified-mamba-swa",
+            )
+        ),
+    ),
+    KnownBug(
+        "unified-rows",
+        "unified Mamba p=64 dcp=1 EAGLE 3,1,4: the same narrow row",
+        "sglang-0.5.23",
+        WRITE_WITHIN_ROW,
+        _at_bound(
+            _cfg(
+                context_len=4093,
+                page_size=64,
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=3,
+                speculative_num_draft_tokens=4,
+                kv_pool="unified-mamba",
+            )
+        ),
+    ),
+    KnownBug(
+        "dcp-bare-page",
+        "SWA allocator under DCP keeps page 64: 0.5.18's dcp>1 seed-bug case is inside the row there",
+        "sglang-0.5.18",
+        None,
+        _at_bound(
+            _cfg(
+                context_len=4093,
+                page_size=64,
+                attn_dcp_size=8,
+                speculative_algorithm="EAGLE",
+                speculative_num_steps=3,
+                speculative_num_draft_tokens=4,
+                kv_pool="swa",
+            )
         ),
     ),
     KnownBug(

@@ -13,10 +13,9 @@ import importlib
 import sys
 
 from fuzz.common import interrupts
-from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.options import SGLANG_VERSION_HELP, Parser
+from fuzz.common.bounds import check_case_sizes
+from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.streams import ClosedPipeTolerant
-from fuzz.findings import casefile
 
 # Packages adding commands: each cli module has register(subparsers), which adds a parser
 # with set_defaults(func=handler); handler(args) returns the exit status.
@@ -24,6 +23,8 @@ COMMAND_MODULES: tuple[str, ...] = ("fuzz.run.cli", "fuzz.lifecycle.cli", "fuzz.
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fuzz.common.options import SGLANG_VERSION_HELP, Parser
+
     p = Parser(prog="fuzz", description="Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.")
     p.add_argument("--version", action="version", version=f"kvrow-fuzz {tool_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -37,13 +38,22 @@ def build_parser() -> argparse.ArgumentParser:
             "Replay a case file deterministically. Exit 1: the failure reproduces; 0: it no longer does; 2: bad file."
         ),
     )
-    rep.add_argument("case", metavar="CASE.json")
-    rep.add_argument(
+    add_repro_arguments(rep, SGLANG_VERSION_HELP)
+    rep.set_defaults(func=cmd_repro)
+
+    sub.add_parser("targets", help="list what can be targeted").set_defaults(func=cmd_targets)
+    return p
+
+
+def add_repro_arguments(p: argparse.ArgumentParser, sglang_version_help: str | None = None) -> None:
+    """``repro``'s arguments (also parsed on their own, light, by ``check_repro_early``)."""
+    p.add_argument("case", metavar="CASE.json")
+    p.add_argument(
         "--emit-test",
         action="store_true",
         help="print a ready-to-paste pytest regression test for the case instead of replaying it",
     )
-    rep.add_argument(
+    p.add_argument(
         "--target",
         metavar="SPEC",
         help=(
@@ -51,11 +61,32 @@ def build_parser() -> argparse.ArgumentParser:
             "installed sglang: a case file never runs code it names); e.g. a fixed checkout"
         ),
     )
-    rep.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
-    rep.set_defaults(func=cmd_repro)
+    p.add_argument("--sglang-version", metavar="X.Y.Z", help=sglang_version_help)
 
-    sub.add_parser("targets", help="list what can be targeted").set_defaults(func=cmd_targets)
-    return p
+
+class _Unparsed(Exception):
+    pass
+
+
+class _LightParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _Unparsed(message)
+
+
+def check_repro_early(argv: list[str]) -> None:
+    """Before anything heavy is imported (torch, Hypothesis): the case file of ``repro`` read within its size
+    bound and its sizes within the limits (``fuzz.common.bounds``); BadInput otherwise.
+
+    So a case with ``context_len`` 10**9 is one line and exit 2 in a blink, even where importing torch
+    would not fit.  Arguments this parse cannot read are left to the full parser.
+    """
+    parser = _LightParser(add_help=False)
+    add_repro_arguments(parser)
+    try:
+        args, _ = parser.parse_known_args(argv)
+    except _Unparsed:
+        return
+    check_case_sizes(args.case)
 
 
 def tool_version() -> str:
@@ -68,6 +99,7 @@ def tool_version() -> str:
 
 
 def cmd_repro(args: argparse.Namespace) -> ExitCode:
+    from fuzz.findings import casefile
     from fuzz.findings.regression import emit_test
     from fuzz.targets.base import runs_named_code
     from fuzz.targets.resolve import resolve_targets
@@ -102,11 +134,21 @@ def main(argv: list[str] | None = None) -> int:
     interrupts.install()
     stdout = sys.stdout
     sys.stdout = ClosedPipeTolerant(stdout)  # type: ignore[assignment]
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if argv[:1] == ["repro"]:
+            check_repro_early(argv[1:])
         args = build_parser().parse_args(argv)
         return int(args.func(args))
     except BadInput as e:
-        print(f"fuzz: error: {e}", file=sys.stderr)
+        print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    except Exception as e:  # noqa: BLE001 - only a target that cannot be run is ours to report
+        from fuzz.targets.base import TargetError  # not at import: the CLI starts without torch
+
+        if not isinstance(e, TargetError):  # found out mid-command (StandInMissing): nothing was checked
+            raise
+        print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         print("fuzz: interrupted", file=sys.stderr)

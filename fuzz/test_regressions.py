@@ -18,8 +18,11 @@ def test_there_are_regressions_to_replay():
 
 @pytest.mark.parametrize("path", FILES, ids=[os.path.basename(p) for p in FILES])
 def test_case_file_reproduces_on_its_target(path):
+    """The same group (signature), not only the same property, and the same story byte for byte."""
+    wanted = load_document(path).get("signature")
+    assert wanted, f"{path} has no signature: a regression names the group it pins"
     result = replay(path)
-    assert result.reproduced, result.text
+    assert result.reproduced and result.signature == wanted, (wanted, result.text)
     assert result.text == replay(path).text  # deterministic, byte for byte
 
 

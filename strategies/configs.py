@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
+from allocator_model.pools import KVPool
 
 from . import space
 
@@ -46,9 +47,13 @@ def spec_args(draw: st.DrawFn, algorithm: str | None) -> dict[str, Any]:
 
 @st.composite
 def serving_configs(
-    draw: st.DrawFn, algorithms: Collection[str] = algo.ALL, pins: Mapping[str, Any] | None = None
+    draw: st.DrawFn,
+    algorithms: Collection[str] = algo.ALL,
+    pins: Mapping[str, Any] | None = None,
+    pools: Mapping[KVPool, Collection[str]] | None = None,
 ) -> ServingConfig:
-    cfg = space.serving_config(DrawChooser(draw), algorithms, pins)
+    """A valid configuration; ``pools``: the kinds of KV pool to draw with their algorithms (None: standard only)."""
+    cfg = space.serving_config(DrawChooser(draw), algorithms, pins, pools)
     if cfg is None:
         reject()  # only pinned fields can clash with drawn ones
     return cfg

@@ -17,7 +17,7 @@ from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
 from allocator_model.batch import UNLIMITED_NEW_TOKENS
 from allocator_model.config import ServingConfig
-from allocator_model.scheduler import max_total_len
+from allocator_model.scheduler import max_prompt_len, max_total_len
 
 from .configs import serving_configs
 from .lengths import near_limit
@@ -50,10 +50,15 @@ def lifecycle_configs(
 
 
 def prompt_lens(cfg: ServingConfig) -> st.SearchStrategy[int]:
-    """Prompt lengths: just under the admission limit (shrinking to it), or anywhere below it."""
-    limit = max_total_len(cfg)
+    """Prompt lengths: just under the scheduler's prompt limit (shrinking to it), or anywhere up to the total limit.
+
+    Past ``max_prompt_len`` (min(C, capacity) - 7) SGLang aborts the prompt; the outputs carry a request on
+    from there to the committed-length bound.
+    """
+    limit = max(1, max_prompt_len(cfg))
     return st.one_of(
-        near_limit(limit, allocator_page_size(cfg), cfg.max_speculative_num_draft_tokens), st.integers(1, limit)
+        near_limit(limit, allocator_page_size(cfg), cfg.max_speculative_num_draft_tokens),
+        st.integers(1, max(limit, max_total_len(cfg))),
     )
 
 

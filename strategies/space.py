@@ -27,10 +27,10 @@ from allocator_model.config import (
     ServingConfig,
     chain_draft_tokens,
 )
+from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario, PriorStep, batch_runtime, max_device_lag
-from allocator_model.scheduler import max_committed_len_at_decode_alloc
-from allocator_model.sizing import alloc_page_size
+from allocator_model.scheduler import decode_alloc_bound
 
 __all__ = [
     "PAGE_SIZES",
@@ -109,10 +109,14 @@ def sglang_defaults(choose: Chooser) -> bool:
     return choose.often(True, (False,))
 
 
-def spec_args(choose: Chooser, algorithm: str | None) -> dict[str, Any]:
-    """(S, K, D) and adaptive settings that server_args accepts for ``algorithm`` (SGLang's defaults first)."""
+def spec_args(choose: Chooser, algorithm: str | None, *, topk_one: bool = False) -> dict[str, Any]:
+    """(S, K, D) and adaptive settings that server_args accepts for ``algorithm`` (SGLang's defaults first).
+
+    ``topk_one``: the deployment takes topk 1 only (unified memory, HiSparse).
+    """
     if algorithm is None:
         return {}
+    max_topk = 1 if topk_one else MAX_TOPK
     args: dict[str, Any] = {"speculative_algorithm": algorithm}
     s: int | None
     if algorithm in algo.EAGLE_FAMILY:
@@ -129,12 +133,14 @@ def spec_args(choose: Chooser, algorithm: str | None) -> dict[str, Any]:
             }
         if sglang_defaults(choose):
             return args  # the auto (S, K, D): (3, 1, 4)
-        s, k = choose.integers(1, MAX_STEPS), choose.integers(1, MAX_TOPK)
+        s, k = choose.integers(1, MAX_STEPS), choose.integers(1, max_topk)
         d = chain_draft_tokens(s) if k == 1 else choose.integers(1, MAX_DRAFT_TOKENS)
-    elif algorithm in (algo.NGRAM, algo.DFLASH) and sglang_defaults(choose):
-        return args  # NGRAM: K 10, D 12 (S = D // K); DFLASH: block 16
+    elif algorithm == algo.DFLASH and sglang_defaults(choose):
+        return args  # DFLASH: block 16
+    elif algorithm == algo.NGRAM and not topk_one and sglang_defaults(choose):
+        return args  # NGRAM: K 10, D 12 (S = D // K)
     elif algorithm == algo.NGRAM:
-        s, k, d = None, choose.integers(1, MAX_TOPK), choose.integers(1, MAX_DRAFT_TOKENS)  # S = D // K
+        s, k, d = None, choose.integers(1, max_topk), choose.integers(1, MAX_DRAFT_TOKENS)  # S = D // K
     elif algorithm == algo.DFLASH:
         s, k, d = 1, 1, choose.integers(1, MAX_DRAFT_TOKENS)
     elif algorithm == algo.DSPARK:
@@ -142,17 +148,26 @@ def spec_args(choose: Chooser, algorithm: str | None) -> dict[str, Any]:
     else:  # UNO: Q = D >= S + 1, Q <= 128, Q * K <= 2048
         s = choose.integers(1, MAX_STEPS)
         d = choose.integers(chain_draft_tokens(s), UNO_MAX_DRAFT_TOKENS)
-        k = choose.integers(1, min(MAX_TOPK, UNO_MAX_TREE_NODES // d))
+        k = choose.integers(1, min(max_topk, UNO_MAX_TREE_NODES // d))
     return {**args, "speculative_num_steps": s, "speculative_eagle_topk": k, "speculative_num_draft_tokens": d}
 
 
 def serving_config(
-    choose: Chooser, algorithms: Collection[str] = algo.ALL, pins: Mapping[str, Any] | None = None
+    choose: Chooser,
+    algorithms: Collection[str] = algo.ALL,
+    pins: Mapping[str, Any] | None = None,
+    pools: Mapping[KVPool, Collection[str]] | None = None,
+    *,
+    dcp: bool = True,
 ) -> ServingConfig | None:
     """A valid config; algorithm None first so shrinking prefers no speculation.
 
     ``pins`` fixes fields (SGLang names) and fuzzes the rest; a pinned field
     that clashes with a drawn one gives None (the caller rejects the draw).
+    ``pools``: the kinds of KV pool to draw (``Revision.pool_algorithm_map``),
+    each with the algorithms it runs; None: the standard pool only.  The
+    standard pool is what the kind shrinks to.  ``dcp`` False: the release
+    has no decode context parallelism (``Revision.dcp``), attn_dcp_size is 1.
     """
     pinned: Mapping[str, Any] = pins or {}
 
@@ -162,11 +177,13 @@ def serving_config(
     algorithm = algo.normalize(
         pick("speculative_algorithm", lambda: choose.sampled_from((None, *(a for a in algo.ALL if a in algorithms))))
     )
+    kind = KVPool(pick("kv_pool", lambda: draw_pool(choose, algorithm, pools)))
     # Page 1 (SGLang's default) is the only road to the token allocator (P_a = 1)
     # and its own bug class, so Hypothesis takes it half the time.
     page = pick("page_size", lambda: choose.often(1, PAGE_SIZES))
-    dcp = pick("attn_dcp_size", lambda: 1 if algorithm == algo.UNO else choose.sampled_from(DCP_SIZES))
-    alloc_page = alloc_page_size(page, dcp)  # allocator_page_size of the config being built
+    no_dcp = algorithm == algo.UNO or kind.refuses_dcp or not dcp
+    dcp = pick("attn_dcp_size", lambda: 1 if no_dcp else choose.sampled_from(DCP_SIZES))
+    alloc_page = pool_alloc_page(kind, page, dcp)  # allocator_page_size of the config being built
     lo, hi = context_pages_range(alloc_page)
     # C fuzzed modulo the allocator page: m whole pages plus any residue.
     context_len = pick("context_len", lambda: choose.integers(lo, hi) * alloc_page + choose.integers(0, alloc_page - 1))
@@ -176,7 +193,8 @@ def serving_config(
         "attn_dcp_size": dcp,
         "max_running_requests": pick("max_running_requests", lambda: choose.integers(*MAX_RUNNING_REQUESTS)),
         "enable_overlap": pick("enable_overlap", choose.booleans),
-        **spec_args(choose, algorithm),
+        "kv_pool": kind,
+        **spec_args(choose, algorithm, topk_one=kind.needs_topk_1),
     }
     args.update(pinned)
     try:
@@ -185,6 +203,14 @@ def serving_config(
         if pinned:
             return None
         raise
+
+
+def draw_pool(choose: Chooser, algorithm: str | None, pools: Mapping[KVPool, Collection[str]] | None) -> KVPool:
+    """A kind of pool that runs ``algorithm``: the standard one half the time (and when shrinking)."""
+    if not pools:
+        return KVPool.STANDARD
+    kinds = [k for k, runs in pools.items() if algorithm is None or algorithm in runs]
+    return choose.often(KVPool.STANDARD, kinds) if kinds else KVPool.STANDARD
 
 
 def check_pins(pins: Mapping[str, Any]) -> None:
@@ -198,6 +224,11 @@ def check_pins(pins: Mapping[str, Any]) -> None:
     }
     if "speculative_algorithm" not in pins and spec_fields & set(pins):
         probe["speculative_algorithm"] = "EAGLE"  # spec fields need some algorithm to be judged
+    if algo.normalize(pins.get("speculative_algorithm")) == algo.UNO and "speculative_num_draft_tokens" not in pins:
+        # UNO has no default draft count; the campaign draws one (spec_args), so judge the rest with a valid one.
+        steps = pins.get("speculative_num_steps")
+        probe["speculative_num_draft_tokens"] = chain_draft_tokens(steps if isinstance(steps, int) else 1)
+        probe.setdefault("speculative_num_steps", 1)
     ServingConfig.resolve(**probe)
 
 
@@ -210,11 +241,11 @@ def decode_scenario(
     choose: Chooser, revision: Revision, *, near_limit: bool = True, pins: Mapping[str, Any] | None = None
 ) -> DecodeScenario | None:
     """A request's last decode steps, valid under the revision's scheduler rules (None: pins clash)."""
-    cfg = serving_config(choose, revision.algorithms, pins)
-    if cfg is None:
-        return None
+    cfg = serving_config(choose, revision.algorithms, pins, revision.pool_algorithm_map(), dcp=revision.dcp)
+    if cfg is None or revision.refuses(cfg):
+        return None  # only reachable through pins
     dmax = cfg.max_speculative_num_draft_tokens
-    bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=revision.overlap_drops_finishing)
+    bound = decode_alloc_bound(cfg, revision)
     if bound < 1 or (cfg.spec_on and cfg.speculative_algorithm not in revision.algorithms):
         return None  # only reachable through pins
     if near_limit:

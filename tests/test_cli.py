@@ -1,11 +1,26 @@
-"""The command line contract: exit statuses, one-line errors, case files that replay byte for byte."""
+"""The command line contract: exit statuses, one-line errors, case files that replay byte for byte.
+
+Runs that exercise the entry point as a program (exit status, signals, files
+on disk) spawn ``python -m fuzz``; bad input, which fails before any work,
+calls ``fuzz.cli.main`` in-process.
+"""
 
 import json
 import os
+import queue
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
+
+from allocator_model.revisions import REVISIONS
+from fuzz.cli import main
+from fuzz.common.profiles import get_profile
+from fuzz.targets.resolve import known_targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,6 +35,7 @@ def fuzz(*args, cwd=None):
 @pytest.fixture(scope="module")
 def seed_bug_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("run")
+    started = time.monotonic()
     r = fuzz(
         "run",
         "--target",
@@ -33,6 +49,7 @@ def seed_bug_run(tmp_path_factory):
         str(d / "report.json"),
         cwd=d,
     )
+    r.wall_seconds = time.monotonic() - started  # what the report's "seconds" must fit in
     return d, r
 
 
@@ -46,11 +63,12 @@ def test_seed_bug_exits_1_with_a_dcp_case_and_a_repro_line(seed_bug_run):
 
 
 def test_json_report_shape(seed_bug_run):
-    d, _ = seed_bug_run
+    d, r = seed_bug_run
     report = json.loads((d / "report.json").read_text())
     (t,) = report["targets"]
     assert t["target"] == "reference@sglang-0.5.18" and t["status"] == "counterexample"
-    assert t["examples"] > 0 and t["seconds"] >= 0
+    # The campaign's own time: spent (not a default 0), within the process' lifetime.
+    assert t["examples"] > 0 and 0 < t["seconds"] < r.wall_seconds
     f = next(f for f in t["findings"] if f["signature"] == "write-within-row/dcp>1")
     assert f["class"] == "write-within-row" and f["config"]["attn_dcp_size"] > 1
     assert f["repro"].startswith("python -m fuzz repro ")
@@ -77,9 +95,15 @@ def test_repro_exits_0_once_fixed(seed_bug_run, tmp_path):
 
 
 def test_reference_is_clean_under_ci(tmp_path):
-    r = fuzz("run", "--target", "reference", "--profile", "ci", "--quiet", "--cases", str(tmp_path))
+    cases, report = tmp_path / "cases", tmp_path / "r.json"
+    r = fuzz("run", "--target", "reference", "--profile", "ci", "--quiet", "--cases", str(cases), "--json", str(report))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert os.listdir(tmp_path) == []
+    assert not cases.exists() or os.listdir(cases) == []
+    (t,) = json.loads(report.read_text())["targets"]
+    # Clean because the examples ran: a whole ci round of them, past the covering set, and nothing found.
+    assert t["status"] == "clean" and t["findings"] == [] and not t["interrupted"]
+    assert t["examples"] >= get_profile("ci").max_examples, t["examples"]
+    assert "COUNTEREXAMPLE" not in r.stdout and "clean" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize(
@@ -97,10 +121,13 @@ def test_reference_is_clean_under_ci(tmp_path):
         (["run", "--target", "reference", "--pin", "page_size"], "expects NAME=VALUE"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args, needle):
-    r = fuzz(*args)
-    assert r.returncode == 2
-    assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no file may be written here
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("fuzz: error: ") and needle in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert [f for _, _, files in os.walk(tmp_path) for f in files] == []
 
 
 @pytest.mark.parametrize(
@@ -126,69 +153,101 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
         ),
     ],
 )
-def test_corrupt_case_files_are_one_line_and_exit_2(tmp_path, content, needle):
+def test_corrupt_case_files_are_one_line_and_exit_2(tmp_path, content, needle, capsys):
     p = tmp_path / "case.json"
     p.write_text(content)
-    r = fuzz("repro", str(p))
-    assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert main(["repro", str(p)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and needle in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_targets_lists_every_revision():
-    r = fuzz("targets")
-    assert r.returncode == 0
-    for name in (
-        "reference",
-        "reference@sglang-0.5.18",
-        "reference@sglang-0.5.23",
-        "reference@pre-26972",
-        "reference@pre-31616",
-    ):
-        assert name in r.stdout
+def test_targets_lists_every_revision(capsys):
+    assert main(["targets"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    revisions = ["reference"] + [f"reference@{name}" for name in REVISIONS if name != "reference"]
+    assert listed[: len(revisions)] == revisions  # every modeled revision, once, in order
+    assert listed == [spec for spec, _ in known_targets()] and len(set(listed)) == len(listed)
+    assert {"sglang==X.Y.Z", "sglang[@X.Y.Z]", "PATH[@X.Y.Z]"} <= set(listed[len(revisions) :])
 
 
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+READ_TIMEOUT_S = 240  # for one line of progress; generous under load, and the child is reaped either way
+PROGRESS = re.compile(r"^\[(?P<target>[^\]]+)\] (?P<examples>\d+) examples, .* (?P<groups>\d+) groups, ")
+
+
+def stderr_lines(child: subprocess.Popen) -> "queue.Queue[str | None]":
+    """The child's stderr, line by line, read on a thread (None at its end): reads can time out."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in child.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def wait_for_a_group(lines: "queue.Queue[str | None]") -> str:
+    """Block until a progress line reports a group found (the run is then mid-campaign); that line."""
+    seen = []
+    while True:
+        line = lines.get(timeout=READ_TIMEOUT_S)  # queue.Empty: a test failure, never a hang
+        assert line is not None, "the run ended before reporting a group: " + "".join(seen)
+        seen.append(line)
+        m = PROGRESS.match(line)
+        if m and int(m["groups"]) > 0:
+            return line
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_run_reports_what_it_found_and_leaves_no_partial_case(tmp_path, sig):
-    import signal
-    import time
-
+    """A fixed seed; the signal once a progress line reports a group (not after a clock); the child always reaped."""
     cases = tmp_path / "cases"
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fuzz",
-            "run",
-            "--target",
-            "reference@pre-26972",
-            "--profile",
-            "nightly",
-            "--max-examples",
-            "1000000",
-            "--cases",
-            str(cases),
-            "--json",
-            str(tmp_path / "r.json"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": ROOT},
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait for the first progress line that reports a group
-        line = p.stderr.readline()
-        if " 0 groups" not in line and "groups" in line:
-            break
-    p.send_signal(getattr(signal, sig))
-    out, _ = p.communicate(timeout=120)
-    assert p.returncode == 1, out
-    assert "interrupted" in out and "COUNTEREXAMPLE" in out
+    with open(tmp_path / "stdout", "w+") as stdout:
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fuzz",
+                "run",
+                "--target",
+                "reference@pre-26972",
+                "--profile",
+                "ci",
+                "--seed",
+                "1",
+                "--max-examples",
+                "1000000",  # never ends by itself: the signal ends it
+                "--cases",
+                str(cases),
+                "--json",
+                str(tmp_path / "r.json"),
+            ],
+            stdout=stdout,  # a file: a full pipe can never stall the child
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": ROOT},
+        )
+        try:
+            lines = stderr_lines(child)
+            assert PROGRESS.match(wait_for_a_group(lines))["target"] == "reference@pre-26972"
+            child.send_signal(sig)
+            assert child.wait(timeout=READ_TIMEOUT_S) == 1
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+        stdout.seek(0)
+        out = stdout.read()
+    assert "interrupted" in out and "COUNTEREXAMPLE" in out, out
     names = os.listdir(cases)
     assert names and all(n.endswith(".json") and not n.startswith(".") for n in names)
     for n in names:
         json.loads((cases / n).read_text())
-    assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["interrupted"] is True
+    (t,) = json.loads((tmp_path / "r.json").read_text())["targets"]
+    assert t["interrupted"] is True and t["status"] == "counterexample" and t["findings"]
+    assert sorted(os.path.basename(f["repro"].split()[-1]) for f in t["findings"]) == sorted(names)
 
 
 def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):
@@ -207,6 +266,8 @@ def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):
         "page_size=1",
         "--pin",
         "attn_dcp_size=1",
+        "--pin",
+        "kv_pool=standard",
         "--cases",
         str(tmp_path),
         "--json",

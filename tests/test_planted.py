@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import settings
 
+from allocator_model.pools import KVPool
 from fuzz.run.engine import campaign
 from fuzz.run.properties import (
     DRAFTS_WITHIN_ALLOCATION,
@@ -48,3 +49,19 @@ def test_property_catches_the_planted_revision(prop, revision, regime):
 def test_property_is_quiet_on_the_reference(prop):
     result = fuzz("reference", prop, rounds=1)
     assert result.status == "clean", [f.violation.describe() for f in result.findings]
+
+
+def test_a_campaign_on_sglang_0_5_19_finds_the_bug_it_left_open_and_none_it_fixed():
+    """0.5.19 fixed the seed bug (#35424: dcp>1) and the DFLASH rounding (#35265); page 1 (#33579) stays open.
+
+    Every property, the covering set and the search: on the standard pool exactly the open group (the one
+    the bounded proof finds), and on no pool a group of what 0.5.19 fixed.
+    """
+    result = campaign(resolve_target("reference@sglang-0.5.19"), settings(settings.get_profile("ci"), max_examples=100))
+    assert result.error is None and result.examples >= 100
+    standard = sorted(str(f.signature) for f in result.findings if f.config.kv_pool is KVPool.STANDARD)
+    assert standard == ["write-within-row/alloc-page-1"], standard
+    fixed = [
+        f.signature for f in result.findings if f.violation.regime == "dcp>1" or f.violation.prop == PAGE_ALIGNED_GROWTH
+    ]
+    assert fixed == [], fixed

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from allocator_model import algorithms as algo
 from allocator_model import closed_form as cf
 from allocator_model.allocator import allocator_page_size
-from allocator_model.config import ConfigError, ServingConfig
-from allocator_model.revisions import REFERENCE, REVISIONS
+from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
+from allocator_model.pools import KVPool
+from allocator_model.revisions import REFERENCE, REVISIONS, Headroom
 from allocator_model.scenario import DecodeScenario, run_scenario
 from allocator_model.sizing import ModelSizing
 from fuzz.cli import main
@@ -37,14 +39,23 @@ BRUTE = dataclasses.replace(TINY, name="brute", page_sizes=(1, 2, 3, 16), dcp_si
 REVS = sorted(REVISIONS)
 
 
-def blocks(spec: str, space: Space = TINY) -> Iterator[tuple[Target, cf.LaunchGrid, cf.DecodeRows]]:
-    """(target, grid, model rows) of every (algorithm, page size) block of the space."""
+def blocks(spec: str, space: Space = TINY) -> list[tuple[Target, cf.LaunchGrid, cf.DecodeRows]]:
+    """(target, grid, model rows) of every (algorithm, page size) block of the space: never none, never empty.
+
+    A loop over no block proves nothing, so an empty space (or a block without rows) fails here.
+    """
     t = resolve_target(spec)
+    out = []
     for a in target_algorithms(t):
         for p in space.page_sizes:
             g = launch_grid(space, a, p)
             if len(g):
-                yield t, g, cf.model_decode_rows(g, t.revision)
+                rows = cf.model_decode_rows(g, t.revision)
+                assert len(rows) >= len(g), (spec, a, p)
+                out.append((t, g, rows))
+    assert out, (spec, "no block")
+    assert {g.algorithm for _, g, _ in out} == set(target_algorithms(t)), (spec, "an algorithm has no valid block")
+    return out
 
 
 def segments(rows: cf.DecodeRows, per_row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,6 +94,7 @@ def test_worst_write_is_at_the_longest_committed_length() -> None:
     """Shorter committed lengths (two pages below the bound, every residue) never write further."""
     rng = torch.Generator().manual_seed(5)
     for t, _g, rows in blocks("reference@sglang-0.5.18", BRUTE):
+        assert len(rows) > 0
         sample = rows.select(torch.randperm(len(rows), generator=rng)[:20])
         gap = cf.committed_gap(t.revision, True)
         worst, _ = cf.worst_write_overshoot(sample, gap)
@@ -98,9 +110,9 @@ def test_worst_write_is_at_the_longest_committed_length() -> None:
 @pytest.mark.parametrize("spec", ["reference", "reference@sglang-0.5.18", "reference@pre-26972", "reference@pre-31616"])
 def test_worst_draft_equals_every_offset_and_lag_enumerated(spec: str) -> None:
     """The candidate closed form equals brute force over every c mod P and every device lag."""
-    for _t, g, rows in blocks(spec, BRUTE):
-        if g.algorithm is None:
-            continue
+    spec_blocks = [(t, g, rows) for t, g, rows in blocks(spec, BRUTE) if g.algorithm is not None]
+    assert spec_blocks  # blocks() has checked every algorithm has one
+    for _t, g, rows in spec_blocks:
         topk = g.topk[rows.config]
         for lag in (torch.zeros_like(rows.alloc_page), g.max_draft_tokens[rows.config]):
             worst, committed = cf.worst_draft_overshoot(rows, g.algorithm, topk, lag)
@@ -132,6 +144,69 @@ def sample_rows(
         yield rng, t, g, rows, rng.randrange(len(rows))
 
 
+class SpelledOut(ModelSizing):
+    """A revision's sizing written out again in plain integers, apart from ``allocator_model.sizing``.
+
+    The closed form (``cf.model_decode_rows``) and ``ModelSizing`` share the
+    formulas of ``allocator_model.sizing``: run through ``ModelSizing``, the
+    step-by-step model would agree with the closed form even if a formula
+    were wrong.  This sizing answers from the revision's toggles alone
+    (``allocator_model.revisions``: what each one means, in its comments),
+    so the comparison checks the arithmetic, not only the twins.  What is not
+    sizing arithmetic (the row width C + extra, the row guard) is inherited.
+    """
+
+    def alloc_page_size(self, cfg: ServingConfig) -> int:
+        return cfg.page_size * (cfg.attn_dcp_size if self.revision.alloc_page_with_dcp else 1)
+
+    def _alloc_len(self, cfg: ServingConfig, steps: int, dmax: int) -> int:
+        a, k, page = cfg.speculative_algorithm, cfg.topk, self.alloc_page_size(cfg)
+        if a == algo.UNO:
+            return dmax + 1  # Q draft slots and a clean root
+        s = max(steps, 1)
+        if self.revision.tree_alloc_len and a != algo.NGRAM and page > 1 and k > 1:
+            pages_per_branch = (page - 1 + s + page - 1) // page
+            return max(pages_per_branch * page * k, dmax)
+        return max(s * k, dmax)
+
+    def alloc_len_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
+        if not cfg.spec_on:
+            return 1
+        return self._alloc_len(cfg, rt.num_steps if rt else 0, cfg.max_speculative_num_draft_tokens or 0)
+
+    def alloc_reserve_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
+        return 2 * self.alloc_len_per_decode(cfg, rt)
+
+    def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int:
+        rev, page = self.revision, self.alloc_page_size(cfg)
+        if not cfg.spec_on:
+            return 4
+        if rev.headroom_from_launch_shape:
+            launch = cfg.launch_runtime.num_steps if cfg.launch_runtime else 0
+            dmax = cfg.speculative_num_draft_tokens or 0
+            reserve = 2 * self._alloc_len(cfg, launch, dmax)
+        else:
+            dmax = cfg.max_speculative_num_draft_tokens or 0
+            shapes = cfg.runtimes() if rev.headroom is Headroom.ALWAYS else [cfg.launch_runtime]
+            reserve = max(self.alloc_reserve_per_decode(cfg, rt) for rt in shapes)
+        covered = {
+            Headroom.ALWAYS: True,
+            Headroom.PAGED: page > 1 or cfg.speculative_algorithm == algo.UNO,
+            Headroom.NONE: False,
+        }[rev.headroom]
+        return max(4 + dmax, reserve + page - 1) if covered else 4 + dmax
+
+    def page_aligned_decode_alloc_lens(
+        self, lens: Sequence[tuple[int, int]], reserve: int, page: int
+    ) -> tuple[list[int], list[int], int]:
+        cur = [a for _, a in lens]
+        want = [c + reserve for c, _ in lens]
+        if self.revision.page_aligned_growth:
+            want = [(w + page - 1) // page * page for w in want]
+        nxt = [max(a, w) for a, w in zip(cur, want, strict=True)]
+        return cur, nxt, sum(nxt) - sum(cur)
+
+
 @pytest.mark.parametrize(
     "spec",
     [
@@ -141,11 +216,17 @@ def sample_rows(
         "reference@pre-26972",
         "reference@pre-31616",
         "reference@pre-35265",
+        "reference@adaptive-launch-headroom",
     ],
 )
 def test_closed_form_equals_the_step_by_step_model(spec: str) -> None:
-    """On a random sample: the write end, the draft footprint and the growth of run_scenario, number for number."""
+    """On a random sample: the write end, the draft footprint and the growth of run_scenario, number for number.
+
+    The step-by-step model runs with ``SpelledOut``, not with the sizing formulas the closed form is built on.
+    """
+    sampled = 0
     for rng, t, g, rows, r in sample_rows(spec, 60, seed=zlib.crc32(spec.encode())):
+        sampled += 1
         one = rows.select(torch.tensor([r]))
         i = int(one.config[0])
         page = int(one.alloc_page[0])
@@ -158,7 +239,8 @@ def test_closed_form_equals_the_step_by_step_model(spec: str) -> None:
         lag_max = (cfg.max_speculative_num_draft_tokens or 0) if (overlap and cfg.spec_on) else 0
         lag = rng.randint(0, lag_max)
         steps = int(one.num_steps[0]) if cfg.speculative_adaptive else None
-        run = run_scenario(DecodeScenario(cfg, committed, steps, None, lag), t.sizing, t.revision)
+        run = run_scenario(DecodeScenario(cfg, committed, steps, None, lag), SpelledOut(t.revision), t.revision)
+        assert run.skipped is None, run.skipped
         obs = run.writes[-1]
         assert run.extra == int(one.extra[0]) and run.alloc_page == page
         assert obs.write.reserve == int(one.reserve[0])
@@ -169,6 +251,7 @@ def test_closed_form_equals_the_step_by_step_model(spec: str) -> None:
             assert obs.draft_end - obs.req.kv_allocated_len == int(drafted[0])
             unaligned = obs.write.nxt % page != 0 and obs.write.nxt != obs.write.cur
             assert unaligned <= bool(cf.unaligned_growth(one, g.algorithm)[0])
+    assert sampled == 60
 
 
 def test_witnesses_replay_on_the_step_by_step_model() -> None:
@@ -193,10 +276,13 @@ def test_witnesses_replay_on_the_step_by_step_model() -> None:
 def test_valid_mask_is_server_args_validation() -> None:
     """Masked in <=> ServingConfig accepts it, on grids built before masking (valid and invalid)."""
     rng = random.Random(3)
-    for a in target_algorithms(resolve_target("reference")):
+    algorithms = target_algorithms(resolve_target("reference"))
+    assert algorithms == [None, *algo.ALL]  # speculation off and every algorithm: none left unchecked
+    sides: set[bool] = set()
+    for a in algorithms:
         g = launch_grid(TINY, a, 16, valid_only=False)
         ok = cf.valid_mask(g)
-        assert bool(ok.any())
+        assert bool(ok.any()), a
         for i in rng.sample(range(len(g)), min(150, len(g))):
             try:
                 ServingConfig(context_len=4096, **g.config_kwargs(i))
@@ -204,6 +290,8 @@ def test_valid_mask_is_server_args_validation() -> None:
             except ConfigError:
                 accepted = False
             assert accepted == bool(ok[i]), (a, g.config_kwargs(i))
+            sides.add(accepted)
+    assert sides == {True, False}  # valid and invalid configurations both checked
 
 
 def test_regime_codes_is_the_twin_of_regime() -> None:
@@ -231,12 +319,14 @@ def test_full_space_is_the_issue_space() -> None:
 
 # -- the sweep ----------------------------------------------------------------------------
 
-KNOWN_GROUPS = {
+KNOWN_GROUPS = {  # on the standard pool (tests/test_pools.py covers the other kinds)
     "reference": set(),
     "reference@sglang-0.5.18": {
         "write-within-row/dcp>1",
+        "write-within-row/dcp>1[guard:eagle_utils.eagle_prepare_for_decode]",
         "write-within-row/alloc-page-1",
-        "drafts-within-allocation/dcp>1",
+        "write-within-row/alloc-page-1[guard:eagle_utils.eagle_prepare_for_decode]",
+        "drafts-within-allocation/dcp>1[stale-read]",
         "page-aligned-growth/dcp>1",
         "page-aligned-growth/dflash",
     },
@@ -248,14 +338,17 @@ KNOWN_GROUPS = {
 
 @pytest.mark.parametrize("spec", sorted(KNOWN_GROUPS))
 def test_each_revision_reports_its_known_groups(spec: str) -> None:
-    groups = prove(resolve_target(spec), TINY).groups
+    groups = prove(resolve_target(spec), TINY, kinds=[KVPool.STANDARD]).groups
     assert all(isinstance(s, Signature) and groups[s].signature == s for s in groups)
     assert {str(s) for s in groups} == KNOWN_GROUPS[spec]
 
 
 def test_planted_tree_and_growth_bugs_are_found() -> None:
     tree = prove(resolve_target("reference@pre-26972"), TINY).groups
-    assert {Signature.parse("drafts-within-allocation/tree"), Signature.parse("write-within-row/tree")} <= set(tree)
+    assert {
+        Signature.parse("drafts-within-allocation/tree[stale-read]"),
+        Signature.parse("write-within-row/tree"),
+    } <= set(tree)
     growth = prove(resolve_target("reference@pre-31616"), TINY).groups
     assert growth and all(s.prop is Property.PAGE_ALIGNED_GROWTH for s in growth)
 
@@ -270,10 +363,13 @@ def test_seed_bug_number_from_the_reference_doc() -> None:
     assert int(worst[0]) + 71 == 515 and int(spilling[0]) == 444
 
 
-def test_reference_full_space_has_no_violation() -> None:
-    """The proof itself: over 10 million configurations of the issue's space, nothing spills."""
-    result = prove(resolve_target("reference"), "full")
-    assert result.configurations > 10_000_000 and result.launch_configurations > 10_000_000
+@pytest.mark.parametrize("kind", list(KVPool), ids=[k.value for k in KVPool])
+def test_reference_full_space_has_no_violation(kind: KVPool) -> None:
+    """The proof itself: over the issue's space on every kind of KV pool (one test per kind), nothing spills."""
+    result = prove(resolve_target("reference"), "full", kinds=[kind])
+    assert result.configurations > 1_000_000 and result.launch_configurations > 10_000
+    if kind is KVPool.STANDARD:
+        assert result.launch_configurations > 10_000_000
     assert not result.groups
     assert min(result.heat.values()) >= 0
 

@@ -1,31 +1,206 @@
-"""pytest as a first-class entry: `pytest fuzz/test_properties.py --target SPEC` fails on a planted bug."""
+"""pytest as a first-class entry: the kvrow plugin (fuzz/pytest_plugin.py) runs the properties from any repository.
+
+Every property and the lifecycle invariants fail through it on a planted
+revision and pass on the reference; from a directory laid out like SGLang's
+repository, the documented command fails on a 0.5.23-shaped sizing file with
+the page-1 group and passes once the reference's headroom rule is applied to
+that copy. Runs are subprocesses (the plugin's options, its profile and
+exit statuses are what is tested), kept short: a few examples per property
+and, for the planted revisions, no shrinking (``NO_SHRINK``).
+"""
+
+from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from importlib.metadata import entry_points
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_SHAPE = ROOT / "tests" / "sglang_shapes" / "plugin_demo_0_5_23.py"
+CHECKOUT_PATH = "python/sglang/srt/mem_cache/allocation_sizing.py"  # where SGLang's repository keeps the file
+DECODE = "fuzz/properties/test_kvrow_decode.py"
+LIFECYCLE = "fuzz/properties/test_kvrow_lifecycle.py"
+
+# A plugin for the test runs only: the session's profile without the shrink phase (a failure is found, not minimized).
+NO_SHRINK = """
+import pytest
+from hypothesis import Phase, settings
 
 
-def pytest(*args):
-    env = {**os.environ, "PYTHONPATH": ROOT, "HYPOTHESIS_PROFILE": "ci"}
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    phases = tuple(p for p in settings.default.phases if p is not Phase.shrink)
+    settings.register_profile("no-shrink", parent=settings.default, phases=phases)
+    settings.load_profile("no-shrink")
+"""
+
+# property test -> a planted revision it fails on (allocator_model/revisions.py)
+PLANTED = {
+    "test_every_rounded_write_ends_within_its_row": ("reference@sglang-0.5.18", "write-within-row/"),
+    "test_no_other_row_changes": ("reference@sglang-0.5.18", "neighbour-rows-untouched/"),
+    "test_drafts_stay_inside_what_was_allocated": ("reference@sglang-0.5.18", "drafts-within-allocation/"),
+    "test_growth_is_page_aligned_on_paged_allocators": ("reference@pre-31616", "page-aligned-growth/"),
+    "test_lifecycle_invariants_hold": ("reference@sglang-0.5.18", " after "),
+}
+
+
+def pytest(*args: str, cwd: Path = ROOT, plugins: Path | None = None, env: dict | None = None):
+    """``python -m pytest ARGS`` in ``cwd`` (no xdist, no cache), with ``plugins`` importable (``-p NAME``)."""
+    path = os.pathsep.join(str(p) for p in (plugins, ROOT) if p)
+    full = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"}
+    full.update({"PYTHONPATH": path, **(env or {})})
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
-        env=env,
+        cwd=cwd,
+        env=full,
     )
 
 
-def test_property_tests_fail_on_the_seed_bug_and_name_the_victim():
+def no_shrink(tmp_path: Path) -> Path:
+    d = tmp_path / "plugins"
+    d.mkdir(exist_ok=True)
+    (d / "kvrow_no_shrink.py").write_text(NO_SHRINK)
+    return d
+
+
+def junit(path: Path) -> dict[str, str | None]:
+    """JUnit test name -> its failure message (None when it passed)."""
+    cases = {}
+    for tc in ET.parse(path).iter("testcase"):
+        failure = tc.find("failure")
+        cases[tc.get("name", "")] = None if failure is None else (failure.get("message", "") + (failure.text or ""))
+    return cases
+
+
+def module_of(test: str) -> str:
+    return LIFECYCLE if test == "test_lifecycle_invariants_hold" else DECODE
+
+
+def test_every_property_fails_on_its_planted_revision_and_passes_on_the_reference(tmp_path):
+    planted_targets = sorted({spec for spec, _ in PLANTED.values()})
+    ids = [f"{module_of(t)}::{t}[{spec}]" for t, (spec, _) in PLANTED.items()]
+    ids += [f"{module_of(t)}::{t}[reference]" for t in PLANTED]
+    report = tmp_path / "junit.xml"
     r = pytest(
-        "fuzz/test_properties.py::test_every_rounded_write_ends_within_its_row", "--target", "reference@sglang-0.5.18"
+        *ids,
+        "--kvrow-max-examples=60",
+        "--kvrow-target=reference",
+        *(f"--kvrow-target={t}" for t in planted_targets[1:]),
+        "--target",  # this repository's older spelling, the same option
+        planted_targets[0],
+        "-p",
+        "kvrow_no_shrink",
+        f"--junitxml={report}",
+        plugins=no_shrink(tmp_path),
     )
-    assert r.returncode == 1, r.stdout[-2000:]
-    assert "columns past its end" in r.stdout and "victim: row" in r.stdout
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    cases = junit(report)
+    assert len(cases) == 2 * len(PLANTED), sorted(cases)
+    for test, (spec, group) in PLANTED.items():
+        failure = cases[f"{test}[{spec}]"]
+        assert failure is not None, f"{test} passed on {spec}"
+        assert f"on {spec}" in failure and group in failure, failure[:2000]
+        assert cases[f"{test}[reference]"] is None, cases[f"{test}[reference]"]
+
+
+def sglang_checkout(root: Path, headroom_at_every_page: bool) -> Path:
+    """A directory laid out like SGLang's repository, its sizing file in 0.5.23's shape (the rule applied or not)."""
+    source = DEMO_SHAPE.read_text()
+    assert source.count("HEADROOM_AT_EVERY_PAGE = False\n") == 1
+    if headroom_at_every_page:
+        source = source.replace("HEADROOM_AT_EVERY_PAGE = False\n", "HEADROOM_AT_EVERY_PAGE = True\n")
+    path = root / CHECKOUT_PATH
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    # The checkout's own configuration: no kvrow setting, test files of another name (the plugin collects its own).
+    (root / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\n")
+    return root
+
+
+OWN_PROPERTY = '''
+from hypothesis import Verbosity, given, settings, strategies as st
+
+from strategies.scenarios import decode_scenarios
+
+
+@given(data=st.data())
+def test_own_headroom_is_at_least_four(kvrow_target, data):
+    """A property of the checkout's own, against the same target (the kvrow_target fixture)."""
+    assert settings.default.verbosity is Verbosity.quiet  # the session's kvrow profile (ci),
+    assert settings.default.max_examples == 40  # capped by --kvrow-max-examples
+    cfg = data.draw(decode_scenarios(kvrow_target.revision)).config
+    assert kvrow_target.sizing.req_to_token_extra_context_len(cfg) >= 4
+'''
+
+
+def test_documented_command_fails_on_a_0_5_23_checkout_and_passes_with_the_reference_rule(tmp_path):
+    plugins = no_shrink(tmp_path)
+    command = [
+        "--pyargs",
+        "fuzz.properties",
+        "check_own_property.py",
+        f"--kvrow-target={CHECKOUT_PATH}",
+        "--kvrow-max-examples=40",
+        "-k",
+        "rounded_write or own",
+        "-p",
+        "kvrow_no_shrink",
+        "--junitxml=junit.xml",
+    ]
+    name = f"test_every_rounded_write_ends_within_its_row[{CHECKOUT_PATH}]"
+    before = sglang_checkout(tmp_path / "before", headroom_at_every_page=False)
+    (before / "check_own_property.py").write_text(OWN_PROPERTY)
+    r = pytest(*command, cwd=before, plugins=plugins)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    cases = junit(before / "junit.xml")
+    assert set(cases) == {name, f"test_own_headroom_is_at_least_four[{CHECKOUT_PATH}]"}, sorted(cases)
+    assert cases[name] is not None and "write-within-row/alloc-page-1 on " in cases[name], cases[name]
+    assert cases[f"test_own_headroom_is_at_least_four[{CHECKOUT_PATH}]"] is None
+
+    after = sglang_checkout(tmp_path / "after", headroom_at_every_page=True)
+    (after / "check_own_property.py").write_text(OWN_PROPERTY)
+    r = pytest(*command, cwd=after, plugins=plugins)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert set(junit(after / "junit.xml").values()) == {None}
+
+
+INERT = """
+from hypothesis import Verbosity, settings
+
+
+def test_profile_is_not_kvrow():
+    assert settings.default.verbosity is not Verbosity.quiet  # every kvrow profile is quiet
+
+
+def test_target_defaults_to_the_reference(kvrow_target):
+    assert kvrow_target.spec == "reference"
+"""
+
+
+def test_plugin_leaves_hypothesis_alone_unless_asked(tmp_path):
+    """Loaded by every pytest run where kvrow-fuzz is installed: no kvrow option, no kvrow profile."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_inert.py").write_text(INERT)
+    r = pytest("-v", "test_inert.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "test_target_defaults_to_the_reference[reference] PASSED" in r.stdout, r.stdout[-3000:]
+
+
+def test_options_are_registered_once_by_the_entry_point_and_the_root_conftest():
+    assert "fuzz.pytest_plugin" in {ep.value for ep in entry_points(group="pytest11")}, "reinstall: pip install -e ."
+    for env in ({}, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):  # the entry point and conftest.py; conftest.py alone
+        r = pytest("--help", "fuzz/properties", env=env)  # no tests/conftest.py: nothing imports torch
+        assert r.returncode == 0, r.stderr[-2000:]
+        options = [line.split()[0] for line in r.stdout.splitlines() if line.strip().startswith("--")]
+        assert options.count("--kvrow-target=SPEC") == 1 and options.count("--target=SPEC") == 1, env
 
 
 def test_unknown_target_is_a_usage_error():
-    r = pytest("fuzz/test_properties.py", "--target", "reference@nope")
+    r = pytest(DECODE, "--kvrow-target", "reference@nope")
     assert r.returncode == 4 and "unknown revision" in r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr

@@ -68,10 +68,16 @@ def failure_class(signature: Signature) -> type[FindingRaised]:
 
 @dataclass
 class Tracker:
-    """Groups found in earlier rounds (passing now), and this round's newest failing case per new group."""
+    """Groups found in earlier rounds (passing now), and this round's newest failing case per new group.
+
+    ``on_met`` sees a group's first failing example the moment the search
+    meets it, before Hypothesis shrinks it (its case file can reach disk
+    then: a kill during the shrink keeps the group).
+    """
 
     found: dict[Signature, Finding] = field(default_factory=dict)
     latest: dict[Signature, Finding] = field(default_factory=dict)
+    on_met: Callable[[Finding], None] | None = None
 
     def is_known(self, signature: Signature) -> bool:
         return signature in self.found
@@ -82,6 +88,8 @@ class Tracker:
         if prior is not None:
             f.found_at = prior.found_at  # when the group was first met, not when it was shrunk
         self.latest[f.signature] = f
+        if prior is None and self.on_met:
+            self.on_met(f)
         raise failure_class(f.signature)(f)
 
     @property
@@ -241,17 +249,21 @@ def run_campaign(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every: float = 2.0,
     on_finding: Callable[[Finding], None] | None = None,
+    on_met: Callable[[Finding], None] | None = None,
 ) -> CampaignResult:
     """Fuzz ``target`` in rounds until one finds no new group (or ``max_rounds``).
 
-    ``on_finding`` sees each group as soon as its round is over (its case
-    file can be written then: a kill later loses nothing of it).  On
-    KeyboardInterrupt the newest failing case of every group not yet
-    shrunk is kept.
+    ``on_met`` sees a group's first failing example as soon as the search
+    meets it, before it is shrunk; ``on_finding`` sees each group once it
+    is final: a covering-set finding at once, a searched one shrunk when
+    its round is over (so its case file can be written first unshrunk,
+    then replaced by the shrunk one: a kill, even SIGKILL, loses no group
+    already met).  On KeyboardInterrupt the newest failing case of every
+    group not yet shrunk is kept.
     """
     load_project_modules()
     result = CampaignResult(target.spec)
-    tracker = Tracker()
+    tracker = Tracker(on_met=on_met)
     progress = Progress(target.spec, time.monotonic(), on_progress, progress_every)
     if seed is None and hyp.derandomize:
         seed = stable_seed(hunt.name, target)  # derandomized, but each target explores its own inputs

@@ -19,3 +19,12 @@ class ExitCode(IntEnum):
 
 class BadInput(Exception):
     """Input the tool refuses: reported as one line and exit status 2."""
+
+
+MAX_ERROR_CHARS = 500  # a hostile value (a 50,000-character pin) is never echoed whole
+
+
+def one_line(message: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """A bad-input message as the one line it is printed as: lines joined, at most ``limit`` characters."""
+    text = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -148,17 +148,22 @@ def campaign_settings(args: argparse.Namespace) -> tuple[str, Settings, int | No
 
 
 def add_output_options(p: argparse.ArgumentParser, cases: str = "case files") -> None:
-    """``--cases DIR`` and ``--json FILE``, as every command that finds things takes them."""
+    """``--cases DIR``, ``--json FILE`` and ``--sarif FILE``, as every command that finds things takes them."""
     p.add_argument(
         "--cases", default=DEFAULT_CASES_DIR, metavar="DIR", help=f"where {cases} go (default {DEFAULT_CASES_DIR})"
     )
     p.add_argument("--json", metavar="FILE", help="write a JSON report (fuzz/findings/report.schema.json)")
+    p.add_argument(
+        "--sarif",
+        metavar="FILE",
+        help="write a SARIF 2.1.0 log: one result per bug group, at the sizing function's line (code scanning)",
+    )
 
 
 def check_outputs(args: argparse.Namespace, *files: str) -> None:
-    """``--cases`` and ``--json`` (and any other output file options named) can be written: checked before any work."""
+    """``--cases``, ``--json``, ``--sarif`` (and any other output file options named) can be written: checked first."""
     check_output_dir(args.cases, "--cases")
-    for flag in ("--json", *files):
+    for flag in ("--json", "--sarif", *files):
         path = getattr(args, flag.lstrip("-").replace("-", "_"))
         if path:
             check_output_file(path, flag)

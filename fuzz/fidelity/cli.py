@@ -11,11 +11,13 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from allocator_model.revisions import REVISIONS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir
+from fuzz.common.heartbeat import heartbeat
 from fuzz.common.options import (
     add_command,
     add_output_options,
@@ -29,6 +31,7 @@ from fuzz.common.profiles import PROFILES
 from fuzz.findings import casefile
 from fuzz.findings.render import counterexample_block
 from fuzz.findings.report import Command, write_report
+from fuzz.findings.sarif import with_targets, write_sarif
 from fuzz.targets.base import TargetError
 from fuzz.targets.resolve import resolve_targets
 from fuzz.targets.sglang.versions import VersionError
@@ -37,6 +40,7 @@ from .differential import DEFAULT_CONFIGS, FidelityResult, fidelity
 from .matrix import (
     DEFAULT_EXAMPLES,
     DEFAULT_OUT,
+    MatrixInterrupted,
     MatrixSettings,
     Row,
     compare_with_expectations,
@@ -78,6 +82,7 @@ def register_fidelity(subparsers: Any) -> None:
         help=f"distinct configurations (default {DEFAULT_CONFIGS})",
     )
     add_output_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr)")
 
 
 def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
@@ -85,8 +90,14 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
     if args.revision and args.revision not in REVISIONS:
         raise BadInput(f"unknown revision {args.revision!r} (known: {', '.join(REVISIONS)})")
     results: list[FidelityResult] = []
-    for target in resolve_targets(args.target):
-        r = fidelity(target, revision=REVISIONS.get(args.revision), configs=args.configs)
+    targets = resolve_targets(args.target)
+    for target in targets:
+        revision = REVISIONS[args.revision] if args.revision else target.revision
+        what = f"[{target.spec}] fidelity: {args.configs} configurations against model {revision.name}"
+        if not args.quiet:
+            say(what)
+        with heartbeat(None if args.quiet else still(what)):
+            r = fidelity(target, revision=revision, configs=args.configs)
         for f in r.findings:
             casefile.save(f, args.cases)
             print(counterexample_block(f), flush=True)
@@ -94,6 +105,8 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
         results.append(r)
     if args.json:
         write_report(args.json, Command.FIDELITY, [r.to_json() for r in results], configs=args.configs)
+    if args.sarif:
+        write_sarif(args.sarif, Command.FIDELITY, with_targets([f for r in results for f in r.findings], targets))
     return ExitCode.FOUND if any(r.findings for r in results) else ExitCode.CLEAN
 
 
@@ -158,6 +171,16 @@ def register_matrix(subparsers: Any) -> None:
     )
 
 
+def say(line: str) -> None:
+    """A progress line: stderr, at once."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def still(what: str) -> Callable[[float], None]:
+    """A heartbeat's line: what is running, and for how long."""
+    return lambda seconds: say(f"{what}, {seconds:.0f}s")
+
+
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     check_output_dir(args.out, "--out")
     try:
@@ -168,7 +191,7 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     settings = MatrixSettings(args.profile, args.max_examples, args.seed, args.fidelity_configs)
     known = catalog_ids()
     started = time.monotonic()
-    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    progress = None if args.quiet else say
 
     def on_release(row: Row, finished: list[Row]) -> None:
         """Rewrite the table with every finished release, so an interrupted matrix keeps them."""
@@ -180,6 +203,9 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
                 f"({len(finished)} of {len(releases)} releases done, {os.path.join(args.out, MATRIX_MD)} updated)"
             )
 
+    if progress:
+        progress(f"matrix: {len(releases)} release(s), {args.jobs} job(s); a line as each release completes")
+    interrupted = False
     try:
         rows = run_matrix(
             releases,
@@ -191,12 +217,17 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
         )
     except TargetError as e:
         raise BadInput(str(e)) from None
+    except MatrixInterrupted as stop:
+        rows, interrupted = stop.finished, True
     text = write_matrix(args.out, rows, settings, requested=releases, seconds=time.monotonic() - started, known=known)
     print(text, end="")
     print(
         f"\nwritten: {os.path.join(args.out, MATRIX_MD)}, {os.path.join(args.out, MATRIX_JSON)}, "
         f"{os.path.join(args.out, CASES_DIR)}/"
     )
+    if interrupted:
+        print(f"interrupted: {len(rows)} of {len(releases)} releases done; reported above")
+        return ExitCode.FOUND if any(r.findings for r in rows) else ExitCode.INTERRUPTED
     if any(r.error for r in rows):
         return ExitCode.BAD_INPUT
     if expected is not None:

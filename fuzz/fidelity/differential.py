@@ -8,7 +8,13 @@ function is called on both sides and must return the same value:
     alloc_page_size                    (files that define it: 0.5.19+)
     alloc_len_per_decode, reserve      every run-time shape of the config (adaptive: each candidate)
     req_to_token_extra_context_len     launch shape
+    req_to_token_row_width             launch shape (C + extra, or the file's own: SGLang main)
     page_aligned_decode_alloc_lens     request lengths near the limit (files that define it: 0.5.19+)
+
+Where a file's design differs from the model's on purpose (``by_design``:
+SGLang main page-aligns the row instead of adding P - 1 to the headroom),
+those functions are listed as differing by design and not compared; the
+rest must still agree.
 
 A disagreement is a ``Finding`` of kind ``fidelity-case`` and class
 ``model-mismatch``, grouped by function (``model-mismatch/<function>``),
@@ -35,7 +41,7 @@ from hypothesis.errors import NoSuchExample
 from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
-from allocator_model.revisions import REVISIONS, Revision
+from allocator_model.revisions import REFERENCE, REVISIONS, Revision
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from allocator_model.sizing import ModelSizing
 from fuzz.findings import casefile
@@ -52,8 +58,46 @@ FUNCTIONS = (
     "alloc_len_per_decode",
     "alloc_reserve_per_decode",
     "req_to_token_extra_context_len",
+    "req_to_token_row_width",
     "page_aligned_decode_alloc_lens",
 )
+
+
+PAGE_FOLLOWS_ALLOCATOR = "main sizes the decode reserve at the allocator's own page (resolve_kv_bookkeeping_page)"
+
+
+def per_config_design(real: SizingSurface, cfg: ServingConfig) -> set[str]:
+    """Functions that differ by design on this configuration only (``PAGE_FOLLOWS_ALLOCATOR``).
+
+    Main hands its decode length and reserve the allocator's page; the
+    model's revisions size them at page_size * attn_dcp_size, which a
+    bare-page allocator (SWA, HiSparse) does not use under DCP.
+    """
+    generation = getattr(real, "generation", None)
+    if generation is not None and generation.page_keyword and cfg.kv_pool.bare_page and cfg.attn_dcp_size > 1:
+        return {"alloc_len_per_decode", "alloc_reserve_per_decode"}
+    return set()
+
+
+def by_design(real: SizingSurface) -> dict[str, str]:
+    """The functions on which a real file differs from every modeled revision by design, and why.
+
+    SGLang main (the row-width API generation) covers the rounding of the
+    last page by page-aligning the row (get_req_to_token_row_width) and
+    sizes the headroom as the largest reserve over the candidate pages; the
+    model's revisions keep W = C + extra and add P - 1 to the headroom.  The
+    two designs give different numbers for the same safe outcome, which
+    ``run`` and ``prove`` check on the file itself.
+    """
+    generation = getattr(real, "generation", None)
+    if generation is None or not generation.has_row_width:
+        return {}
+    why = "main page-aligns the row to the allocator page instead of adding P - 1 to the headroom"
+    return {
+        "req_to_token_extra_context_len": why,
+        "req_to_token_row_width": why,
+        "alloc_len_per_decode (bare-page kinds under DCP)": PAGE_FOLLOWS_ALLOCATOR,
+    }
 
 
 @dataclass(frozen=True)
@@ -88,8 +132,14 @@ def lens_for(cfg: ServingConfig) -> tuple[tuple[int, int], ...]:
     return ((b, b), (max(1, b - 1), max(1, b - 1) + page - 1), (max(1, b - slack), b + slack))
 
 
-def fidelity_cases(algorithms: Iterable[str]) -> st.SearchStrategy[FidelityCase]:
-    return serving_configs(tuple(algorithms)).map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
+def fidelity_cases(algorithms: Iterable[str], revision: Revision = REFERENCE) -> st.SearchStrategy[FidelityCase]:
+    """Cases over every kind of KV pool ``revision`` builds (each with the algorithms it runs there)."""
+    pools = revision.pool_algorithm_map()
+    return (
+        serving_configs(tuple(algorithms), pools=pools)
+        .filter(lambda cfg: revision.refuses(cfg) is None)
+        .map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
+    )
 
 
 def _unique_runtimes(cfg: ServingConfig) -> list[SpecRuntime | None]:
@@ -104,10 +154,11 @@ def disagreements(real: SizingSurface, model: ModelSizing, case: FidelityCase) -
     """Every sizing function on which ``real`` and ``model`` differ for this case (one violation per function)."""
     cfg = case.config
     found: dict[str, Violation] = {}
+    skipped = set(by_design(real)) | per_config_design(real, cfg)
 
     def compare(fn: str, args: str, call_real: Callable[..., Any], call_model: Callable[..., Any], *call: Any) -> None:
         """``call_real(*call)`` against ``call_model(*call)``; the first difference per function is kept."""
-        if fn in found:
+        if fn in found or fn in skipped:
             return
         try:
             got = call_real(*call)
@@ -134,6 +185,7 @@ def disagreements(real: SizingSurface, model: ModelSizing, case: FidelityCase) -
         model.req_to_token_extra_context_len,
         cfg,
     )
+    compare("req_to_token_row_width", "", real.req_to_token_row_width, model.req_to_token_row_width, cfg)
     if in_file("page_aligned_decode_alloc_lens"):
         page = allocator_page_size(cfg)
         for rt in _unique_runtimes(cfg):
@@ -182,7 +234,7 @@ def _grow_master(examples: int) -> None:
     _BATCHES[0] += 1
 
 
-def case_pool(algorithms: Iterable[str], n: int) -> list[FidelityCase]:
+def case_pool(algorithms: Iterable[str], n: int, revision: Revision | None = None) -> list[FidelityCase]:
     """``n`` cases with distinct configurations using only ``algorithms``; the same on every call and every run.
 
     Every release draws from one pool (memoized per process), so releases
@@ -191,7 +243,11 @@ def case_pool(algorithms: Iterable[str], n: int) -> list[FidelityCase]:
     allowed = set(algorithms) | {None}
 
     def usable() -> list[FidelityCase]:
-        return [c for c in _MASTER.values() if c.config.speculative_algorithm in allowed]
+        return [
+            c
+            for c in _MASTER.values()
+            if c.config.speculative_algorithm in allowed and (revision is None or revision.refuses(c.config) is None)
+        ]
 
     while len(usable()) < n and _BATCHES[0] < 50:
         share = max(len(usable()), 1) / max(len(_MASTER), 1) if _MASTER else len(allowed) / (len(algo.ALL) + 1)
@@ -212,15 +268,21 @@ class FidelityResult:
     functions: list[str] = field(default_factory=list)  # compared against the file (the rest: not in the file)
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
+    differs_by_design: dict[str, str] = field(default_factory=dict)  # function -> why it is not compared
 
     @property
     def status(self) -> Status:
         return Status.COUNTEREXAMPLE if self.findings else Status.CLEAN
 
     def summary(self) -> str:
+        design = ""
+        if self.differs_by_design:
+            reasons = sorted(set(self.differs_by_design.values()))
+            design = f"; differs by design in {', '.join(self.differs_by_design)} ({'; '.join(reasons)})"
         if not self.findings:
-            return f"agrees on {self.configs} configs ({len(self.functions)} functions)"
-        return f"{len(self.findings)} mismatch group(s): " + ", ".join(str(f.signature) for f in self.findings)
+            return f"agrees on {self.configs} configs ({len(self.functions)} functions){design}"
+        groups = ", ".join(str(f.signature) for f in self.findings)
+        return f"{len(self.findings)} mismatch group(s): {groups}{design}"
 
     def to_json(self) -> dict[str, Any]:
         """The target's entry in a report (``fuzz.findings.report``)."""
@@ -231,6 +293,7 @@ class FidelityResult:
             "revision": self.revision,
             "configs": self.configs,
             "functions": self.functions,
+            "differs_by_design": self.differs_by_design,
             "findings": [f.to_json() for f in self.findings],
         }
 
@@ -241,7 +304,7 @@ def _minimal(
     """Hypothesis's smallest case of a group (the pool's case if the search does not meet it again)."""
     try:
         found: FidelityCase = find(
-            fidelity_cases(tuple(sorted(algorithms, key=str))),
+            fidelity_cases(tuple(sorted(algorithms, key=str)), model.revision),
             lambda c: any(v.signature == signature for v in disagreements(real, model, c)),
             settings=Settings(_settings(2_000), phases=[Phase.generate, Phase.shrink]),
         )
@@ -256,16 +319,23 @@ def fidelity(target: Target, *, revision: Revision | None = None, configs: int =
     model = ModelSizing(revision)
     real = target.sizing
     in_file = getattr(real, "in_file", lambda name: True)
-    result = FidelityResult(target.spec, revision.name, functions=[f for f in FUNCTIONS if in_file(f)])
+    design = by_design(real)
+    result = FidelityResult(
+        target.spec,
+        revision.name,
+        functions=[f for f in FUNCTIONS if in_file(f) and f not in design],
+        differs_by_design=design,
+    )
     started = time.monotonic()
-    pool = case_pool(revision.algorithms, configs)
+    algorithms = revision.algorithms & target.revision.algorithms  # what both sides size (main has no UNO branch)
+    pool = case_pool(algorithms, configs, revision)
     first: dict[Signature, tuple[int, FidelityCase]] = {}
     for i, case in enumerate(pool):
         for v in disagreements(real, model, case):
             first.setdefault(v.signature, (i, case))
     for sig in sorted(first, key=str):
         found_at, pool_case = first[sig]
-        case = _minimal(real, model, sig, revision.algorithms, pool_case)
+        case = _minimal(real, model, sig, algorithms, pool_case)
         v = next(v for v in disagreements(real, model, case) if v.signature == sig)  # sizing-raised: one per function
         result.findings.append(
             Finding(

@@ -16,16 +16,18 @@ processes while the parent runs the fidelity checks.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
+import signal
 from collections.abc import Callable
-from concurrent import futures
 from dataclasses import dataclass, field
 
 from allocator_model.revisions import REFERENCE
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.campaign.driver import CampaignResult
+from fuzz.common.bounds import MAX_EXPECT_BYTES
 from fuzz.common.errors import BadInput
+from fuzz.common.heartbeat import heartbeat
+from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.profiles import get_profile
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Signature
@@ -139,6 +141,21 @@ def _finish(row: Row, cases_dir: str) -> None:
     reference_check(row)
 
 
+class MatrixInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a matrix: ``finished`` holds the releases complete by then (rows and case files
+    on disk; the workers are stopped)."""
+
+    def __init__(self, finished: list[Row]):
+        super().__init__()
+        self.finished = finished
+
+
+def _worker_init() -> None:
+    """A campaign worker leaves Ctrl-C to the parent (which stops the workers itself) and dies on SIGTERM."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_matrix(
     releases: list[str],
     settings: MatrixSettings,
@@ -151,30 +168,54 @@ def run_matrix(
     """Fuzz and check every release; ``on_release(row, finished rows in release order)`` as each completes.
 
     Every target is resolved (and fetched) first: bad input stops before
-    any fuzzing.  ``progress`` gets a line per fidelity check.
+    any fuzzing.  ``progress`` gets a line per fidelity check (and every few
+    seconds while one runs).  On Ctrl-C or SIGTERM (a campaign in this
+    process takes it at its next example) the workers are stopped and
+    ``MatrixInterrupted`` carries the finished releases, whose rows and case
+    files are on disk.
     """
     rows = [Row(r) for r in releases]
     for row in rows:
         row.target = resolve_target(f"sglang=={row.release}")
+    finished: list[Row] = []
+    try:
+        _run_rows(rows, settings, jobs, cases_dir, finished, on_release, progress)
+    except KeyboardInterrupt:
+        raise MatrixInterrupted(finished) from None
+    return rows
+
+
+def _run_rows(
+    rows: list[Row],
+    settings: MatrixSettings,
+    jobs: int,
+    cases_dir: str,
+    finished: list[Row],
+    on_release: Callable[[Row, list[Row]], None] | None,
+    progress: Callable[[str], None] | None,
+) -> None:
     say = progress or (lambda line: None)
-    finished: set[str] = set()
+    releases = [r.release for r in rows]
 
     def flush() -> None:
         """Finish every release whose campaign and fidelity are both in, in release order."""
         for row in rows:
-            if row.release in finished or row.campaign is None:
+            if any(r is row for r in finished) or row.campaign is None:
                 continue
             if settings.fidelity_configs and row.fidelity is None:
                 continue
             _finish(row, cases_dir)
-            finished.add(row.release)
+            finished.append(row)
+            finished.sort(key=lambda r: releases.index(r.release))
             if on_release:
-                on_release(row, [r for r in rows if r.release in finished])
+                on_release(row, list(finished))
 
     def check_fidelity(row: Row) -> None:
         if settings.fidelity_configs:
             assert row.target is not None
-            row.fidelity = fidelity(row.target, configs=settings.fidelity_configs)
+            beat = (lambda s: say(f"[{row.release}] fidelity: comparing, {s:.0f}s")) if progress else None
+            with heartbeat(beat):
+                row.fidelity = fidelity(row.target, configs=settings.fidelity_configs)
             say(f"[{row.release}] fidelity: {row.fidelity.summary()} ({row.fidelity.seconds:.1f}s)")
 
     def job(row: Row) -> tuple[str, str, int | None, int | None]:
@@ -185,35 +226,47 @@ def run_matrix(
         for row in rows:
             check_fidelity(row)
             row.campaign = _campaign_job(*job(row))
+            if row.campaign.interrupted:  # the campaign took the signal at an example: keep what it met
+                for f in row.campaign.findings:
+                    casefile.save(f, cases_dir)
+                raise KeyboardInterrupt
             flush()
-        return rows
-    pool = futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-    pending = {pool.submit(_campaign_job, *job(row)): row for row in rows}
+        return
+    # multiprocessing's Pool, not concurrent.futures: leaving the block terminates the workers, so an
+    # interrupted matrix does not wait for campaigns that may run for minutes.
+    with multiprocessing.get_context("spawn").Pool(jobs, initializer=_worker_init) as pool:
+        pending = {row.release: pool.apply_async(_campaign_job, job(row)) for row in rows}
 
-    def harvest(done: list[futures.Future[CampaignResult]]) -> None:
-        for fut in done:
-            pending.pop(fut).campaign = fut.result()
+        def harvest() -> None:
+            for row in rows:
+                done = pending.get(row.release)
+                if done is not None and done.ready():
+                    del pending[row.release]
+                    row.campaign = done.get()
             flush()
 
-    try:
         for row in rows:  # the parent's share while the workers fuzz
             check_fidelity(row)
-            harvest([fut for fut in pending if fut.done()])
-            flush()
-        for fut in futures.as_completed(list(pending)):
-            harvest([fut])
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return rows
+            harvest()
+        while pending:
+            next(iter(pending.values())).wait(POLL_SECONDS)
+            harvest()
+
+
+POLL_SECONDS = 0.5  # how often the parent looks at finished workers
 
 
 def load_expectations(path: str, releases: list[str]) -> Expectations:
-    """The groups each release must show (required) and may show (allowed), as signature text."""
+    """The groups each release must show (required) and may show (allowed), as signature text.
+
+    Read within ``MAX_EXPECT_BYTES``; every list must hold signatures
+    (``PROPERTY/GROUP``): a typo would otherwise be a group that is never
+    found.  Anything else is BadInput, one line.
+    """
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise BadInput(f"--expect {path}: {e}") from None
+        data = read_json(path, MAX_EXPECT_BYTES, "--expect")
+    except JsonFileError as e:
+        raise BadInput(str(e)) from None
     if not isinstance(data, dict):
         raise BadInput(f"--expect {path}: expected an object of releases")
     out: Expectations = {}
@@ -221,8 +274,21 @@ def load_expectations(path: str, releases: list[str]) -> Expectations:
         entry = data.get(release)
         if not isinstance(entry, dict):
             raise BadInput(f"--expect {path}: no entry for release {release}")
-        out[release] = {k: set(entry.get(k, [])) for k in ("required", "allowed")}
+        out[release] = {k: _signatures(entry.get(k, []), f"--expect {path}: {release}.{k}") for k in EXPECT_KEYS}
     return out
+
+
+EXPECT_KEYS = ("required", "allowed")
+
+
+def _signatures(items: object, where: str) -> set[str]:
+    """A JSON list of signature strings, as their canonical text; BadInput naming ``where`` otherwise."""
+    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
+        raise BadInput(f"{where}: expected a list of signatures (PROPERTY/GROUP), got {str(items)[:80]}")
+    try:
+        return {str(Signature.parse(s)) for s in items}
+    except ValueError as e:
+        raise BadInput(f"{where}: {str(e).splitlines()[0][:200]}") from None
 
 
 def compare_with_expectations(rows: list[Row], expected: Expectations) -> list[str]:

@@ -16,10 +16,11 @@ import os
 from typing import Any
 
 from allocator_model.allocator import allocator_page_size
+from allocator_model.pools import KVPool
 from allocator_model.scenario import DecodeScenario
 from fuzz.catalog import CATALOG
 from fuzz.common.files import write_atomically
-from fuzz.findings.kinds import CaseKind, Property, Signature, regime
+from fuzz.findings.kinds import CaseKind, Property, Signature, group_name, regime
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Command, write_report
 from fuzz.targets.base import Target
@@ -39,7 +40,7 @@ def catalog_ids() -> Catalog:
     for bug in CATALOG:
         if bug.prop is not None:
             cfg = bug.scenario.config
-            sig = Signature(Property(bug.prop), regime(cfg, allocator_page_size(cfg)).value)
+            sig = Signature(Property(bug.prop), group_name(regime(cfg, allocator_page_size(cfg)).value, cfg.kv_pool))
             ids.setdefault(sig, [])
             if bug.bug not in ids[sig]:
                 ids[sig].append(bug.bug)
@@ -81,21 +82,24 @@ def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
     lines = [
         heading,
         "",
-        "| release | API | status | bug group | known as | minimal case | examples | seconds | fidelity |",
-        "|---|---|---|---|---|---|---:|---:|---|",
+        "| release | API | status | KV pool | bug group | outcome | known as | minimal case | examples | seconds "
+        "| fidelity |",
+        "|---|---|---|---|---|---|---|---|---:|---:|---|",
     ]
     for row in rows:
         c, fid = row.campaign, row.fidelity
         first = [row.release, api_name(row.target) or "-", str(row.status)]
         tail = [str(c.examples if c else 0), f"{c.seconds:.1f}" if c else "-", fid.summary() if fid else "not run"]
-        failures = c.findings if c else []
+        failures = by_pool(c.findings if c else [])
         if not failures:
-            lines.append("| " + " | ".join(first + ["-", "-", row.error or "-"] + tail) + " |")
+            lines.append("| " + " | ".join(first + ["-", "-", "-", "-", row.error or "-"] + tail) + " |")
         for i, f in enumerate(failures):
             cells = (
                 (first if i == 0 else ["", "", ""])
                 + [
+                    f.config.kv_pool.value,
                     f"`{f.signature}`",
+                    str(f.violation.outcome),
                     ", ".join(known.get(f.signature, [])) or "not catalogued",
                     f"{case_text(f)} ([case]({CASES_DIR}/{os.path.basename(f.case_path or '')}))",
                 ]
@@ -110,6 +114,12 @@ def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
         else "Cases that do not pass on `reference` (or are outside the bound): " + "; ".join(odd),
     ]
     return "\n".join(lines) + "\n"
+
+
+def by_pool(findings: list[Finding]) -> list[Finding]:
+    """Groups per deployment kind (the standard pool first), silent groups first within a kind."""
+    kinds = list(KVPool)
+    return sorted(findings, key=lambda f: (kinds.index(f.config.kv_pool), *f.signature.sort_key))
 
 
 def finding_entry(f: Finding, row: Row, known: Catalog) -> dict[str, Any]:

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.files import write_atomically
+from fuzz.common.jsonfile import JsonFileError, read_json
 
 from .kinds import CaseKind, Property, Signature
 from .model import Finding
@@ -37,6 +39,12 @@ class CaseFileError(Exception):
 class Replay:
     reproduced: bool
     text: str
+
+    @property
+    def signature(self) -> str | None:
+        """The group the case failed as on this replay (its ``FAILS SIGNATURE`` line); None when it passes."""
+        failed = re.search(r"^FAILS (\S+)", self.text, re.MULTILINE)
+        return failed.group(1) if failed else None
 
 
 # (the case, where it came from, the target the command line names or None) -> the replay
@@ -99,27 +107,12 @@ def save(f: Finding, directory: str, origin: str | None = None) -> str:
     return f.case_path
 
 
-MAX_CASE_BYTES = 1 << 20  # a case file is a few kilobytes; a lifecycle script of thousands of steps fits
-
-
 def load_document(path: str) -> dict[str, Any]:
+    """A case file read within ``MAX_CASE_BYTES`` (``fuzz.common.jsonfile``), then validated."""
     try:
-        if os.path.getsize(path) > MAX_CASE_BYTES:
-            raise CaseFileError(f"case file {path} is over {MAX_CASE_BYTES} bytes: not a case this tool wrote")
-        with open(path) as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise CaseFileError(f"case file {path} does not exist") from None
-    except IsADirectoryError:
-        raise CaseFileError(f"case file {path} is a directory") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise CaseFileError(f"cannot read case file {path}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise CaseFileError(f"case file {path} is not valid JSON (line {e.lineno}: {e.msg})") from None
-    except RecursionError:
-        raise CaseFileError(f"case file {path} is nested too deeply to be a case") from None
-    except ValueError as e:  # e.g. an integer of thousands of digits
-        raise CaseFileError(f"case file {path}: {e}") from None
+        doc = read_json(path, MAX_CASE_BYTES, "case file")
+    except JsonFileError as e:
+        raise CaseFileError(str(e)) from None
     return validate_document(doc, path)
 
 

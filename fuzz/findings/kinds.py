@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
+from allocator_model.pools import KVPool
 
 if TYPE_CHECKING:  # regime_codes' types; torch is imported where it runs
     import torch
@@ -106,20 +107,87 @@ def regime_codes(g: LaunchGrid, config: torch.Tensor, alloc_page: torch.Tensor) 
     return torch.where(alloc_page == 1, REGIMES.index(Regime.ALLOC_PAGE_1), code)
 
 
-@dataclass(frozen=True, order=True)
+def group_name(regime: str, kv_pool: KVPool = KVPool.STANDARD) -> str:
+    """A bug group's name: the regime, with ``@kind`` for a deployment other than the standard pool.
+
+    ``write-within-row/paged@unified-mamba`` and ``write-within-row/paged`` are
+    different bugs: one is the unified builder's narrow row, the other the
+    sizing module's headroom.
+    """
+    return regime if kv_pool is KVPool.STANDARD else f"{regime}@{kv_pool.value}"
+
+
+class OutcomeKind(StrEnum):
+    """What SGLang itself does when a write would leave its bounds, worst first."""
+
+    SILENT = "silent"  # the write lands: it corrupts a neighbour's row or leaks slots, and nothing stops
+    STALE_READ = "stale-read"  # the step reads columns no one wrote for it (stale KV), and nothing stops
+    GUARD = "guard"  # SGLang stops first: an assert or error of its own (a crash, not a corruption)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """``silent``, ``stale-read`` or ``guard:NAME``: how a violation shows in a running SGLang.
+
+    An SGLang developer triages a crash and a silent corruption very
+    differently, so the outcome is part of a bug group's identity, and
+    reports list silent groups first (``rank``).
+    """
+
+    kind: OutcomeKind = OutcomeKind.SILENT
+    guard: str = ""  # the guard's name (GUARD only): SGLang's function, or its file.function
+
+    def __post_init__(self) -> None:
+        if (self.kind is OutcomeKind.GUARD) != bool(self.guard):
+            raise ValueError("a guard outcome names its guard, and only a guard outcome does")
+
+    def __str__(self) -> str:
+        return f"guard:{self.guard}" if self.kind is OutcomeKind.GUARD else self.kind.value
+
+    @property
+    def rank(self) -> int:
+        """Sort order: silent, then stale-read, then guards."""
+        return list(OutcomeKind).index(self.kind)
+
+    @classmethod
+    def parse(cls, text: str) -> Outcome:
+        kind, _, guard = text.partition(":")
+        return cls(OutcomeKind(kind), guard)
+
+    @classmethod
+    def stopped_by(cls, guard: str) -> Outcome:
+        return cls(OutcomeKind.GUARD, guard)
+
+
+SILENT = Outcome()
+STALE_READ = Outcome(OutcomeKind.STALE_READ)
+
+
+@dataclass(frozen=True)
 class Signature:
-    """``property/group``: the identity of one bug group."""
+    """``property/group``, with ``[outcome]`` unless silent: the identity of one bug group."""
 
     prop: Property
     group: str
+    outcome: Outcome = SILENT
 
     def __str__(self) -> str:
-        return f"{self.prop.value}/{self.group}"
+        tail = "" if self.outcome == SILENT else f"[{self.outcome}]"
+        return f"{self.prop.value}/{self.group}{tail}"
+
+    def __lt__(self, other: Signature) -> bool:
+        return self.sort_key < other.sort_key
+
+    @property
+    def sort_key(self) -> tuple[int, str]:
+        """Silent groups first, then by name."""
+        return self.outcome.rank, str(self)
 
     @classmethod
     def parse(cls, text: str) -> Signature:
-        """``write-within-row/dcp>1`` -> Signature; ValueError for an unknown property or a missing group."""
-        prop, sep, group = text.partition("/")
-        if not sep or not group:
-            raise ValueError(f"signature {text!r} is not PROPERTY/GROUP")
-        return cls(Property(prop), group)
+        """``write-within-row/dcp>1[guard:NAME]`` -> Signature; ValueError for an unknown property, outcome or group."""
+        prop, sep, rest = text.partition("/")
+        group, bracket, outcome = rest.partition("[")
+        if not sep or not group or (bracket and not outcome.endswith("]")):
+            raise ValueError(f"signature {text!r} is not PROPERTY/GROUP or PROPERTY/GROUP[OUTCOME]")
+        return cls(Property(prop), group, Outcome.parse(outcome[:-1]) if bracket else SILENT)

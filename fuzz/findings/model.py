@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
+from allocator_model.pools import KVPool
+from allocator_model.sizing import alloc_page_size
 
-from .kinds import CaseKind, Property, Signature, regime
+from .kinds import SILENT, CaseKind, Outcome, Property, Signature, group_name, regime
 
 
 @dataclass
@@ -29,10 +30,12 @@ class Violation:
     headline: str
     details: list[str] = field(default_factory=list)
     overshoot: int = 0  # columns past the row end (or past kv_allocated_len); what target() climbs
+    outcome: Outcome = SILENT  # what SGLang does: the write lands (silent), or a guard of its own stops it
+    pool: KVPool = KVPool.STANDARD  # the deployment kind: part of the group's name unless standard
 
     @property
     def signature(self) -> Signature:
-        return Signature(Property(self.prop), str(self.regime))
+        return Signature(Property(self.prop), group_name(str(self.regime), self.pool), self.outcome)
 
     def describe(self) -> str:
         return "\n".join([f"{Property(self.prop).value}: {self.headline}"] + [f"  {d}" for d in self.details])
@@ -41,8 +44,11 @@ class Violation:
 def sizing_raised(cfg: ServingConfig, error: Exception) -> Violation:
     """A real sizing function raised for a valid configuration: the violation names the function and the config."""
     return Violation(
-        Property.SIZING_RAISED, regime(cfg, allocator_page_size(cfg)).value, str(error), [f"config: {cfg.short()}"]
-    )
+        Property.SIZING_RAISED,
+        regime(cfg, alloc_page_size(cfg.page_size, cfg.attn_dcp_size)).value,  # the page the sizing module sees
+        str(error),
+        [f"config: {cfg.short()}"],
+    )  # grouped without the kind of pool: the sizing module does not know it
 
 
 @dataclass
@@ -81,6 +87,7 @@ class Finding:
             "class": self.violation.prop.value,
             "signature": str(self.signature),
             "cause": self.violation.regime,  # what makes it fail (a DCP case failing without DCP too is not dcp>1)
+            "outcome": str(self.violation.outcome),  # silent, stale-read or guard:NAME
             "config": self.config.to_dict(),
             "case": self.case,
             "message": self.violation.describe(),

@@ -92,3 +92,9 @@ def summary_table(results: Iterable[Summarized]) -> str:
         status = str(r.status) + (" (interrupted)" if r.interrupted else "")
         lines.append(f"{r.target:<32} {status:<28} {r.examples:>9} {r.seconds:>8.1f}  {groups}")
     return "\n".join(lines)
+
+
+def row_width_text(context_len: int, extra: int, width: int) -> str:
+    """How a story states a row's width: ``context_len C + extra E = W``, saying so when W is page-aligned past it."""
+    text = f"context_len {context_len} + extra {extra}"
+    return f"{text} = {width}" if width == context_len + extra else f"{text}, page-aligned = {width}"

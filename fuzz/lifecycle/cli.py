@@ -67,8 +67,6 @@ def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
             hyp,
             s.seed,
         ),
-        lambda target, progress, on_finding: lifecycle_campaign(
-            target, hyp, steps=args.steps, seed=s.seed, on_progress=progress, pins=s.pins, on_finding=on_finding
-        ),
+        lambda target, hooks: lifecycle_campaign(target, hyp, steps=args.steps, seed=s.seed, pins=s.pins, **hooks),
         after=report_bound,
     )

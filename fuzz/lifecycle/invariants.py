@@ -27,7 +27,7 @@ import torch
 from allocator_model.batch import RunningBatch, StepResult, WriteEvent
 from allocator_model.decode import Refusal
 from allocator_model.req_to_token import GUARD
-from fuzz.findings.kinds import Property
+from fuzz.findings.kinds import Outcome, Property
 from fuzz.findings.model import Violation
 
 from .slots import (
@@ -100,17 +100,18 @@ def _victims(w: WriteEvent, owners: dict[int, int]) -> str:
 
 
 def check_write_within_row(view: StepView) -> Violation | None:
-    """Every write ends within its own row: nxt <= W (UNO refusing a write past W counts: the server raises)."""
+    """Every write ends within its own row: nxt <= W (an SGLang guard refusing a write past W counts: it crashes)."""
     batch = view.batch
     for w in view.result.writes:
         x = w.write
-        if x.refusal is Refusal.UNO_GUARD:
+        if x.refusal is Refusal.GUARD and x.guard is not None:
             return violation(
                 batch,
                 Property.WRITE_WITHIN_ROW,
                 f"request {w.rid} (row {w.row}) refused: {x.refused}",
                 context_lines(batch, w),
                 x.nxt - batch.width,
+                Outcome.stopped_by(x.guard.value),
             )
         if x.record is None or x.nxt <= batch.width:
             continue

@@ -14,8 +14,9 @@ import torch
 
 from allocator_model.batch import Request, RunningBatch, StepResult, WriteEvent
 from allocator_model.decode import Req
-from fuzz.findings.kinds import Property, regime
+from fuzz.findings.kinds import SILENT, Outcome, Property, regime
 from fuzz.findings.model import Violation
+from fuzz.findings.render import row_width_text
 
 
 def held(r: Request) -> Req:
@@ -71,14 +72,23 @@ def cols(runs: list[tuple[int, int]]) -> str:
 def context_lines(batch: RunningBatch, w: WriteEvent) -> list[str]:
     x = w.write
     return [
-        f"row width W = context_len {batch.cfg.context_len} + extra {batch.extra} = {batch.width}",
+        f"row width W = {row_width_text(batch.cfg.context_len, batch.extra, batch.width)}",
         f"kv_committed_len {w.committed_len} at the allocation, kv_allocated_len {x.cur} -> {x.nxt}, "
         f"reserve {x.reserve}, allocator page {x.page} ({x.path} path)",
     ]
 
 
-def violation(batch: RunningBatch, prop: Property, headline: str, details: list[str], overshoot: int = 0) -> Violation:
-    return Violation(prop, regime(batch.cfg, batch.page).value, headline, details, overshoot)
+def violation(
+    batch: RunningBatch,
+    prop: Property,
+    headline: str,
+    details: list[str],
+    overshoot: int = 0,
+    outcome: Outcome = SILENT,
+) -> Violation:
+    return Violation(
+        prop, regime(batch.cfg, batch.page).value, headline, details, overshoot, outcome, batch.cfg.kv_pool
+    )
 
 
 def head(w: WriteEvent) -> str:

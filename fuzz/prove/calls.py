@@ -13,6 +13,7 @@ growth rule that is neither page-rounded nor exact marks them
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -69,20 +70,36 @@ class CalledRows:
     first_error: str | None = None
 
 
-def called_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid) -> CalledRows:
-    """The sizing numbers of every configuration from the target's functions, one call per distinct point."""
+def called_rows(
+    target: Target, sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], None] | None = None
+) -> CalledRows:
+    """The sizing numbers of every configuration from the target's functions, one call per distinct point.
+
+    ``tick`` is called once per configuration (the sweep's progress).
+    """
     path = write_path(g.algorithm)
-    cols: dict[str, list[int]] = {k: [] for k in ("config", "steps", "drafts", "page", "reserve", "extra")}
+    keys = ("config", "steps", "drafts", "page", "reserve", "extra", "row_align", "guarded")
+    cols: dict[str, list[int]] = {k: [] for k in keys}
     raised = torch.zeros(len(g), dtype=torch.bool)
+    odd_rows = torch.zeros(len(g), dtype=torch.bool)
     errors: dict[int, str] = {}
     for i in range(len(g)):
+        if tick:
+            tick()
         cfg = ServingConfig.resolve(context_len=SIZING_CONTEXT_LEN, **g.config_kwargs(i))
         try:
             extra = int(sizing.req_to_token_extra_context_len(cfg))
+            rule = row_alignment(cfg, sizing, extra)
+            align, extra = rule if rule is not None else (1, extra)
+            width = ceil_to_page(cfg.context_len + extra, align)
+            guarded = bool(sizing.row_guard_fires(cfg, width + 1, width))
             shapes = [(rt, int(decode_reserve(cfg, rt, sizing))) for rt in cfg.runtimes()]
         except TargetCallError as e:
             raised[i] = True
             errors[i] = f"{cfg.short()}: {e}"
+            continue
+        if rule is None:
+            odd_rows[i] = True
             continue
         for rt, reserve in shapes:
             for k, v in zip(
@@ -94,6 +111,8 @@ def called_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid) -> Cal
                     allocator_page_size(cfg),
                     reserve,
                     extra,
+                    align,
+                    guarded,
                 ),
                 strict=True,
             ):
@@ -110,7 +129,7 @@ def called_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid) -> Cal
             first_error = first_error or growth_errors[reserve, page]
     points = list(zip(cols["reserve"], cols["page"], strict=True))
     kind = [kinds[k] for k in points]
-    unproven = torch.zeros(len(g), dtype=torch.bool)
+    unproven = odd_rows.clone()
     for c, point, k in zip(cols["config"], points, kind, strict=True):
         raised[c] |= k is Growth.RAISED
         unproven[c] |= k is Growth.OTHER
@@ -125,10 +144,35 @@ def called_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid) -> Cal
         t["reserve"],
         t["extra"],
         torch.tensor([k is Growth.ALIGNED for k in kind], dtype=torch.bool),
+        t["row_align"],
+        t["guarded"].to(torch.bool),
     )
     unproven &= ~raised
     keep = ~(raised | unproven)[t["config"]] if len(kind) else torch.zeros(0, dtype=torch.bool)
     return CalledRows(rows.select(keep), raised, unproven, errors, first_error)
+
+
+def row_alignment(cfg: ServingConfig, sizing: SizingSurface | CountingSizing, extra: int) -> tuple[int, int] | None:
+    """(A, E) in W = ceil_A(C + E), read from the target's row width at two context lengths; None: neither rule.
+
+    Every release sizes W = C + E (A = 1), E the headroom or a pool builder's
+    own extra (a unified pool: 4 + D); SGLang main aligns W = ceil_A(C + extra)
+    to page_size * attn_dcp_size, a multiple of the allocator page P.  Probed
+    where the two differ: C + extra = 0 mod page_size * attn_dcp_size, and
+    one past it (where ceil_A adds A - 1).
+    """
+    page = allocator_page_size(cfg)
+    upper = cfg.page_size * cfg.attn_dcp_size  # a multiple of every kind's allocator page
+    context_len = 2 * upper + (-extra) % upper
+    widths = []
+    for c in (context_len, context_len + 1):
+        widths.append(int(sizing.req_to_token_row_width(dataclasses.replace(cfg, context_len=c))) - c)
+    if widths[0] == widths[1]:
+        return 1, widths[0]  # W = C + E
+    align = widths[1] - extra + 1
+    if widths[0] == extra and align > 1 and align % page == 0:
+        return align, extra
+    return None
 
 
 def growth_kind(

@@ -20,6 +20,7 @@ from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, c
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
 from fuzz.findings.report import Command, write_report
+from fuzz.findings.sarif import with_targets, write_sarif
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 
@@ -68,6 +69,7 @@ def register(subparsers: Any) -> None:
         "needs matplotlib (the plot extra)",
     )
     add_output_options(p, cases="case files of each group's worst")
+    p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr, with the time left)")
 
 
 def algorithm_arg(text: str) -> str | None:
@@ -95,10 +97,11 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         except ValueError as e:
             raise BadInput(str(e)) from None
     out = sys.stdout
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     results = []
     for t in targets:
         space = args.space or ("full" if t.is_model and not args.calls else "small")
-        result = prove(t, space, algorithm=only, calls=True if args.calls else None)
+        result = prove(t, space, algorithm=only, calls=True if args.calls else None, on_progress=progress)
         confirm(t, result)
         for grp in result.groups.values():
             if grp.confirmed and not grp.mismatch:
@@ -118,12 +121,18 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)
     if args.json:
         write_report(args.json, Command.PROVE, [r.to_json() for r in results])
+    if args.sarif:
+        witnesses = [g.witness for r in results for g in r.sorted_groups()]
+        write_sarif(args.sarif, Command.PROVE, with_targets(witnesses, targets))
     return ExitCode.FOUND if any(r.groups for r in results) else ExitCode.CLEAN
 
 
 def print_result(target: Target, r: ProveResult, out: TextIO) -> None:
     """What was checked, the groups with their counts and worst values, and each group's WITNESS block."""
     print(f"== prove {target.spec}: {target.label}", file=out)
+    modeled = getattr(target.sizing, "modeled", None)
+    if modeled is not None:  # a real target: what it still takes from the model
+        print(f"   modeled, not read from the target: {'; '.join(modeled())}", file=out)
     print(f"space {r.space.describe()}", file=out)
     calls = sum(r.sizing_calls.values())
     print(

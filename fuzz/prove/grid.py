@@ -8,12 +8,14 @@ out what server_args refuses (``closed_form.valid_mask``);
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import torch
 
 from allocator_model import algorithms as algo
 from allocator_model import closed_form as cf
+from allocator_model.pools import KVPool
 from fuzz.targets.base import Target
 
 from .space import Space
@@ -41,8 +43,10 @@ def product(**dims: Iterable[int]) -> dict[str, torch.Tensor]:
     return {n: g.flatten() for n, g in zip(names, grids, strict=True)}
 
 
-def launch_grid(space: Space, algorithm: str | None, page_size: int, *, valid_only: bool = True) -> cf.LaunchGrid:
-    """Every valid launch configuration of ``algorithm`` at one page size: built by product, then masked."""
+def launch_grid(
+    space: Space, algorithm: str | None, page_size: int, *, valid_only: bool = True, kv_pool: KVPool = KVPool.STANDARD
+) -> cf.LaunchGrid:
+    """Every valid launch configuration of ``algorithm`` at one page size on one kind of pool (product, masked)."""
     p, dcp = [page_size], space.dcp_sizes
     a = algorithm
     if a is None:
@@ -70,6 +74,7 @@ def launch_grid(space: Space, algorithm: str | None, page_size: int, *, valid_on
             page_size=p, attn_dcp_size=dcp, num_steps=space.steps, topk=space.topks, draft_tokens=space.uno_draft_tokens
         )
         g = _grid(a, t)
+    g = dataclasses.replace(g, kv_pool=kv_pool)
     return g.select(cf.valid_mask(g)) if valid_only else g
 
 
@@ -104,4 +109,5 @@ def concat(a: cf.LaunchGrid, b: cf.LaunchGrid) -> cf.LaunchGrid:
             torch.cat([getattr(a, n), getattr(b, n)])
             for n in ("page_size", "attn_dcp_size", "num_steps", "topk", "draft_tokens", "candidates")
         ),
+        kv_pool=a.kv_pool,
     )

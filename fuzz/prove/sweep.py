@@ -28,17 +28,31 @@ growth is page-rounded or exact (any other rule is reported as unproven).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import torch
 
 from allocator_model import closed_form as cf
+from allocator_model.decode import Guard, WritePath, eagle_tree_guarded, write_path
+from allocator_model.pools import KVPool, pool_alloc_page
+from allocator_model.revisions import Revision
 from fuzz.common.threads import one_torch_thread
-from fuzz.findings.kinds import REGIMES, Property, Regime, Signature, regime_codes
+from fuzz.findings.kinds import (
+    REGIMES,
+    SILENT,
+    STALE_READ,
+    Outcome,
+    Property,
+    Regime,
+    Signature,
+    group_name,
+    regime_codes,
+)
 from fuzz.targets.base import Target
 
 from .calls import CountingSizing, called_rows
 from .grid import ALL_ALGORITHMS, launch_grid, target_algorithms
+from .progress import SweepProgress
 from .result import Group, ProveResult
 from .space import SPACES, Space
 from .witness import Witness, config_witness, draft_witness, witness_finding, write_witness
@@ -53,8 +67,15 @@ def prove(
     algorithm: str | None = ALL_ALGORITHMS,
     calls: bool | None = None,
     stop_when: Callable[[ProveResult], bool] | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    kinds: Collection[KVPool] | None = None,
 ) -> ProveResult:
     """Sweep the space on ``target``; ``calls`` (default: not a model target) uses its sizing functions.
+
+    ``kinds``: only these kinds of KV pool (default: every kind the target's release builds).
+
+    ``on_progress`` gets a line at the start and then every two seconds or
+    so, with the time left (``progress.SweepProgress``).
 
     One torch thread: the tensors are large enough that a second thread
     would help on an idle machine, but its spin-waits make the sweep several
@@ -67,42 +88,102 @@ def prove(
             algorithm,
             not target.is_model if calls is None else calls,
             stop_when,
+            on_progress,
+            kinds,
         )
 
 
+Block = tuple[KVPool, str | None, int]  # one kind of pool, one algorithm, one page size
+
+
+def blocks(
+    target: Target, space: Space, algorithms: list[str | None], kinds: Collection[KVPool] | None = None
+) -> list[Block]:
+    """The sweep's blocks: every kind of pool the target's revision builds (or ``kinds``), with its algorithms."""
+    rev = target.revision
+    return [
+        (kind, a, p)
+        for kind in KVPool
+        if kind in rev.pools and (kinds is None or kind in kinds)
+        for a in algorithms
+        if a is None or a in rev.pool_algorithms(kind)
+        for p in space.page_sizes
+    ]
+
+
+def _start_progress(
+    target: Target, space: Space, todo: list[Block], calls: bool, on_line: Callable[[str], None]
+) -> SweepProgress:
+    """The sweep's progress, announced; a called sweep counts its launch configurations first (for the time left)."""
+    progress = SweepProgress(target.spec, len(todo), on_line)
+    how = "calling its sizing functions per configuration" if calls else "vectorized model"
+    kinds = len({k for k, _, _ in todo})
+    algorithms = len({a for _, a, _ in todo})
+    progress.say(
+        f"space {space.name}, {kinds} kind(s) of pool x {algorithms} algorithm(s) x {len(space.page_sizes)} "
+        f"page sizes ({how})"
+    )
+    if calls:
+        total = 0
+        for i, (kind, a, page_size) in enumerate(todo, 1):
+            g = launch_grid(space, a, page_size, kv_pool=kind)
+            total += int(target.revision.launch_mask(g).sum())
+            progress.counting(i)
+        progress.configs_total = total
+        progress.started = progress.clock()  # the pace of the calls, not of the count
+        progress.say(f"{total:,} launch configurations to call")
+    return progress
+
+
 def _prove(
-    target: Target, space: Space, algorithm: str | None, calls: bool, stop_when: Callable[[ProveResult], bool] | None
+    target: Target,
+    space: Space,
+    algorithm: str | None,
+    calls: bool,
+    stop_when: Callable[[ProveResult], bool] | None,
+    on_progress: Callable[[str], None] | None = None,
+    kinds: Collection[KVPool] | None = None,
 ) -> ProveResult:
     result = ProveResult(target.spec, space, "sizing calls per configuration" if calls else "vectorized model")
     sizing = CountingSizing(target.sizing)
     t0 = time.monotonic()
-    gaps = {ov: cf.committed_gap(target.revision, ov) for ov in (False, True)}
-    for a in target_algorithms(target, algorithm):
-        for page_size in space.page_sizes:
-            g = launch_grid(space, a, page_size)
-            if not len(g):
-                continue
-            result.launch_configurations += len(g)
-            if calls:
-                got = called_rows(target, sizing, g)
-                result.first_error = result.first_error or got.first_error
-                _record_configs(result, g, got.raised, Property.SIZING_RAISED, got.errors)
-                _record_configs(result, g, got.unproven, Property.UNPROVEN)
-                rows = got.rows
-            else:
-                rows = cf.model_decode_rows(g, target.revision)
-            _sweep_block(result, g, rows, gaps)
-            if stop_when and stop_when(result):
-                result.stopped_early = True
-                break
-        if result.stopped_early:
+    gaps = {(spec, ov): cf.committed_gap(target.revision, ov, spec) for spec in (False, True) for ov in (False, True)}
+    todo = blocks(target, space, target_algorithms(target, algorithm), kinds)
+    progress = _start_progress(target, space, todo, calls, on_progress) if on_progress else None
+    for kind, a, page_size in todo:
+        g = launch_grid(space, a, page_size, kv_pool=kind)
+        g = g.select(target.revision.launch_mask(g))  # what this release launches (``Revision.refuses``)
+        if not len(g):
+            if progress:
+                progress.block_done(0, called=calls)
+            continue
+        result.launch_configurations += len(g)
+        if calls:
+            got = called_rows(target, sizing, g, progress.tick if progress else None)
+            result.first_error = result.first_error or got.first_error
+            _record_configs(result, g, got.raised, Property.SIZING_RAISED, got.errors)
+            _record_configs(result, g, got.unproven, Property.UNPROVEN)
+            rows = got.rows
+        else:
+            rows = cf.model_decode_rows(g, target.revision)
+        _sweep_block(result, g, rows, gaps, target.revision)
+        if progress:
+            progress.block_done(len(g), called=calls)
+        if stop_when and stop_when(result):
+            result.stopped_early = True
             break
     result.sizing_calls = dict(sizing.calls)
     result.seconds = time.monotonic() - t0
     return result
 
 
-def _sweep_block(result: ProveResult, g: cf.LaunchGrid, rows: cf.DecodeRows, gaps: dict[bool, int]) -> None:
+def _sweep_block(
+    result: ProveResult,
+    g: cf.LaunchGrid,
+    rows: cf.DecodeRows,
+    gaps: dict[tuple[bool, bool], int],
+    revision: Revision,
+) -> None:
     if not len(rows):
         return
     a = g.algorithm
@@ -115,7 +196,7 @@ def _sweep_block(result: ProveResult, g: cf.LaunchGrid, rows: cf.DecodeRows, gap
         before = result.configurations
         result.configurations += int(page.sum())
         offsets = before + torch.cumsum(page, 0, dtype=torch.int64) - page  # configurations swept before each row
-        gap = gaps[overlap]
+        gap = gaps[a is not None, overlap]
         worst, spilling = cf.worst_write_overshoot(rows, gap)
 
         def write_at(i: int, gap: int = gap, overlap: bool = overlap) -> Witness:
@@ -129,6 +210,8 @@ def _sweep_block(result: ProveResult, g: cf.LaunchGrid, rows: cf.DecodeRows, gap
             worst,
             offsets,
             write_at,
+            write_outcomes(g, rows, revision),
+            kv_pool=g.kv_pool,
         )
         _record_heat(result, g, rows, -worst)
         if a is None:
@@ -154,6 +237,8 @@ def _sweep_block(result: ProveResult, g: cf.LaunchGrid, rows: cf.DecodeRows, gap
             dworst,
             offsets,
             draft_at,
+            torch.full_like(regime, STALE),  # check_drafts_within_allocation: a stale read
+            kv_pool=g.kv_pool,
         )
         tail = cf.unaligned_growth(rows, a)
         tails = torch.where(tail, page, 0)
@@ -165,7 +250,29 @@ def _sweep_block(result: ProveResult, g: cf.LaunchGrid, rows: cf.DecodeRows, gap
             page - 1,
             offsets,
             write_at,
+            kv_pool=g.kv_pool,
         )
+
+
+# What a write past the row does, as ``write_outcomes`` codes it.
+OUTCOMES = (
+    SILENT,
+    Outcome.stopped_by(Guard.ROW_WIDTH.value),
+    Outcome.stopped_by(Guard.UNO_ROW.value),
+    Outcome.stopped_by(Guard.EAGLE_TREE_ROW.value),
+    STALE_READ,
+)
+STALE = OUTCOMES.index(STALE_READ)
+
+
+def write_outcomes(g: cf.LaunchGrid, rows: cf.DecodeRows, revision: Revision) -> torch.Tensor:
+    """Per row, the ``OUTCOMES`` index of a write past W: ``decode.row_guard`` for a block, in its order."""
+    path = write_path(g.algorithm)
+    if path is WritePath.UNO:
+        return torch.full_like(rows.config, 2)
+    eagle = torch.as_tensor(eagle_tree_guarded(path, rows.alloc_page, g.topk[rows.config]))
+    eagle &= revision.eagle_tree_assert
+    return torch.where(rows.guarded, 1, torch.where(eagle, 3, 0))
 
 
 def without_dcp_rows(g: cf.LaunchGrid, rows: cf.DecodeRows) -> torch.Tensor:
@@ -201,14 +308,23 @@ def _record(
     values: torch.Tensor,
     offsets: torch.Tensor,
     witness: Callable[[int], Witness],
+    outcomes: torch.Tensor | None = None,
+    *,
+    kv_pool: KVPool,
 ) -> None:
-    """Rows with ``counts`` > 0 break ``prop``: count them per regime, keep each group's worst as its witness."""
+    """Rows with ``counts`` > 0 break ``prop``: count them per group, keep each group's worst as its witness.
+
+    A group is a regime on the block's kind of pool, and an outcome (``outcomes`` indexes
+    ``OUTCOMES``; None: every row silent).
+    """
     bad = counts > 0
     if not bool(bad.any()):
         return
-    for code in torch.unique(regime[bad]).tolist():
-        mask = bad & (regime == code)
-        sig = Signature(prop, REGIMES[code].value)
+    outcome = torch.zeros_like(regime) if outcomes is None else outcomes
+    pairs = torch.unique(torch.stack([regime[bad], outcome[bad]], dim=1), dim=0).tolist()
+    for code, oc in pairs:
+        mask = bad & (regime == code) & (outcome == oc)
+        sig = Signature(prop, group_name(REGIMES[code].value, kv_pool), OUTCOMES[oc])
         i = int(torch.argmax(torch.where(mask, values, torch.iinfo(cf.INT).min)))
         value = int(values[i])
         grp = result.groups.get(sig)
@@ -242,7 +358,7 @@ def _record_configs(
     if not bool(which.any()):
         return
     i = which.nonzero().flatten()
-    page = g.page_size[i] * g.attn_dcp_size[i]
+    page = pool_alloc_page(g.kv_pool, g.page_size[i], g.attn_dcp_size[i])
     regime = regime_codes(g, i, page)
     for code in torch.unique(regime).tolist():
         m = regime == code

@@ -48,10 +48,18 @@ def _case(committed: int, steps: int | None, lag: int) -> dict[str, Any]:
 
 
 def write_witness(g: cf.LaunchGrid, rows: cf.DecodeRows, r: int, gap: int, overlap: bool) -> Witness:
-    """Row ``r`` at the residue whose rounding adds P - 1 (c + R = 1 mod P), at the longest committed length."""
-    page, reserve = int(rows.alloc_page[r]), int(rows.reserve[r])
-    residue = (1 - reserve + gap) % page
-    config = witness_config(g, int(rows.config[r]), page, residue, overlap)
+    """Row ``r`` at its worst residue of C, at the longest committed length.
+
+    An unaligned row (W = C + extra) is worst where rounding adds P - 1
+    (c + R = 1 mod P); a page-aligned one (W = ceil_P(C + extra), SGLang
+    main) where it has no slack (C + extra = 0 mod P); see
+    ``closed_form.worst_write_overshoot``.
+    """
+    page, reserve, align = int(rows.alloc_page[r]), int(rows.reserve[r]), int(rows.row_align[r])
+    if align > 1:  # no slack: C + extra = 0 mod A
+        config = witness_config(g, int(rows.config[r]), align, -int(rows.extra[r]) % align, overlap)
+    else:
+        config = witness_config(g, int(rows.config[r]), page, (1 - reserve + gap) % page, overlap)
     return config, _case(config["context_len"] - gap, _runtime_steps(g, rows, r), 0)
 
 

@@ -35,7 +35,5 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         Command.RUN,
         s.targets,
         campaign_header(f"profile {s.profile}, {s.hyp.max_examples} examples per round", s.hyp, s.seed),
-        lambda target, progress, on_finding: campaign(
-            target, s.hyp, seed=s.seed, on_progress=progress, pins=s.pins, on_finding=on_finding
-        ),
+        lambda target, hooks: campaign(target, s.hyp, seed=s.seed, pins=s.pins, **hooks),
     )

@@ -4,7 +4,8 @@ Sampling alone can miss a whole regime at a few hundred examples (0.5.22's
 page-1 gap went unseen by the ``ci`` profile).  So every campaign first runs
 this set, then Hypothesis searches.  The cells:
 
-    every algorithm the target knows (and no speculation)
+    every kind of KV pool the target's release builds (``allocator_model.pools``)
+  x every algorithm the kind runs (and no speculation)
   x allocator page class: page > 1 and DCP > 1; page 1 and DCP > 1; page > 1 and DCP 1; page 1
   x topk 1 / topk > 1 (where the algorithm takes a tree) / adaptive (launch below the largest candidate)
   x overlap off / on
@@ -26,14 +27,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocator_model import algorithms as algo
+from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.decode import decode_reserve
+from allocator_model.pools import KVPool
 from allocator_model.scenario import DecodeScenario, scenario_problem
-from allocator_model.scheduler import max_committed_len_at_decode_alloc
+from allocator_model.scheduler import decode_alloc_bound
 from fuzz.targets.base import Target, TargetCallError
 
 # (page_size, attn_dcp_size): the seed bug's deployment first (page 64, DCP 8), page 1 (SGLang's default) last.
 PAGE_CLASSES: tuple[tuple[int, int], ...] = ((64, 8), (16, 2), (1, 8), (1, 2), (64, 1), (16, 1), (1, 1))
+# The other kinds of pool: one page class per allocator page class (DCP > 1 is where their page differs).
+OTHER_POOL_PAGE_CLASSES: tuple[tuple[int, int], ...] = ((64, 8), (1, 2), (64, 1), (1, 1))
 # Context lengths: a few hundred tokens, at least two allocator pages.  Only the residue modulo
 # the page matters (closed_form, fact 3); short rows keep each check cheap.
 CONTEXT_TOKENS = 256
@@ -103,7 +108,7 @@ def _contradicts(cfg: ServingConfig, pins: dict[str, Any]) -> bool:
 
 def _worst_context_len(cfg: ServingConfig, target: Target, reserve: int, page: int) -> int:
     """A short context length at which c = the bound has (c + reserve) mod page == 1 (rounding adds P - 1)."""
-    bound = max_committed_len_at_decode_alloc(cfg, overlap_drops_finishing=target.revision.overlap_drops_finishing)
+    bound = decode_alloc_bound(cfg, target.revision)
     gap = cfg.context_len - bound
     residue = (1 - reserve + gap) % page
     return max(2, -(-CONTEXT_TOKENS // page)) * page + residue
@@ -111,7 +116,7 @@ def _worst_context_len(cfg: ServingConfig, target: Target, reserve: int, page: i
 
 def _scenarios(target: Target, cfg: ServingConfig, fixed_context: bool) -> Iterator[DecodeScenario]:
     """The worst write and the worst draft footprints of one configuration, for every run-time shape."""
-    page = cfg.page_size * cfg.attn_dcp_size
+    page = allocator_page_size(cfg)
     adaptive = cfg.speculative_adaptive
     for rt in cfg.runtimes():
         steps = rt.num_steps if (adaptive and rt is not None) else None
@@ -120,7 +125,7 @@ def _scenarios(target: Target, cfg: ServingConfig, fixed_context: bool) -> Itera
         except TargetCallError:
             reserve = 0  # the campaign reports the raising function at the first scenario
         at = cfg if fixed_context else cfg.replace(context_len=_worst_context_len(cfg, target, reserve, page))
-        bound = max_committed_len_at_decode_alloc(at, overlap_drops_finishing=target.revision.overlap_drops_finishing)
+        bound = decode_alloc_bound(at, target.revision)
         yield DecodeScenario(at, bound, steps)
         if rt is None:
             continue
@@ -141,11 +146,15 @@ def covering_set(target: Target, pins: dict[str, Any] | None = None) -> list[Dec
     out: list[DecodeScenario] = []
     seen: set[DecodeScenario] = set()
     algorithms = [a for a in algo.ALL if a in target.revision.algorithms]
-    for page_size, dcp in PAGE_CLASSES:
+    kinds = [k for k in KVPool if k in target.revision.pools]  # the standard pool first
+    cells = [(k, c) for k in kinds for c in (PAGE_CLASSES if k is KVPool.STANDARD else OTHER_POOL_PAGE_CLASSES)]
+    for kind, (page_size, dcp) in cells:
         for algorithm in [*algorithms, None]:
             for shape in shapes(algorithm):
                 for overlap in (False, True):
                     args = {**shape.args, "page_size": page_size, "attn_dcp_size": dcp, "enable_overlap": overlap}
+                    if kind is not KVPool.STANDARD:
+                        args["kv_pool"] = kind
                     cfg = _config({"context_len": CONTEXT_TOKENS, **args, **pins})
                     if cfg is None or _contradicts(cfg, pins):
                         continue

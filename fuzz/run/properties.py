@@ -9,12 +9,15 @@ bug is ``write-within-row/dcp>1``, the open page-1 gap ``write-within-row/alloc-
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from allocator_model.decode import Refusal, WritePath
+from allocator_model.pools import KVPool
 from allocator_model.req_to_token import GUARD, Spill
 from allocator_model.scenario import ScenarioRun, WriteObservation
-from fuzz.findings.kinds import Property, regime
+from fuzz.findings.kinds import STALE_READ, Outcome, Property, regime
 from fuzz.findings.model import Violation
+from fuzz.findings.render import row_width_text
 
 WRITE_WITHIN_ROW = Property.WRITE_WITHIN_ROW
 NEIGHBOUR_ROWS_UNTOUCHED = Property.NEIGHBOUR_ROWS_UNTOUCHED
@@ -44,10 +47,22 @@ def _context(run: ScenarioRun, obs: WriteObservation) -> list[str]:
     w = obs.write
     sized = "" if run.sizing_page in (None, run.alloc_page) else f" (sized for alloc page {run.sizing_page})"
     return [
-        f"row width W = context_len {run.config.context_len} + extra {run.extra} = {run.width}{sized}",
+        f"row width W = {_width(run)}{sized}",
         f"kv_committed_len {obs.kv_committed_len}, kv_allocated_len {w.cur} -> {w.nxt}, "
         f"reserve {w.reserve}, allocator page {w.page} ({obs.step}, {w.path} path)",
     ]
+
+
+def _width(run: ScenarioRun) -> str:
+    """How W came about: C + extra (page-aligned on main), or a pool builder's own, narrower extra."""
+    cfg, kind = run.config, run.config.kv_pool
+    if kind is KVPool.STANDARD or run.width >= cfg.context_len + run.extra:
+        return row_width_text(cfg.context_len, run.extra, run.width)
+    return (
+        f"context_len {cfg.context_len} + extra_max_context_len {run.width - cfg.context_len} = {run.width}, "
+        f"sized by KVCacheConfigurator.{kind.builder} for the {kind.value} pool (the sizing module's extra is "
+        f"{run.extra})"
+    )
 
 
 def _head(obs: WriteObservation) -> str:
@@ -58,14 +73,15 @@ def _head(obs: WriteObservation) -> str:
 def check_write_within_row(run: ScenarioRun, obs: WriteObservation) -> Violation | None:
     """Every rounded write ends within its own row: nxt <= W."""
     w = obs.write
-    if w.refusal is Refusal.UNO_GUARD:
+    if w.refusal is Refusal.GUARD and w.guard is not None:
         return Violation(
             WRITE_WITHIN_ROW,
             regime(run.config, run.alloc_page),
             f"request {obs.req.rid} (row {obs.req.req_pool_idx}) would write columns [{w.cur}, {w.nxt}) of a row "
-            f"{run.width} wide; UNO's own guard raises RuntimeError instead (the batch crashes)",
+            f"{run.width} wide; SGLang's own guard {w.guard.value} stops the step instead (the server crashes)",
             _context(run, obs),
             w.nxt - run.width,
+            Outcome.stopped_by(w.guard.value),
         )
     if w.nxt <= run.width:
         return None
@@ -119,6 +135,7 @@ def check_drafts_within_allocation(run: ScenarioRun, obs: WriteObservation) -> V
         ]
         + _context(run, obs),
         obs.draft_end - obs.req.kv_allocated_len,
+        STALE_READ,  # req_to_token past kv_allocated_len holds stale slot ids: the step reads and writes their KV
     )
 
 
@@ -164,7 +181,7 @@ def violations(run: ScenarioRun, props=PROPERTIES) -> list[Violation]:
                 continue
             v = CHECKS[prop](run, obs)
             if v is not None:
-                found.append(v)
+                found.append(replace(v, pool=run.config.kv_pool))  # the deployment names the group too
                 break
     return found
 

@@ -1,23 +1,37 @@
 """``RealSizing``: SGLang's own sizing file behind the model's sizing surface.
 
 The file is compiled and run in a private namespace whose imports resolve
-the accessor modules to ``stubs`` (nothing enters ``sys.modules``).  Each
-surface call publishes the example's configuration, calls the real
-function, and checks it returned an integer.  A real function that raises
-(or returns a non-integer) raises ``TargetCallError`` naming the function
-and the configuration: ``check_scenario`` reports it as a finding
-(``sizing-raised``), never a crash.
+every ``sglang`` module to a stand-in (``stubs``; nothing enters
+``sys.modules``).  Each surface call publishes the example's configuration,
+calls the real function, and checks it returned an integer.  A real function
+that raises (or returns a non-integer) raises ``TargetCallError`` naming the
+function and the configuration: ``check_scenario`` reports it as a finding
+(``sizing-raised``), never a crash.  A function that uses a piece of SGLang
+with no stand-in raises ``StandInMissing`` instead: exit 2, naming it.
 
-API generations (detected from the file, not from its version):
+API generations, detected from the file's own functions and signatures
+(never from a version number):
 
-    server-args  0.5.16-0.5.17  every function takes ``server_args``
+    server-args  0.5.13-0.5.17  every function takes ``server_args`` (0.5.13-0.5.15: in mem_cache/common.py)
     accessors    0.5.18         functions read the bags; rounding uses page_size alone
     alloc-page   0.5.19         get_alloc_page_size() = page_size * attn_dcp_size, page_aligned_decode_alloc_lens
-    uno          0.5.20+        the UNO branch (L = Dmax + 1, headroom at every page)
+    uno          0.5.20-0.5.23  the UNO branch (L = Dmax + 1, headroom at every page)
+    row-width    main           (sgl-project/sglang 84be7ff, mem_cache/allocation_sizing.py) server_args again
+                                (optional), the decode length and reserve take the allocator page as the
+                                keyword ``page_size``, the headroom is the largest reserve over
+                                get_candidate_alloc_page_sizes() (page_size and page_size * dcp_size),
+                                get_req_to_token_row_width(server_args=, model_config=) page-aligns the row,
+                                assert_alloc_within_row_width() guards the allocation end
 
-A file without ``page_aligned_decode_alloc_lens`` uses the modeled one of
-its version's revision (before 0.5.19 that arithmetic lived in the decode
-path, which is the model's anyway).
+Arguments are supplied by parameter name: ``server_args`` (or a first
+positional parameter) gets the published bag, ``model_config`` a bag with
+``context_len``, ``page_size`` the allocator's page; any other parameter must
+have a default.  A file without ``page_aligned_decode_alloc_lens`` uses the
+modeled one of its version's revision (before 0.5.19 that arithmetic lived in
+the decode path, which is the model's anyway).  What stays modeled for every
+real target: the decode path that calls these functions, the allocator, the
+scheduler; for main, also the call site of the guard and which page the
+decode path passes (the allocator's own, ``alloc_page_size``).
 """
 
 from __future__ import annotations
@@ -25,19 +39,29 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.pools import KVPool
 from allocator_model.revisions import Revision
 from allocator_model.sizing import ModelSizing
 
 from ..base import TargetCallError, TargetError
-from .stubs import Published, accessor_modules, private_builtins
+from .builders import RowExtra, extract_row_extras
+from .stubs import Bag, Published, StandInMissing, StandIns, private_builtins
 
 REQUIRED = ("get_alloc_len_per_decode", "get_alloc_reserve_per_decode", "get_req_to_token_extra_context_len")
-ALLOC_PAGE = "get_alloc_page_size"
+ALLOC_PAGE = "get_alloc_page_size"  # 0.5.19-0.5.23: the allocator page (page_size * attn_dcp_size)
+ALLOC_PAGE_UPPER = "get_alloc_page_size_upper_bound"  # main: the plain paged allocator's page under DCP
 ALIGNED_LENS = "page_aligned_decode_alloc_lens"
+ROW_WIDTH = "get_req_to_token_row_width"
+CANDIDATE_PAGES = "get_candidate_alloc_page_sizes"
+ROW_GUARD = "assert_alloc_within_row_width"
+OPTIONAL = (ALLOC_PAGE, ALLOC_PAGE_UPPER, ALIGNED_LENS, ROW_WIDTH, CANDIDATE_PAGES, ROW_GUARD)
+# Parameters the loader supplies by name; every other parameter must have a default.
+SERVER_ARGS, MODEL_CONFIG, PAGE_SIZE = "server_args", "model_config", "page_size"
 
 
 @dataclass(frozen=True)
@@ -45,9 +69,13 @@ class Generation:
     name: str
     releases: str
     takes_server_args: bool
-    has_alloc_page: bool
+    has_alloc_page: bool  # get_alloc_page_size() or get_alloc_page_size_upper_bound()
     has_aligned_lens: bool
     has_uno: bool
+    page_keyword: bool = False  # the decode length and reserve take the allocator page (``page_size=``)
+    has_row_width: bool = False  # get_req_to_token_row_width(): the row width is the file's, page-aligned
+    has_candidate_pages: bool = False  # the headroom covers every candidate allocator page
+    has_guard: bool = False  # assert_alloc_within_row_width(): SGLang stops an allocation past the row
 
     def describe(self) -> str:
         return f"{self.name} API ({self.releases} shape)"
@@ -62,14 +90,41 @@ class SizingModule:
     functions: dict[str, Callable]
     published: Published
     generation: Generation
-    takes_server_args: dict[str, bool]  # per function: pass it the server_args object
+    parameters: dict[str, dict[str, inspect.Parameter]]  # per function: its parameters by name
+    stand_ins: StandIns | None = None
+    unsupplied: list[str] = field(default_factory=list)  # names imported with no stand-in (never called so far)
+    # The pool builders' own row extras, per kind (``builders``), when the configurator was read; None: not read.
+    row_extras: dict[KVPool, RowExtra] | None = None
+    builders_origin: str | None = None  # where they were read
+
+    def read_builders(self, source: str, where: str) -> None:
+        """Slice the row extras of the pool builders out of ``kv_cache_configurator.py``'s source."""
+        assert self.stand_ins is not None
+        self.row_extras = extract_row_extras(source, where, self.functions, self.published, self.stand_ins)
+        self.builders_origin = where
+
+    @property
+    def takes_server_args(self) -> dict[str, bool]:
+        """Per function: whether it is handed the server_args bag."""
+        return {n: _server_args_parameter(p) is not None for n, p in self.parameters.items()}
 
 
-def _parameters(fn: Callable) -> int:
+def _parameters(fn: Callable) -> dict[str, inspect.Parameter]:
     try:
-        return len(inspect.signature(fn).parameters)
+        return dict(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        return 0
+        return {}
+
+
+def _server_args_parameter(params: dict[str, inspect.Parameter]) -> inspect.Parameter | None:
+    """The parameter that receives server_args: so named, or else a first positional one the loader cannot name."""
+    if SERVER_ARGS in params:
+        return params[SERVER_ARGS]
+    first = next(iter(params.values()), None)
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if first is not None and first.kind in positional and first.name not in (MODEL_CONFIG, PAGE_SIZE):
+        return first
+    return None
 
 
 def _names(fn: Callable) -> set[str]:
@@ -84,19 +139,46 @@ def _names(fn: Callable) -> set[str]:
 
 
 def detect_generation(functions: dict[str, Callable]) -> Generation:
-    takes_server_args = any(_parameters(functions[n]) for n in REQUIRED)
-    has_alloc_page = ALLOC_PAGE in functions
+    """The API generation, from which functions exist and what their signatures take."""
+    params = {n: _parameters(f) for n, f in functions.items()}
+    takes_server_args = any(_server_args_parameter(params[n]) is not None for n in REQUIRED)
+    has_alloc_page = ALLOC_PAGE in functions or ALLOC_PAGE_UPPER in functions
     has_aligned = ALIGNED_LENS in functions
     has_uno = any("is_uno" in _names(fn) for fn in functions.values())
-    if takes_server_args:
-        name, releases = "server-args", "0.5.16-0.5.17"
+    page_keyword = PAGE_SIZE in params["get_alloc_reserve_per_decode"]
+    has_row_width = ROW_WIDTH in functions
+    flags = dict(
+        page_keyword=page_keyword,
+        has_row_width=has_row_width,
+        has_candidate_pages=CANDIDATE_PAGES in functions,
+        has_guard=ROW_GUARD in functions,
+    )
+    if has_row_width or page_keyword:
+        name, releases = "row-width", "main"
+    elif takes_server_args:
+        name, releases = "server-args", "0.5.13-0.5.17"
     elif has_uno:
-        name, releases = "uno", "0.5.20+"
+        name, releases = "uno", "0.5.20-0.5.23"
     elif has_alloc_page:
         name, releases = "alloc-page", "0.5.19"
     else:
         name, releases = "accessors", "0.5.18"
-    return Generation(name, releases, takes_server_args, has_alloc_page, has_aligned, has_uno)
+    return Generation(name, releases, takes_server_args, has_alloc_page, has_aligned, has_uno, **flags)
+
+
+def _check_callable_by_us(origin: str, name: str, params: dict[str, inspect.Parameter]) -> None:
+    """TargetError unless every parameter of ``name`` is one the loader supplies or has a default."""
+    supplied = {SERVER_ARGS, MODEL_CONFIG, PAGE_SIZE}
+    server_args = _server_args_parameter(params)
+    for p in params.values():
+        if p is server_args or p.name in supplied or p.default is not inspect.Parameter.empty:
+            continue
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        raise TargetError(
+            f"{origin}: {name}() needs a parameter {p.name!r} the loader cannot supply "
+            f"(it supplies {SERVER_ARGS}, {MODEL_CONFIG}, {PAGE_SIZE})"
+        )
 
 
 def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
@@ -108,25 +190,44 @@ def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
     except ValueError as e:  # null bytes
         raise TargetError(f"{origin}: not Python source ({e})") from None
     published = Published()
+    stand_ins = StandIns(published)
     namespace: dict[str, Any] = {
         "__name__": "kvrow_fuzz_sglang_sizing",
         "__file__": filename,
-        "__builtins__": private_builtins(accessor_modules(published)),
+        "__builtins__": private_builtins(stand_ins),
     }
     try:
         exec(code, namespace)  # noqa: S102 - running the target is the point
+    except StandInMissing as e:
+        raise TargetError(f"{origin} at import: {e}") from None
     except ImportError as e:
         raise TargetError(f"{origin}: import failed: {e}") from None
     except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure at import is a broken file
         raise TargetError(f"{origin} raised {type(e).__name__} at import: {e}".splitlines()[0]) from None
-    functions = {n: f for n, f in namespace.items() if callable(f) and n in REQUIRED + (ALLOC_PAGE, ALIGNED_LENS)}
+    functions = {
+        n: f
+        for n, f in namespace.items()
+        if n in REQUIRED + OPTIONAL and callable(f) and getattr(f, "__code__", None) is not None
+    }
     missing = [n for n in REQUIRED if n not in functions]
     if missing:
         raise TargetError(
             f"{origin} has no {missing[0]}(): not an allocation_sizing.py-shaped file (needs {', '.join(REQUIRED)})"
         )
-    takes = {n: _parameters(f) > 0 for n, f in functions.items()}
-    return SizingModule(origin, filename, functions, published, detect_generation(functions), takes)
+    parameters = {n: _parameters(f) for n, f in functions.items()}
+    for n, p in parameters.items():
+        if n not in (ALIGNED_LENS, ROW_GUARD):  # those two are called with their own arguments
+            _check_callable_by_us(origin, n, p)
+    return SizingModule(
+        origin,
+        filename,
+        functions,
+        published,
+        detect_generation(functions),
+        parameters,
+        stand_ins,
+        stand_ins.unsupplied(),
+    )
 
 
 def _runtime_text(rt: SpecRuntime | None) -> str:
@@ -151,6 +252,18 @@ def _integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# The sizing surface's functions (``fuzz.targets.base.SizingSurface``), in the order reports list them.
+SURFACE = (
+    "alloc_page_size",
+    "alloc_len_per_decode",
+    "alloc_reserve_per_decode",
+    "req_to_token_extra_context_len",
+    "req_to_token_row_width",
+    "row_guard_fires",
+    "page_aligned_decode_alloc_lens",
+)
+
+
 class RealSizing:
     """The sizing surface (same as ``ModelSizing``) answered by a loaded SGLang sizing file."""
 
@@ -168,15 +281,60 @@ class RealSizing:
         return {
             "alloc_page_size": self.generation.has_alloc_page,
             "page_aligned_decode_alloc_lens": self.generation.has_aligned_lens,
+            "req_to_token_row_width": self.generation.has_row_width or self.module.row_extras is not None,
+            "row_guard_fires": self.generation.has_guard,
         }.get(surface_name, True)
 
-    def _call(self, name: str, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
+    def modeled(self) -> list[str]:
+        """What a run on this file still takes from the model (listed by ``targets`` and reports)."""
+        out = [n for n in SURFACE if not self.in_file(n)]
+        out.append("the decode path, the allocator and the scheduler; which kind of pool a deployment builds")
+        if self.module.row_extras is None:
+            left = sorted(set(KVPool) - self.revision.pools)
+            out.append(
+                "no kv_cache_configurator.py: the other kinds of pool take the sizing file's row"
+                + (
+                    f", and {', '.join(left)} (sized by their own builders in this version) are not checked"
+                    if left
+                    else ""
+                )
+            )
+        else:
+            out.append("the allocator page of each kind of pool; W = C + extra_max_context_len")
+        if self.generation.page_keyword:
+            out.append("the page the decode path passes as page_size (the allocator's own)")
+        if self.generation.has_guard:
+            out.append(f"where {ROW_GUARD}() is called (every speculative decode allocation)")
+        return out
+
+    def _arguments(self, name: str, cfg: ServingConfig, page: int | None) -> tuple[list[Any], dict[str, Any]]:
+        """The arguments a file function gets, by its parameter names (see the module docstring)."""
+        params = self.module.parameters[name]
+        published = self.module.published
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        server_args = _server_args_parameter(params)
+        if server_args is not None:
+            if server_args.kind is inspect.Parameter.KEYWORD_ONLY:
+                kwargs[server_args.name] = published.read("server_args")
+            else:
+                args.append(published.read("server_args"))
+        if MODEL_CONFIG in params:
+            kwargs[MODEL_CONFIG] = Bag("model_config", context_len=cfg.context_len)
+        if PAGE_SIZE in params and page is not None:
+            kwargs[PAGE_SIZE] = page
+        return args, kwargs
+
+    def _call(self, name: str, cfg: ServingConfig, rt: SpecRuntime | None, page: int | None = None) -> int:
         fn = self.module.functions[name]
         published = self.module.published
         where = f"{name}() of {self.module.origin}"
         try:
             with published.bound(cfg, rt):
-                value = fn(published.read("server_args")) if self.module.takes_server_args[name] else fn()
+                args, kwargs = self._arguments(name, cfg, page)
+                value = fn(*args, **kwargs)
+        except StandInMissing as e:
+            raise StandInMissing(f"{where}: {e} (config: {cfg.short()}{_runtime_text(rt)})") from None
         except Exception as e:  # noqa: BLE001 - whatever the real code raises is the finding
             raise TargetCallError(
                 f"{_raised_where(self.module, name, e)} {type(e).__name__}: {e} "
@@ -188,23 +346,89 @@ class RealSizing:
             )
         return value
 
+    def _decode_page(self, cfg: ServingConfig) -> int | None:
+        """The page the decode path hands a file whose length/reserve take one: the allocator's own.
+
+        Main's ``resolve_kv_bookkeeping_page(allocator)`` answers the
+        allocator's ``page_size`` (1 for a legacy real-length allocator): the
+        kind's page, ``page_size`` itself for the bare-page kinds under DCP.
+        """
+        return allocator_page_size(cfg) if self.generation.page_keyword else None
+
     # -- the sizing surface -------------------------------------------------
 
     def alloc_page_size(self, cfg: ServingConfig) -> int:
-        """The page the file's formulas round with: get_alloc_page_size(), or page_size before 0.5.19."""
-        if not self.generation.has_alloc_page:
+        """The page the file's formulas round with: its own function, or page_size before 0.5.19."""
+        fns = self.module.functions
+        name = ALLOC_PAGE if ALLOC_PAGE in fns else ALLOC_PAGE_UPPER if ALLOC_PAGE_UPPER in fns else None
+        if name is None:
             return cfg.page_size
-        return self._call(ALLOC_PAGE, cfg, cfg.launch_runtime)
+        return self._call(name, cfg, cfg.launch_runtime)
 
     def alloc_len_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
-        return self._call("get_alloc_len_per_decode", cfg, rt)
+        return self._call("get_alloc_len_per_decode", cfg, rt, self._decode_page(cfg))
 
     def alloc_reserve_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
-        return self._call("get_alloc_reserve_per_decode", cfg, rt)
+        return self._call("get_alloc_reserve_per_decode", cfg, rt, self._decode_page(cfg))
 
     def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int:
         """Sized once at launch: the launch-time spec shape (adaptive: the launch num_steps)."""
         return self._call("get_req_to_token_extra_context_len", cfg, cfg.launch_runtime)
+
+    def req_to_token_row_width(self, cfg: ServingConfig) -> int:
+        """The row of ``cfg.kv_pool``: its builder's own extra if it has one, else the sizing file's row.
+
+        The sizing file's row is its get_req_to_token_row_width() (main:
+        page-aligned), else C + extra.  Without the builders (a lone file),
+        another kind's row is the model's rule for the version.
+        """
+        kind = cfg.kv_pool
+        extras = self.module.row_extras
+        if kind is not KVPool.STANDARD:
+            if extras is None and kind in self.revision.narrow_rows:  # the version's builder, as modeled
+                return self._model.req_to_token_row_width(cfg)
+            if extras is not None and kind in extras:
+                return cfg.context_len + self._call_builder(kind, cfg)
+        if not self.generation.has_row_width:
+            return cfg.context_len + self.req_to_token_extra_context_len(cfg)
+        return self._call(ROW_WIDTH, cfg, cfg.launch_runtime)
+
+    def _call_builder(self, kind: KVPool, cfg: ServingConfig) -> int:
+        extras = self.module.row_extras
+        assert extras is not None
+        where = f"the {kind.value} pool builder of {self.module.builders_origin}"
+        try:
+            with self.module.published.bound(cfg, cfg.launch_runtime):
+                value = extras[kind]()
+        except StandInMissing as e:
+            raise StandInMissing(f"{where}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - what the real code raises is the finding
+            raise TargetCallError(
+                f"{where} raised {type(e).__name__}: {e} (config: {cfg.short()})".replace("\n", " ")
+            ) from e
+        if not _integer(value):
+            raise TargetCallError(
+                f"{where} gave extra_max_context_len {value!r}, not an integer (config: {cfg.short()})"
+            )
+        return value
+
+    def row_guard_fires(self, cfg: ServingConfig, max_alloc_len: int, row_width: int) -> bool:
+        """Whether the file's assert_alloc_within_row_width() stops this allocation (False: no guard)."""
+        if not self.generation.has_guard:
+            return False
+        try:
+            with self.module.published.bound(cfg, cfg.launch_runtime):
+                self.module.functions[ROW_GUARD](max_alloc_len=max_alloc_len, row_width=row_width)
+        except AssertionError:
+            return True
+        except StandInMissing as e:
+            raise StandInMissing(f"{ROW_GUARD}() of {self.module.origin}: {e}") from None
+        except Exception as e:  # noqa: BLE001
+            raise TargetCallError(
+                f"{_raised_where(self.module, ROW_GUARD, e)} {type(e).__name__}: {e} "
+                f"(max_alloc_len={max_alloc_len}, row_width={row_width})".replace("\n", " ")
+            ) from e
+        return False
 
     def page_aligned_decode_alloc_lens(self, lens: Sequence[tuple[int, int]], reserve: int, page: int):
         if not self.generation.has_aligned_lens:

@@ -1,6 +1,6 @@
 """Target specs for real SGLang code, and the ``Target`` each one resolves to.
 
-    sglang==X.Y.Z      a release: its wheel (pip download, cached), decode semantics of X.Y.Z
+    sglang==X.Y.Z      a release (0.5.13 or newer): its wheel (pip download, cached), decode semantics of X.Y.Z
     sglang[@X.Y.Z]     the installed SGLang; @X.Y.Z overrides the version it reports
     PATH[@X.Y.Z]       an allocation_sizing.py-shaped file, or a checkout directory holding one;
                        unknown version: the newest semantics unless @X.Y.Z (``--sglang-version``)
@@ -40,7 +40,22 @@ def is_real_spec(spec: str) -> bool:
 
 
 def _fit(revision: Revision, generation: Generation) -> Revision:
-    """The version's semantics, without algorithms the file cannot size (UNO before its branch existed)."""
+    """The version's semantics, fitted to the file.
+
+    Without algorithms the file cannot size (UNO before its branch existed).
+    A main-generation file (its own row width function) comes from a tree
+    whose unified pool builders size their rows with the headroom too:
+    upstream's row-headroom test of the unified builders
+    (``test/registered/unit/mem_cache/test_req_to_token_row_headroom.py`` at
+    20fd295) requires it, so no kind keeps 0.5.23's narrow C + 4 + D rows
+    unless the file's own ``kv_cache_configurator.py`` says so (``builders``).
+    """
+    if generation.has_row_width and revision.narrow_rows:
+        revision = revision.but(
+            f"{revision.name}-row-width",
+            f"{revision.summary}; unified rows sized with the headroom (main)",
+            narrow_rows=frozenset(),
+        )
     if generation.has_uno or algo.UNO not in revision.algorithms:
         return revision
     return revision.but(
@@ -50,13 +65,35 @@ def _fit(revision: Revision, generation: Generation) -> Revision:
     )
 
 
-def _target(spec: str, kind: TargetKind, what: str, source: str, filename: str, version: str | None) -> Target:
+def _target(
+    spec: str,
+    kind: TargetKind,
+    what: str,
+    source: str,
+    filename: str,
+    version: str | None,
+    builders: tuple[str, str] | None = None,
+) -> Target:
+    """``builders``: (source, where) of the release's ``kv_cache_configurator.py``, if there is one."""
     try:
         revision, how = semantics_for(version)
     except VersionError as e:
         raise TargetError(f"{spec}: {e}") from None
     module = load_sizing_module(source, spec, filename)
+    if builders is not None:
+        module.read_builders(*builders)
     revision = _fit(revision, module.generation)
+    if module.row_extras is None and revision.narrow_rows and kind is not TargetKind.RELEASE:
+        # A lone sizing file: the pools whose rows its version's builders size (not this file) are not its to
+        # answer for; reporting them against the file would name the wrong cause.  (A release's builders are
+        # its own: modeled, cited, when its wheel does not carry them.)
+        revision = revision.but(
+            revision.name,  # the same decode semantics, fewer deployments
+            f"{revision.summary}; without kv_cache_configurator.py, the {', '.join(sorted(revision.narrow_rows))} "
+            "pools are left out",
+            pools=revision.pools - revision.narrow_rows,
+            narrow_rows=frozenset(),
+        )
     label = f"{what}, {module.generation.describe()}, decode semantics {revision.name} ({how})"
     return Target(spec, label, RealSizing(module, revision), revision, kind)
 
@@ -65,9 +102,10 @@ def _resolve_release(spec: str) -> Target:
     version = spec[len("sglang==") :].strip()
     try:
         parse_version(version)
-        semantics_for(version)  # refuse pre-0.5.16 before downloading anything
+        semantics_for(version)  # refuse a release before the sizing functions before downloading anything
         wheel = wheels.release_wheel(version)
-        source = wheels.read_from_wheel(wheel)
+        source, member = wheels.read_sizing_from_wheel(wheel)
+        configurator = wheels.read_member(wheel, wheels.CONFIGURATOR_MODULE)
     except VersionError as e:
         raise TargetError(f"{spec}: {e}") from None
     except wheels.SourceError as e:  # its text names the release already
@@ -77,8 +115,9 @@ def _resolve_release(spec: str) -> Target:
         TargetKind.RELEASE,
         f"sglang {version} wheel",
         source,
-        f"{wheel}/{wheels.SIZING_MODULE}",
+        f"{wheel}/{member}",
         version,
+        None if configurator is None else (configurator, f"{wheel}/{wheels.CONFIGURATOR_MODULE}"),
     )
 
 
@@ -88,7 +127,7 @@ def _resolve_installed(spec: str, version: str | None) -> Target:
     except wheels.SourceError as e:
         raise TargetError(f"{spec}: {e}") from None
     what = f"installed sglang {installed or '(version unknown)'} ({path})"
-    return _target(spec, TargetKind.INSTALLED, what, source, path, version or installed)
+    return _target(spec, TargetKind.INSTALLED, what, source, path, version or installed, _sibling_builders(path))
 
 
 def _resolve_file(path: str, version: str | None) -> Target:
@@ -97,7 +136,16 @@ def _resolve_file(path: str, version: str | None) -> Target:
     except wheels.SourceError as e:
         raise TargetError(str(e)) from None
     spec = resolved + (f"@{version}" if version else "")
-    return _target(spec, TargetKind.FILE, f"file {resolved}", source, resolved, version)
+    return _target(spec, TargetKind.FILE, f"file {resolved}", source, resolved, version, _sibling_builders(resolved))
+
+
+def _sibling_builders(sizing_path: str) -> tuple[str, str] | None:
+    """The ``kv_cache_configurator.py`` beside a sizing file (a checkout or an installed package), if readable."""
+    path = os.path.join(os.path.dirname(sizing_path), os.path.basename(wheels.CONFIGURATOR_MODULE))
+    try:
+        return wheels.read_file(path)[0], path
+    except wheels.SourceError:
+        return None
 
 
 def resolve_real_target(spec: str) -> Target:
@@ -132,7 +180,10 @@ def real_target_rows() -> list[tuple[str, str]]:
     """Rows for ``python -m fuzz targets``."""
     releases = known_releases()
     rows = [
-        ("sglang==X.Y.Z", f"a release's own sizing module, from its wheel (cache: {wheels.cache_dir()})"),
+        (
+            "sglang==X.Y.Z",
+            f"a release's own sizing module, from its wheel, {releases[0]} or newer (cache: {wheels.cache_dir()})",
+        ),
         ("sglang[@X.Y.Z]", "the sizing module of the SGLang installed in this environment"),
         ("PATH[@X.Y.Z]", "an allocation_sizing.py-shaped file or SGLang checkout (newest semantics unless @X.Y.Z)"),
     ]

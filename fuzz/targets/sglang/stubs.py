@@ -13,10 +13,18 @@ What they publish, from a ``ServingConfig`` and the run-time spec shape:
     get_parallel().attn_dcp_size        decode context parallel size
     get_spec().speculative_*            algorithm name, S, K, D of the run-time shape
     max_speculative_num_draft_tokens()  Dmax, fixed at launch (adaptive spec moves S and D, not Dmax)
-    get_server_args()                   all of the above as one object (0.5.16-0.5.17 take it as an argument)
+    get_server_args()                   all of the above as one object (0.5.16-0.5.17 and main take it
+                                        as an argument; main reads the DCP size as ``dcp_size``)
 
 Outside a bound call every accessor raises, as the real ones do before
 publish, so a file that reads its configuration at import time fails to load.
+
+Loading survives upstream's churn: EVERY ``sglang.*`` module the file
+imports resolves, privately, to a ``StandInModule``.  The names in ``KNOWN``
+answer from the example's configuration wherever the file imports them from,
+the small helpers of ``HELPERS`` answer faithfully, and any other name is
+``Unsupplied``: harmless while the sizing functions never use it, and a use
+names the missing piece in one line (``StandInMissing``, exit 2).
 """
 
 from __future__ import annotations
@@ -30,10 +38,9 @@ from typing import Any
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.sizing import ceil_div, ceil_to_page
 
-RUNTIME_CONTEXT = "sglang.srt.runtime_context"
-SERVER_ARGS = "sglang.srt.server_args"
-SPEC_INFO = "sglang.srt.speculative.spec_info"
+from ..base import TargetError
 
 
 class Bag:
@@ -157,7 +164,9 @@ def publish(cfg: ServingConfig, rt: SpecRuntime | None) -> dict[str, Any]:
         disable_overlap_schedule=not cfg.enable_overlap,
         max_total_tokens=cfg.max_total_num_tokens,
     )
-    parallel = dict(attn_dcp_size=cfg.attn_dcp_size, tp_size=cfg.tp_size or cfg.attn_dcp_size)
+    parallel = dict(
+        attn_dcp_size=cfg.attn_dcp_size, dcp_size=cfg.attn_dcp_size, tp_size=cfg.tp_size or cfg.attn_dcp_size
+    )
     return {
         "schedule": Bag("schedule", **schedule),
         "parallel": Bag("parallel", **parallel),
@@ -168,49 +177,160 @@ def publish(cfg: ServingConfig, rt: SpecRuntime | None) -> dict[str, Any]:
 
 
 class ServerArgs:
-    """Only a name for type annotations (0.5.16-0.5.17 import it); calls get the published bag."""
+    """Only a name for type annotations (0.5.16-0.5.17 and main import it); calls get the published bag."""
 
 
-def accessor_modules(published: Published) -> dict[str, types.ModuleType]:
-    """The stub modules, and the packages above them, answering from ``published``."""
-    rc = types.ModuleType(RUNTIME_CONTEXT, "kvrow-fuzz stand-in: accessors answer from the example's configuration")
-    rc.__dict__.update(
+class StandInMissing(TargetError):
+    """The sizing file used a piece of SGLang that kvrow-fuzz does not stand in for: bad input, exit 2.
+
+    Not a finding: the real code never ran, so nothing is known about it.
+    """
+
+
+# Small helpers of ``sglang.srt.utils.common`` with a documented meaning, answered faithfully
+# (0.5.23 ``sglang/srt/utils/common.py``: cdiv 3688, next_power_of_2 3693, round_up 3697,
+# ceil_align 4420, ceil_div 4452).  Each is the same arithmetic the model uses, written once there.
+HELPERS: dict[str, Any] = {
+    "ceil_div": ceil_div,
+    "cdiv": ceil_div,
+    "ceil_align": ceil_to_page,
+    "round_up": ceil_to_page,
+    "next_power_of_2": lambda n: 1 << (n - 1).bit_length() if n > 0 else 1,
+    # Platform probes, which 0.5.13-0.5.15 ``mem_cache/common.py`` call at import (0.5.15 lines 33-37:
+    # ``_is_npu = is_npu()``, ``_is_hip = is_hip()``, ``_is_cuda = is_cuda()``; 0.5.15
+    # ``utils/common.py``: is_hip 127, is_cuda 144, is_npu 175).  The model is a CUDA deployment: its
+    # allocator is the non-NPU branch's ``PagedTokenToKVPoolAllocator`` with page_size * dcp_size
+    # (0.5.15 ``model_executor/model_runner_kv_cache_mixin.py:1056`` NPU branch, 1141-1143 CUDA), so
+    # CUDA answers True and ROCm (HIP) and Ascend (NPU) False.  The sizing functions never read them.
+    "is_cuda": lambda: True,
+    "is_hip": lambda: False,
+    "is_npu": lambda: False,
+}
+
+
+def _unsupplied_op(self: Unsupplied, *args: Any, **kwargs: Any) -> Any:
+    raise StandInMissing(
+        f"the sizing file uses {self._qualname}, which kvrow-fuzz has no stand-in for "
+        "(the stand-ins are listed in fuzz/targets/sglang/stubs.py: KNOWN, HELPERS)"
+    )
+
+
+class Unsupplied:
+    """A name an ``sglang`` module was asked for that has no stand-in: harmless until used.
+
+    Importing it, annotating with it, passing it around: fine (the sizing
+    functions never touch most of what a file imports).  Calling it, reading
+    a value from it, doing arithmetic with it or subclassing it raises
+    ``StandInMissing`` naming it, and the command exits 2 with that line.
+    """
+
+    def __init__(self, qualname: str) -> None:
+        object.__setattr__(self, "_qualname", qualname)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Unsupplied(f"{self._qualname}.{name}")
+
+    def __repr__(self) -> str:
+        return f"<kvrow-fuzz: no stand-in for {self._qualname}>"
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return _unsupplied_op(self)  # type: ignore[no-any-return]
+
+
+for _op in (
+    "__call__ __bool__ __int__ __float__ __index__ __len__ __iter__ __contains__ __getitem__ __setattr__ "
+    "__lt__ __le__ __gt__ __ge__ __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __floordiv__ "
+    "__rfloordiv__ __truediv__ __rtruediv__ __mod__ __rmod__ __neg__ __pow__ __and__ __or__ __enter__"
+).split():
+    setattr(Unsupplied, _op, _unsupplied_op)
+
+
+class StandInModule(types.ModuleType):
+    """Any ``sglang.*`` module the file imports: known names answer, anything else is ``Unsupplied``."""
+
+    def __init__(self, name: str, known: dict[str, Any], used: set[str]) -> None:
+        super().__init__(name, "kvrow-fuzz stand-in: known accessors answer from the example's configuration")
+        self.__dict__["_known"] = known
+        self.__dict__["_used"] = used
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._used.add(name)
+        return self._known.get(name, Unsupplied(f"{self.__name__}.{name}"))
+
+
+# What the stand-ins answer, by name, from whichever ``sglang`` module the file imports it
+# (upstream moves these between modules; their meaning stays).
+KNOWN = frozenset(
+    {
+        "get_schedule",
+        "get_parallel",
+        "get_spec",
+        "get_server_args",
+        "get_global_server_args",
+        "max_speculative_num_draft_tokens",
+        "ServerArgs",
+        "SpeculativeAlgorithm",
+    }
+)
+
+
+def known_names(published: Published) -> dict[str, Any]:
+    """The stand-ins by name: accessors bound to ``published``, the two types, the helpers."""
+    known: dict[str, Any] = dict(
         get_schedule=lambda: published.read("schedule"),
         get_parallel=lambda: published.read("parallel"),
         get_spec=lambda: published.read("spec"),
         get_server_args=lambda: published.read("server_args"),
+        get_global_server_args=lambda: published.read("server_args"),
         max_speculative_num_draft_tokens=lambda: published.read("dmax"),
+        ServerArgs=ServerArgs,
+        SpeculativeAlgorithm=SpeculativeAlgorithm,
     )
-    sa = types.ModuleType(SERVER_ARGS, "kvrow-fuzz stand-in")
-    sa.__dict__["ServerArgs"] = ServerArgs
-    si = types.ModuleType(SPEC_INFO, "kvrow-fuzz stand-in")
-    si.__dict__["SpeculativeAlgorithm"] = SpeculativeAlgorithm
-    modules = {m.__name__: m for m in (rc, sa, si)}
-    for name in list(modules):  # packages, so `import sglang.srt.x` and `from sglang.srt import x` work too
-        parts = name.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            parent = ".".join(parts[:i])
-            modules.setdefault(parent, types.ModuleType(parent))
-            setattr(modules[parent], parts[i], modules[".".join(parts[: i + 1])])
-    return modules
+    assert set(known) == KNOWN
+    return known | HELPERS
 
 
-def private_builtins(modules: dict[str, types.ModuleType]) -> dict[str, Any]:
-    """Builtins whose ``__import__`` serves ``modules`` and refuses any other ``sglang`` module.
+class StandIns:
+    """Every ``sglang`` module one loaded file imports, made on demand, and which names it took."""
+
+    def __init__(self, published: Published) -> None:
+        self.known = known_names(published)
+        self.used: set[str] = set()
+        self.modules: dict[str, StandInModule] = {}
+
+    def module(self, name: str) -> StandInModule:
+        """The stand-in for ``name`` and each package above it, each set as its parent's attribute."""
+        if name not in self.modules:
+            self.modules[name] = StandInModule(name, self.known, self.used)
+            parent, _, leaf = name.rpartition(".")
+            if parent:
+                self.module(parent).__dict__[leaf] = self.modules[name]
+        return self.modules[name]
+
+    def unsupplied(self) -> list[str]:
+        """Names the file imported that have no stand-in (harmless unless a sizing function calls one)."""
+        return sorted(n for n in self.used if n not in self.known)
+
+
+def private_builtins(stand_ins: StandIns) -> dict[str, Any]:
+    """Builtins whose ``__import__`` serves every ``sglang`` module from ``stand_ins``.
 
     Set as a namespace's ``__builtins__``, it governs every import the code
-    run in that namespace makes, at load time and inside functions alike.
+    run in that namespace makes, at load time and inside functions alike;
+    nothing enters ``sys.modules``.
     """
     real_import = builtins.__import__
-    supplied = ", ".join(sorted(n for n in modules if n.count(".") >= 2))
 
     def _import(name, globals=None, locals=None, fromlist=(), level=0):
         if level:
             raise ImportError(f"relative import of {name!r}: the sizing loader runs the file outside its package")
-        if name in modules:
-            return modules[name] if fromlist else modules[name.partition(".")[0]]
         if name == "sglang" or name.startswith("sglang."):
-            raise ModuleNotFoundError(f"No module named {name!r} (the loader supplies only {supplied})", name=name)
+            module = stand_ins.module(name)
+            return module if fromlist else stand_ins.module("sglang")
         return real_import(name, globals, locals, fromlist, level)
 
     namespace = dict(builtins.__dict__)

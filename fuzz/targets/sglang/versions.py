@@ -4,7 +4,7 @@ The sizing module is the release's own code; everything around it (the
 allocator page, the DFLASH write path, the scheduler's committed-length
 bound) is the model's, read with the revision that models that release
 (``RELEASE_REVISIONS``).  A version newer than every modeled release gets
-the newest semantics; one older than 0.5.16 has no ``allocation_sizing.py``.
+the newest semantics; one older than 0.5.13 lacks the sizing functions.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from packaging.version import InvalidVersion, Version
 
 from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS, Revision
 
-# The first release with mem_cache/allocation_sizing.py (0.5.14 and 0.5.15 keep the
-# sizing functions in mem_cache/common.py, among the cache code, which this loader does not run).
-FIRST_SIZING_RELEASE = "0.5.16"
+# The oldest supported release: the first with all three sizing functions (0.5.13 ``mem_cache/common.py:155-210``;
+# mem_cache/allocation_sizing.py from 0.5.16).  0.5.9-0.5.12 have only get_alloc_len_per_decode
+# (``managers/utils.py``) and an inline 4 + D row headroom.
+FIRST_SIZING_RELEASE = "0.5.13"
 
 
 class VersionError(ValueError):
@@ -63,8 +64,8 @@ def semantics_for(version: str | None) -> tuple[Revision, str]:
     v = parse_version(version)
     if v < parse_version(FIRST_SIZING_RELEASE):
         raise VersionError(
-            f"sglang {version} predates mem_cache/allocation_sizing.py (first in {FIRST_SIZING_RELEASE}; "
-            "before it the sizing functions live in mem_cache/common.py, which this loader does not run)"
+            f"sglang {version} predates the sizing functions (the oldest supported release is "
+            f"{FIRST_SIZING_RELEASE}: mem_cache/common.py, mem_cache/allocation_sizing.py from 0.5.16)"
         )
     base = [r for r in known_releases() if parse_version(r) <= v][-1]
     how = f"semantics of {base}" if base == version else f"semantics of {base} (nearest modeled release <= {version})"

@@ -3,9 +3,12 @@
 Wheels are fetched with ``pip download --no-deps`` into a cache directory
 that every run reuses (``$KVROW_FUZZ_CACHE``, default
 ``~/.cache/kvrow-fuzz/wheels``: outside any clone, so CI keeps it between
-runs); only ``sglang/srt/mem_cache/allocation_sizing.py`` is read out of a
-wheel, nothing is installed.  Every failure is a ``SourceError`` whose text
-is one line naming the problem.
+runs); only the file holding the sizing functions is read out of a wheel
+(``sglang/srt/mem_cache/allocation_sizing.py`` from 0.5.16, before it
+``sglang/srt/mem_cache/common.py``: ``SIZING_MODULES``), nothing is
+installed.  ``KVROW_FUZZ_OFFLINE=1`` reads the cache only and never runs
+pip (the test suite sets it).  Every failure is a
+``SourceError`` whose text is one line naming the problem.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ import tempfile
 import zipfile
 
 SIZING_MODULE = "sglang/srt/mem_cache/allocation_sizing.py"
+# 0.5.13-0.5.15 keep the three sizing functions among the cache helpers (0.5.13 ``common.py:155-210``).
+COMMON_MODULE = "sglang/srt/mem_cache/common.py"
+# Where a release keeps the sizing functions, the newest home first: the first one a wheel has is read.
+SIZING_MODULES = (SIZING_MODULE, COMMON_MODULE)
 # Where a checkout (or an unpacked package) keeps it, relative to the directory given.
 CHECKOUT_LOCATIONS = (
     "python/" + SIZING_MODULE,
@@ -28,8 +35,12 @@ CHECKOUT_LOCATIONS = (
     "srt/mem_cache/allocation_sizing.py",
     "mem_cache/allocation_sizing.py",
     "allocation_sizing.py",
+    "python/" + COMMON_MODULE,
+    COMMON_MODULE,
 )
 DOWNLOAD_TIMEOUT_S = 600
+OFFLINE = "KVROW_FUZZ_OFFLINE"  # set (not 0/false/no/off): the cache only, pip never runs
+_FALSE = ("", "0", "false", "no", "off", "n", "f")  # pip's strtobool no-words, and unset
 # pip's words for "the index could not be reached" (as opposed to "it has no such version").
 _NETWORK_FAILURE = re.compile(
     r"NewConnectionError|Failed to establish a new connection|Network is unreachable|Name or service not known|"
@@ -101,8 +112,18 @@ def _pip_download(version: str, directory: str) -> str:
     return target
 
 
+def _flag(name: str) -> bool:
+    """An environment switch is on: set to anything but empty, 0, false, no, off."""
+    return os.environ.get(name, "").strip().lower() not in _FALSE
+
+
 def _explain_pip_failure(version: str, output: str, directory: str) -> str:
     versions = re.search(r"\(from versions: ([^)]*)\)", output)
+    if _flag("PIP_NO_INDEX") and (versions is None or versions.group(1).strip() == "none"):
+        return (
+            f"cannot fetch sglang=={version}: pip has no package index (PIP_NO_INDEX is set) "
+            f"and no wheel is cached in {directory}"
+        )
     if _NETWORK_FAILURE.search(output) and (versions is None or versions.group(1).strip() == "none"):
         return (
             f"cannot fetch sglang=={version}: the package index is unreachable (no network?) "
@@ -117,20 +138,51 @@ def _explain_pip_failure(version: str, output: str, directory: str) -> str:
 
 
 def release_wheel(version: str) -> str:
-    """The cached wheel of sglang==version, downloading it first if the cache has none."""
-    return cached_wheel(version) or _pip_download(version, cache_dir())
+    """The cached wheel of sglang==version, downloading it first if the cache has none (never when offline)."""
+    cached = cached_wheel(version)
+    if cached:
+        return cached
+    if _flag(OFFLINE):
+        raise SourceError(f"cannot fetch sglang=={version}: {OFFLINE} is set and no wheel is cached in {cache_dir()}")
+    return _pip_download(version, cache_dir())
 
 
-def read_from_wheel(wheel: str) -> str:
-    """The sizing module's source, read out of a wheel (nothing else is unpacked)."""
+def read_sizing_from_wheel(wheel: str) -> tuple[str, str]:
+    """(source, member) of the sizing functions' file in a wheel: the first of ``SIZING_MODULES`` it has.
+
+    Only that one member is read; nothing else is unpacked.
+    """
     try:
         with zipfile.ZipFile(wheel) as z:
-            data = z.read(SIZING_MODULE)
-    except KeyError:
-        raise SourceError(f"{os.path.basename(wheel)} has no {SIZING_MODULE}") from None
+            names = set(z.namelist())
+            member = next((m for m in SIZING_MODULES if m in names), None)
+            if member is None:
+                raise SourceError(f"{os.path.basename(wheel)} has neither {' nor '.join(SIZING_MODULES)}")
+            data = z.read(member)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise SourceError(f"{wheel} is not a readable wheel ({e}); delete it to download it again") from None
+    return _decode(data, wheel), member
+
+
+# The pool builders: where each kind of req_to_token pool gets its row width (0.5.16+).
+CONFIGURATOR_MODULE = "sglang/srt/mem_cache/kv_cache_configurator.py"
+
+
+def read_member(wheel: str, member: str) -> str | None:
+    """One more file of a wheel (None: the wheel has no such member); only that member is read."""
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            if member not in z.namelist():
+                return None
+            data = z.read(member)
     except (zipfile.BadZipFile, OSError) as e:
         raise SourceError(f"{wheel} is not a readable wheel ({e}); delete it to download it again") from None
     return _decode(data, wheel)
+
+
+def read_from_wheel(wheel: str) -> str:
+    """The sizing functions' source, read out of a wheel (``read_sizing_from_wheel``)."""
+    return read_sizing_from_wheel(wheel)[0]
 
 
 def _decode(data: bytes, where: str) -> str:
@@ -168,9 +220,14 @@ def installed_sizing() -> tuple[str, str, str | None]:
         raise SourceError(f"cannot locate the installed sglang: {e}") from None
     if spec is None or not spec.submodule_search_locations:
         raise SourceError(f"no SGLang is installed for {sys.executable} (use sglang==X.Y.Z or a PATH)")
-    path = os.path.join(list(spec.submodule_search_locations)[0], "srt", "mem_cache", "allocation_sizing.py")
+    package = list(spec.submodule_search_locations)[0]
+    candidates = [os.path.join(package, *m.split("/")[1:]) for m in SIZING_MODULES]
+    path = next((p for p in candidates if os.path.isfile(p)), candidates[0])
     if not os.path.isfile(path):
-        raise SourceError(f"the installed sglang has no {path} (too old? the module first ships in 0.5.16)")
+        raise SourceError(
+            f"the installed sglang has no {path} (nor {candidates[1]}): too old? "
+            "the sizing functions first ship in 0.5.13"
+        )
     source, path = read_file(path)
     try:
         version = importlib.metadata.version("sglang")

@@ -1,0 +1,231 @@
+"""SARIF 2.1.0 (``--sarif FILE``): findings shown by GitHub code scanning on the sizing code they indict.
+
+One SARIF run (one tool, as code scanning wants), one result per bug group
+(``Finding``): ``ruleId`` is the property the group breaks, the message is
+the COUNTEREXAMPLE block with its repro line (``render.counterexample_block``),
+and the location is the line of the sizing function that computes what the
+group shows too small:
+
+    the row width    write-within-row, neighbour-rows-untouched, kv-lens-ordered
+                     -> get_req_to_token_extra_context_len()  (the headroom past context_len)
+    the reserve      every other property: drafts, page-aligned growth, the slot invariants
+                     -> get_alloc_reserve_per_decode()
+    the function     model-mismatch/<function>, sizing-raised (the function that raised)
+
+with the other of the two as a related location.  Where the function lives:
+
+    sglang==X.Y.Z, sglang   python/sglang/srt/mem_cache/allocation_sizing.py (its path in SGLang's
+                            repository, so code scanning maps it onto SGLang's tree)
+    PATH                    the file, relative to the working directory (absolute outside it)
+    reference[@REVISION]    the model's function in allocator_model/sizing.py
+
+The line is the function's ``def`` in the target's own source (read again,
+parsed with ``ast``; never imported).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fuzz.common.files import write_atomically
+
+from .kinds import Property
+from .model import Finding
+from .render import counterexample_block
+from .report import Command
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+TOOL_NAME = "kvrow-fuzz"
+FINGERPRINT = "kvrowGroup/v1"  # target + signature: the same bug group is the same alert from run to run
+
+ROW_WIDTH = "get_req_to_token_extra_context_len"
+RESERVE = "get_alloc_reserve_per_decode"
+SGLANG_REPO_PATH = "python/"  # where SGLang's repository keeps the package a wheel installs
+_ROW_WIDTH_PROPERTIES = frozenset(
+    {Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.KV_LENS_ORDERED}
+)
+_RAISED_IN = re.compile(r"^\s*([A-Za-z_]\w*)\(\)")
+
+# What each rule (property) asks, as the README's tables state it.
+RULE_TEXT: dict[Property, str] = {
+    Property.WRITE_WITHIN_ROW: "Every rounded decode write ends within its own req_to_token row: ceil_P(c + R) <= W.",
+    Property.NEIGHBOUR_ROWS_UNTOUCHED: "No write changes another live request's columns [0, kv_allocated_len).",
+    Property.DRAFTS_WITHIN_ALLOCATION: "Draft/verify columns (the spec v2 tree layout included) stay below "
+    "kv_allocated_len.",
+    Property.PAGE_ALIGNED_GROWTH: "On a paged allocator, spec decode grows kv_allocated_len to whole pages.",
+    Property.KV_LENS_ORDERED: "0 <= kv_committed_len <= kv_allocated_len <= W for every request holding a row.",
+    Property.ROW_HOLDS_OWN_SLOTS: "Every column in [0, kv_allocated_len) holds a slot the request owns.",
+    Property.SLOT_SINGLE_OWNER: "No slot stands twice among the live rows.",
+    Property.NO_STRANDED_PAGE_TAIL: "After a spec decode allocation on a paged allocator, slots owned == "
+    "kv_allocated_len.",
+    Property.FREE_LIST_UNIQUE: "No page is freed twice; the free list holds free pages, once.",
+    Property.NO_LEAK: "A released request owns no slot; with no request holding KV, every slot and row is free.",
+    Property.SIZING_RAISED: "A sizing function returns an integer for every valid configuration (it raised).",
+    Property.MODEL_MISMATCH: "The real sizing module and the model of its version agree on every function.",
+    Property.UNPROVEN: "Every growth rule of the target can be checked in closed form.",
+}
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """A line of a sizing source: an artifact URI as code scanning reads it, a 1-based line, the function there."""
+
+    uri: str
+    line: int
+    function: str
+
+    def to_sarif(self) -> dict[str, Any]:
+        return {"physicalLocation": {"artifactLocation": {"uri": self.uri}, "region": {"startLine": self.line}}}
+
+
+def sizing_functions(f: Finding) -> tuple[str, ...]:
+    """SGLang's sizing functions a finding indicts, the one to show first (see the module docstring)."""
+    prop = Property(f.violation.prop)
+    if prop is Property.MODEL_MISMATCH:
+        fn = str(f.violation.regime)  # the sizing surface's name of the function that disagrees
+        return (fn if fn.startswith("get_") or fn == "page_aligned_decode_alloc_lens" else f"get_{fn}",)
+    if prop is Property.SIZING_RAISED:
+        m = _RAISED_IN.match(f.violation.headline)
+        raised = (m.group(1),) if m else ()
+        return raised + tuple(fn for fn in (RESERVE, ROW_WIDTH) if fn not in raised)
+    return (ROW_WIDTH, RESERVE) if prop in _ROW_WIDTH_PROPERTIES else (RESERVE, ROW_WIDTH)
+
+
+def def_lines(source: str) -> dict[str, int]:
+    """Top-level ``def NAME`` -> its line, in a Python source (empty if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    return {n.name: n.lineno for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def artifact_uri(path: str, cwd: str | None = None) -> str:
+    """A local file as code scanning wants it: relative to the working directory, else an absolute file URI."""
+    p = Path(os.path.abspath(path))
+    base = Path(os.path.abspath(cwd or os.getcwd()))
+    if p == base or base in p.parents:
+        return p.relative_to(base).as_posix()
+    return p.as_uri()
+
+
+def target_source(target: Any, cwd: str | None = None) -> tuple[str, str, bool]:
+    """(artifact URI, source text, model?) of a target's sizing code; the source is "" when it cannot be read."""
+    from fuzz.targets.base import TargetKind
+    from fuzz.targets.sglang import wheels
+    from fuzz.targets.sglang.resolve import _split_version
+
+    if target.kind is TargetKind.MODEL:
+        import allocator_model.sizing as model
+
+        path = model.__file__ or ""
+        uri = Path(path).relative_to(Path(path).parent.parent).as_posix()  # allocator_model/sizing.py
+        return uri, Path(path).read_text(encoding="utf-8"), True
+    try:
+        if target.kind is TargetKind.RELEASE:
+            source, member = wheels.read_sizing_from_wheel(wheels.release_wheel(target.spec.split("==", 1)[1]))
+            return SGLANG_REPO_PATH + member, source, False  # common.py before 0.5.16
+        if target.kind is TargetKind.INSTALLED:
+            return SGLANG_REPO_PATH + wheels.SIZING_MODULE, wheels.installed_sizing()[0], False
+        source, path = wheels.read_file(_split_version(target.spec)[0])
+        return artifact_uri(path, cwd), source, False
+    except wheels.SourceError:
+        path = _split_version(target.spec)[0]
+        uri = SGLANG_REPO_PATH + wheels.SIZING_MODULE if target.kind is not TargetKind.FILE else artifact_uri(path, cwd)
+        return uri, "", False
+
+
+def locate(target: Any, functions: Sequence[str], cwd: str | None = None) -> list[SourceLine]:
+    """Where each of ``functions`` is defined in the target's sizing code (line 1 of the file if nowhere)."""
+    uri, source, model = target_source(target, cwd)
+    lines = def_lines(source)
+    found = []
+    for fn in functions:
+        name = fn.removeprefix("get_") if model else fn  # the model names its functions without get_
+        if name in lines:
+            found.append(SourceLine(uri, lines[name], name))
+    return found or [SourceLine(uri, 1, functions[0] if functions else "")]
+
+
+def sarif_result(f: Finding, target: Any, rule_index: dict[Property, int], cwd: str | None = None) -> dict[str, Any]:
+    """One bug group as a SARIF result, located at the sizing function it indicts."""
+    prop = Property(f.violation.prop)
+    where = locate(target, sizing_functions(f), cwd) if target is not None else []
+    result: dict[str, Any] = {
+        "ruleId": prop.value,
+        "ruleIndex": rule_index[prop],
+        "level": "error",
+        "message": {"text": counterexample_block(f)},
+        "locations": [where[0].to_sarif()] if where else [],
+        "partialFingerprints": {FINGERPRINT: f"{f.target}|{f.signature}"},
+        "properties": {
+            "signature": str(f.signature),
+            "target": f.target,
+            "function": where[0].function if where else None,
+            "repro": f.repro,
+            "caseFile": f.case_path,
+        },
+    }
+    if len(where) > 1:
+        result["relatedLocations"] = [
+            {"id": i, **w.to_sarif(), "message": {"text": f"{w.function}()"}} for i, w in enumerate(where[1:], 1)
+        ]
+    return result
+
+
+def sarif_log(command: Command, findings: Iterable[tuple[Finding, Any]], cwd: str | None = None) -> dict[str, Any]:
+    """The SARIF log of a command: ``findings`` are (finding, its resolved Target or None), one result each."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        tool_version = version("kvrow-fuzz")
+    except PackageNotFoundError:
+        tool_version = "0"
+    props = list(Property)
+    rule_index = {p: i for i, p in enumerate(props)}
+    rules = [
+        {
+            "id": p.value,
+            "name": p.name.title().replace("_", ""),
+            "shortDescription": {"text": RULE_TEXT[p]},
+            "defaultConfiguration": {"level": "error"},
+        }
+        for p in props
+    ]
+    return {
+        "$schema": SARIF_SCHEMA_URI,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL_NAME,
+                        "version": tool_version,
+                        "semanticVersion": tool_version,
+                        "rules": rules,
+                    }
+                },
+                "automationDetails": {"id": f"{TOOL_NAME}/{command.value}/"},
+                "results": [sarif_result(f, t, rule_index, cwd) for f, t in findings],
+            }
+        ],
+    }
+
+
+def write_sarif(path: str, command: Command, findings: Iterable[tuple[Finding, Any]]) -> None:
+    """Write the command's SARIF log (atomically, like every output file)."""
+    write_atomically(path, json.dumps(sarif_log(command, findings), indent=2) + "\n")
+
+
+def with_targets(findings: Iterable[Finding], targets: Iterable[Any]) -> list[tuple[Finding, Any]]:
+    """Each finding with the resolved target it was found on (matched by spec), for ``write_sarif``."""
+    by_spec = {t.spec: t for t in targets}
+    return [(f, by_spec.get(f.target)) for f in findings]

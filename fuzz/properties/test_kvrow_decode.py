@@ -1,0 +1,54 @@
+"""The decode properties as pytest tests, each usable on its own:
+
+    pytest --pyargs fuzz.properties.test_kvrow_decode --kvrow-target=reference@sglang-0.5.18
+
+A failure names its bug group (``write-within-row/alloc-page-1``) and reads
+like the specification it breaks: request, row, columns written, row width,
+victim row.
+"""
+
+from __future__ import annotations
+
+from hypothesis import assume, given, target
+from hypothesis import strategies as st
+
+from fuzz.findings.kinds import Property
+from fuzz.run.engine import check_scenario
+from fuzz.run.properties import (
+    DRAFTS_WITHIN_ALLOCATION,
+    NEIGHBOUR_ROWS_UNTOUCHED,
+    PAGE_ALIGNED_GROWTH,
+    WRITE_WITHIN_ROW,
+    overshoot,
+)
+from strategies.scenarios import decode_scenarios
+
+
+def holds(kvrow_target, data, prop: Property) -> None:
+    scenario = data.draw(decode_scenarios(kvrow_target.revision), label="scenario")
+    run, found = check_scenario(kvrow_target, scenario, props=(prop,))
+    assume(run is None or not run.skipped)
+    if run is not None:
+        target(float(overshoot(run)), label="overshoot past the row width")
+    story = "\n".join(f"{v.signature} on {kvrow_target.spec}\n{v.describe()}" for v in found)
+    assert not found, f"\n{story}\nconfig: {scenario.config.short()}"
+
+
+@given(data=st.data())
+def test_every_rounded_write_ends_within_its_row(kvrow_target, data):
+    holds(kvrow_target, data, WRITE_WITHIN_ROW)
+
+
+@given(data=st.data())
+def test_no_other_row_changes(kvrow_target, data):
+    holds(kvrow_target, data, NEIGHBOUR_ROWS_UNTOUCHED)
+
+
+@given(data=st.data())
+def test_drafts_stay_inside_what_was_allocated(kvrow_target, data):
+    holds(kvrow_target, data, DRAFTS_WITHIN_ALLOCATION)
+
+
+@given(data=st.data())
+def test_growth_is_page_aligned_on_paged_allocators(kvrow_target, data):
+    holds(kvrow_target, data, PAGE_ALIGNED_GROWTH)

@@ -1,0 +1,190 @@
+"""The kvrow-fuzz pytest plugin: this project's properties, and your own, against any target, from any repository.
+
+Installed with the package (the ``pytest11`` entry point, named after this
+module so that this repository's root ``conftest.py`` loading it too is a
+no-op). From the root of an SGLang checkout:
+
+    pytest --pyargs fuzz.properties --kvrow-target=python/sglang/srt/mem_cache/allocation_sizing.py
+
+runs every decode property and the lifecycle invariants against that file
+(``--kvrow-target`` is repeatable and takes every spec ``kvrow-fuzz run
+--target`` takes: ``reference[@REVISION]``, ``sglang==X.Y.Z``, ``sglang``, a
+path). Each test is parametrized by target, its id the spec as typed, so
+JUnit reports read ``test_every_rounded_write_ends_within_its_row[SPEC]``
+and are the same on every xdist worker.
+
+Your own properties take the ``kvrow_target`` fixture (a resolved
+``fuzz.targets.Target``: its ``sizing`` surface and decode ``revision``) and
+are parametrized over the same targets.
+
+Profiles: the session runs under a kvrow Hypothesis profile (``ci``:
+derandomized, 200 examples, no database; ``dev``; ``nightly``) when it asks
+for kvrow: a ``--kvrow-*`` option, the ``kvrow_profile`` ini option, or
+``fuzz.properties`` on the command line. Otherwise the plugin touches no
+Hypothesis setting (it is loaded by every pytest run of an environment that
+has kvrow-fuzz installed). Which profile: ``--kvrow-profile``, else
+``HYPOTHESIS_PROFILE`` when it names one of them, else the ini option, else
+``ci``; ``--kvrow-max-examples N`` caps it, and ``--hypothesis-profile``
+still wins.
+
+Importing this module imports neither torch nor the targets: that happens
+only when a session asks for kvrow.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROPERTIES_PACKAGE = "fuzz.properties"
+PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
+TARGET_OPTION = "--kvrow-target"
+PROFILE_OPTION = "--kvrow-profile"
+MAX_EXAMPLES_OPTION = "--kvrow-max-examples"
+PROFILE_INI = "kvrow_profile"
+DEFAULT_TARGET = "reference"
+DEFAULT_PROFILE = "ci"
+FIXTURE = "kvrow_target"
+
+_TARGETS: dict[str, Any] = {}  # spec as typed -> Target, resolved once per process
+_PROFILE_KEY = pytest.StashKey[str]()  # the profile a session that asks for kvrow runs under
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kvrow-fuzz", "kvrow-fuzz: KV-cache row sizing properties")
+    group.addoption(
+        TARGET_OPTION,
+        action="append",
+        dest="kvrow_target",
+        default=None,
+        metavar="SPEC",
+        help="target of the kvrow properties and the kvrow_target fixture: reference[@REVISION], "
+        "sglang==X.Y.Z, sglang or a PATH to an allocation_sizing.py or checkout (repeatable; default: reference)",
+    )
+    group.addoption(
+        PROFILE_OPTION,
+        dest="kvrow_profile",
+        default=None,
+        metavar="NAME",
+        help="kvrow Hypothesis profile: ci, dev or nightly (default: $HYPOTHESIS_PROFILE if it names one, else "
+        "the kvrow_profile ini option, else ci)",
+    )
+    group.addoption(
+        MAX_EXAMPLES_OPTION,
+        dest="kvrow_max_examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="examples per property (overrides the profile's; the lifecycle test runs at most 100)",
+    )
+    parser.addini(PROFILE_INI, "kvrow Hypothesis profile of this project's sessions (ci, dev or nightly)", default="")
+
+
+def target_specs(config: pytest.Config) -> list[str]:
+    """The targets a session runs the properties on: the ``--kvrow-target`` specs as typed, else the reference."""
+    return list(config.getoption("kvrow_target") or []) or [DEFAULT_TARGET]
+
+
+def names_kvrow_properties(arg: str) -> bool:
+    """Whether a command-line argument selects this package's properties (``fuzz.properties[...]`` or its path)."""
+    head = str(arg).split("::", 1)[0]
+    if head == PROPERTIES_PACKAGE or head.startswith(PROPERTIES_PACKAGE + "."):
+        return True
+    try:
+        path = Path(head).resolve()
+    except (OSError, ValueError):
+        return False
+    return path == PROPERTIES_DIR or PROPERTIES_DIR in path.parents
+
+
+def asks_for_kvrow(config: pytest.Config) -> bool:
+    """A session asks for kvrow with a kvrow option, the ini option, or by selecting the properties."""
+    return bool(
+        config.getoption("kvrow_target")
+        or config.getoption("kvrow_profile")
+        or config.getoption("kvrow_max_examples") is not None
+        or config.getini(PROFILE_INI)
+        or any(names_kvrow_properties(a) for a in config.args)
+    )
+
+
+def profile_name(config: pytest.Config) -> str:
+    """``--kvrow-profile``, else ``$HYPOTHESIS_PROFILE`` if a kvrow profile, else the ini option, else ci."""
+    from fuzz.common.profiles import PROFILES
+
+    env = os.environ.get("HYPOTHESIS_PROFILE", "")
+    for name in (config.getoption("kvrow_profile"), env if env in PROFILES else "", config.getini(PROFILE_INI)):
+        if name:
+            if name not in PROFILES:
+                raise pytest.UsageError(f"kvrow profile {name!r} unknown (known: {', '.join(PROFILES)})")
+            return str(name)
+    return DEFAULT_PROFILE
+
+
+def resolved(spec: str) -> Any:
+    """The ``Target`` of ``spec``, resolved once per process; a bad spec is a usage error (one line, exit 4)."""
+    if spec not in _TARGETS:
+        from fuzz.targets import TargetError, resolve_target
+
+        try:
+            _TARGETS[spec] = resolve_target(spec)
+        except TargetError as e:
+            raise pytest.UsageError(f"{TARGET_OPTION}: {e}") from None
+    return _TARGETS[spec]
+
+
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis' own plugin loads --hypothesis-profile, which may name ours
+def pytest_configure(config: pytest.Config) -> None:
+    if not asks_for_kvrow(config):
+        return
+    from hypothesis import settings
+
+    from fuzz.common.profiles import register_profiles
+
+    name = profile_name(config)
+    register_profiles()
+    settings.load_profile(name)
+    examples = config.getoption("kvrow_max_examples")
+    if examples is not None:
+        if examples < 1:
+            raise pytest.UsageError(f"{MAX_EXAMPLES_OPTION}: expected a positive integer, got {examples}")
+        name = f"{name}, {examples} examples"
+        settings.register_profile(name, parent=settings.default, max_examples=examples)
+        settings.load_profile(name)
+    config.stash[_PROFILE_KEY] = name
+    # Resolve every target up front, on the controller too (a wheel is fetched once, before xdist's workers start).
+    for spec in config.getoption("kvrow_target") or []:
+        resolved(spec)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    name = config.stash.get(_PROFILE_KEY, None)
+    if name is None:
+        return None
+    return f"kvrow-fuzz: targets {', '.join(target_specs(config))}; profile {name}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if FIXTURE in metafunc.fixturenames:
+        specs = target_specs(metafunc.config)
+        metafunc.parametrize(FIXTURE, specs, indirect=True, ids=specs, scope="session")
+
+
+@pytest.fixture(scope="session")
+def kvrow_target(request: pytest.FixtureRequest) -> Any:
+    """The target under test (``fuzz.targets.Target``): one per ``--kvrow-target``, the reference by default."""
+    return resolved(getattr(request, "param", DEFAULT_TARGET))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """Collect the properties' test modules even where the project's ``python_files`` would not match them."""
+    if file_path.parent != PROPERTIES_DIR or not fnmatch.fnmatch(file_path.name, "test_*.py"):
+        return None
+    patterns = parent.config.getini("python_files")
+    if parent.session.isinitpath(file_path) or any(fnmatch.fnmatch(file_path.name, p) for p in patterns):
+        return None  # pytest's python plugin collects it
+    return pytest.Module.from_parent(parent, path=file_path)

@@ -1,0 +1,119 @@
+"""The row widths of SGLang's pool builders, read out of its ``kv_cache_configurator.py`` without importing it.
+
+Each kind of KV pool gets its ``req_to_token`` row width in a builder
+method of ``KVCacheConfigurator`` (``allocator_model.pools``): the standard
+pool in ``_build_req_to_token_pool`` (0.5.23 1571-1572:
+``extra_max_context_len = get_req_to_token_extra_context_len()``), the
+unified pools in ``_init_unified_mamba_pools`` (883-886),
+``_init_unified_mamba_swa_pools`` (972-975) and, up to 0.5.20,
+``_init_unified_swa_pools`` (0.5.20 843-845): ``extra_max_context_len = 4``
+then ``+= D``.  The row is ``model_context_len + extra_max_context_len``
+wide (``unified_memory_pool.py`` 1717; ``memory_pool.py`` 402-407).
+
+The module itself imports half of SGLang, so it is never run.  Its syntax
+tree is sliced instead: of each builder, only the statements that assign
+``extra_max_context_len`` (with the ``if`` statements around them) are
+kept, compiled with the file's own line numbers, and run with the sizing
+file's functions and the stand-ins of ``stubs`` (``self`` is a stand-in
+whose ``server_args`` is the published bag).  A builder with no such
+statement delegates to ``_build_req_to_token_pool`` (0.5.21+'s unified SWA).
+What stays modeled: the ``C + extra_max_context_len`` step, and which
+builder a deployment reaches (``KVPool``).
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from collections.abc import Callable
+from typing import Any
+
+from allocator_model.pools import KVPool
+
+from .stubs import Published, StandIns, private_builtins
+
+EXTRA = "extra_max_context_len"
+# The builder method of each kind that sizes its own rows; the others use the standard one.
+BUILDERS: dict[str, KVPool] = {
+    "_build_req_to_token_pool": KVPool.STANDARD,
+    "_init_unified_mamba_pools": KVPool.UNIFIED_MAMBA,
+    "_init_unified_mamba_swa_pools": KVPool.UNIFIED_MAMBA_SWA,
+    "_init_unified_swa_pools": KVPool.UNIFIED_SWA,
+}
+
+RowExtra = Callable[[], int]  # a builder's extra_max_context_len, read inside ``Published.bound``
+
+
+def _assigns_extra(node: ast.AST) -> bool:
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    return any(isinstance(t, ast.Name) and t.id == EXTRA for t in targets)
+
+
+def _slice(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of ``body`` that assign ``extra_max_context_len``, inside their ``if``s (else dropped)."""
+    kept: list[ast.stmt] = []
+    for stmt in body:
+        if _assigns_extra(stmt):
+            kept.append(stmt)
+        elif isinstance(stmt, ast.If):
+            inner, orelse = _slice(stmt.body), _slice(stmt.orelse)
+            if inner or orelse:
+                kept.append(ast.If(test=stmt.test, body=inner or [ast.Pass()], orelse=orelse))
+    return kept
+
+
+def _methods(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    found: dict[str, ast.FunctionDef] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in BUILDERS and node.name not in found:
+            found[node.name] = node
+    return found
+
+
+def extract_row_extras(
+    source: str, filename: str, functions: dict[str, Callable[..., Any]], published: Published, stand_ins: StandIns
+) -> dict[KVPool, RowExtra]:
+    """Per kind with a builder of its own in ``source``: a function computing its ``extra_max_context_len``.
+
+    ``functions`` are the sizing file's (the standard builder calls
+    ``get_req_to_token_extra_context_len``).  Kinds whose builder has no
+    assignment are left out (they take the standard row).  A source that
+    does not parse gives nothing (the kinds then stay modeled).
+    """
+    try:
+        tree = ast.parse(source, filename)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[KVPool, RowExtra] = {}
+    for name, method in _methods(tree).items():
+        kept = _slice(method.body)
+        if not kept:
+            continue
+        fn = ast.FunctionDef(  # type: ignore[call-arg]  # type_params: Python 3.12+'s field, [] is the default
+            name=f"{name}__{EXTRA}",
+            args=ast.arguments(posonlyargs=[], args=[ast.arg("self")], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[*kept, ast.Return(ast.Name(EXTRA, ast.Load()))],
+            decorator_list=[],
+            returns=None,
+        )
+        ast.copy_location(fn, method)
+        module = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
+        namespace: dict[str, Any] = {"__builtins__": private_builtins(stand_ins)}
+        namespace.update(stand_ins.known)
+        namespace.update(functions)
+        exec(compile(module, filename, "exec", dont_inherit=True), namespace)  # noqa: S102 - a slice of the target
+        builder = namespace[fn.name]
+        out[BUILDERS[name]] = _bound(builder, published)
+    return out
+
+
+def _bound(builder: Callable[[Any], int], published: Published) -> RowExtra:
+    def row_extra() -> int:
+        server_args = published.read("server_args")
+        return builder(types.SimpleNamespace(server_args=server_args, page_size=server_args.page_size))
+
+    return row_extra

@@ -1,0 +1,76 @@
+"""The suite is hermetic: a wheel cache of test-written sizing modules, no package index, no user cache.
+
+``sglang==X.Y.Z`` targets read ``sglang/srt/mem_cache/allocation_sizing.py``
+(``mem_cache/common.py`` before 0.5.16) out of a cached wheel
+(``fuzz.targets.sglang.wheels``).  For every modeled
+release this session builds a wheel laid out and named like the real one,
+holding the sizing module of its API shape from ``tests/sglang_shapes/``
+(written for the tests, with the release's arithmetic), and points
+``KVROW_FUZZ_CACHE`` at it for the whole session, subprocesses included.
+``KVROW_FUZZ_OFFLINE=1`` makes any wheel the cache lacks an error instead of
+a ``pip download``, and every pip index and configuration is cleared.
+
+Tests that need the real registry (or the real wheels) carry the ``network``
+marker and are skipped unless ``--run-network`` or ``KVROW_FUZZ_NETWORK=1``
+asks for them; they get the user's own cache back (``real_wheel_cache``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hermetic import NETWORK_ENV, PIP_SETTINGS, build_wheel_cache, offline_pip_env
+
+from fuzz.targets.sglang.wheels import OFFLINE
+
+
+def network_allowed(config: pytest.Config) -> bool:
+    return bool(config.getoption("--run-network")) or os.environ.get(NETWORK_ENV, "") not in ("", "0")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("kvrow-fuzz").addoption(
+        "--run-network",
+        action="store_true",
+        default=False,
+        help=f"also run the tests marked network (the package index, the real wheels); or {NETWORK_ENV}=1",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if network_allowed(config):
+        return
+    skip = pytest.mark.skip(reason=f"needs the package index or the real wheels (--run-network or {NETWORK_ENV}=1)")
+    for item in items:
+        if "network" in item.keywords:
+            item.add_marker(skip)
+
+
+_USER_ENV = dict(os.environ)  # as the session found it: what network tests get back
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_wheel_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The session's wheel cache of test shapes; offline; pip without an index (inherited by subprocesses)."""
+    cache = build_wheel_cache(tmp_path_factory.mktemp("sglang-wheels"))
+    with pytest.MonkeyPatch.context() as mp:
+        for name in PIP_SETTINGS:
+            mp.delenv(name, raising=False)
+        for name, value in offline_pip_env({}).items():
+            mp.setenv(name, value)
+        mp.setenv("KVROW_FUZZ_CACHE", str(cache))
+        mp.setenv(OFFLINE, "1")
+        yield cache
+
+
+@pytest.fixture
+def real_wheel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a network test: the user's environment back (their wheel cache, their pip index), downloads allowed."""
+    for name in (*PIP_SETTINGS, "PIP_CONFIG_FILE", "PIP_NO_INDEX", "KVROW_FUZZ_CACHE", OFFLINE):
+        if name in _USER_ENV:
+            monkeypatch.setenv(name, _USER_ENV[name])
+        else:
+            monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,80 @@
+"""The test wheel cache and the offline pip environment (used by ``tests/conftest.py`` and by tests).
+
+A module of its own: test modules cannot import ``conftest`` reliably (pytest
+drops the name from ``sys.modules`` between the root's and ``tests/``'s).
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+from allocator_model.revisions import RELEASE_REVISIONS
+from fuzz.targets.sglang.wheels import COMMON_MODULE, SIZING_MODULE
+
+SHAPES_DIR = Path(__file__).parent / "sglang_shapes"
+# API shape (a file of tests/sglang_shapes/) -> the releases that shipped it, and the generation
+# fuzz/targets/sglang/loader.py detects in it.
+SHAPES: dict[str, tuple[str, ...]] = {
+    "common_0_5_13": ("0.5.13",),
+    "common": ("0.5.14", "0.5.15"),
+    "server_args": ("0.5.16", "0.5.17"),
+    "accessors": ("0.5.18",),
+    "alloc_page": ("0.5.19",),
+    "uno": ("0.5.20", "0.5.21", "0.5.22", "0.5.23"),
+}
+GENERATIONS = {
+    "common_0_5_13": "server-args",
+    "common": "server-args",
+    "server_args": "server-args",
+    "accessors": "accessors",
+    "alloc_page": "alloc-page",
+    "uno": "uno",
+}
+# Where a shape's wheel keeps it: mem_cache/common.py before 0.5.16, allocation_sizing.py after.
+MEMBERS = {"common_0_5_13": COMMON_MODULE, "common": COMMON_MODULE}
+WHEEL_TAG = "cp311-cp311-manylinux_2_34_x86_64"  # the real wheels' tag
+NETWORK_ENV = "KVROW_FUZZ_NETWORK"
+# Environment that would let pip reach an index, or read a configuration naming one.
+PIP_SETTINGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_TRUSTED_HOST", "PIP_PROXY")
+
+
+def shape_of(release: str) -> str:
+    """The API shape a release's sizing module has (StopIteration: a modeled release without one)."""
+    return next(shape for shape, releases in SHAPES.items() if release in releases)
+
+
+def shape_source(shape: str) -> str:
+    return (SHAPES_DIR / f"{shape}.py").read_text()
+
+
+def wheel_name(release: str) -> str:
+    return f"sglang-{release}-{WHEEL_TAG}.whl"
+
+
+def build_wheel(directory: Path, release: str) -> Path:
+    """A wheel of sglang==release as the loader reads it: the sizing module at its path, dist-info beside it."""
+    path = directory / wheel_name(release)
+    dist_info = f"sglang-{release}.dist-info"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        shape = shape_of(release)
+        z.writestr(MEMBERS.get(shape, SIZING_MODULE), shape_source(shape))
+        z.writestr(f"{dist_info}/METADATA", f"Metadata-Version: 2.1\nName: sglang\nVersion: {release}\n")
+        z.writestr(f"{dist_info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: kvrow-fuzz tests\nTag: {WHEEL_TAG}\n")
+        z.writestr(f"{dist_info}/RECORD", "")
+    return path
+
+
+def build_wheel_cache(directory: Path) -> Path:
+    """One test wheel per modeled release, in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for release in RELEASE_REVISIONS:
+        build_wheel(directory, release)
+    return directory
+
+
+def offline_pip_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with no pip index, no find-links, no pip configuration file: pip can reach nothing."""
+    clean = {k: v for k, v in env.items() if k not in PIP_SETTINGS}
+    return {**clean, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}

@@ -1,0 +1,221 @@
+"""SARIF (``--sarif FILE`` on run, lifecycle, prove, fidelity): one result per bug group, at the sizing function's line.
+
+The structure GitHub code scanning reads is checked against ``SARIF_SHAPE``
+below (the parts of the SARIF 2.1.0 schema a result needs, as a JSON Schema
+written here); with ``KVROW_SARIF_SCHEMA=PATH`` naming OASIS' official
+``sarif-schema-2.1.0.json``, the logs are validated against it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from fuzz.cli import main
+from fuzz.findings.kinds import Property
+from fuzz.findings.sarif import RESERVE, ROW_WIDTH, RULE_TEXT, artifact_uri, locate, sizing_functions
+from fuzz.targets import resolve_target
+from fuzz.targets.sglang import wheels
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKOUT_PATH = "python/sglang/srt/mem_cache/allocation_sizing.py"
+
+_LOCATION = {
+    "type": "object",
+    "required": ["physicalLocation"],
+    "properties": {
+        "physicalLocation": {
+            "type": "object",
+            "required": ["artifactLocation", "region"],
+            "properties": {
+                "artifactLocation": {
+                    "type": "object",
+                    "required": ["uri"],
+                    "properties": {"uri": {"type": "string", "minLength": 1}},
+                },
+                "region": {
+                    "type": "object",
+                    "required": ["startLine"],
+                    "properties": {"startLine": {"type": "integer", "minimum": 1}},
+                },
+            },
+        }
+    },
+}
+SARIF_SHAPE = {
+    "type": "object",
+    "required": ["$schema", "version", "runs"],
+    "properties": {
+        "$schema": {"type": "string", "pattern": "sarif-schema-2\\.1\\.0\\.json$"},
+        "version": {"const": "2.1.0"},
+        "runs": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1,  # one tool, one run: code scanning refuses two runs of a tool in one upload
+            "items": {
+                "type": "object",
+                "required": ["tool", "results"],
+                "properties": {
+                    "tool": {
+                        "type": "object",
+                        "required": ["driver"],
+                        "properties": {
+                            "driver": {
+                                "type": "object",
+                                "required": ["name", "rules"],
+                                "properties": {
+                                    "name": {"const": "kvrow-fuzz"},
+                                    "rules": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["id", "shortDescription"],
+                                            "properties": {"id": {"type": "string"}},
+                                        },
+                                    },
+                                },
+                            }
+                        },
+                    },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["ruleId", "ruleIndex", "level", "message", "locations"],
+                            "properties": {
+                                "ruleId": {"type": "string"},
+                                "level": {"enum": ["error", "warning", "note", "none"]},
+                                "message": {
+                                    "type": "object",
+                                    "required": ["text"],
+                                    "properties": {"text": {"type": "string", "minLength": 1}},
+                                },
+                                "locations": {"type": "array", "minItems": 1, "maxItems": 1, "items": _LOCATION},
+                                "relatedLocations": {"type": "array", "items": _LOCATION},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def validated(path: Path) -> dict:
+    """The SARIF log at ``path``, checked against SARIF_SHAPE (and the official schema when one is named)."""
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, SARIF_SHAPE)
+    run = doc["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+    official = os.environ.get("KVROW_SARIF_SCHEMA")
+    if official:
+        schema = json.loads(Path(official).read_text())
+        jsonschema.validators.validator_for(schema)(schema).validate(doc)
+    return doc
+
+
+def def_line(source: str, name: str) -> int:
+    """The 1-based line of ``def name`` in a source (found here by text, not as sarif.py finds it)."""
+    lines = [i for i, line in enumerate(source.splitlines(), 1) if re.match(rf"def {name}\(", line)]
+    assert len(lines) == 1, (name, lines)
+    return lines[0]
+
+
+def test_run_locates_the_page_1_group_at_the_row_headroom_of_0_5_23(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        [
+            "run",
+            *("--target", "sglang==0.5.23", "--profile", "ci", "--max-examples", "20", "--quiet"),
+            *("--pin", "speculative_algorithm=EAGLE"),  # short: one algorithm has the page-1 gap
+            *("--cases", "cases", "--json", "run.json", "--sarif", "run.sarif"),
+        ]
+    )
+    assert code == 1
+    doc = validated(tmp_path / "run.sarif")
+    report = json.loads((tmp_path / "run.json").read_text())
+    groups = [f["signature"] for t in report["targets"] for f in t["findings"]]
+    results = doc["runs"][0]["results"]
+    assert sorted(r["properties"]["signature"] for r in results) == sorted(groups)  # one result per group
+    (page_1,) = [r for r in results if r["properties"]["signature"] == "write-within-row/alloc-page-1"]
+    source = wheels.read_from_wheel(wheels.release_wheel("0.5.23"))
+    where = page_1["locations"][0]["physicalLocation"]
+    assert where["artifactLocation"]["uri"] == CHECKOUT_PATH  # SGLang's repository path of the wheel's module
+    assert where["region"]["startLine"] == def_line(source, ROW_WIDTH)
+    related = page_1["relatedLocations"][0]["physicalLocation"]
+    assert related["region"]["startLine"] == def_line(source, RESERVE)
+    assert page_1["ruleId"] == "write-within-row" and page_1["level"] == "error"
+    text = page_1["message"]["text"]
+    assert text.startswith("COUNTEREXAMPLE write-within-row/alloc-page-1 on sglang==0.5.23")
+    assert "columns past its end" in text
+    assert "\nrepro: python -m fuzz repro cases/sglang-0.5.23--write-within-row-alloc-page-1.json" in text
+
+
+def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_no_result(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["prove", "--target", "reference@sglang-0.5.18", "--space", "tiny", "--sarif", "bad.sarif"]) == 1
+    results = validated(tmp_path / "bad.sarif")["runs"][0]["results"]
+    assert results
+    model = (ROOT / "allocator_model" / "sizing.py").read_text()
+    for r in results:
+        where = r["locations"][0]["physicalLocation"]
+        assert where["artifactLocation"]["uri"] == "allocator_model/sizing.py"
+        width = r["ruleId"] in ("write-within-row", "neighbour-rows-untouched", "kv-lens-ordered")
+        expected = "req_to_token_extra_context_len" if width else "alloc_reserve_per_decode"
+        assert where["region"]["startLine"] == def_line(model, expected), r["ruleId"]
+        assert r["message"]["text"].startswith(f"COUNTEREXAMPLE {r['properties']['signature']} on reference@")
+    assert main(["prove", "--target", "reference", "--space", "tiny", "--sarif", "clean.sarif"]) == 0
+    assert validated(tmp_path / "clean.sarif")["runs"][0]["results"] == []
+
+
+def test_a_local_file_is_located_relative_to_the_working_directory(tmp_path, monkeypatch):
+    checkout = tmp_path / "sglang"
+    path = checkout / CHECKOUT_PATH
+    path.parent.mkdir(parents=True)
+    source = wheels.read_from_wheel(wheels.release_wheel("0.5.23"))
+    path.write_text(source)
+    target = resolve_target(str(path))
+    monkeypatch.chdir(checkout)
+    (row, reserve) = locate(target, (ROW_WIDTH, RESERVE))
+    assert (row.uri, row.line, reserve.line) == (CHECKOUT_PATH, def_line(source, ROW_WIDTH), def_line(source, RESERVE))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert locate(target, (ROW_WIDTH,))[0].uri == path.as_uri()  # outside the working directory: absolute
+    assert artifact_uri(str(path), str(checkout)) == CHECKOUT_PATH
+
+
+def test_each_property_indicts_the_row_width_or_the_reserve():
+    width = {Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.KV_LENS_ORDERED}
+
+    class F:  # just what sizing_functions reads of a Finding
+        def __init__(self, prop, regime="paged", headline=""):
+            self.violation = type("V", (), {"prop": prop, "regime": regime, "headline": headline})()
+
+    for prop in Property:
+        if prop in (Property.MODEL_MISMATCH, Property.SIZING_RAISED):
+            continue
+        assert sizing_functions(F(prop))[0] == (ROW_WIDTH if prop in width else RESERVE), prop
+    assert sizing_functions(F(Property.MODEL_MISMATCH, "alloc_len_per_decode")) == ("get_alloc_len_per_decode",)
+    raised = F(Property.SIZING_RAISED, headline="get_alloc_page_size() of sglang==0.5.19 raised ZeroDivisionError")
+    assert sizing_functions(raised)[0] == "get_alloc_page_size"
+    assert set(RULE_TEXT) == set(Property)  # every rule has its text
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "--target", "reference", "--profile", "ci"], ["prove", "--target", "reference"]]
+)
+def test_an_unwritable_sarif_path_is_bad_input_before_any_work(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-directory").mkdir()
+    assert main([*command, "--sarif", "a-directory"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--sarif: a-directory is a directory" in err and len(err.strip().splitlines()) == 1, err
