@@ -154,6 +154,7 @@ ARGV: list[tuple[str, list[str], str]] = [
         ["run", "--target", "reference", "--pin", "speculative_adaptive_candidate_steps=[1,99]"],
         "at most 63",
     ),  # noqa: E501
+    ("target-device", ["run", "--target", "/dev/zero"], "is not a regular file"),
     ("pin-deep-json", ["run", "--target", "reference", "--pin", "page_size=" + "[" * 50_000], "page_size must be"),
     (
         "pin-uno-under-dcp",  # UNO alone is fine now (its draft count is drawn); under DCP SGLang refuses it

@@ -39,6 +39,8 @@ CHECKOUT_LOCATIONS = (
     COMMON_MODULE,
 )
 DOWNLOAD_TIMEOUT_S = 600
+# The most source read from one file (0.5.23's kv_cache_configurator.py, the largest read, is ~140 KB).
+MAX_SOURCE_BYTES = 4 << 20
 OFFLINE = "KVROW_FUZZ_OFFLINE"  # set (not 0/false/no/off): the cache only, pip never runs
 _FALSE = ("", "0", "false", "no", "off", "n", "f")  # pip's strtobool no-words, and unset
 # pip's words for "the index could not be reached" (as opposed to "it has no such version").
@@ -158,10 +160,17 @@ def read_sizing_from_wheel(wheel: str) -> tuple[str, str]:
             member = next((m for m in SIZING_MODULES if m in names), None)
             if member is None:
                 raise SourceError(f"{os.path.basename(wheel)} has neither {' nor '.join(SIZING_MODULES)}")
-            data = z.read(member)
+            data = _bounded_member(z, member, wheel)
     except (zipfile.BadZipFile, OSError) as e:
         raise SourceError(f"{wheel} is not a readable wheel ({e}); delete it to download it again") from None
     return _decode(data, wheel), member
+
+
+def _bounded_member(z: zipfile.ZipFile, member: str, wheel: str) -> bytes:
+    """One member's bytes, refused past ``MAX_SOURCE_BYTES`` before anything is inflated."""
+    if z.getinfo(member).file_size > MAX_SOURCE_BYTES:
+        raise SourceError(f"{member} in {os.path.basename(wheel)} is larger than {MAX_SOURCE_BYTES >> 20} MiB")
+    return z.read(member)
 
 
 # The pool builders: where each kind of req_to_token pool gets its row width (0.5.16+).
@@ -174,7 +183,7 @@ def read_member(wheel: str, member: str) -> str | None:
         with zipfile.ZipFile(wheel) as z:
             if member not in z.namelist():
                 return None
-            data = z.read(member)
+            data = _bounded_member(z, member, wheel)
     except (zipfile.BadZipFile, OSError) as e:
         raise SourceError(f"{wheel} is not a readable wheel ({e}); delete it to download it again") from None
     return _decode(data, wheel)
@@ -203,8 +212,12 @@ def read_file(path: str) -> tuple[str, str]:
         else:
             raise SourceError(f"{path} is a directory without {CHECKOUT_LOCATIONS[0]} (nor {SIZING_MODULE})")
     try:
+        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO or a device would block or never end
+            raise SourceError(f"{path} is not a regular file")
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(MAX_SOURCE_BYTES + 1)
+        if len(data) > MAX_SOURCE_BYTES:
+            raise SourceError(f"{path} is larger than {MAX_SOURCE_BYTES >> 20} MiB: not a sizing file")
     except FileNotFoundError:
         raise SourceError(f"{path} does not exist") from None
     except OSError as e:
