@@ -176,7 +176,7 @@ class RunningBatch:
         """A new request; max_new_tokens clamped (rule 1); a prompt past the limit is aborted at once."""
         result = StepResult({"op": "admit", "input_len": input_len, "max_new_tokens": max_new_tokens})
         rid = len(self.requests)
-        clamped = clamp_max_new_tokens(self.cfg, input_len, max_new_tokens)
+        clamped = clamp_max_new_tokens(self.cfg, input_len, max_new_tokens, self.revision.memory_clamp)
         r = Request(rid, input_len, clamped, fill_len=input_len)
         self.requests[rid] = r
         if input_len > max_prompt_len(self.cfg):  # SGLang aborts a prompt of max_req_input_len tokens or more

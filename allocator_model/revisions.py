@@ -48,6 +48,25 @@ class Headroom(StrEnum):
         return self is Headroom.ALWAYS
 
 
+class MemoryClamp(StrEnum):
+    """The page the scheduler's memory clamp on ``max_new_tokens`` rounds with: capacity - ceil_p(input) - p - 1.
+
+    Every release caps a request's ``max_new_tokens`` so that its paged prompt,
+    its outputs and one page fit the KV capacity (a request admitted but never
+    schedulable would block the queue); the releases differ in the page p.
+    """
+
+    # The allocator's own page P_a (page_size * attn_dcp_size, or page_size for a bare-page kind): 0.5.21+
+    # ``mem_cache/allocator/base.py`` ``max_new_tokens_for_memory`` (0.5.23 lines 88-105, 0.5.21 79-96), called
+    # from ``managers/scheduler.py`` (0.5.23 2723-2729, 0.5.21 2545) with the logical (DCP-wide) capacity.
+    ALLOCATOR_PAGE = "allocator-page"
+    # The server's page_size, inline in ``managers/scheduler.py``: 0.5.17-0.5.20 with the capacity times the DCP
+    # size (0.5.20 2531-2543, 0.5.18 2197-2209, 0.5.17 2131-2141); 0.5.13-0.5.16 with the capacity alone
+    # (0.5.16 1906-1913, 0.5.15 1895-1906, 0.5.13 1770-1781), the per-rank one under DCP, which the model
+    # does not separate from the logical capacity.
+    SERVER_PAGE = "server-page"
+
+
 @dataclass(frozen=True)
 class Revision:
     name: str
@@ -86,6 +105,9 @@ class Revision:
     # Decode context parallelism exists (``--dcp-size``, 0.5.15+); False: a launch with
     # attn_dcp_size > 1 is refused (``refuses``), as the release has no such argument.
     dcp: bool = True
+    # The page the max_new_tokens memory clamp rounds with (``MemoryClamp``): the allocator's (0.5.21+), or the
+    # server's page_size (0.5.13-0.5.20).
+    memory_clamp: MemoryClamp = MemoryClamp.ALLOCATOR_PAGE
     # -- the deployments (``allocator_model.pools``) ----------------------------
     # The KV pool kinds this revision builds (unified Mamba + SWA from 0.5.19).
     pools: frozenset[KVPool] = frozenset(KVPool)
@@ -161,8 +183,10 @@ _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
 )
 _UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(
     "sglang-0.5.20",
-    "upstream 0.5.20: as 0.5.21, but the unified SWA rows are C + 4 + D too (configurator 843-845)",
+    "upstream 0.5.20: as 0.5.21, but the unified SWA rows are C + 4 + D too (configurator 843-845), and the "
+    "max_new_tokens memory clamp rounds with the server page (scheduler.py 2531-2543)",
     narrow_rows=_UNIFIED_MAMBA_ROWS | {KVPool.UNIFIED_SWA},
+    memory_clamp=MemoryClamp.SERVER_PAGE,
 )
 _UPSTREAM_0_5_19 = _UPSTREAM_0_5_20.but(
     "sglang-0.5.19",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .allocator import allocator_page_size
 from .config import ServingConfig
-from .revisions import Revision
+from .revisions import MemoryClamp, Revision
 from .sizing import ceil_to_page
 
 
@@ -30,19 +30,26 @@ def max_total_len(cfg: ServingConfig) -> int:
     return limit - 2
 
 
-def clamp_max_new_tokens(cfg: ServingConfig, input_len: int, max_new_tokens: int) -> int:
+def memory_clamp_page(cfg: ServingConfig, clamp: MemoryClamp) -> int:
+    """The page p of the memory clamp: the allocator's (0.5.21+) or the server's page_size (``MemoryClamp``)."""
+    return allocator_page_size(cfg) if clamp is MemoryClamp.ALLOCATOR_PAGE else cfg.page_size
+
+
+def clamp_max_new_tokens(
+    cfg: ServingConfig, input_len: int, max_new_tokens: int, clamp: MemoryClamp = MemoryClamp.ALLOCATOR_PAGE
+) -> int:
     """Rule 1 applied to one request (0 when the prompt alone is too long), then the memory clamp.
 
     0.5.23 ``managers/scheduler.py`` 2710-2716 clamps to ``max_req_len -
     input - 1``, then ``mem_cache/allocator/base.py`` 102-105
-    (``max_new_tokens_for_memory``) to ``capacity - ceil_P(input) - P - 1``
-    with P the allocator's page (0.5.21+; 0.5.16-0.5.20 inline in the
-    scheduler with the server page: modeled with the allocator's).
+    (``max_new_tokens_for_memory``) to ``capacity - ceil_p(input) - p - 1``
+    with p the allocator's page (0.5.21+); 0.5.13-0.5.20 clamp inline in the
+    scheduler with the server's page_size (``Revision.memory_clamp``).
     """
     clamped = min(max_new_tokens, max_total_len(cfg) - input_len)
     cap = cfg.kv_capacity()
     if cap is not None:
-        page = allocator_page_size(cfg)
+        page = memory_clamp_page(cfg, clamp)
         clamped = min(clamped, cap - ceil_to_page(input_len, page) - page - 1)
     return max(0, clamped)
 
@@ -87,7 +94,11 @@ def committed_len_at_alloc(input_len: int, output_len: int, *, overlap: bool, co
 
 
 def max_committed_len_at_decode_alloc(
-    cfg: ServingConfig, *, overlap_drops_finishing: bool = True, counts_in_flight: bool = False
+    cfg: ServingConfig,
+    *,
+    overlap_drops_finishing: bool = True,
+    counts_in_flight: bool = False,
+    clamp: MemoryClamp = MemoryClamp.ALLOCATOR_PAGE,
 ) -> int:
     """The longest kv_committed_len any decode allocation can see: the three rules, at their limit.
 
@@ -102,8 +113,8 @@ def max_committed_len_at_decode_alloc(
     counts_in_flight = counts_in_flight or not cfg.spec_on  # non-spec decode allocates at the device's seq_len
     best = -1
     # A one-token prompt, or a page-aligned one (which loses nothing to the memory clamp's rounding).
-    for input_len in sorted({1, allocator_page_size(cfg)}):
-        max_new = clamp_max_new_tokens(cfg, input_len, total)
+    for input_len in sorted({1, memory_clamp_page(cfg, clamp)}):
+        max_new = clamp_max_new_tokens(cfg, input_len, total, clamp)
         # In overlap mode a request is not always behind an in-flight batch (its first decode after prefill, a
         # drained pipeline): both cases count.  Only the last few outputs can hold the maximum; scan them.
         for in_flight in (False, True) if cfg.enable_overlap else (False,):
@@ -123,6 +134,7 @@ def decode_alloc_bound(cfg: ServingConfig, revision: Revision) -> int:
         cfg,
         overlap_drops_finishing=revision.overlap_drops_finishing,
         counts_in_flight=revision.overlap_counts_in_flight,
+        clamp=revision.memory_clamp,
     )
 
 

@@ -1,4 +1,5 @@
-"""The command line: ``python -m fuzz run|lifecycle|prove|fidelity|matrix|repro|targets`` (also ``kvrow-fuzz``).
+"""The command line: ``python -m fuzz COMMAND`` (also ``kvrow-fuzz``): run, lifecycle, prove, fidelity, matrix,
+from-crash, repro, targets.
 
 Each command lives in its package (``fuzz.run``, ``fuzz.lifecycle``,
 ``fuzz.prove``, ``fuzz.fidelity``), whose ``cli.register`` adds its parser;
@@ -19,7 +20,14 @@ from fuzz.common.streams import ClosedPipeTolerant
 
 # Packages adding commands: each cli module has register(subparsers), which adds a parser
 # with set_defaults(func=handler); handler(args) returns the exit status.
-COMMAND_MODULES: tuple[str, ...] = ("fuzz.run.cli", "fuzz.lifecycle.cli", "fuzz.prove.cli", "fuzz.fidelity.cli")
+COMMAND_MODULES: tuple[str, ...] = (
+    "fuzz.run.cli",
+    "fuzz.lifecycle.cli",
+    "fuzz.prove.cli",
+    "fuzz.fidelity.cli",
+    "fuzz.oss.cli",  # from-crash
+    "fuzz.merge",  # merge: the shards' reports as one
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,9 @@ runs every decode property and the lifecycle invariants against that file
 --target`` takes: ``reference[@REVISION]``, ``sglang==X.Y.Z``, ``sglang``, a
 path). Each test is parametrized by target, its id the spec as typed, so
 JUnit reports read ``test_every_rounded_write_ends_within_its_row[SPEC]``
-and are the same on every xdist worker.
+and are the same on every xdist worker. A regression test that ``kvrow-fuzz
+repro CASE --emit-test`` wrote replays its case on each ``--kvrow-target``
+too (``fuzz.findings.regression.replay_targets``).
 
 Your own properties take the ``kvrow_target`` fixture (a resolved
 ``fuzz.targets.Target``: its ``sizing`` surface and decode ``revision``) and
@@ -43,6 +45,7 @@ import pytest
 PROPERTIES_PACKAGE = "fuzz.properties"
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
 TARGET_OPTION = "--kvrow-target"
+TARGET_DEST = "kvrow_target"  # its dest: emitted regression tests read it too (fuzz/findings/regression.py)
 PROFILE_OPTION = "--kvrow-profile"
 MAX_EXAMPLES_OPTION = "--kvrow-max-examples"
 PROFILE_INI = "kvrow_profile"
@@ -59,11 +62,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         TARGET_OPTION,
         action="append",
-        dest="kvrow_target",
+        dest=TARGET_DEST,
         default=None,
         metavar="SPEC",
-        help="target of the kvrow properties and the kvrow_target fixture: reference[@REVISION], "
-        "sglang==X.Y.Z, sglang or a PATH to an allocation_sizing.py or checkout (repeatable; default: reference)",
+        help="target of the kvrow properties, the kvrow_target fixture and emitted regression tests: "
+        "reference[@REVISION], sglang==X.Y.Z, sglang or a PATH to an allocation_sizing.py or checkout (repeatable; "
+        "default: the reference, for an emitted test $KVROW_FUZZ_TARGET, else its case's target)",
     )
     group.addoption(
         PROFILE_OPTION,
@@ -161,11 +165,23 @@ def pytest_configure(config: pytest.Config) -> None:
         resolved(spec)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """The session's targets and profile; for each real target, what it is and what the model still supplies.
+
+    The same lines ``kvrow-fuzz run`` prints (a lone sizing file, say, leaves
+    out the pools its version's own builders size).
+    """
     name = config.stash.get(_PROFILE_KEY, None)
     if name is None:
         return None
-    return f"kvrow-fuzz: targets {', '.join(target_specs(config))}; profile {name}"
+    lines = [f"kvrow-fuzz: targets {', '.join(target_specs(config))}; profile {name}"]
+    for spec in config.getoption(TARGET_DEST) or []:
+        target = resolved(spec)
+        lines.append(f"  {spec}: {target.label}")
+        modeled = getattr(target.sizing, "modeled", None)
+        if modeled is not None:  # a real target
+            lines.append(f"    modeled, not read from the target: {'; '.join(modeled())}")
+    return lines
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

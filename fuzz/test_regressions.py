@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -38,6 +39,7 @@ def test_emitted_test_fails_the_same_way(path):
     namespace: dict = {}
     exec(compile(emit_test(load_document(path)), "<emitted>", "exec"), namespace)
     (fn,) = [v for k, v in namespace.items() if k.startswith("test_")]
+    no_options = SimpleNamespace(config=SimpleNamespace(getoption=lambda name, default=None: default))
     with pytest.raises(AssertionError) as e:
-        fn()
+        fn(no_options)  # its request: no --kvrow-target, so the case's own target
     assert replay(path).text in str(e.value)

@@ -51,9 +51,13 @@ def serving_configs(
     algorithms: Collection[str] = algo.ALL,
     pins: Mapping[str, Any] | None = None,
     pools: Mapping[KVPool, Collection[str]] | None = None,
+    dcp: bool = True,
 ) -> ServingConfig:
-    """A valid configuration; ``pools``: the kinds of KV pool to draw with their algorithms (None: standard only)."""
-    cfg = space.serving_config(DrawChooser(draw), algorithms, pins, pools)
+    """A valid configuration; ``pools``: the kinds of KV pool to draw with their algorithms (None: standard only).
+
+    ``dcp`` False: the release has no decode context parallelism, attn_dcp_size is 1 (``space.serving_config``).
+    """
+    cfg = space.serving_config(DrawChooser(draw), algorithms, pins, pools, dcp=dcp)
     if cfg is None:
         reject()  # only pinned fields can clash with drawn ones
     return cfg

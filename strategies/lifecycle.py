@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
 from allocator_model.batch import UNLIMITED_NEW_TOKENS
 from allocator_model.config import ServingConfig
+from allocator_model.revisions import Revision
 from allocator_model.scheduler import max_prompt_len, max_total_len
 
 from .configs import serving_configs
@@ -30,15 +32,28 @@ LIFECYCLE_RUNNING_REQUESTS = (2, 4)
 
 @st.composite
 def lifecycle_configs(
-    draw: st.DrawFn, algorithms: Collection[str] = algo.ALL, pins: Mapping[str, Any] | None = None
+    draw: st.DrawFn,
+    algorithms: Collection[str] = algo.ALL,
+    pins: Mapping[str, Any] | None = None,
+    revision: Revision | None = None,
 ) -> ServingConfig:
     """A valid config with a short context, a few rows, and a KV capacity that may bind.
 
     ``pins`` (``--pin``) fix fields as in ``run``; a pinned context length,
     row count or capacity is kept instead of the short lifecycle ones.
+    ``revision``: draw the kinds of KV pool it builds, as ``run`` does
+    (``Revision.pool_algorithm_map``; shrinking to the standard pool), within
+    its DCP support, and only what it launches (``Revision.refuses``); None:
+    the standard pool.
     """
     pins = pins or {}
-    cfg: ServingConfig = draw(serving_configs(algorithms, pins))
+    if revision is None:
+        cfg: ServingConfig = draw(serving_configs(algorithms, pins))
+    else:
+        pools = {k: set(runs) & set(algorithms) for k, runs in revision.pool_algorithm_map().items()}
+        cfg = draw(serving_configs(algorithms, pins, pools, dcp=revision.dcp))
+        if revision.refuses(cfg) is not None:
+            reject()  # unified memory with DCP where the release refuses it, or a pinned clash
     page = allocator_page_size(cfg)
     lo, _ = context_pages_range(page)
     context_len = draw(st.integers(lo, max(lo, LIFECYCLE_CONTEXT_SPAN // page))) * page + draw(st.integers(0, page - 1))

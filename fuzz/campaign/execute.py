@@ -3,12 +3,17 @@
 Shared by ``run`` and ``lifecycle``.  A group's case file is written as
 soon as the search meets it, and again once it is shrunk (before anything
 is printed about it), so a kill later loses nothing of it; the report is
-rewritten as groups come, and written whole before the summary.
+rewritten as groups come, and written whole before the summary.  With
+``--jobs`` or ``--shard`` a target's campaign runs as streams
+(``fuzz.campaign.parallel``): in this process when it is one stream, else
+in worker processes that save their case files themselves; either way one
+result per target, of the same shape.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from collections.abc import Callable
@@ -17,8 +22,9 @@ from typing import Any, TextIO, TypedDict
 
 from hypothesis import settings as Settings
 
-from fuzz.common.errors import ExitCode
-from fuzz.common.options import campaign_settings, check_outputs, parse_pins
+from fuzz.common.errors import BadInput, ExitCode
+from fuzz.common.options import campaign_jobs, campaign_settings, check_outputs, parse_pins
+from fuzz.common.shards import WHOLE, Shard
 from fuzz.findings import casefile
 from fuzz.findings.model import Finding
 from fuzz.findings.render import counterexample_block, summary_table
@@ -27,26 +33,50 @@ from fuzz.findings.sarif import with_targets, write_sarif
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 
-from .driver import CampaignResult, Progress
+from .driver import CampaignResult, Progress, stable_seed
+from .parallel import CampaignJob, FuzzCall, plan_streams, run_streams
 
 
 @dataclass
 class CampaignSetup:
-    """A campaign command's inputs, checked: targets, profile, Hypothesis settings, seed, pins."""
+    """A campaign command's inputs, checked: targets, profile, Hypothesis settings, seed, pins, jobs, shard."""
 
     targets: list[Target]
     profile: str
     hyp: Settings
     seed: int | None
     pins: dict[str, Any]
+    jobs: int = 1
+    shard: Shard | None = None
+
+    @property
+    def split(self) -> bool:
+        """Whether the campaign runs as streams (``--jobs`` above 1 or ``--shard``) rather than as one."""
+        return self.jobs > 1 or self.shard is not None
+
+    def note(self) -> str:
+        """What the header adds for a split campaign: the jobs, the shard."""
+        if not self.split:
+            return ""
+        return f", {self.jobs} jobs" + (f", shard {self.shard}" if self.shard else "")
 
 
 def setup_campaign(args: argparse.Namespace) -> CampaignSetup:
-    """What every campaign command does before any work: outputs checked, targets resolved, settings, pins."""
+    """What every campaign command does before any work: outputs checked, targets resolved, settings, pins.
+
+    A shard under a random profile needs ``--seed``: every shard derives its
+    streams from the same seed, or the shards are not parts of one campaign.
+    A split campaign without one picks one (printed in the header).
+    """
     check_outputs(args)
     targets = resolve_targets(args.target, args.sglang_version)
     profile, hyp, seed = campaign_settings(args)
-    return CampaignSetup(targets, profile, hyp, seed, parse_pins(args.pin))
+    if args.shard and args.seed is None and not hyp.derandomize:
+        raise BadInput(f"--shard needs --seed N under the {profile} profile (every shard derives its seeds from it)")
+    jobs = campaign_jobs(args, profile)
+    if seed is None and not hyp.derandomize and jobs > 1:
+        seed = random.SystemRandom().randrange(2**32)
+    return CampaignSetup(targets, profile, hyp, seed, parse_pins(args.pin), jobs, args.shard)
 
 
 class CampaignHooks(TypedDict):
@@ -55,10 +85,6 @@ class CampaignHooks(TypedDict):
     on_progress: Callable[[Progress], None] | None
     on_finding: Callable[[Finding], None]
     on_met: Callable[[Finding], None]
-
-
-# fuzz_one(target, hooks): the campaign on one target, with the hooks passed on to the driver
-FuzzOne = Callable[[Target, CampaignHooks], CampaignResult]
 
 
 def exit_status(results: list[CampaignResult]) -> ExitCode:
@@ -90,24 +116,27 @@ def in_progress(target: Target, found: dict[str, Finding], started: float, examp
 def drive_campaigns(
     args: argparse.Namespace,
     command: Command,
-    targets: list[Target],
+    setup: CampaignSetup,
     header: str,
-    fuzz_one: FuzzOne,
+    fuzz: FuzzCall,
+    options: dict[str, Any] | None = None,
     after: Callable[[CampaignResult, TextIO], None] | None = None,
 ) -> ExitCode:
-    """Run ``fuzz_one`` per target; save, print, report; the exit status.
+    """Run ``fuzz`` per target (``fuzz_target``); save, print, report; the exit status.
 
-    Findings reach disk first: a group's case file as soon as the search
-    meets it (unshrunk), replaced by the shrunk one when its round ends;
-    with ``--json``, the report is rewritten each time, the running target
-    marked interrupted until it ends.  A kill loses at most the examples
-    run since, never a group already met.
+    ``fuzz(target, settings, seed, cover_part, pins, options, hooks)`` is a
+    module-level function (a worker process finds it by name); ``options``
+    the command's own keywords.  Findings reach disk first: a group's case
+    file as soon as the search meets it (unshrunk), replaced by the shrunk
+    one when its round ends; with ``--json``, the report is rewritten each
+    time, the running target marked interrupted until it ends.  A kill
+    loses at most the examples run since, never a group already met.
     """
     out = sys.stdout
-    print(header, file=out, flush=True)
+    print(header + setup.note(), file=out, flush=True)
     quiet = bool(args.quiet)
     results: list[CampaignResult] = []
-    for target in targets:
+    for target in setup.targets:
         print(f"== {target.spec}: {target.label}", file=out, flush=True)
         modeled = getattr(target.sizing, "modeled", None)
         if modeled is not None:  # a real target: what it still takes from the model
@@ -128,25 +157,26 @@ def drive_campaigns(
             if not quiet:
                 print(p.line(), file=sys.stderr, flush=True)
 
-        def on_met(f: Finding) -> None:
-            path = casefile.save(f, args.cases)
+        def met(f: Finding) -> None:
+            """A group met, its case file already saved."""
             found[str(f.signature)] = f  # noqa: B023
             report_so_far()  # noqa: B023
             if not quiet:
                 print(
-                    f"[{f.target}] met {f.signature} at example {f.found_at}: saved {path} (shrinking)",
+                    f"[{f.target}] met {f.signature} at example {f.found_at}: saved {f.case_path} (shrinking)",
                     file=sys.stderr,
                     flush=True,
                 )
 
-        def on_finding(f: Finding) -> None:
-            casefile.save(f, args.cases)
+        def final(f: Finding) -> None:
+            """A group's final case, its case file already saved."""
             found[str(f.signature)] = f  # noqa: B023
             report_so_far()  # noqa: B023
             print(counterexample_block(f), file=out, flush=True)
 
         report_so_far()
-        result = fuzz_one(target, CampaignHooks(on_progress=on_progress, on_finding=on_finding, on_met=on_met))
+        job = CampaignJob(fuzz, target.spec, args.sglang_version, setup.profile, setup.pins, options or {}, args.cases)
+        result = fuzz_target(target, setup, job, command, met, final, on_progress)
         results.append(result)
         if result.error:
             print(f"ERROR {target.spec}: {result.error}", file=out)
@@ -158,6 +188,42 @@ def drive_campaigns(
     if args.json:
         write_report(args.json, command, [r.to_json() for r in results])
     if args.sarif:
-        write_sarif(args.sarif, command, with_targets([f for r in results for f in r.findings], targets))
+        write_sarif(args.sarif, command, with_targets([f for r in results for f in r.findings], setup.targets))
     print(summary_table(results), file=out)
     return exit_status(results)
+
+
+def fuzz_target(
+    target: Target,
+    setup: CampaignSetup,
+    job: CampaignJob,
+    command: Command,
+    met: Callable[[Finding], None],
+    final: Callable[[Finding], None],
+    on_progress: Callable[[Progress], None] | None,
+) -> CampaignResult:
+    """One target's campaign: as one (no ``--jobs``/``--shard``: exactly the plain driver), as the one stream
+    of this shard in this process, or as worker processes; ``met``/``final`` see each group once saved."""
+
+    def save_then(then: Callable[[Finding], None]) -> Callable[[Finding], None]:
+        def hook(f: Finding) -> None:
+            casefile.save(f, job.cases)  # findings reach disk first
+            then(f)
+
+        return hook
+
+    hooks = CampaignHooks(on_progress=on_progress, on_met=save_then(met), on_finding=save_then(final))
+    if not setup.split:
+        return job.fuzz(target, setup.hyp, setup.seed, (0, 1), setup.pins, job.options, hooks)
+    base = setup.seed if setup.seed is not None else stable_seed(command.value, target)
+    streams = plan_streams(base, setup.hyp.max_examples, setup.jobs, setup.shard or WHOLE)
+    if len(streams) == 1:
+        st = streams[0]
+        hyp = Settings(setup.hyp, max_examples=st.max_examples)
+        result = job.fuzz(target, hyp, st.seed, st.cover_part, setup.pins, job.options, hooks)
+        result.stats = {**result.stats, "jobs": 1, "seeds": [st.seed]}
+    else:
+        result = run_streams(job, streams, met, final, on_progress)
+    if setup.shard:
+        result.stats["shard"] = str(setup.shard)
+    return result

@@ -23,6 +23,21 @@ class JsonFileError(ValueError):
 
 def read_json(path: str, max_bytes: int, what: str) -> Any:
     """The JSON value in the regular file ``path`` of at most ``max_bytes`` bytes; ``what`` names it in errors."""
+    data = read_bytes(path, max_bytes, what)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise JsonFileError(f"{what} {path} is not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise JsonFileError(f"{what} {path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise JsonFileError(f"{what} {path} is nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of thousands of digits
+        raise JsonFileError(f"{what} {path}: {str(e).splitlines()[0]}") from None
+
+
+def read_bytes(path: str, max_bytes: int, what: str) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them (a crash input, a JSON file's text)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once instead of blocking
     except FileNotFoundError:
@@ -43,13 +58,4 @@ def read_json(path: str, max_bytes: int, what: str) -> Any:
         os.close(fd)
     if len(data) > max_bytes:
         raise JsonFileError(f"{what} {path} is over {max_bytes} bytes")
-    try:
-        return json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise JsonFileError(f"{what} {path} is not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        raise JsonFileError(f"{what} {path} is not valid JSON (line {e.lineno}: {e.msg})") from None
-    except RecursionError:
-        raise JsonFileError(f"{what} {path} is nested too deeply") from None
-    except ValueError as e:  # e.g. an integer of thousands of digits
-        raise JsonFileError(f"{what} {path}: {str(e).splitlines()[0]}") from None
+    return data

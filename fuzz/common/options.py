@@ -21,7 +21,8 @@ from strategies.space import check_pins
 
 from .errors import BadInput
 from .files import check_output_dir, check_output_file
-from .profiles import PROFILES, default_profile_name, get_profile
+from .profiles import JOBS_EVERY_CORE, PROFILES, default_profile_name, get_profile
+from .shards import parse_jobs, parse_shard
 
 DEFAULT_CASES_DIR = "fuzz-cases"
 PROG = "python -m fuzz"
@@ -103,7 +104,29 @@ def campaign_options() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
     p.add_argument("--pin", action="append", default=[], metavar="NAME=VALUE", help=PIN_HELP)
+    p.add_argument(
+        "--jobs",
+        type=parse_jobs,
+        metavar="N",
+        help="worker processes, each with its own seed and share of the examples, sharing the example database "
+        "(0 or auto: every core; default 1, nightly: every core)",
+    )
+    add_shard_option(p, "this shard's seeds and share of the examples")
     return p
+
+
+def add_shard_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--shard I/N`` (``fuzz.common.shards``), numbered from 1; ``merge`` combines the shards' reports."""
+    p.add_argument(
+        "--shard", type=parse_shard, metavar="I/N", help=f"run shard I of N (numbered from 1): {what}; see merge"
+    )
+
+
+def campaign_jobs(args: argparse.Namespace, profile: str) -> int:
+    """``--jobs`` as given, else every core for the profiles that say so (nightly), else 1."""
+    if args.jobs:
+        return int(args.jobs)
+    return parse_jobs("auto") if profile in JOBS_EVERY_CORE else 1
 
 
 def parse_pins(items: list[str]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 PROFILES = ("ci", "dev", "nightly")
+JOBS_EVERY_CORE = ("nightly",)  # profiles whose campaigns default to a worker per core (``--jobs``)
 DEFAULT_DATABASE = os.path.join(".hypothesis", "examples")
 
 _QUIET = dict(deadline=None, verbosity=Verbosity.quiet, suppress_health_check=[HealthCheck.too_slow])

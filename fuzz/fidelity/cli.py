@@ -74,12 +74,19 @@ def register_fidelity(subparsers: Any) -> None:
         "--target", action="append", required=True, metavar="SPEC", help="sglang==X.Y.Z, sglang or PATH (repeatable)"
     )
     p.add_argument("--revision", metavar="NAME", help="model revision to compare with (default: the target's version)")
-    p.add_argument(
+    size = p.add_mutually_exclusive_group()
+    size.add_argument(
         "--configs",
         type=positive_int,
         default=DEFAULT_CONFIGS,
         metavar="N",
-        help=f"distinct configurations (default {DEFAULT_CONFIGS})",
+        help=f"distinct configurations over every KV pool kind, weighed as the strategies (default {DEFAULT_CONFIGS})",
+    )
+    size.add_argument(
+        "--per-kind",
+        type=positive_int,
+        metavar="N",
+        help="N distinct configurations for each KV pool kind the release builds, drawn with the kind pinned",
     )
     add_output_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr)")
@@ -93,18 +100,25 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
     targets = resolve_targets(args.target)
     for target in targets:
         revision = REVISIONS[args.revision] if args.revision else target.revision
-        what = f"[{target.spec}] fidelity: {args.configs} configurations against model {revision.name}"
+        size = f"{args.per_kind} configurations per KV pool kind" if args.per_kind else f"{args.configs} configurations"
+        what = f"[{target.spec}] fidelity: {size} against model {revision.name}"
         if not args.quiet:
             say(what)
         with heartbeat(None if args.quiet else still(what)):
-            r = fidelity(target, revision=revision, configs=args.configs)
+            r = fidelity(target, revision=revision, configs=args.configs, per_kind=args.per_kind)
         for f in r.findings:
             casefile.save(f, args.cases)
             print(counterexample_block(f), flush=True)
         print(f"{target.spec}: model {r.revision} {r.summary()} in {r.seconds:.1f}s", flush=True)
         results.append(r)
     if args.json:
-        write_report(args.json, Command.FIDELITY, [r.to_json() for r in results], configs=args.configs)
+        write_report(
+            args.json,
+            Command.FIDELITY,
+            [r.to_json() for r in results],
+            configs=None if args.per_kind else args.configs,
+            per_kind=args.per_kind,
+        )
     if args.sarif:
         write_sarif(args.sarif, Command.FIDELITY, with_targets([f for r in results for f in r.findings], targets))
     return ExitCode.FOUND if any(r.findings for r in results) else ExitCode.CLEAN
@@ -143,7 +157,9 @@ def register_matrix(subparsers: Any) -> None:
         type=non_negative_int,
         default=DEFAULT_CONFIGS,
         metavar="N",
-        help=f"distinct configurations for the fidelity check (default {DEFAULT_CONFIGS}; 0 skips it)",
+        help=(
+            f"distinct configurations per KV pool kind for the fidelity check (default {DEFAULT_CONFIGS}; 0 skips it)"
+        ),
     )
     p.add_argument(
         "--jobs",

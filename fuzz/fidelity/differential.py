@@ -3,7 +3,11 @@
 The model is only worth its agreement with the code it stands for.  For
 every configuration of a pool drawn from ``strategies.configs.serving_configs``
 (10,000 distinct by default, the same pool for every release), every sizing
-function is called on both sides and must return the same value:
+function is called on both sides and must return the same value.  That pool
+follows the strategies' proportions (the standard KV pool most of the time);
+``per_kind`` (``fidelity --per-kind N``, and ``matrix``) draws N distinct
+configurations for each kind of KV pool the release builds instead, with the
+kind pinned (``kind_case_pool``), and tallies the agreeing ones per kind:
 
     alloc_page_size                    (files that define it: 0.5.19+)
     alloc_len_per_decode, reserve      every run-time shape of the config (adaptive: each candidate)
@@ -27,6 +31,7 @@ command's (``fuzz.fidelity.cli``).
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -41,6 +46,7 @@ from hypothesis.errors import NoSuchExample
 from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
+from allocator_model.pools import KVPool
 from allocator_model.revisions import REFERENCE, REVISIONS, Revision
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from allocator_model.sizing import ModelSizing
@@ -49,7 +55,9 @@ from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation, sizing_raised
 from fuzz.findings.report import Status
 from fuzz.targets.base import SizingSurface, Target, TargetCallError
+from strategies import space
 from strategies.configs import serving_configs
+from strategies.uniform import RandomChooser
 
 MODEL_MISMATCH = Property.MODEL_MISMATCH
 DEFAULT_CONFIGS = 10_000
@@ -132,14 +140,30 @@ def lens_for(cfg: ServingConfig) -> tuple[tuple[int, int], ...]:
     return ((b, b), (max(1, b - 1), max(1, b - 1) + page - 1), (max(1, b - slack), b + slack))
 
 
-def fidelity_cases(algorithms: Iterable[str], revision: Revision = REFERENCE) -> st.SearchStrategy[FidelityCase]:
-    """Cases over every kind of KV pool ``revision`` builds (each with the algorithms it runs there)."""
-    pools = revision.pool_algorithm_map()
-    return (
-        serving_configs(tuple(algorithms), pools=pools)
-        .filter(lambda cfg: revision.refuses(cfg) is None)
-        .map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
-    )
+def fidelity_cases(
+    algorithms: Iterable[str], revision: Revision = REFERENCE, kind: KVPool | None = None
+) -> st.SearchStrategy[FidelityCase]:
+    """Cases over every kind of KV pool ``revision`` builds (each with the algorithms it runs there).
+
+    ``kind``: that kind only, pinned (``kind_pins``), with the algorithms it runs.
+    """
+    if kind is None:
+        pools = revision.pool_algorithm_map()
+        configs = serving_configs(tuple(algorithms), pools=pools)
+    else:
+        runs = tuple(sorted(set(algorithms) & revision.pool_algorithms(kind)))
+        configs = serving_configs(runs, pins=kind_pins(kind, revision), pools={kind: runs})
+    return configs.filter(lambda cfg: revision.refuses(cfg) is None).map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
+
+
+def dcp_allowed(kind: KVPool, revision: Revision) -> bool:
+    """Whether ``revision`` launches ``kind`` with attn_dcp_size > 1 at all (``Revision.dcp``, ``unified_dcp``)."""
+    return revision.dcp and not kind.refuses_dcp and (revision.unified_dcp or not kind.unified)
+
+
+def kind_pins(kind: KVPool, revision: Revision) -> dict[str, Any]:
+    """The fields a per-kind draw pins: the kind, and attn_dcp_size 1 where the revision refuses DCP on it."""
+    return {"kv_pool": kind} if dcp_allowed(kind, revision) else {"kv_pool": kind, "attn_dcp_size": 1}
 
 
 def _unique_runtimes(cfg: ServingConfig) -> list[SpecRuntime | None]:
@@ -255,7 +279,72 @@ def case_pool(algorithms: Iterable[str], n: int, revision: Revision | None = Non
     return usable()[:n]
 
 
+class PreferringChooser(RandomChooser):
+    """``random.Random`` behind the walk of ``strategies.space``, preferring as the strategies do.
+
+    ``often`` takes its value half the time (as ``strategies.configs.DrawChooser``
+    does), so a stratified draw keeps the strategies' weights (page 1, SGLang's
+    default spec shapes) at a fraction of Hypothesis' cost per example.
+    """
+
+    def often(self, value: Any, values: Iterable[Any]) -> Any:
+        return self.sampled_from(values) if self.booleans() else value
+
+
+@dataclass
+class _KindStream:
+    """One kind's draws for one algorithm set: a seeded sampler and the distinct cases it has drawn so far."""
+
+    chooser: PreferringChooser
+    cases: list[FidelityCase] = field(default_factory=list)
+    seen: set[ServingConfig] = field(default_factory=set)
+    draws: int = 0
+
+
+_KIND_STREAMS: dict[tuple[KVPool, frozenset[str], bool], _KindStream] = {}
+DRAWS_PER_CASE = 20  # draws per wanted case before a kind's space counts as exhausted (never reached in practice)
+
+
+def kind_case_pool(kind: KVPool, algorithms: Iterable[str], n: int, revision: Revision) -> list[FidelityCase]:
+    """``n`` cases with distinct configurations of KV pool ``kind``, drawn with the kind pinned.
+
+    Every algorithm ``revision`` runs on the kind (``Revision.pool_algorithms``,
+    within ``algorithms``), DCP where the revision allows it on the kind.  The
+    draw is seeded by (kind, algorithms, DCP allowed), so releases that run the
+    same algorithms on a kind are compared on the same configurations, run
+    after run; memoized per process.  Fewer than ``n`` only if the space runs
+    out (``DRAWS_PER_CASE``).
+    """
+    runs = frozenset(algorithms) & revision.pool_algorithms(kind)
+    allowed = dcp_allowed(kind, revision)
+    key = (kind, runs, allowed)
+    if key not in _KIND_STREAMS:
+        seed = f"{kind.value}|{','.join(sorted(runs))}|dcp={allowed}"
+        _KIND_STREAMS[key] = _KindStream(PreferringChooser(random.Random(seed)))
+    stream = _KIND_STREAMS[key]
+    pins = kind_pins(kind, revision)
+    while len(stream.cases) < n and stream.draws < DRAWS_PER_CASE * n:
+        stream.draws += 1
+        cfg = space.serving_config(stream.chooser, runs, pins, {kind: runs}, dcp=allowed)
+        if cfg is None or cfg in stream.seen or revision.refuses(cfg) is not None:
+            continue
+        stream.seen.add(cfg)
+        stream.cases.append(FidelityCase(cfg, lens_for(cfg)))
+    return stream.cases[:n]
+
+
 # -- a fidelity run -----------------------------------------------------------
+
+
+@dataclass
+class KindTally:
+    """One kind of KV pool in a fidelity run: configurations compared, and on how many every function agreed."""
+
+    configs: int = 0
+    agree: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"configs": self.configs, "agree": self.agree}
 
 
 @dataclass
@@ -264,25 +353,32 @@ class FidelityResult:
 
     target: str
     revision: str
-    configs: int = 0
+    configs: int = 0  # in all (per-kind mode: the sum over the kinds)
     functions: list[str] = field(default_factory=list)  # compared against the file (the rest: not in the file)
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
     differs_by_design: dict[str, str] = field(default_factory=dict)  # function -> why it is not compared
+    per_kind: int | None = None  # configurations asked for each kind (None: one pool over every kind)
+    kinds: dict[KVPool, KindTally] = field(default_factory=dict)  # in KVPool order
 
     @property
     def status(self) -> Status:
         return Status.COUNTEREXAMPLE if self.findings else Status.CLEAN
+
+    def kinds_text(self) -> str:
+        """Per kind, the agreeing configurations of those compared: ``standard 10000/10000, swa 9998/10000``."""
+        return ", ".join(f"{k.value} {t.agree}/{t.configs}" for k, t in self.kinds.items())
 
     def summary(self) -> str:
         design = ""
         if self.differs_by_design:
             reasons = sorted(set(self.differs_by_design.values()))
             design = f"; differs by design in {', '.join(self.differs_by_design)} ({'; '.join(reasons)})"
+        per_kind = f" (per KV pool kind, agreeing/compared: {self.kinds_text()})" if self.per_kind is not None else ""
         if not self.findings:
-            return f"agrees on {self.configs} configs ({len(self.functions)} functions){design}"
+            return f"agrees on {self.configs} configs ({len(self.functions)} functions){per_kind}{design}"
         groups = ", ".join(str(f.signature) for f in self.findings)
-        return f"{len(self.findings)} mismatch group(s): {groups}{design}"
+        return f"{len(self.findings)} mismatch group(s): {groups}{per_kind}{design}"
 
     def to_json(self) -> dict[str, Any]:
         """The target's entry in a report (``fuzz.findings.report``)."""
@@ -294,17 +390,27 @@ class FidelityResult:
             "configs": self.configs,
             "functions": self.functions,
             "differs_by_design": self.differs_by_design,
+            "per_kind": self.per_kind,
+            "kinds": {k.value: t.to_json() for k, t in self.kinds.items()},
             "findings": [f.to_json() for f in self.findings],
         }
 
 
 def _minimal(
-    real: SizingSurface, model: ModelSizing, signature: Signature, algorithms: Iterable[str], first: FidelityCase
+    real: SizingSurface,
+    model: ModelSizing,
+    signature: Signature,
+    algorithms: Iterable[str],
+    first: FidelityCase,
+    kind: KVPool | None = None,
 ) -> FidelityCase:
-    """Hypothesis's smallest case of a group (the pool's case if the search does not meet it again)."""
+    """Hypothesis's smallest case of a group (the pool's case if the search does not meet it again).
+
+    ``kind``: the search keeps that kind of KV pool (a per-kind run's group is the kind's).
+    """
     try:
         found: FidelityCase = find(
-            fidelity_cases(tuple(sorted(algorithms, key=str)), model.revision),
+            fidelity_cases(tuple(sorted(algorithms, key=str)), model.revision, kind),
             lambda c: any(v.signature == signature for v in disagreements(real, model, c)),
             settings=Settings(_settings(2_000), phases=[Phase.generate, Phase.shrink]),
         )
@@ -313,8 +419,20 @@ def _minimal(
         return first
 
 
-def fidelity(target: Target, *, revision: Revision | None = None, configs: int = DEFAULT_CONFIGS) -> FidelityResult:
-    """Compare ``target``'s sizing with ``revision`` (default: the modeled revision of its version)."""
+def fidelity(
+    target: Target,
+    *,
+    revision: Revision | None = None,
+    configs: int = DEFAULT_CONFIGS,
+    per_kind: int | None = None,
+) -> FidelityResult:
+    """Compare ``target``'s sizing with ``revision`` (default: the modeled revision of its version).
+
+    ``configs`` distinct configurations from one pool over every kind of KV
+    pool (drawn in the strategies' proportions); or, with ``per_kind``, that
+    many for each kind both sides build, drawn with the kind pinned
+    (``kind_case_pool``).  Either way every kind's tally is kept.
+    """
     revision = revision or target.revision
     model = ModelSizing(revision)
     real = target.sizing
@@ -325,17 +443,31 @@ def fidelity(target: Target, *, revision: Revision | None = None, configs: int =
         revision.name,
         functions=[f for f in FUNCTIONS if in_file(f) and f not in design],
         differs_by_design=design,
+        per_kind=per_kind,
     )
     started = time.monotonic()
     algorithms = revision.algorithms & target.revision.algorithms  # what both sides size (main has no UNO branch)
-    pool = case_pool(algorithms, configs, revision)
-    first: dict[Signature, tuple[int, FidelityCase]] = {}
-    for i, case in enumerate(pool):
-        for v in disagreements(real, model, case):
-            first.setdefault(v.signature, (i, case))
+    kinds = [k for k in KVPool if k in revision.pools and k in target.revision.pools]
+    if per_kind is None:
+        pools: list[tuple[KVPool | None, list[FidelityCase]]] = [(None, case_pool(algorithms, configs, revision))]
+    else:
+        released = {k: target.revision.pool_algorithms(k) for k in kinds}  # what the release itself runs there
+        pools = [(k, kind_case_pool(k, algorithms & released[k], per_kind, revision)) for k in kinds]
+    first: dict[Signature, tuple[int, FidelityCase, KVPool | None]] = {}
+    found_at = 0
+    for kind, pool in pools:
+        for case in pool:
+            tally = result.kinds.setdefault(case.config.kv_pool, KindTally())
+            tally.configs += 1
+            found = disagreements(real, model, case)
+            tally.agree += not found
+            for v in found:
+                first.setdefault(v.signature, (found_at, case, kind))
+            found_at += 1
+    result.kinds = {k: result.kinds[k] for k in KVPool if k in result.kinds}
     for sig in sorted(first, key=str):
-        found_at, pool_case = first[sig]
-        case = _minimal(real, model, sig, algorithms, pool_case)
+        at, pool_case, kind = first[sig]
+        case = _minimal(real, model, sig, algorithms, pool_case, kind)
         v = next(v for v in disagreements(real, model, case) if v.signature == sig)  # sizing-raised: one per function
         result.findings.append(
             Finding(
@@ -344,11 +476,11 @@ def fidelity(target: Target, *, revision: Revision | None = None, configs: int =
                 v,
                 case.config,
                 case.to_dict(),
-                found_at=found_at,
+                found_at=at,
                 revision=revision.name,
             )
         )
-    result.configs = len(pool)
+    result.configs = found_at
     result.seconds = time.monotonic() - started
     return result
 
@@ -392,8 +524,10 @@ __all__ = [
     "MODEL_MISMATCH",
     "FidelityCase",
     "FidelityResult",
+    "KindTally",
     "case_pool",
     "disagreements",
+    "kind_case_pool",
     "fidelity",
     "replay_fidelity",
 ]

@@ -78,7 +78,7 @@ class MatrixSettings:
     profile: str
     max_examples: int | None  # examples per round (None: the profile's)
     seed: int | None
-    fidelity_configs: int  # 0 skips the fidelity check
+    fidelity_configs: int  # per kind of KV pool the release builds; 0 skips the fidelity check
 
 
 @dataclass
@@ -215,7 +215,7 @@ def _run_rows(
             assert row.target is not None
             beat = (lambda s: say(f"[{row.release}] fidelity: comparing, {s:.0f}s")) if progress else None
             with heartbeat(beat):
-                row.fidelity = fidelity(row.target, configs=settings.fidelity_configs)
+                row.fidelity = fidelity(row.target, per_kind=settings.fidelity_configs)
             say(f"[{row.release}] fidelity: {row.fidelity.summary()} ({row.fidelity.seconds:.1f}s)")
 
     def job(row: Row) -> tuple[str, str, int | None, int | None]:

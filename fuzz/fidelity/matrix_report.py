@@ -73,7 +73,7 @@ def header(settings: MatrixSettings, seconds: float, done: int, total: int) -> s
     timing = f"{seconds:.1f}s in all" if done == total else f"{seconds:.1f}s so far, {done} of {total} releases done"
     return (
         f"# SGLang release matrix\n\nprofile {settings.profile} ({examples} examples per round), "
-        f"seed {settings.seed}, fidelity over {settings.fidelity_configs} configurations, {timing}"
+        f"seed {settings.seed}, fidelity over {settings.fidelity_configs} configurations per KV pool kind, {timing}"
     )
 
 
@@ -159,6 +159,8 @@ def target_entry(row: Row, known: Catalog) -> dict[str, Any]:
             "status": fid.status.value,
             "revision": fid.revision,
             "configs": fid.configs,
+            "per_kind": fid.per_kind,
+            "kinds": {k.value: t.to_json() for k, t in fid.kinds.items()},
             "functions": fid.functions,
             "seconds": round(fid.seconds, 3),
             "signatures": [str(f.signature) for f in fid.findings],

@@ -16,6 +16,7 @@ from fuzz.campaign.execute import drive_campaigns, setup_campaign
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options, positive_int
 from fuzz.findings.report import Command
+from fuzz.targets.base import Target
 
 from .machine import DEFAULT_STEPS, RUNS, lifecycle_campaign
 
@@ -58,15 +59,31 @@ def report_bound(result: CampaignResult, out: TextIO) -> None:
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
     s = setup_campaign(args)
     hyp = s.hyp if args.max_examples else Settings(s.hyp, max_examples=RUNS[s.profile])
+    s.hyp = hyp  # the runs per round are the campaign's examples (shared out among --jobs workers)
     return drive_campaigns(
         args,
         Command.LIFECYCLE,
-        s.targets,
+        s,
         campaign_header(
             f"profile {s.profile}, {hyp.max_examples} state-machine runs per round of up to {args.steps} steps",
             hyp,
             s.seed,
         ),
-        lambda target, hooks: lifecycle_campaign(target, hyp, steps=args.steps, seed=s.seed, pins=s.pins, **hooks),
+        fuzz_lifecycle,
+        {"steps": args.steps},
         after=report_bound,
     )
+
+
+def fuzz_lifecycle(
+    target: Target,
+    hyp: Settings,
+    seed: int | None,
+    cover_part: tuple[int, int],
+    pins: dict[str, Any],
+    options: dict[str, Any],
+    hooks: Any,
+) -> CampaignResult:
+    """The lifecycle campaign on one target (module level: a ``--jobs`` worker finds it by name); it has no
+    covering set to share out."""
+    return lifecycle_campaign(target, hyp, steps=options["steps"], seed=seed, pins=pins, **hooks)

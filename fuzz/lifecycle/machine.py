@@ -290,7 +290,7 @@ def lifecycle_campaign(
     max_rounds, on_progress, progress_every, on_finding).
     """
     if configs is None:
-        configs = lifecycle_configs(target.revision.algorithms, pins)
+        configs = lifecycle_configs(target.revision.algorithms, pins, target.revision)
     hunt = LifecycleHunt(target, steps=steps, checks=checks, configs=configs, batch_class=batch_class, record=record)
     with one_torch_thread():
         return run_campaign(target, hunt, hyp_settings, **driver)

@@ -157,8 +157,9 @@ def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) 
     steps = doc["case"].get("steps") if isinstance(doc["case"], dict) else None
     if not isinstance(steps, list):
         raise CaseFileError(f'{where}: a lifecycle case needs "case": {{"steps": [...]}}')
-    if cfg.spec_on and cfg.speculative_algorithm not in target.revision.algorithms:
-        raise CaseFileError(f"{where}: {target.spec} has no speculative algorithm {cfg.speculative_algorithm}")
+    refusal = target.revision.refuses(cfg)  # an algorithm, a kind of KV pool or a DCP size the release lacks
+    if refusal is not None:
+        raise CaseFileError(f"{where}: {target.spec} does not launch this configuration: {refusal}")
     try:
         run = run_case(target, cfg, steps)
     except StepError as e:

@@ -69,10 +69,26 @@ def cols(runs: list[tuple[int, int]]) -> str:
     return ", ".join(f"[{a}, {b})" for a, b in runs)
 
 
+def row_line(batch: RunningBatch) -> str:
+    """The row's width as the story states it: the sizing module's C + extra, or a pool builder's narrower row.
+
+    A kind whose builder sizes its own rows (``KVPool.builder``: upstream's
+    unified pools, C + 4 + D) is named with that builder's extra, not the
+    headroom it ignores.
+    """
+    c, width = batch.cfg.context_len, batch.width
+    if width < c + batch.extra:
+        return (
+            f"row width W = context_len {c} + extra_max_context_len {width - c} of "
+            f"{batch.cfg.kv_pool.builder} = {width} (the sizing module's headroom {batch.extra} is not used)"
+        )
+    return f"row width W = {row_width_text(c, batch.extra, width)}"
+
+
 def context_lines(batch: RunningBatch, w: WriteEvent) -> list[str]:
     x = w.write
     return [
-        f"row width W = {row_width_text(batch.cfg.context_len, batch.extra, batch.width)}",
+        row_line(batch),
         f"kv_committed_len {w.committed_len} at the allocation, kv_allocated_len {x.cur} -> {x.nxt}, "
         f"reserve {x.reserve}, allocator page {x.page} ({x.path} path)",
     ]

@@ -14,7 +14,7 @@ growth rule that is neither page-rounded nor exact marks them
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -47,6 +47,10 @@ class CountingSizing:
         self._sizing = sizing
         self.calls: dict[str, int] = {}
 
+    def count(self, name: str, calls: int) -> None:
+        """``calls`` calls of ``name`` made elsewhere (a traced call counts one per path)."""
+        self.calls[name] = self.calls.get(name, 0) + calls
+
     def __getattr__(self, name: str) -> Any:
         fn = getattr(self._sizing, name)
         if not callable(fn):
@@ -77,9 +81,19 @@ def called_rows(
 
     ``tick`` is called once per configuration (the sweep's progress).
     """
-    path = write_path(g.algorithm)
-    keys = ("config", "steps", "drafts", "page", "reserve", "extra", "row_align", "guarded")
-    cols: dict[str, list[int]] = {k: [] for k in keys}
+    return finish_rows(target, sizing, g, *called_columns(sizing, g, tick))
+
+
+Columns = tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, dict[int, str]]
+
+
+def called_columns(sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], None] | None = None) -> Columns:
+    """(``ROW_COLUMNS`` per (configuration, run-time shape), raised, odd row rule, errors), one call at a time.
+
+    The plain Python program every faster path is held equal to
+    (``traced_rows`` checks a sample of each block against it).
+    """
+    cols: dict[str, list[int]] = {k: [] for k in ROW_COLUMNS}
     raised = torch.zeros(len(g), dtype=torch.bool)
     odd_rows = torch.zeros(len(g), dtype=torch.bool)
     errors: dict[int, str] = {}
@@ -117,25 +131,66 @@ def called_rows(
                 strict=True,
             ):
                 cols[k].append(v)
-    first_error = next(iter(errors.values()), None)
-    kinds: dict[tuple[int, int], Growth] = {}
-    growth_errors: dict[tuple[int, int], str] = {}
-    for reserve, page in sorted(set(zip(cols["reserve"], cols["page"], strict=True))):
+    return {k: torch.tensor(v, dtype=cf.INT) for k, v in cols.items()}, raised, odd_rows, errors
+
+
+ROW_COLUMNS = ("config", "steps", "drafts", "page", "reserve", "extra", "row_align", "guarded")
+PAIR_KEY = 1 << 32  # (reserve, page) as one int64: reserve * PAIR_KEY + page, page < 2^31
+Pair = tuple[int, int]  # (reserve, allocator page)
+GrowthReader = Callable[[Target, "CountingSizing", WritePath, list[Pair]], tuple[list["Growth"], dict[int, str]]]
+
+
+def growth_kinds(
+    target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
+) -> tuple[list[Growth], dict[int, str]]:
+    """``growth_kind`` of each (reserve, page) pair, one call each; (kinds, what raised, by pair index)."""
+    kinds: list[Growth] = []
+    errors: dict[int, str] = {}
+    for j, (reserve, page) in enumerate(pairs):
         try:
-            kinds[reserve, page] = growth_kind(target, sizing, path, reserve, page)
+            kinds.append(growth_kind(target, sizing, path, reserve, page))
         except TargetCallError as e:
-            kinds[reserve, page] = Growth.RAISED
-            growth_errors[reserve, page] = f"page_aligned_decode_alloc_lens(reserve={reserve}, page={page}): {e}"
-            first_error = first_error or growth_errors[reserve, page]
-    points = list(zip(cols["reserve"], cols["page"], strict=True))
-    kind = [kinds[k] for k in points]
+            kinds.append(Growth.RAISED)
+            errors[j] = f"page_aligned_decode_alloc_lens(reserve={reserve}, page={page}): {e}"
+    return kinds, errors
+
+
+def finish_rows(
+    target: Target,
+    sizing: CountingSizing,
+    g: cf.LaunchGrid,
+    t: dict[str, torch.Tensor],
+    raised: torch.Tensor,
+    odd_rows: torch.Tensor,
+    errors: Mapping[int, str],
+    growth: GrowthReader | None = None,
+) -> CalledRows:
+    """The rows of the configurations that neither raised nor have an odd row rule, growth rule read per (R, P).
+
+    ``t`` has one entry per (configuration, run-time shape) in ``ROW_COLUMNS``
+    (``config`` indexes ``g``); ``growth_kind`` is called once per distinct
+    (reserve, page) pair, and a growth rule that raised marks its configurations.
+    """
+    path = write_path(g.algorithm)
+    growth = growth or growth_kinds
+    errors = dict(errors) if not isinstance(errors, dict) else errors
+    first_error = next(iter(errors.values()), None) if errors else None
+    key = t["reserve"].to(torch.int64) * PAIR_KEY + t["page"].to(torch.int64)  # one int per (reserve, page)
+    unique, inverse = torch.unique(key, return_inverse=True)
+    pairs = [(int(k) // PAIR_KEY, int(k) % PAIR_KEY) for k in unique.tolist()]
+    kinds, growth_errors = growth(target, sizing, path, pairs)
+    first_error = first_error or next(iter(growth_errors.values()), None)
+    code = torch.tensor([list(Growth).index(k) for k in kinds], dtype=cf.INT)[inverse] if kinds else inverse
+
+    def rows_of(kind: Growth) -> torch.Tensor:
+        return code == list(Growth).index(kind)
+
+    raised = raised.clone()
+    raised[t["config"][rows_of(Growth.RAISED)]] = True
     unproven = odd_rows.clone()
-    for c, point, k in zip(cols["config"], points, kind, strict=True):
-        raised[c] |= k is Growth.RAISED
-        unproven[c] |= k is Growth.OTHER
-        if k is Growth.RAISED:
-            errors.setdefault(c, growth_errors[point])
-    t = {k: torch.tensor(v, dtype=cf.INT) for k, v in cols.items()}
+    unproven[t["config"][rows_of(Growth.OTHER)]] = True
+    for row in rows_of(Growth.RAISED).nonzero().flatten().tolist():
+        errors.setdefault(int(t["config"][row]), growth_errors[int(inverse[row])])
     rows = cf.DecodeRows(
         t["config"],
         t["steps"],
@@ -143,12 +198,12 @@ def called_rows(
         t["page"],
         t["reserve"],
         t["extra"],
-        torch.tensor([k is Growth.ALIGNED for k in kind], dtype=torch.bool),
+        rows_of(Growth.ALIGNED),
         t["row_align"],
         t["guarded"].to(torch.bool),
     )
     unproven &= ~raised
-    keep = ~(raised | unproven)[t["config"]] if len(kind) else torch.zeros(0, dtype=torch.bool)
+    keep = ~(raised | unproven)[t["config"]]
     return CalledRows(rows.select(keep), raised, unproven, errors, first_error)
 
 

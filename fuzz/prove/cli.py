@@ -16,7 +16,8 @@ from typing import Any, TextIO
 
 from allocator_model import algorithms as algo
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, check_outputs
+from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, add_shard_option, check_outputs
+from fuzz.common.shards import WHOLE, Shard
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
 from fuzz.findings.report import Command, write_report
@@ -69,6 +70,7 @@ def register(subparsers: Any) -> None:
         "needs matplotlib (the plot extra)",
     )
     add_output_options(p, cases="case files of each group's worst")
+    add_shard_option(p, "a deterministic slice of the space's launch configurations (merge checks the shards cover it)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr, with the time left)")
 
 
@@ -96,12 +98,18 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             target_algorithms(t, only)
         except ValueError as e:
             raise BadInput(str(e)) from None
+    shard = args.shard or WHOLE
     out = sys.stdout
+    if args.shard:
+        print(
+            f"shard {shard} of the space (merge the shards' --json reports with: python -m fuzz merge)",
+            file=out,
+        )
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     results = []
     for t in targets:
         space = args.space or ("full" if t.is_model and not args.calls else "small")
-        result = prove(t, space, algorithm=only, calls=True if args.calls else None, on_progress=progress)
+        result = prove(t, space, algorithm=only, calls=True if args.calls else None, on_progress=progress, shard=shard)
         confirm(t, result)
         for grp in result.groups.values():
             if grp.confirmed and not grp.mismatch:
@@ -120,11 +128,20 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             )
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)
     if args.json:
-        write_report(args.json, Command.PROVE, [r.to_json() for r in results])
+        write_report(args.json, Command.PROVE, [report_entry(r, args.shard) for r in results])
     if args.sarif:
         witnesses = [g.witness for r in results for g in r.sorted_groups()]
         write_sarif(args.sarif, Command.PROVE, with_targets(witnesses, targets))
     return ExitCode.FOUND if any(r.groups for r in results) else ExitCode.CLEAN
+
+
+def report_entry(r: ProveResult, shard: Shard | None = None) -> dict[str, Any]:
+    """The target's report entry, each finding with its ``group`` (the group's full signature: a witness's own
+    may lack the group's outcome) and, for a shard, the shard (``merge`` combines the shards by both)."""
+    entry = r.to_json()
+    for finding, grp in zip(entry["findings"], r.sorted_groups(), strict=True):
+        finding["group"] = str(grp.signature)
+    return {**entry, "shard": str(shard)} if shard else entry
 
 
 def print_result(target: Target, r: ProveResult, out: TextIO) -> None:

@@ -16,6 +16,7 @@ import torch
 from allocator_model import algorithms as algo
 from allocator_model import closed_form as cf
 from allocator_model.pools import KVPool
+from fuzz.common.shards import Shard
 from fuzz.targets.base import Target
 
 from .space import Space
@@ -111,3 +112,37 @@ def concat(a: cf.LaunchGrid, b: cf.LaunchGrid) -> cf.LaunchGrid:
         ),
         kv_pool=a.kv_pool,
     )
+
+
+def shard_mask(g: cf.LaunchGrid, shard: Shard, block: int) -> torch.Tensor:
+    """The launch configurations of block number ``block`` that are ``shard``'s.
+
+    Configurations differing only in attn_dcp_size stay together (a DCP
+    row's attribution reads its DCP-1 counterpart, ``sweep.without_dcp_rows``):
+    the distinct (num_steps, topk, draft_tokens, candidates) of the block,
+    in sorted order, are dealt round-robin starting at the block's number, so
+    every configuration is in exactly one shard and blocks without speculation
+    (one key each) spread over the shards.
+    """
+    if not len(g):
+        return torch.zeros(0, dtype=torch.bool)
+    _, rank = torch.unique(row_key(g.num_steps, g.topk, g.draft_tokens, g.candidates), return_inverse=True)
+    return (rank + block) % shard.count == shard.offset
+
+
+def row_key(*columns: torch.Tensor) -> torch.Tensor:
+    """One int64 per row that orders rows as their tuples of (non-negative) columns do.
+
+    Mixed radix over each column's own range: ``torch.unique`` of it is the
+    unique of the stacked rows (``dim=0``), at a fraction of the cost.
+    """
+    key = torch.zeros_like(columns[0], dtype=torch.int64)
+    for c in columns:
+        c = c.to(torch.int64)
+        if len(c) and int(c.min()) < 0:
+            raise ValueError("row_key takes non-negative columns")
+        radix = int(c.max()) + 1 if len(c) else 1
+        if int(key.max() if len(key) else 0) >= (1 << 62) // radix:
+            raise OverflowError("row_key: the columns' ranges overflow int64")
+        key = key * radix + c
+    return key

@@ -46,6 +46,26 @@ class Group:
 
 
 @dataclass
+class TraceStats:
+    """What tracing did over a sweep (``traced_rows``; ``prove`` prints it)."""
+
+    blocks: int = 0
+    configs_traced: int = 0
+    configs_called: int = 0  # called one by one: raised, untraceable, or the block diverged
+    paths: int = 0
+    diverged: list[str] = field(default_factory=list)  # blocks whose sample disagreed (then called one by one)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "blocks": self.blocks,
+            "configs_traced": self.configs_traced,
+            "configs_called": self.configs_called,
+            "paths": self.paths,
+            "diverged": self.diverged,
+        }
+
+
+@dataclass
 class ProveResult:
     """One target's sweep: what was checked, the groups found, the min-slack heat."""
 
@@ -62,6 +82,7 @@ class ProveResult:
     first_error: str | None = None
     # min slack (row width - worst write end) per (page_size, attn_dcp_size), write-within-row
     heat: dict[tuple[int, int], int] = field(default_factory=dict)
+    trace: TraceStats | None = None  # a traced sweep of a real target (``traced_rows``)
 
     @property
     def violations(self) -> int:

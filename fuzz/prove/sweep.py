@@ -36,6 +36,7 @@ from allocator_model import closed_form as cf
 from allocator_model.decode import Guard, WritePath, eagle_tree_guarded, write_path
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.revisions import Revision
+from fuzz.common.shards import WHOLE, Shard
 from fuzz.common.threads import one_torch_thread
 from fuzz.findings.kinds import (
     REGIMES,
@@ -51,10 +52,11 @@ from fuzz.findings.kinds import (
 from fuzz.targets.base import Target
 
 from .calls import CountingSizing, called_rows
-from .grid import ALL_ALGORITHMS, launch_grid, target_algorithms
+from .grid import ALL_ALGORITHMS, launch_grid, row_key, shard_mask, target_algorithms
 from .progress import SweepProgress
-from .result import Group, ProveResult
+from .result import Group, ProveResult, TraceStats
 from .space import SPACES, Space
+from .traced_rows import traced_rows
 from .witness import Witness, config_witness, draft_witness, witness_finding, write_witness
 
 GROWTH_RULE = "growth-rule"  # the group of unproven configurations
@@ -69,10 +71,17 @@ def prove(
     stop_when: Callable[[ProveResult], bool] | None = None,
     on_progress: Callable[[str], None] | None = None,
     kinds: Collection[KVPool] | None = None,
+    shard: Shard = WHOLE,
+    traced: bool = True,
 ) -> ProveResult:
     """Sweep the space on ``target``; ``calls`` (default: not a model target) uses its sizing functions.
 
+    ``traced``: a real target's functions run once per path over each block
+    (``traced_rows``); False calls them once per configuration (the plain
+    program the traced one is held equal to).
+
     ``kinds``: only these kinds of KV pool (default: every kind the target's release builds).
+    ``shard``: only that shard's launch configurations (``grid.shard_mask``); the shards' sweeps partition it.
 
     ``on_progress`` gets a line at the start and then every two seconds or
     so, with the time left (``progress.SweepProgress``).
@@ -90,6 +99,8 @@ def prove(
             stop_when,
             on_progress,
             kinds,
+            shard,
+            traced,
         )
 
 
@@ -111,8 +122,16 @@ def blocks(
     ]
 
 
+def launched(target: Target, space: Space, block: Block, number: int, shard: Shard) -> cf.LaunchGrid:
+    """Block number ``number``'s launch configurations that the target's release launches, of ``shard``."""
+    kind, a, page_size = block
+    g = launch_grid(space, a, page_size, kv_pool=kind)
+    g = g.select(target.revision.launch_mask(g))  # what this release launches (``Revision.refuses``)
+    return g if shard == WHOLE else g.select(shard_mask(g, shard, number))
+
+
 def _start_progress(
-    target: Target, space: Space, todo: list[Block], calls: bool, on_line: Callable[[str], None]
+    target: Target, space: Space, todo: list[Block], calls: bool, on_line: Callable[[str], None], shard: Shard
 ) -> SweepProgress:
     """The sweep's progress, announced; a called sweep counts its launch configurations first (for the time left)."""
     progress = SweepProgress(target.spec, len(todo), on_line)
@@ -125,9 +144,8 @@ def _start_progress(
     )
     if calls:
         total = 0
-        for i, (kind, a, page_size) in enumerate(todo, 1):
-            g = launch_grid(space, a, page_size, kv_pool=kind)
-            total += int(target.revision.launch_mask(g).sum())
+        for i, block in enumerate(todo, 1):
+            total += len(launched(target, space, block, i - 1, shard))
             progress.counting(i)
         progress.configs_total = total
         progress.started = progress.clock()  # the pace of the calls, not of the count
@@ -143,23 +161,33 @@ def _prove(
     stop_when: Callable[[ProveResult], bool] | None,
     on_progress: Callable[[str], None] | None = None,
     kinds: Collection[KVPool] | None = None,
+    shard: Shard = WHOLE,
+    traced: bool = True,
 ) -> ProveResult:
-    result = ProveResult(target.spec, space, "sizing calls per configuration" if calls else "vectorized model")
+    traced = traced and calls and hasattr(target.sizing, "raw")
+    method = "sizing calls, once per path of each block" if traced else "sizing calls per configuration"
+    result = ProveResult(target.spec, space, method if calls else "vectorized model")
+    if traced:
+        result.trace = TraceStats()
     sizing = CountingSizing(target.sizing)
     t0 = time.monotonic()
     gaps = {(spec, ov): cf.committed_gap(target.revision, ov, spec) for spec in (False, True) for ov in (False, True)}
     todo = blocks(target, space, target_algorithms(target, algorithm), kinds)
-    progress = _start_progress(target, space, todo, calls, on_progress) if on_progress else None
-    for kind, a, page_size in todo:
-        g = launch_grid(space, a, page_size, kv_pool=kind)
-        g = g.select(target.revision.launch_mask(g))  # what this release launches (``Revision.refuses``)
+    progress = _start_progress(target, space, todo, calls, on_progress, shard) if on_progress else None
+    for number, block in enumerate(todo):
+        g = launched(target, space, block, number, shard)
         if not len(g):
             if progress:
                 progress.block_done(0, called=calls)
             continue
         result.launch_configurations += len(g)
         if calls:
-            got = called_rows(target, sizing, g, progress.tick if progress else None)
+            tick = progress.tick if progress else None
+            got = (
+                traced_rows(target, sizing, g, result.trace, tick)
+                if result.trace
+                else called_rows(target, sizing, g, tick)
+            )
             result.first_error = result.first_error or got.first_error
             _record_configs(result, g, got.raised, Property.SIZING_RAISED, got.errors)
             _record_configs(result, g, got.unproven, Property.UNPROVEN)
@@ -283,8 +311,8 @@ def without_dcp_rows(g: cf.LaunchGrid, rows: cf.DecodeRows) -> torch.Tensor:
     (unless the target raised for it).
     """
     c = rows.config
-    keys = torch.stack([g.num_steps[c], g.topk[c], g.draft_tokens[c], g.candidates[c], rows.num_steps], dim=1)
-    _, key = torch.unique(keys, dim=0, return_inverse=True)
+    keys = row_key(g.num_steps[c], g.topk[c], g.draft_tokens[c], g.candidates[c], rows.num_steps)
+    _, key = torch.unique(keys, return_inverse=True)
     single = g.attn_dcp_size[c] == 1
     table = torch.full((int(key.max()) + 1 if len(key) else 0,), -1, dtype=torch.int64)
     table[key[single]] = torch.arange(len(c))[single]

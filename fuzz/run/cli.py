@@ -9,10 +9,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from hypothesis import settings as Settings
+
+from fuzz.campaign.driver import CampaignResult
 from fuzz.campaign.execute import drive_campaigns, setup_campaign
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options
 from fuzz.findings.report import Command
+from fuzz.targets.base import Target
 
 from .engine import campaign
 
@@ -33,7 +37,20 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
     return drive_campaigns(
         args,
         Command.RUN,
-        s.targets,
+        s,
         campaign_header(f"profile {s.profile}, {s.hyp.max_examples} examples per round", s.hyp, s.seed),
-        lambda target, hooks: campaign(target, s.hyp, seed=s.seed, pins=s.pins, **hooks),
+        fuzz_decode,
     )
+
+
+def fuzz_decode(
+    target: Target,
+    hyp: Settings,
+    seed: int | None,
+    cover_part: tuple[int, int],
+    pins: dict[str, Any],
+    options: dict[str, Any],
+    hooks: Any,
+) -> CampaignResult:
+    """The decode campaign on one target (module level: a ``--jobs`` worker finds it by name)."""
+    return campaign(target, hyp, seed=seed, pins=pins, cover_part=cover_part, **hooks)

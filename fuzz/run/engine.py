@@ -7,6 +7,7 @@ the matrix all go through it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -99,8 +100,15 @@ class DecodeHunt:
 
     name = "run"
 
-    def __init__(self, target: Target, props: Iterable[Property] = PROPERTIES, pins: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        target: Target,
+        props: Iterable[Property] = PROPERTIES,
+        pins: dict[str, Any] | None = None,
+        cover_part: tuple[int, int] = (0, 1),
+    ):
         self.target, self.props, self.pins = target, tuple(props), pins
+        self.cover_part = cover_part  # (k, K): this worker runs covering cases k, k + K, ... (``fuzz.campaign``)
 
     def round_test(
         self, settings: Settings, seed: int | None, tracker: Tracker, progress: Progress
@@ -122,7 +130,8 @@ class DecodeHunt:
 
     def cover(self, tracker: Tracker, progress: Progress) -> Iterator[Finding]:
         """The covering set (``coverage``), before any search: the first case of each group it meets, as met."""
-        for scenario in covering_set(self.target, self.pins):
+        k, parts = self.cover_part
+        for scenario in itertools.islice(covering_set(self.target, self.pins), k, None, parts):
             progress.tick(tracker.groups)
             _, vs = check_scenario(self.target, scenario, self.props)
             for v in vs:
@@ -142,11 +151,14 @@ def campaign(
     *,
     props: Iterable[Property] = PROPERTIES,
     pins: dict[str, Any] | None = None,
+    cover_part: tuple[int, int] = (0, 1),
     **driver: Any,
 ) -> CampaignResult:
     """Fuzz ``target``'s decode properties until no new group turns up.
 
+    ``cover_part`` (k, K): worker k of K runs every K-th covering case from the k-th.
+
     ``driver``: the keywords of ``fuzz.campaign.driver.run_campaign`` (seed,
     max_rounds, on_progress, progress_every, on_finding).
     """
-    return run_campaign(target, DecodeHunt(target, props, pins), hyp_settings, **driver)
+    return run_campaign(target, DecodeHunt(target, props, pins, cover_part), hyp_settings, **driver)

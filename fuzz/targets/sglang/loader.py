@@ -36,6 +36,7 @@ decode path passes (the allocator's own, ``alloc_page_size``).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import types
 from collections.abc import Callable, Sequence
@@ -271,6 +272,17 @@ class RealSizing:
         self.module = module
         self.revision = revision
         self._model = ModelSizing(revision)  # only for what the file does not define
+        self._raw = False
+
+    def raw(self) -> RealSizing:
+        """The same surface, but what the file raises or returns is passed through untouched.
+
+        For ``prove``'s traced calls (``fuzz.prove.traced_rows``), which hand the
+        file traced values and read every path's outcome themselves.
+        """
+        raw = copy.copy(self)
+        raw._raw = True
+        return raw
 
     @property
     def generation(self) -> Generation:
@@ -328,6 +340,10 @@ class RealSizing:
     def _call(self, name: str, cfg: ServingConfig, rt: SpecRuntime | None, page: int | None = None) -> int:
         fn = self.module.functions[name]
         published = self.module.published
+        if self._raw:
+            with published.bound(cfg, rt):
+                args, kwargs = self._arguments(name, cfg, page)
+                return fn(*args, **kwargs)  # type: ignore[no-any-return]
         where = f"{name}() of {self.module.origin}"
         try:
             with published.bound(cfg, rt):
@@ -396,6 +412,9 @@ class RealSizing:
     def _call_builder(self, kind: KVPool, cfg: ServingConfig) -> int:
         extras = self.module.row_extras
         assert extras is not None
+        if self._raw:
+            with self.module.published.bound(cfg, cfg.launch_runtime):
+                return extras[kind]()  # type: ignore[no-any-return]
         where = f"the {kind.value} pool builder of {self.module.builders_origin}"
         try:
             with self.module.published.bound(cfg, cfg.launch_runtime):
@@ -424,6 +443,8 @@ class RealSizing:
         except StandInMissing as e:
             raise StandInMissing(f"{ROW_GUARD}() of {self.module.origin}: {e}") from None
         except Exception as e:  # noqa: BLE001
+            if self._raw:
+                raise
             raise TargetCallError(
                 f"{_raised_where(self.module, ROW_GUARD, e)} {type(e).__name__}: {e} "
                 f"(max_alloc_len={max_alloc_len}, row_width={row_width})".replace("\n", " ")
@@ -436,6 +457,8 @@ class RealSizing:
         reqs = [
             types.SimpleNamespace(kv=types.SimpleNamespace(kv_committed_len=c, kv_allocated_len=a)) for c, a in lens
         ]
+        if self._raw:
+            return self.module.functions[ALIGNED_LENS](reqs, reserve=reserve, page_size=page)
         where = f"{ALIGNED_LENS}() of {self.module.origin}"
         args = f"(kv_committed_len, kv_allocated_len) {list(lens)}, reserve {reserve}, page_size {page}"
         try:

@@ -1,0 +1,276 @@
+"""``python -m fuzz merge REPORT.json...``: the shards' reports (``--shard I/N``) as one report, one summary.
+
+Per target: counts summed (``max_*`` the maximum, per-function call counts
+per key), one finding per bug group (its ``group``, else its ``signature``;
+the first shard's, in the order the
+reports are given; for ``prove`` the group's configurations summed and the
+worst shard's witness kept), each group's case file copied once into
+``--cases-out`` and its repro line pointed there.  The shards of a target
+must agree on N and appear once each; for ``prove`` they must also cover
+the space (every shard 1..N present, one space), or the verdict is not a
+proof: which shards are missing is said.  Exit 1: a finding; 0: clean;
+2: bad input, an error in a shard, or a proof whose shards are missing;
+130: a shard was interrupted with nothing found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzz.common.bounds import MAX_CASE_BYTES
+from fuzz.common.errors import BadInput, ExitCode
+from fuzz.common.files import check_output_dir, check_output_file, write_atomically
+from fuzz.common.jsonfile import JsonFileError, read_bytes, read_json
+from fuzz.common.options import DEFAULT_CASES_DIR, add_command
+from fuzz.common.shards import WHOLE, Shard, parse_shard
+from fuzz.findings.report import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, Command, Status, status_of, write_report
+
+MAX_REPORT_BYTES = 64 << 20
+MERGED = (Command.RUN, Command.LIFECYCLE, Command.PROVE)
+OWN = ("target", "status", "seconds", "findings", "shard", "interrupted", "error", "space", "method")
+
+
+def register(subparsers: Any) -> None:
+    p = add_command(
+        subparsers,
+        "merge",
+        "combine the shards' reports (--shard I/N) into one",
+        (
+            "Combine run, lifecycle or prove reports of the shards of one campaign into one report: findings "
+            "deduplicated by group, counts summed, one case file per group. Exit 0: clean; 1: a finding; "
+            "2: bad input or, for prove, missing shards."
+        ),
+        cmd_merge,
+    )
+    p.add_argument("reports", nargs="+", metavar="REPORT.json", help="the shards' --json reports")
+    p.add_argument(
+        "--cases-out",
+        default=DEFAULT_CASES_DIR,
+        metavar="DIR",
+        help=f"where each group's case file is copied (default {DEFAULT_CASES_DIR})",
+    )
+    p.add_argument("--json", metavar="FILE", help="write the merged report")
+
+
+@dataclass
+class Part:
+    """One target's entry in one shard's report."""
+
+    report: str
+    shard: Shard
+    entry: dict[str, Any]
+
+
+@dataclass
+class Merged:
+    """One target's entry merged from its shards, and what is missing."""
+
+    entry: dict[str, Any]
+    missing: list[Shard] = field(default_factory=list)
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A report read within its bound and checked to be one ``merge`` combines; BadInput otherwise."""
+    try:
+        doc = read_json(path, MAX_REPORT_BYTES, "report")
+    except JsonFileError as e:
+        raise BadInput(str(e)) from None
+    if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
+        raise BadInput(f'{path} is not a kvrow-fuzz report (no "schema": "{REPORT_SCHEMA}")')
+    if doc.get("schema_version") != REPORT_SCHEMA_VERSION:
+        raise BadInput(f"{path} has schema_version {doc.get('schema_version')!r}; this tool reads 1")
+    if doc.get("command") not in [c.value for c in MERGED]:
+        raise BadInput(f"{path} is a {doc.get('command')!r} report; merge takes run, lifecycle and prove reports")
+    targets = doc.get("targets")
+    if not isinstance(targets, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("target"), str) and isinstance(t.get("findings"), list)
+        for t in targets
+    ):
+        raise BadInput(f'{path}: "targets" must be a list of target entries, each with "target" and "findings"')
+    return doc
+
+
+def shard_of(entry: dict[str, Any], path: str) -> Shard:
+    """The shard a target entry says it is (``"shard": "I/N"``); an entry without one is the whole."""
+    text = entry.get("shard")
+    if text is None:
+        return WHOLE
+    try:
+        return parse_shard(str(text))
+    except argparse.ArgumentTypeError as e:
+        raise BadInput(f"{path}: target {entry['target']}: shard {e}") from None
+
+
+def check_shards(target: str, parts: list[Part]) -> list[Shard]:
+    """The shards missing from ``parts`` (BadInput: counts that differ, a shard given twice)."""
+    counts = {p.shard.count for p in parts}
+    if len(counts) > 1:
+        raise BadInput(f"target {target}: shards of different counts ({', '.join(map(str, sorted(counts)))})")
+    seen: dict[int, str] = {}
+    for p in parts:
+        if p.shard.index in seen:
+            raise BadInput(f"target {target}: shard {p.shard} given twice ({seen[p.shard.index]}, {p.report})")
+        seen[p.shard.index] = p.report
+    n = counts.pop()
+    return [Shard(i, n) for i in range(1, n + 1) if i not in seen]
+
+
+def combine(key: str, values: list[Any]) -> Any:
+    """Several shards' values of one count: numbers summed (``max_*``: the maximum), dicts per key, lists
+    joined, None ignored, anything else the first shard's."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    first = present[0]
+    if isinstance(first, bool) or not isinstance(first, int | float | dict | list):
+        return first
+    if isinstance(first, dict):
+        keys = list(dict.fromkeys(k for v in present if isinstance(v, dict) for k in v))
+        return {k: combine(k, [v.get(k) for v in present if isinstance(v, dict)]) for k in keys}
+    if isinstance(first, list):
+        return [x for v in present if isinstance(v, list) for x in v]
+    numbers = [v for v in present if isinstance(v, int | float) and not isinstance(v, bool)]
+    return max(numbers) if key.startswith("max_") else sum(numbers)
+
+
+def merge_findings(parts: list[Part], prove: bool) -> list[dict[str, Any]]:
+    """One finding per group: the first shard's; for prove, configurations summed and the worst witness kept."""
+    groups: dict[str, dict[str, Any]] = {}
+    for p in parts:
+        for f in p.entry["findings"]:
+            if not isinstance(f, dict) or not isinstance(f.get("signature"), str):
+                raise BadInput(f'{p.report}: a finding of {p.entry["target"]} has no "signature"')
+            sig = str(f.get("group") or f["signature"])  # prove: the group's full signature
+            prior = groups.get(sig)
+            if prior is None:
+                groups[sig] = {**f, "_report": p.report}
+            elif prove:
+                worse = (f.get("worst") or 0) > (prior.get("worst") or 0)
+                kept = {**f, "_report": p.report} if worse else prior
+                kept["configurations"] = (prior.get("configurations") or 0) + (f.get("configurations") or 0)
+                firsts = [x for x in (prior.get("first_at"), f.get("first_at")) if x is not None]
+                kept["first_at"] = min(firsts) if firsts else None
+                groups[sig] = kept
+    return [groups[s] for s in sorted(groups)]
+
+
+def merge_target(target: str, parts: list[Part], command: Command) -> Merged:
+    """The target's merged entry; prove's shards must sweep one space."""
+    missing = check_shards(target, parts)
+    entries = [p.entry for p in parts]
+    if command is Command.PROVE:
+        spaces = {(e.get("space"), e.get("method")) for e in entries}
+        if len(spaces) > 1:
+            raise BadInput(f"target {target}: shards swept different spaces or methods ({sorted(map(str, spaces))})")
+    findings = merge_findings(parts, command is Command.PROVE)
+    errors = [f"shard {p.shard}: {p.entry['error']}" for p in parts if p.entry.get("error")]
+    errors += [
+        f"shard {p.shard}: error" for p in parts if p.entry.get("status") == Status.ERROR and not p.entry.get("error")
+    ]
+    interrupted = any(e.get("interrupted") or e.get("status") == Status.INTERRUPTED for e in entries)
+    counts = list(dict.fromkeys(k for e in entries for k in e if k not in OWN))
+    entry: dict[str, Any] = {
+        "target": target,
+        "status": status_of(error="; ".join(errors) or None, found=bool(findings), interrupted=interrupted).value,
+        "seconds": round(sum(float(e.get("seconds") or 0) for e in entries), 3),
+        **{k: entries[0][k] for k in ("space", "method") if k in entries[0]},
+        **{k: combine(k, [e.get(k) for e in entries]) for k in counts},
+        "interrupted": interrupted,
+        "shards": [str(p.shard) for p in sorted(parts, key=lambda p: p.shard.index)],
+        "findings": findings,
+    }
+    if command is Command.PROVE:
+        entry["violations"] = sum(int(f.get("configurations") or 0) for f in findings)
+    if missing:
+        entry["missing_shards"] = [str(s) for s in missing]
+    if errors:
+        entry["error"] = "; ".join(errors)
+    return Merged(entry, missing)
+
+
+def case_path(finding: dict[str, Any], report: str) -> str | None:
+    """The case file a finding's repro line names, found beside its report (or as named); None: it has none."""
+    repro = finding.get("repro")
+    if not repro:
+        return None
+    try:
+        words = shlex.split(repro)
+        named = words[words.index("repro") + 1]
+    except (ValueError, IndexError):
+        raise BadInput(f"{report}: finding {finding['signature']} has an unreadable repro line {repro!r}") from None
+    for path in (os.path.join(os.path.dirname(os.path.abspath(report)), named), named):
+        if os.path.isfile(path):
+            return path
+    raise BadInput(f"{report}: the case file of {finding['signature']} is missing ({named})")
+
+
+def copy_case(finding: dict[str, Any], report: str, out_dir: str) -> None:
+    """Copy the group's case file into ``out_dir`` (atomically) and point its repro line at the copy."""
+    source = case_path(finding, report)
+    if source is None:
+        return
+    try:
+        text = read_bytes(source, MAX_CASE_BYTES, "case file").decode()
+    except (JsonFileError, UnicodeDecodeError) as e:
+        raise BadInput(str(e)) from None
+    copy = os.path.join(out_dir, os.path.basename(source))
+    write_atomically(copy, text)
+    words = shlex.split(finding["repro"])
+    words[words.index("repro") + 1] = copy
+    finding["repro"] = " ".join(shlex.quote(w) for w in words)
+
+
+def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
+    """The one summary: per target its status, counts, shards and groups."""
+    lines = [f"merged {command.value}: {len(merged)} target(s)"]
+    for m in merged:
+        e = m.entry
+        count = (
+            f"{e.get('configurations', 0):,} configurations"
+            if command is Command.PROVE
+            else f"{e.get('examples', 0):,} examples"
+        )
+        lines.append(f"{e['target']}: {e['status']}, {count}, shards {', '.join(e['shards'])}")
+        if m.missing:
+            lines.append(f"  missing shards: {', '.join(map(str, m.missing))}")
+        lines += [f"  {f['signature']}" + (f"  {f['repro']}" if f.get("repro") else "") for f in e["findings"]]
+    return lines
+
+
+def cmd_merge(args: argparse.Namespace) -> ExitCode:
+    check_output_dir(args.cases_out, "--cases-out")
+    if args.json:
+        check_output_file(args.json, "--json")
+    docs = [(path, load_report(path)) for path in args.reports]
+    commands = {doc["command"] for _, doc in docs}
+    if len(commands) > 1:
+        raise BadInput(f"the reports are of different commands ({', '.join(sorted(commands))})")
+    command = Command(commands.pop())
+    parts: dict[str, list[Part]] = {}
+    for path, doc in docs:
+        for entry in doc["targets"]:
+            parts.setdefault(entry["target"], []).append(Part(path, shard_of(entry, path), entry))
+    merged = [merge_target(target, ps, command) for target, ps in parts.items()]
+    for m in merged:  # case files first: a merged report names only copies that exist
+        for f in m.entry["findings"]:
+            copy_case(f, f.pop("_report"), args.cases_out)
+    if args.json:
+        write_report(args.json, command, [m.entry for m in merged])
+    print("\n".join(summary_lines(command, merged)))
+    found = any(m.entry["findings"] for m in merged)
+    if command is Command.PROVE and any(m.missing for m in merged):
+        gaps = "; ".join(f"{m.entry['target']}: {', '.join(map(str, m.missing))}" for m in merged if m.missing)
+        if not found:
+            raise BadInput(f"the prove shards do not cover the space, missing {gaps}")
+        print(f"fuzz: the prove shards do not cover the space, missing {gaps}", file=sys.stderr)
+    statuses = {m.entry["status"] for m in merged}
+    if found:
+        return ExitCode.FOUND
+    if Status.ERROR in statuses:
+        return ExitCode.BAD_INPUT
+    return ExitCode.INTERRUPTED if Status.INTERRUPTED in statuses else ExitCode.CLEAN

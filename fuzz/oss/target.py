@@ -1,0 +1,173 @@
+"""One decode property of one target as a fuzz target driven by bytes: the heavy half of the Atheris entry point.
+
+``Entry(config)`` is a libFuzzer ``TestOneInput``: it hands the bytes to
+Hypothesis' ``fuzz_one_input`` of a ``@given`` test over the strategies
+``run`` draws from (``strategies.scenarios.decode_scenarios``), checked by the
+same ``check_scenario`` (so a failure is named for its cause, as ``run``
+names it).  A failure is a ``FindingRaised`` of its group's class; before it
+leaves ``Entry`` its case file is on disk (``fuzz.findings.casefile.save``,
+the shape ``run`` writes), so whatever libFuzzer does next (record the crash,
+exit) the finding is kept.
+
+Invariant: the bytes alone decide the scenario (Hypothesis' bytestring
+provider, no randomness), so a crash input replays to the same case on the
+same kvrow-fuzz and Hypothesis versions; ``replay_bytes`` is that replay.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+
+from allocator_model.scenario import DecodeScenario
+from fuzz.campaign.driver import FindingRaised, failure_class
+from fuzz.common.errors import BadInput
+from fuzz.common.files import check_output_dir
+from fuzz.common.options import DEFAULT_CASES_DIR
+from fuzz.findings import casefile
+from fuzz.findings.kinds import Property, Signature
+from fuzz.findings.model import Finding
+from fuzz.run.engine import check_scenario, decode_finding
+from fuzz.run.properties import PROPERTIES
+from fuzz.targets.base import Target, TargetError
+from fuzz.targets.resolve import resolve_target
+from strategies.scenarios import decode_scenarios
+
+from .atheris_entry import DEFAULT_PROPERTY as DEFAULT_PROPERTY_NAME
+from .atheris_entry import DEFAULT_TARGET
+
+FUZZ_PROPERTIES: tuple[Property, ...] = PROPERTIES  # one fuzzer each (the decode properties of ``run``)
+DEFAULT_PROPERTY = Property(DEFAULT_PROPERTY_NAME)
+DEFAULT_CASES = DEFAULT_CASES_DIR
+ORIGIN = "atheris"  # case files of this engine are named apart from run's shrunk ones (casefile.case_file_name)
+
+
+def fuzz_property(name: str) -> Property:
+    """The decode property called ``name`` (its value, ``write-within-row``); BadInput for anything else."""
+    for prop in FUZZ_PROPERTIES:
+        if name == prop.value:
+            return prop
+    raise BadInput(f"unknown property {name!r} (fuzzable: {', '.join(p.value for p in FUZZ_PROPERTIES)})")
+
+
+def parse_known(text: str) -> frozenset[Signature]:
+    """Comma-separated signatures (``write-within-row/alloc-page-1,...``) that count as passing; BadInput if one is
+    not ``PROPERTY/GROUP[OUTCOME]``."""
+    known = set()
+    for item in text.split(","):
+        if item.strip():
+            try:
+                known.add(Signature.parse(item.strip()))
+            except ValueError as e:
+                raise BadInput(f"known group: {e}") from None
+    return frozenset(known)
+
+
+@dataclass(frozen=True)
+class FuzzConfig:
+    """What one fuzzer checks: a target spec, one decode property, where case files go, the groups that pass."""
+
+    target: str = DEFAULT_TARGET
+    prop: Property = DEFAULT_PROPERTY
+    cases: str = DEFAULT_CASES
+    known: frozenset[Signature] = field(default_factory=frozenset)
+
+    @classmethod
+    def parse(cls, target: str | None, prop: str | None, cases: str | None, known: str | None) -> FuzzConfig:
+        """From strings (environment, argv); an empty or absent one takes its default; BadInput if one is wrong."""
+        return cls(
+            (target or "").strip() or DEFAULT_TARGET,
+            fuzz_property(prop.strip()) if prop and prop.strip() else DEFAULT_PROPERTY,
+            cases or DEFAULT_CASES,
+            parse_known(known or ""),
+        )
+
+
+def resolved(spec: str) -> Target:
+    """The target of ``spec``; a spec that cannot be resolved is BadInput (one line, exit 2)."""
+    try:
+        return resolve_target(spec)
+    except TargetError as e:
+        raise BadInput(str(e)) from None
+
+
+def property_test(target: Target, prop: Property, known: frozenset[Signature] = frozenset()) -> Any:
+    """A ``@given`` test of ``prop`` on ``target`` over ``run``'s decode scenarios, for ``fuzz_one_input``.
+
+    It raises ``FindingRaised`` (its group's class, as the campaign raises
+    it) with the finding for the first violation of a group not in
+    ``known``; a known group passes, so the fuzzer hunts for the next.
+    No example database: a forkserver fuzzer keeps its corpus itself.
+    """
+
+    @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(decode_scenarios(target.revision))
+    def test(scenario: DecodeScenario) -> None:
+        _, found = check_scenario(target, scenario, (prop,))
+        for v in found:
+            if v.signature not in known:
+                raise failure_class(v.signature)(decode_finding(target.spec, v, scenario))
+
+    return test
+
+
+class Entry:
+    """``TestOneInput``: one input through ``fuzz_one_input``; a failure's case file on disk before it re-raises."""
+
+    def __init__(self, config: FuzzConfig, target: Target | None = None, *, quiet: bool = False):
+        check_output_dir(config.cases, "the case directory")  # before any input: a crash must find it writable
+        self.config = config
+        self.target = target or resolved(config.target)
+        self.fuzz_one = property_test(self.target, config.prop, config.known).hypothesis.fuzz_one_input
+        self.inputs = 0  # inputs run so far, this one included
+        self.started: float | None = None  # when the first input ran
+        self.quiet = quiet
+
+    def __call__(self, data: bytes) -> None:
+        if self.started is None:
+            self.started = time.monotonic()
+        self.inputs += 1
+        try:
+            self.fuzz_one(bytes(data))
+        except FindingRaised as e:
+            path = self.save(e.finding)
+            if not self.quiet:
+                print(
+                    f"kvrow-fuzz: {e.finding.signature} on {self.target.spec} after {self.inputs} inputs, "
+                    f"{self.seconds:.2f}s: saved {path}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            raise
+
+    @property
+    def seconds(self) -> float:
+        """Seconds since the first input (0 before it)."""
+        return 0.0 if self.started is None else time.monotonic() - self.started
+
+    def save(self, finding: Finding) -> str:
+        finding.found_at = self.inputs
+        return casefile.save(finding, self.config.cases, ORIGIN)
+
+
+def replay_bytes(entry: Entry, data: bytes) -> Finding | None:
+    """Run one input (a crash file's bytes) through the entry: its finding, its case file saved; None if it passes.
+
+    An input Hypothesis cannot read as a scenario (too short, rejected) passes too.
+    """
+    try:
+        entry(data)
+    except FindingRaised as e:
+        return e.finding
+    return None
+
+
+def entry_from_strings(
+    target: str | None, prop: str | None, cases: str | None, known: str | None, *, quiet: bool = False
+) -> Entry:
+    """An ``Entry`` from the strings of the environment or a command line (BadInput: one is wrong)."""
+    return Entry(FuzzConfig.parse(target, prop, cases, known), quiet=quiet)
