@@ -51,7 +51,8 @@ def test_a_kill_mid_round_leaves_each_met_group_as_a_case_file_that_replays(tmp_
 
     monkeypatch.setattr(Tracker, "report", reporting)
     monkeypatch.setattr(Progress, "tick", ticking)
-    argv = ["run", "--target", "reference@sglang-0.5.23", "--profile", "nightly", "--seed", "7"]
+    # One process: the kill is raised by this process's patched Progress (nightly would spawn a worker per core).
+    argv = ["run", "--target", "reference@sglang-0.5.23", "--profile", "nightly", "--seed", "7", "--jobs", "1"]
     with pytest.raises(Killed):
         main([*argv, "--max-examples", "40", "--quiet", "--cases", "cases", "--json", "report.json"])
     capsys.readouterr()

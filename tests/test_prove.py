@@ -395,7 +395,7 @@ def test_calls_path_equals_the_vectorized_model(spec: str) -> None:
 
 def test_a_release_wheel_proves_like_its_model_revision() -> None:
     """The real 0.5.18 sizing module, called once per configuration: the model revision's groups, count for count."""
-    real = prove(resolve_target("sglang==0.5.18"), TINY)
+    real = prove(resolve_target("sglang==0.5.18"), TINY, traced=False)
     model = prove(resolve_target("reference@sglang-0.5.18"), TINY)
     assert real.method.startswith("sizing calls") and not model.sizing_calls
     assert summary(real) == summary(model) and Signature.parse("write-within-row/dcp>1") in summary(real)
@@ -521,7 +521,9 @@ def test_cli_heatmap_without_matplotlib_is_one_line_before_any_work(
         (["--heatmap", "out.txt"], "needs a .png"),
         (["--space", "huge"], "invalid choice"),
         (["--target", "nope"], "unknown target"),
-    ],
+        (["--device", "tpu"], "--device takes cpu or cuda[:N], got 'tpu'"),
+    ]
+    + ([] if torch.cuda.is_available() else [(["--device", "cuda"], "sees no CUDA device here")]),
 )
 def test_cli_bad_input_is_one_line_and_exit_2(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str]
@@ -553,3 +555,27 @@ def test_heatmap_table_has_the_sweeps_numbers() -> None:
     for line, d in zip(rows, TINY.dcp_sizes, strict=True):
         cells = [c.strip() for c in line.strip("|").split("|")][1:]
         assert cells == [str(result.heat[p, d]) if (p, d) in result.heat else "n/a" for p in TINY.page_sizes]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+@pytest.mark.parametrize("spec", ["reference@sglang-0.5.18", "reference@sglang-0.5.23"])
+def test_the_sweep_on_a_gpu_gives_the_cpu_verdict(spec: str) -> None:
+    t = resolve_target(spec)
+    on_cpu, on_gpu = prove(t, TINY), prove(t, TINY, device="cuda")
+    assert summary(on_gpu) == summary(on_cpu) and on_gpu.heat == on_cpu.heat
+    assert on_gpu.configurations == on_cpu.configurations
+
+
+def test_groups_that_differ_only_in_outcome_keep_a_witness_and_a_case_file_each(tmp_path: Path) -> None:
+    """A silent spill and the same spill stopped by EAGLE's guard are two groups: two witnesses, two case files."""
+    result = prove(resolve_target("reference@sglang-0.5.18"), TINY, kinds=[KVPool.STANDARD])
+    by_name: dict[tuple[Property, str], set[str]] = {}
+    for sig, grp in result.groups.items():
+        assert grp.witness.violation.signature == sig
+        by_name.setdefault((sig.prop, sig.group), set()).add(str(sig.outcome))
+    assert any(len(outcomes) > 1 for outcomes in by_name.values()), by_name
+    cases = tmp_path / "cases"
+    assert main(["prove", "--target", "reference@sglang-0.5.18", "--space", "tiny", "--quiet", "--cases", str(cases)]) == 1
+    assert len(list(cases.glob("*.json"))) == len(
+        prove(resolve_target("reference@sglang-0.5.18"), TINY).groups
+    )

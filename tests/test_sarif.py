@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from allocator_model.pools import KVPool
 from fuzz.cli import main
 from fuzz.findings.kinds import Property
 from fuzz.findings.sarif import RESERVE, ROW_WIDTH, RULE_TEXT, artifact_uri, locate, sizing_functions
@@ -171,9 +172,9 @@ def test_the_official_schema_is_there_and_refuses_what_code_scanning_would():
         assert not check.is_valid(doc), doc
 
 
-def def_line(source: str, name: str) -> int:
+def def_line(source: str, name: str, indent: str = "") -> int:
     """The 1-based line of ``def name`` in a source (found here by text, not as sarif.py finds it)."""
-    lines = [i for i, line in enumerate(source.splitlines(), 1) if re.match(rf"def {name}\(", line)]
+    lines = [i for i, line in enumerate(source.splitlines(), 1) if re.match(rf"{indent}def {name}\(", line)]
     assert len(lines) == 1, (name, lines)
     return lines[0]
 
@@ -214,10 +215,17 @@ def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_
     results = validated(tmp_path / "bad.sarif")["runs"][0]["results"]
     assert results
     model = (ROOT / "allocator_model" / "sizing.py").read_text()
+    pools = (ROOT / "allocator_model" / "pools.py").read_text()
+    narrow = resolve_target("reference@sglang-0.5.18").revision.narrow_rows
     for r in results:
         where = r["locations"][0]["physicalLocation"]
-        assert where["artifactLocation"]["uri"] == "allocator_model/sizing.py"
         width = r["ruleId"] in ("write-within-row", "neighbour-rows-untouched", "kv-lens-ordered")
+        kind = r["properties"]["signature"].partition("@")[2].partition("[")[0]
+        if width and kind and KVPool(kind) in narrow:  # the unified builder's own row
+            assert where["artifactLocation"]["uri"] == "allocator_model/pools.py"
+            assert where["region"]["startLine"] == def_line(pools, "unified_row_extra"), r["ruleId"]
+            continue
+        assert where["artifactLocation"]["uri"] == "allocator_model/sizing.py"
         expected = "req_to_token_extra_context_len" if width else "alloc_reserve_per_decode"
         assert where["region"]["startLine"] == def_line(model, expected), r["ruleId"]
         assert r["message"]["text"].startswith(f"COUNTEREXAMPLE {r['properties']['signature']} on reference@")
@@ -240,6 +248,48 @@ def test_a_local_file_is_located_relative_to_the_working_directory(tmp_path, mon
     monkeypatch.chdir(elsewhere)
     assert locate(target, (ROW_WIDTH,))[0].uri == path.as_uri()  # outside the working directory: absolute
     assert artifact_uri(str(path), str(checkout)) == CHECKOUT_PATH
+
+
+CONFIGURATOR = """
+class KVCacheConfigurator:
+    def _build_req_to_token_pool(self, *, max_num_reqs):
+        extra_max_context_len = get_req_to_token_extra_context_len()
+        return make_pool(extra_max_context_len)
+
+    def _init_unified_mamba_pools(self):
+        extra_max_context_len = 4
+        if get_spec().speculative_num_draft_tokens is not None:
+            extra_max_context_len += get_spec().speculative_num_draft_tokens
+        build(extra_max_context_len)
+"""
+
+
+def test_a_unified_pool_group_is_located_at_its_builder_not_the_headroom(tmp_path, monkeypatch):
+    """A checkout with a configurator (0.5.23's shape, written here): the unified row's group points at its builder."""
+    mem_cache = tmp_path / "sglang" / "python" / "sglang" / "srt" / "mem_cache"
+    mem_cache.mkdir(parents=True)
+    (mem_cache / "allocation_sizing.py").write_text((ROOT / "tests" / "sglang_shapes" / "uno.py").read_text())
+    (mem_cache / "kv_cache_configurator.py").write_text(CONFIGURATOR)
+    monkeypatch.chdir(tmp_path / "sglang")
+    spec = CHECKOUT_PATH
+    assert main(["prove", "--target", spec, "--space", "tiny", "--quiet", "--sarif", "out.sarif"]) == 1
+    results = validated(tmp_path / "sglang" / "out.sarif")["runs"][0]["results"]
+    unified = [
+        r
+        for r in results
+        if r["properties"]["signature"].partition("@")[2].startswith("unified-mamba[")
+        or r["properties"]["signature"].endswith("@unified-mamba")
+    ]
+    standard = [r for r in results if "@" not in r["properties"]["signature"]]
+    assert unified and standard
+    builder_line = def_line(CONFIGURATOR, "_init_unified_mamba_pools", indent="    ")
+    for r in unified:
+        where = r["locations"][0]["physicalLocation"]
+        assert where["artifactLocation"]["uri"] == "python/sglang/srt/mem_cache/kv_cache_configurator.py"
+        assert where["region"]["startLine"] == builder_line
+        assert r["properties"]["function"] == "KVCacheConfigurator._init_unified_mamba_pools"
+    for r in standard:
+        assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == CHECKOUT_PATH
 
 
 def test_each_property_indicts_the_row_width_or_the_reserve():

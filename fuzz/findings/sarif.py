@@ -7,7 +7,9 @@ and the location is the line of the sizing function that computes what the
 group shows too small:
 
     the row width    write-within-row, neighbour-rows-untouched, kv-lens-ordered
-                     -> get_req_to_token_extra_context_len()  (the headroom past context_len)
+                     -> get_req_to_token_extra_context_len()  (the headroom past context_len),
+                        or, on a pool whose builder sizes its own row (unified Mamba / SWA), that
+                        builder in kv_cache_configurator.py (KVCacheConfigurator._init_unified_*)
     the reserve      every other property: drafts, page-aligned growth, the slot invariants
                      -> get_alloc_reserve_per_decode()
     the function     model-mismatch/<function>, sizing-raised (the function that raised)
@@ -155,10 +157,47 @@ def locate(target: Any, functions: Sequence[str], cwd: str | None = None) -> lis
     return found or [SourceLine(uri, 1, functions[0] if functions else "")]
 
 
+def builder_location(target: Any, f: Finding, cwd: str | None = None) -> SourceLine | None:
+    """Where the row of the finding's kind of pool is sized when its own builder sizes it (None: the headroom).
+
+    A unified pool's row is ``C + extra_max_context_len`` of its builder in
+    ``kv_cache_configurator.py`` (``fuzz.targets.sglang.builders``), not the
+    sizing file's headroom; a model target's is ``pools.unified_row_extra``.
+    """
+    from allocator_model.pools import KVPool
+    from fuzz.targets.base import TargetKind
+    from fuzz.targets.sglang import wheels
+
+    kind = f.config.kv_pool
+    if kind is KVPool.STANDARD or Property(f.violation.prop) not in _ROW_WIDTH_PROPERTIES:
+        return None
+    if target.kind is TargetKind.MODEL:
+        if kind not in target.revision.narrow_rows:
+            return None
+        import allocator_model.pools as pools
+
+        path = pools.__file__ or ""
+        line = def_lines(Path(path).read_text(encoding="utf-8")).get("unified_row_extra", 1)
+        return SourceLine(Path(path).relative_to(Path(path).parent.parent).as_posix(), line, "unified_row_extra")
+    module = getattr(target.sizing, "module", None)
+    found = getattr(module, "builder_lines", {}).get(kind)
+    if module is None or found is None:
+        return None
+    name, line = found
+    if target.kind is TargetKind.FILE:
+        uri = artifact_uri(str(module.builders_origin), cwd)
+    else:  # a release or the installed package: its path in SGLang's repository
+        uri = SGLANG_REPO_PATH + wheels.CONFIGURATOR_MODULE
+    return SourceLine(uri, line, f"KVCacheConfigurator.{name}")
+
+
 def sarif_result(f: Finding, target: Any, rule_index: dict[Property, int], cwd: str | None = None) -> dict[str, Any]:
-    """One bug group as a SARIF result, located at the sizing function it indicts."""
+    """One bug group as a SARIF result, located at the sizing function it indicts (a pool's builder first)."""
     prop = Property(f.violation.prop)
     where = locate(target, sizing_functions(f), cwd) if target is not None else []
+    builder = builder_location(target, f, cwd) if target is not None else None
+    if builder is not None:
+        where = [builder, *where]
     result: dict[str, Any] = {
         "ruleId": prop.value,
         "ruleIndex": rule_index[prop],

@@ -28,7 +28,7 @@ from fuzz.targets.resolve import resolve_targets
 from .grid import ALL_ALGORITHMS, target_algorithms
 from .result import NO_VIOLATION, ProveResult
 from .space import SPACES
-from .sweep import prove
+from .sweep import prove, require_device
 from .witness import confirm, witness_block
 
 WITNESS_ORIGIN = "witness"  # case files of witnesses are named apart from run's
@@ -57,6 +57,18 @@ def register(subparsers: Any) -> None:
         default=ALL_ALGORITHMS,
         metavar="NAME",
         help="sweep one speculative algorithm (or none) instead of all",
+    )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEVICE",
+        help="where the sweep's tensors live: cpu (default) or cuda[:N] when torch sees a GPU (same verdict)",
+    )
+    p.add_argument(
+        "--one-by-one",
+        action="store_true",
+        help="call a real target's sizing functions once per configuration instead of once per path "
+        "(slower; the traced sweep is held equal to it)",
     )
     p.add_argument(
         "--calls",
@@ -98,6 +110,10 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             target_algorithms(t, only)
         except ValueError as e:
             raise BadInput(str(e)) from None
+    try:
+        device = require_device(args.device)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
     shard = args.shard or WHOLE
     out = sys.stdout
     if args.shard:
@@ -109,7 +125,16 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     results = []
     for t in targets:
         space = args.space or ("full" if t.is_model and not args.calls else "small")
-        result = prove(t, space, algorithm=only, calls=True if args.calls else None, on_progress=progress, shard=shard)
+        result = prove(
+            t,
+            space,
+            algorithm=only,
+            calls=True if args.calls else None,
+            on_progress=progress,
+            shard=shard,
+            traced=not args.one_by_one,
+            device=device,
+        )
         confirm(t, result)
         for grp in result.groups.values():
             if grp.confirmed and not grp.mismatch:
@@ -167,6 +192,18 @@ def print_result(target: Target, r: ProveResult, out: TextIO) -> None:
         f"context_len mod the allocator page, each at its longest committed length",
         file=out,
     )
+    if r.trace:
+        t = r.trace
+        print(
+            f"traced: {t.configs_traced:,} launch configurations over {t.paths:,} paths of the sizing functions, "
+            f"{t.configs_called:,} called one by one (raised, or not traceable)"
+            + (
+                f"; the sample of plain calls disagreed in {len(t.diverged)} block(s): {', '.join(t.diverged)}"
+                if t.diverged
+                else ""
+            ),
+            file=out,
+        )
     if r.first_error:
         print(f"first sizing error: {r.first_error}", file=out)
     if not r.groups:

@@ -108,5 +108,6 @@ class ProveResult:
             "configurations": self.configurations,
             "violations": self.violations,
             "sizing_calls": self.sizing_calls,
+            **({"trace": self.trace.to_json()} if self.trace else {}),
             "findings": [g.to_json() for g in self.sorted_groups()],
         }

@@ -73,8 +73,12 @@ def prove(
     kinds: Collection[KVPool] | None = None,
     shard: Shard = WHOLE,
     traced: bool = True,
+    device: str = "cpu",
 ) -> ProveResult:
     """Sweep the space on ``target``; ``calls`` (default: not a model target) uses its sizing functions.
+
+    ``device``: where the sweep's tensors live (``cuda`` when torch sees a GPU;
+    ``require_device`` checks it first).  The verdict does not depend on it.
 
     ``traced``: a real target's functions run once per path over each block
     (``traced_rows``); False calls them once per configuration (the plain
@@ -90,7 +94,7 @@ def prove(
     would help on an idle machine, but its spin-waits make the sweep several
     times slower on a shared one (a CI runner, parallel test workers).
     """
-    with one_torch_thread():
+    with one_torch_thread(), torch.device(device):
         return _prove(
             target,
             SPACES[space] if isinstance(space, str) else space,
@@ -105,6 +109,18 @@ def prove(
 
 
 Block = tuple[KVPool, str | None, int]  # one kind of pool, one algorithm, one page size
+
+
+def require_device(device: str) -> str:
+    """``device`` if torch can put the sweep there; ValueError (one line) if not."""
+    if device == "cpu":
+        return device
+    if device.split(":")[0] != "cuda":
+        raise ValueError(f"--device takes cpu or cuda[:N], got {device!r}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: torch {torch.__version__} sees no CUDA device here")
+    torch.empty(0, device=device)  # an index past the devices raises here, before the sweep
+    return device
 
 
 def blocks(

@@ -99,7 +99,10 @@ def witness_finding(
     config, case = witness
     cfg = ServingConfig.from_dict(config)
     scenario = DecodeScenario.from_dict(cfg, case)
-    violation = Violation(sig.prop, sig.group, _claim(sig, value, error), [], value)
+    # The group's whole identity, outcome included: two groups that differ only in how SGLang reacts
+    # (a silent spill, the same spill stopped by a guard) are two witnesses and two case files.
+    violation = Violation(sig.prop, sig.group, _claim(sig, value, error), [], value, outcome=sig.outcome)
+    assert violation.signature == sig, (violation.signature, sig)
     return Finding(
         CaseKind.DECODE, target, violation, cfg, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
     )

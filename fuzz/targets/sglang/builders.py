@@ -74,6 +74,19 @@ def _methods(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return found
 
 
+def builder_lines(source: str) -> dict[KVPool, tuple[str, int]]:
+    """Per kind with a builder of its own in ``source``: (the builder method, its ``def`` line); SARIF points there."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    return {
+        BUILDERS[name]: (name, method.lineno)
+        for name, method in _methods(tree).items()
+        if BUILDERS[name] is not KVPool.STANDARD and _slice(method.body)
+    }
+
+
 def extract_row_extras(
     source: str, filename: str, functions: dict[str, Callable[..., Any]], published: Published, stand_ins: StandIns
 ) -> dict[KVPool, RowExtra]:

@@ -50,7 +50,7 @@ from allocator_model.revisions import Revision
 from allocator_model.sizing import ModelSizing
 
 from ..base import TargetCallError, TargetError
-from .builders import RowExtra, extract_row_extras
+from .builders import RowExtra, builder_lines, extract_row_extras
 from .stubs import Bag, Published, StandInMissing, StandIns, private_builtins
 
 REQUIRED = ("get_alloc_len_per_decode", "get_alloc_reserve_per_decode", "get_req_to_token_extra_context_len")
@@ -97,12 +97,14 @@ class SizingModule:
     # The pool builders' own row extras, per kind (``builders``), when the configurator was read; None: not read.
     row_extras: dict[KVPool, RowExtra] | None = None
     builders_origin: str | None = None  # where they were read
+    builder_lines: dict[KVPool, tuple[str, int]] = field(default_factory=dict)  # kind -> (method, def line)
 
     def read_builders(self, source: str, where: str) -> None:
         """Slice the row extras of the pool builders out of ``kv_cache_configurator.py``'s source."""
         assert self.stand_ins is not None
         self.row_extras = extract_row_extras(source, where, self.functions, self.published, self.stand_ins)
         self.builders_origin = where
+        self.builder_lines = {k: v for k, v in builder_lines(source).items() if k in self.row_extras}
 
     @property
     def takes_server_args(self) -> dict[str, bool]:
