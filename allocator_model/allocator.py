@@ -76,17 +76,16 @@ class TokenToKVPoolAllocator:
     # -- alloc / free -------------------------------------------------------
 
     def _take_pages(self, n: int, owner: object) -> list[int] | None:
+        """n pages: handed-back ones first (last in, first out), then fresh ones in order."""
         if n * self.page_size > self.available_size():
             return None
-        pages: list[int] = []
-        for _ in range(n):
-            if self._free_pages:
-                page = self._free_pages.pop()
-            else:
-                page = self._next_fresh
-                self._next_fresh += 1
-            self.page_owner[page] = owner
-            pages.append(page)
+        reused = min(n, len(self._free_pages))
+        pages = self._free_pages[len(self._free_pages) - reused :][::-1]
+        del self._free_pages[len(self._free_pages) - reused :]
+        fresh = n - reused
+        pages.extend(range(self._next_fresh, self._next_fresh + fresh))
+        self._next_fresh += fresh
+        self.page_owner.update(dict.fromkeys(pages, owner))
         return pages
 
     def alloc_extend(self, owner: object, prefix_len: int, seq_len: int, last_loc: int | None) -> torch.Tensor | None:
@@ -110,7 +109,9 @@ class TokenToKVPoolAllocator:
         parts = []
         if tail and last_loc is not None:
             parts.append(torch.arange(last_loc + 1, last_loc + 1 + tail, dtype=torch.int64))
-        if pages:
+        if pages and pages[-1] - pages[0] == len(pages) - 1 and pages == sorted(pages):  # one run of pages
+            parts.append(torch.arange(pages[0] * p, pages[0] * p + n - tail, dtype=torch.int64))
+        elif pages:
             base = torch.tensor(pages, dtype=torch.int64).repeat_interleave(p) * p
             parts.append((base + torch.arange(p, dtype=torch.int64).repeat(len(pages)))[: n - tail])
         return torch.cat(parts)

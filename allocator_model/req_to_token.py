@@ -81,15 +81,21 @@ class ReqToTokenPool:
         self.free_slots.append(row)
 
     def write(self, row: int, start: int, end: int, values: torch.Tensor) -> WriteRecord:
-        """assign_req_to_token_pool: store values at row * W + col for col in [start, end)."""
+        """assign_req_to_token_pool: store values at row * W + col for col in [start, end).
+
+        The flat offsets are one contiguous run, so the store is one slice of
+        the flat storage: the same elements the kernel's ``col < end`` mask
+        lets through, past the row included.
+        """
         record = WriteRecord(row, start, end, self.width)
         if end <= start:
             return record
-        offsets = row * self.width + torch.arange(start, end, dtype=torch.int64)
-        self._grow_guard(int(offsets[-1]) + 1)
-        inside = offsets < self.storage.numel()
-        record.lost = int((~inside).sum())
-        self.storage[offsets[inside]] = values[: len(offsets)][inside].to(torch.int32)
+        first, stop = row * self.width + start, row * self.width + end  # flat [first, stop)
+        self._grow_guard(stop)
+        kept = max(0, min(stop, self.storage.numel()) - first)
+        record.lost = (stop - first) - kept
+        if kept:
+            self.storage[first : first + kept] = values[:kept].to(torch.int32)
         if end > self.width:
             record.slots_past_width = values[max(0, self.width - start) : end - start].tolist()
         self._record_spills(record)
@@ -118,6 +124,8 @@ class ReqToTokenPool:
             before = torch.cat([before, torch.zeros(self.storage.numel() - before.numel(), dtype=before.dtype)])
         diff = self.storage != before
         diff[row * self.width : (row + 1) * self.width] = False
+        if not bool(diff.any()):  # the common case: nothing outside the row changed
+            return []
         runs: list[Spill] = []
         for off in diff.nonzero().flatten().tolist():
             victim, col = divmod(off, self.width)

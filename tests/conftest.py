@@ -13,6 +13,13 @@ a ``pip download``, and every pip index and configuration is cleared.
 Tests that need the real registry (or the real wheels) carry the ``network``
 marker and are skipped unless ``--run-network`` or ``KVROW_FUZZ_NETWORK=1``
 asks for them; they get the user's own cache back (``real_wheel_cache``).
+
+The end-to-end tier carries the ``slow`` marker: a whole campaign shrunk to
+its minimal case, the issue's full proof space, a command's whole run in a
+fresh interpreter, the action's steps as written.  Each checks something a
+faster test of the default suite checks in part; they run with
+``--run-slow`` (or ``KVROW_FUZZ_SLOW=1``): ``./kvrow test --run-slow``, and
+the nightly workflow's ``slow-tests`` job.
 """
 
 from __future__ import annotations
@@ -26,9 +33,15 @@ from hermetic import NETWORK_ENV, PIP_SETTINGS, build_wheel_cache, offline_pip_e
 
 from fuzz.targets.sglang.wheels import OFFLINE
 
+SLOW_ENV = "KVROW_FUZZ_SLOW"
+
 
 def network_allowed(config: pytest.Config) -> bool:
     return bool(config.getoption("--run-network")) or os.environ.get(NETWORK_ENV, "") not in ("", "0")
+
+
+def slow_allowed(config: pytest.Config) -> bool:
+    return bool(config.getoption("--run-slow")) or os.environ.get(SLOW_ENV, "") not in ("", "0")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,15 +51,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help=f"also run the tests marked network (the package index, the real wheels); or {NETWORK_ENV}=1",
     )
+    parser.getgroup("kvrow-fuzz").addoption(
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help=f"also run the end-to-end tier marked slow (whole campaigns, the full proof space); or {SLOW_ENV}=1",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if network_allowed(config):
-        return
-    skip = pytest.mark.skip(reason=f"needs the package index or the real wheels (--run-network or {NETWORK_ENV}=1)")
+    offline = pytest.mark.skip(reason=f"needs the package index or the real wheels (--run-network or {NETWORK_ENV}=1)")
+    slow = pytest.mark.skip(reason=f"the end-to-end tier (--run-slow or {SLOW_ENV}=1; the nightly workflow runs it)")
     for item in items:
-        if "network" in item.keywords:
-            item.add_marker(skip)
+        if "network" in item.keywords and not network_allowed(config):
+            item.add_marker(offline)
+        elif "slow" in item.keywords and not slow_allowed(config):
+            item.add_marker(slow)
 
 
 _USER_ENV = dict(os.environ)  # as the session found it: what network tests get back

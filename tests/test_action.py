@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,6 +97,7 @@ def test_action_installs_pinned_torch_from_the_cpu_index_and_this_project():
     assert '"$ACTION_PATH"' in install["run"] and install["env"]["ACTION_PATH"] == "${{ github.action_path }}"
 
 
+@pytest.mark.slow
 def test_action_fails_on_a_0_5_23_checkout_with_repro_lines_and_passes_on_the_reference(tmp_path):
     # kept short: EAGLE only (the page-1 gap is there), few examples, the tiny space
     fast = {"max_examples": "20", "space": "tiny", "run_args": "--pin speculative_algorithm=EAGLE"}

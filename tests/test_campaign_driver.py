@@ -45,6 +45,7 @@ def stored_examples(root: str) -> int:
     return sum(len(files) for _, _, files in os.walk(root))
 
 
+@pytest.mark.slow
 def test_a_seeded_nightly_run_stores_examples_in_the_database(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("KVROW_FUZZ_DATABASE", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -68,6 +69,7 @@ def search(target, database: str, monkeypatch) -> dict[str, int]:
     return {str(f.signature): f.found_at for f in result.findings}
 
 
+@pytest.mark.slow
 def test_a_seeded_run_replays_what_the_database_holds_first(tmp_path, monkeypatch):
     target = resolve_target("reference@sglang-0.5.23")
     group = "write-within-row/alloc-page-1"

@@ -56,6 +56,7 @@ def test_a_case_of_each_kind_replays_in_a_fresh_interpreter(kind):
 
 
 @pytest.mark.parametrize("kind", list(CaseKind), ids=[k.value for k in CaseKind])
+@pytest.mark.slow
 def test_the_emitted_test_of_each_kind_fails_in_a_fresh_interpreter(kind, tmp_path):
     path = case_of(kind)
     (tmp_path / "test_emitted.py").write_text(emit_test(casefile.load_document(path)))

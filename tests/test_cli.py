@@ -53,6 +53,7 @@ def seed_bug_run(tmp_path_factory):
     return d, r
 
 
+@pytest.mark.slow
 def test_seed_bug_exits_1_with_a_dcp_case_and_a_repro_line(seed_bug_run):
     d, r = seed_bug_run
     assert r.returncode == 1, r.stderr
@@ -74,6 +75,7 @@ def test_json_report_shape(seed_bug_run):
     assert f["repro"].startswith("python -m fuzz repro ")
 
 
+@pytest.mark.slow
 def test_repro_replays_byte_identically(seed_bug_run):
     d, r = seed_bug_run
     line = next(x for x in r.stdout.splitlines() if x.startswith("repro:") and "write-within-row-dcp-1" in x)
@@ -94,6 +96,7 @@ def test_repro_exits_0_once_fixed(seed_bug_run, tmp_path):
     assert out.returncode == 0 and "no longer fails" in out.stdout
 
 
+@pytest.mark.slow
 def test_reference_is_clean_under_ci(tmp_path):
     cases, report = tmp_path / "cases", tmp_path / "r.json"
     r = fuzz("run", "--target", "reference", "--profile", "ci", "--quiet", "--cases", str(cases), "--json", str(report))

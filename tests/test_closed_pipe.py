@@ -7,7 +7,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_a_closed_pipe_still_exits_1_with_every_case_file(tmp_path):
     cases = tmp_path / "cases"
     child = subprocess.Popen(

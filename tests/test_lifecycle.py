@@ -243,6 +243,7 @@ def test_no_invariant_fires_on_the_reference_with_the_planted_configs(name):
     assert result.status == "clean", [f.violation.describe() for f in result.findings]
 
 
+@pytest.mark.slow
 def test_no_invariant_fires_on_the_reference_anywhere():
     result = lifecycle_campaign(resolve_target("reference"), ci(150), steps=30)
     assert result.status == "clean", [f.violation.describe() for f in result.findings]

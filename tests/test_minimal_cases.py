@@ -8,6 +8,7 @@ The covering set is left out here: this is about what the search shrinks to.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import settings
 
 from fuzz.campaign.driver import run_campaign
@@ -45,12 +46,14 @@ def shrunk(spec: str) -> dict[str, tuple]:
     }
 
 
+@pytest.mark.slow
 def test_the_seed_bug_shrinks_to_eagles_auto_values():
     found = shrunk("reference@sglang-0.5.18")
     algorithm, shape = found["write-within-row/dcp>1"]
     assert shape == AUTO[algorithm], found
 
 
+@pytest.mark.slow
 def test_the_page_1_gap_shrinks_to_an_algorithms_defaults():
     algorithm, shape = shrunk("reference@sglang-0.5.23")["write-within-row/alloc-page-1"]
     assert shape == AUTO[algorithm]

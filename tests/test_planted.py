@@ -30,7 +30,7 @@ PLANTED = [
 
 def fuzz(spec, prop, rounds):
     return campaign(
-        resolve_target(spec), settings(settings.get_profile("ci"), max_examples=300), props=(prop,), max_rounds=rounds
+        resolve_target(spec), settings(settings.get_profile("ci"), max_examples=100), props=(prop,), max_rounds=rounds
     )
 
 

@@ -34,7 +34,7 @@ def test_the_case_schema_refuses_a_broken_case():
             validate("case", broken)
 
 
-@pytest.mark.parametrize("command, extra", [("run", []), ("lifecycle", ["--steps", "8"])])
+@pytest.mark.parametrize("command, extra", [("run", []), ("lifecycle", ["--steps", "4", "--max-examples", "8"])])
 def test_campaign_reports_follow_the_report_schema(tmp_path, capsys, command, extra):
     report = tmp_path / "r.json"
     code = main(

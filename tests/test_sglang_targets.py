@@ -278,6 +278,7 @@ def test_fidelity_of_a_release_and_a_mismatch_found_and_shrunk(releases):
 # -- a local file, no network -------------------------------------------------
 
 
+@pytest.mark.slow
 def test_local_file_runs_offline_and_twice_gives_the_same_result(tmp_path):
     path = sizing_file(tmp_path)
     env = offline_env(tmp_path)

@@ -3,6 +3,7 @@
 import os
 import shlex
 
+import pytest
 import yaml
 
 from allocator_model.revisions import RELEASE_REVISIONS
@@ -54,6 +55,7 @@ def test_every_fuzz_command_parses():
         build_parser().parse_args(argv)  # raises BadInput (exit 2) on an option we do not have
 
 
+@pytest.mark.slow
 def test_each_job_runs_the_matrix_against_expectations_the_model_proves():
     """Both jobs run ``matrix --expect``; the file covers every release the line runs, and for each release
 
