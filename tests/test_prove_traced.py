@@ -224,3 +224,28 @@ def test_a_file_that_tells_traced_values_apart_is_caught_by_the_sample(tmp_path)
     traced, plain = both(spec, kinds=(KVPool.STANDARD,))
     assert verdict(traced) == verdict(plain)
     assert traced.trace.diverged
+
+
+def test_two_worker_processes_give_the_single_process_verdict():
+    """``prove --jobs 2``: two spawned workers, each a slice of the space, merged (``parallel``, ``merge_results``)."""
+    from fuzz.common.shards import Shard
+    from fuzz.prove.parallel import prove_in_parallel, sub_shards
+
+    assert sub_shards(Shard(2, 3), 2) == [Shard(2, 6), Shard(5, 6)]  # together: what shard 2/3 takes
+    spec = str(SHAPES / "uno.py")
+    single = prove(resolve_target(spec), MICRO, kinds=KINDS)
+    both_workers = prove_in_parallel(
+        spec, MICRO, 2, algorithm="all", calls=None, traced=True, device="cpu", kinds=KINDS
+    )
+    assert summary_of(both_workers) == summary_of(single)
+    assert both_workers.heat == single.heat
+    assert both_workers.trace.configs_traced == single.trace.configs_traced == single.launch_configurations
+
+
+def summary_of(result):
+    return (
+        result.launch_configurations,
+        result.decode_shapes,
+        result.configurations,
+        {str(s): (g.configurations, g.worst) for s, g in result.groups.items()},
+    )

@@ -14,6 +14,7 @@ growth rule that is neither page-rounded nor exact marks them
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -46,6 +47,13 @@ class CountingSizing:
     def __init__(self, sizing: SizingSurface) -> None:
         self._sizing = sizing
         self.calls: dict[str, int] = {}
+        self.growth_memo: dict[tuple[Any, ...], Growth] = {}
+
+    def growth(self, key: tuple[Any, ...], read: Callable[[], Growth]) -> Growth:
+        """A growth rule read once per (write path, reserve, page) over a sweep (``growth_kind`` is pure)."""
+        if key not in self.growth_memo:
+            self.growth_memo[key] = read()
+        return self.growth_memo[key]
 
     def count(self, name: str, calls: int) -> None:
         """``calls`` calls of ``name`` made elsewhere (a traced call counts one per path)."""
@@ -148,7 +156,11 @@ def growth_kinds(
     errors: dict[int, str] = {}
     for j, (reserve, page) in enumerate(pairs):
         try:
-            kinds.append(growth_kind(target, sizing, path, reserve, page))
+            kinds.append(
+                sizing.growth(
+                    (path, reserve, page), functools.partial(growth_kind, target, sizing, path, reserve, page)
+                )
+            )
         except TargetCallError as e:
             kinds.append(Growth.RAISED)
             errors[j] = f"page_aligned_decode_alloc_lens(reserve={reserve}, page={page}): {e}"

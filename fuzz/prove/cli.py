@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from allocator_model import algorithms as algo
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, add_shard_option, check_outputs
-from fuzz.common.shards import WHOLE, Shard
+from fuzz.common.shards import WHOLE, Shard, parse_jobs
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
 from fuzz.findings.report import Command, write_report
@@ -26,6 +26,7 @@ from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 
 from .grid import ALL_ALGORITHMS, target_algorithms
+from .parallel import prove_in_parallel
 from .result import NO_VIOLATION, ProveResult
 from .space import SPACES
 from .sweep import prove, require_device
@@ -50,7 +51,7 @@ def register(subparsers: Any) -> None:
         "--space",
         choices=sorted(SPACES),
         default=None,
-        help="full (default for model targets) or small (default for targets called per configuration)",
+        help="full (default; small with --one-by-one on a real target) or small, tiny",
     )
     p.add_argument(
         "--algorithm",
@@ -63,6 +64,13 @@ def register(subparsers: Any) -> None:
         default="cpu",
         metavar="DEVICE",
         help="where the sweep's tensors live: cpu (default) or cuda[:N] when torch sees a GPU (same verdict)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=parse_jobs,
+        default=1,
+        metavar="N",
+        help="worker processes, each sweeping a slice of the space (0 or auto: every core); one merged result",
     )
     p.add_argument(
         "--one-by-one",
@@ -124,17 +132,20 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     results = []
     for t in targets:
-        space = args.space or ("full" if t.is_model and not args.calls else "small")
-        result = prove(
-            t,
-            space,
-            algorithm=only,
-            calls=True if args.calls else None,
-            on_progress=progress,
-            shard=shard,
-            traced=not args.one_by_one,
-            device=device,
-        )
+        # The full space by default: a real target's functions run once per path (traced), not per configuration.
+        space = args.space or ("small" if args.one_by_one and not t.is_model else "full")
+        options: dict[str, Any] = {
+            "algorithm": only,
+            "calls": True if args.calls else None,
+            "traced": not args.one_by_one,
+            "device": device,
+        }
+        if args.jobs > 1:
+            if progress:
+                progress(f"[{t.spec}] prove: {args.jobs} worker processes, one slice of the space each")
+            result = prove_in_parallel(t.spec, SPACES[space], args.jobs, shard=shard, **options)
+        else:
+            result = prove(t, space, on_progress=progress, shard=shard, **options)
         confirm(t, result)
         for grp in result.groups.values():
             if grp.confirmed and not grp.mismatch:

@@ -111,3 +111,43 @@ class ProveResult:
             **({"trace": self.trace.to_json()} if self.trace else {}),
             "findings": [g.to_json() for g in self.sorted_groups()],
         }
+
+
+def merge_results(parts: list[ProveResult]) -> ProveResult:
+    """One sweep from sweeps of disjoint parts of a space (shards): counts summed, each group's worst kept.
+
+    A group's witness is the worst one over the parts (the first part's on
+    a tie), its count the sum, ``first_at`` the least; the heat is the least
+    slack per cell; call counts and tracing figures add up.
+    """
+    first = parts[0]
+    out = ProveResult(first.target, first.space, first.method)
+    if any(p.trace is not None for p in parts):
+        out.trace = TraceStats()
+    for p in parts:
+        out.launch_configurations += p.launch_configurations
+        out.decode_shapes += p.decode_shapes
+        out.configurations += p.configurations
+        out.stopped_early |= p.stopped_early
+        out.first_error = out.first_error or p.first_error
+        for name, n in p.sizing_calls.items():
+            out.sizing_calls[name] = out.sizing_calls.get(name, 0) + n
+        for cell, slack in p.heat.items():
+            out.heat[cell] = min(slack, out.heat.get(cell, slack))
+        if p.trace is not None and out.trace is not None:
+            out.trace.blocks += p.trace.blocks
+            out.trace.configs_traced += p.trace.configs_traced
+            out.trace.configs_called += p.trace.configs_called
+            out.trace.paths += p.trace.paths
+            out.trace.diverged += p.trace.diverged
+        for sig, grp in p.groups.items():
+            have = out.groups.get(sig)
+            if have is None:
+                out.groups[sig] = Group(sig, grp.witness, grp.configurations, grp.worst, grp.first_at)
+                continue
+            have.configurations += grp.configurations
+            if grp.worst is not None and (have.worst is None or grp.worst > have.worst):
+                have.worst, have.witness = grp.worst, grp.witness
+            if grp.first_at is not None:
+                have.first_at = grp.first_at if have.first_at is None else min(have.first_at, grp.first_at)
+    return out

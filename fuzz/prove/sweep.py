@@ -27,6 +27,7 @@ growth is page-rounded or exact (any other rule is reported as unproven).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Collection
 
@@ -94,7 +95,8 @@ def prove(
     would help on an idle machine, but its spin-waits make the sweep several
     times slower on a shared one (a CI runner, parallel test workers).
     """
-    with one_torch_thread(), torch.device(device):
+    # A device context intercepts every torch call (a TorchFunctionMode): only when the sweep leaves the CPU.
+    with one_torch_thread(), torch.device(device) if device != "cpu" else contextlib.nullcontext():
         return _prove(
             target,
             SPACES[space] if isinstance(space, str) else space,
@@ -189,21 +191,19 @@ def _prove(
     t0 = time.monotonic()
     gaps = {(spec, ov): cf.committed_gap(target.revision, ov, spec) for spec in (False, True) for ov in (False, True)}
     todo = blocks(target, space, target_algorithms(target, algorithm), kinds)
-    progress = _start_progress(target, space, todo, calls, on_progress, shard) if on_progress else None
+    # One call per configuration is slow enough to count them first (for the time left); traced calls are not.
+    one_by_one = calls and result.trace is None
+    progress = _start_progress(target, space, todo, one_by_one, on_progress, shard) if on_progress else None
     for number, block in enumerate(todo):
         g = launched(target, space, block, number, shard)
         if not len(g):
             if progress:
-                progress.block_done(0, called=calls)
+                progress.block_done(0, called=one_by_one)
             continue
         result.launch_configurations += len(g)
         if calls:
             tick = progress.tick if progress else None
-            got = (
-                traced_rows(target, sizing, g, result.trace, tick)
-                if result.trace
-                else called_rows(target, sizing, g, tick)
-            )
+            got = traced_rows(target, sizing, g, result.trace) if result.trace else called_rows(target, sizing, g, tick)
             result.first_error = result.first_error or got.first_error
             _record_configs(result, g, got.raised, Property.SIZING_RAISED, got.errors)
             _record_configs(result, g, got.unproven, Property.UNPROVEN)
@@ -212,7 +212,7 @@ def _prove(
             rows = cf.model_decode_rows(g, target.revision)
         _sweep_block(result, g, rows, gaps, target.revision)
         if progress:
-            progress.block_done(len(g), called=calls)
+            progress.block_done(len(g), called=one_by_one)
         if stop_when and stop_when(result):
             result.stopped_early = True
             break

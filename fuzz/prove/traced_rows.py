@@ -67,6 +67,7 @@ from .tracing import (
 )
 
 SAMPLE_SPREAD = 16  # configurations per block checked one by one besides one per path
+GROWTH_SPREAD = 4  # (reserve, page) pairs per block read plainly besides one per path (a whole page per call)
 
 # What a sizing function reads from a ServingConfig that never varies inside a launch grid.
 CONSTANT_FIELDS = frozenset(
@@ -172,35 +173,32 @@ class GridColumns:
         return SpecRuntime(self._leaf("runtime_steps", run), self._leaf("runtime_drafts", run))
 
 
-def traced_rows(
-    target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats, tick: Callable[..., None] | None
-) -> CalledRows:
-    """``calls.called_rows`` of the block, the file's functions run once per path (module docstring)."""
+def traced_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats) -> CalledRows:
+    """``calls.called_rows`` of the block, the file's functions run once per path (module docstring).
+
+    Progress is counted per block by the sweep (a traced block takes seconds, not minutes).
+    """
     raw = getattr(target.sizing, "raw", None)
     n = len(g)
     stats.blocks += 1
     if raw is None or n == 0:
-        return _called_block(target, sizing, g, stats, tick)
+        return _called_block(target, sizing, g, stats)
     try:
         (cols, odd, untraced), sample = _traced_columns(raw(), sizing, g, stats)
     except TooManyPaths:
-        return _called_block(target, sizing, g, stats, tick)
+        return _called_block(target, sizing, g, stats)
     if not _agrees(_called_subset(sizing, g, sample), cols, odd, sample, untraced):
         stats.diverged.append(f"{g.kv_pool.value}/{g.algorithm or 'none'}/page {int(g.page_size[0])}")
-        return _called_block(target, sizing, g, stats, tick)
+        return _called_block(target, sizing, g, stats)
     called = _called_subset(sizing, g, untraced)
     stats.configs_called += int(untraced.numel())
     stats.configs_traced += n - int(untraced.numel())
-    if tick:
-        tick(n)
     return finish_rows(target, sizing, g, *_merge(cols, odd, untraced, called), growth=traced_growth_kinds)
 
 
-def _called_block(
-    target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats, tick: Callable[..., None] | None
-) -> CalledRows:
+def _called_block(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats) -> CalledRows:
     stats.configs_called += len(g)
-    return finish_rows(target, sizing, g, *called_columns(sizing, g, tick))
+    return finish_rows(target, sizing, g, *called_columns(sizing, g))
 
 
 def _traced_columns(
@@ -337,15 +335,31 @@ def traced_growth_kinds(
 ) -> tuple[list[Growth], dict[int, str]]:
     """``calls.growth_kinds``, the growth rule traced once over every (pair, residue) row.
 
-    Each row is one fresh request (kv_allocated_len = kv_committed_len =
-    1024 P + r) of one pair; a pair is aligned when every residue grows to
-    max(c, ceil_P(c + R)), exact when to max(c, c + R).  A pair some row of
-    which did not trace, the first pair of every path and a spread of others
-    are read with ``growth_kind`` (one plain call each, a whole page per
-    call); a sample that disagrees sends every pair to plain calls.
+    Pairs an earlier block of the sweep read already come from the sweep's
+    memo (``CountingSizing.growth``).  Each other row is one fresh request
+    (kv_allocated_len = kv_committed_len = 1024 P + r) of one pair; a pair is
+    aligned when every residue grows to max(c, ceil_P(c + R)), exact when to
+    max(c, c + R).  A pair some row of which did not trace, the first pair of
+    every path and a spread of others are read with ``growth_kind`` (one
+    plain call each, a whole page per call); a sample that disagrees sends
+    every pair to plain calls.
     """
-    if not pairs:
-        return [], {}
+    known = {j: sizing.growth_memo[(path, *pr)] for j, pr in enumerate(pairs) if (path, *pr) in sizing.growth_memo}
+    todo = [j for j in range(len(pairs)) if j not in known]
+    kinds: list[Growth] = [known.get(j, Growth.OTHER) for j in range(len(pairs))]
+    if not todo:
+        return kinds, {}
+    traced, errors = _traced_growth(target, sizing, path, [pairs[j] for j in todo])
+    for j, kind in zip(todo, traced, strict=True):
+        kinds[j] = kind
+        if j not in {todo[k] for k in errors}:
+            sizing.growth_memo[(path, *pairs[j])] = kind
+    return kinds, {todo[k]: e for k, e in errors.items()}
+
+
+def _traced_growth(
+    target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
+) -> tuple[list[Growth], dict[int, str]]:
     raw = target.sizing.raw()  # type: ignore[attr-defined]
     reserve = torch.tensor([r for r, _ in pairs], dtype=torch.int64)
     page = torch.tensor([p for _, p in pairs], dtype=torch.int64)
@@ -374,7 +388,8 @@ def traced_growth_kinds(
         for a, e in zip(every(out.values == aligned_end).tolist(), every(out.values == exact_end).tolist(), strict=True)
     ]
     firsts = {int(pair[p.mask.nonzero()[0, 0]]) for p in paths if bool(p.mask.any())}
-    check = sorted(firsts | set(torch.linspace(0, len(pairs) - 1, min(len(pairs), SAMPLE_SPREAD)).long().tolist()))
+    spread = torch.linspace(0, len(pairs) - 1, min(len(pairs), GROWTH_SPREAD)).long().tolist()
+    check = sorted(firsts | set(spread))
     plain = [j for j in range(len(pairs)) if not traced_ok[j]]
     got, errors = growth_kinds(target, sizing, path, [pairs[j] for j in check + plain])
     for j, kind in zip(check, got, strict=False):

@@ -55,23 +55,26 @@ class Run:
 
     def __init__(self, domain: Tensor, prefix: list[bool]) -> None:
         self.mask = domain
+        self.on_path = int(domain.sum())  # how many configurations the mask holds
         self.prefix = prefix
         self.taken: list[bool] = []
 
     def decide(self, cond: Tensor) -> bool:
         """Which way this execution goes at a truth test of ``cond`` (one bool per configuration)."""
         yes = self.mask & cond
-        no = self.mask & ~cond
-        if not bool(yes.any()):
-            self.mask = no
+        n_yes = int(yes.sum())
+        if n_yes == 0:  # no configuration on the path goes this way: not a decision
             return False
-        if not bool(no.any()):
-            self.mask = yes
+        if n_yes == self.on_path:
+            self.mask, self.on_path = yes, n_yes
             return True
         i = len(self.taken)
         choice = self.prefix[i] if i < len(self.prefix) else True
         self.taken.append(choice)
-        self.mask = yes if choice else no
+        if choice:
+            self.mask, self.on_path = yes, n_yes
+        else:
+            self.mask, self.on_path = self.mask & ~cond, self.on_path - n_yes
         return choice
 
 
