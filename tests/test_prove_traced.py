@@ -226,20 +226,31 @@ def test_a_file_that_tells_traced_values_apart_is_caught_by_the_sample(tmp_path)
     assert traced.trace.diverged
 
 
-def test_two_worker_processes_give_the_single_process_verdict():
-    """``prove --jobs 2``: two spawned workers, each a slice of the space, merged (``parallel``, ``merge_results``)."""
+def test_the_merged_slices_of_the_workers_give_the_single_process_verdict():
+    """What ``prove --jobs 2`` merges: the two sub-shards' sweeps, added up (``merge_results``), in one process."""
     from fuzz.common.shards import Shard
-    from fuzz.prove.parallel import prove_in_parallel, sub_shards
+    from fuzz.prove.parallel import sub_shards
+    from fuzz.prove.result import merge_results
 
     assert sub_shards(Shard(2, 3), 2) == [Shard(2, 6), Shard(5, 6)]  # together: what shard 2/3 takes
+    target = resolve_target(str(SHAPES / "uno.py"))
+    single = prove(target, MICRO, kinds=KINDS)
+    merged = merge_results([prove(target, MICRO, kinds=KINDS, shard=s) for s in sub_shards(Shard(1, 1), 2)])
+    assert summary_of(merged) == summary_of(single) and merged.heat == single.heat
+    assert merged.trace.configs_traced == single.trace.configs_traced == single.launch_configurations
+
+
+@pytest.mark.slow
+def test_two_worker_processes_give_the_single_process_verdict():
+    """``prove --jobs 2`` end to end: two spawned workers, each a slice of the space, merged."""
+    from fuzz.prove.parallel import prove_in_parallel
+
     spec = str(SHAPES / "uno.py")
     single = prove(resolve_target(spec), MICRO, kinds=KINDS)
     both_workers = prove_in_parallel(
         spec, MICRO, 2, algorithm="all", calls=None, traced=True, device="cpu", kinds=KINDS
     )
-    assert summary_of(both_workers) == summary_of(single)
-    assert both_workers.heat == single.heat
-    assert both_workers.trace.configs_traced == single.trace.configs_traced == single.launch_configurations
+    assert summary_of(both_workers) == summary_of(single) and both_workers.heat == single.heat
 
 
 def summary_of(result):

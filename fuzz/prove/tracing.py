@@ -131,14 +131,41 @@ def _unsupported(what: str) -> Callable[..., Any]:
     return refuse
 
 
-class Traced:
-    """An int per configuration: the arithmetic and comparisons of Python ints, on a tensor."""
+class _TracedValue:
+    """One value per configuration, bound to the execution (``Run``) whose branches its truth tests take."""
 
     __slots__ = ("t", "run")
+    _NAME = "traced value"
 
     def __init__(self, t: Tensor, run: Run) -> None:
         self.t = t
         self.run = run
+
+    def __repr__(self) -> str:
+        return f"<{self._NAME}>"
+
+    # An error message may name a value (main's row-width assert does): it reads a placeholder.  What a
+    # message says is never a sizing number; computing with the text would diverge, and the per-block
+    # sample of plain calls (``traced_rows``) is what catches that.
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
+    __hash__ = _unsupported("hash")  # type: ignore[assignment]
+    __index__ = _unsupported("an index")
+    __int__ = _unsupported("int()")
+
+    def __getattr__(self, name: str) -> Any:
+        raise Unsupported(f"attribute {name!r} of a {self._NAME}")
+
+
+class Traced(_TracedValue):
+    """An int per configuration: the arithmetic and comparisons of Python ints, on a tensor."""
+
+    __slots__ = ()
+    _NAME = "traced int"
+    __hash__ = _TracedValue.__hash__  # defining __eq__ below would otherwise set it to None (a TypeError)
 
     def _new(self, t: Tensor) -> Traced:
         return Traced(t, self.run)
@@ -242,20 +269,6 @@ class Traced:
     def __bool__(self) -> bool:
         return self.run.decide(self.t != 0)
 
-    def __repr__(self) -> str:
-        return "<traced int>"
-
-    # An error message may name a value (main's row-width assert does): it reads a placeholder.  What a
-    # message says is never a sizing number; computing with the text would diverge, and the per-block
-    # sample of plain calls (``traced_rows``) is what catches that.
-    __str__ = __repr__
-
-    def __format__(self, spec: str) -> str:
-        return repr(self)
-
-    __hash__ = _unsupported("hash")  # type: ignore[assignment]
-    __index__ = _unsupported("an index")
-    __int__ = _unsupported("int()")
     __float__ = _unsupported("float()")
     __complex__ = _unsupported("complex()")
     __round__ = _unsupported("round()")
@@ -279,18 +292,13 @@ class Traced:
     __rxor__ = _unsupported("a bitwise xor")
     __invert__ = _unsupported("a bitwise not")
 
-    def __getattr__(self, name: str) -> Any:
-        raise Unsupported(f"attribute {name!r} of a traced value")
 
-
-class TracedBool:
+class TracedBool(_TracedValue):
     """A bool per configuration (a comparison, or a varying flag); its truth test is a branch."""
 
-    __slots__ = ("t", "run")
-
-    def __init__(self, t: Tensor, run: Run) -> None:
-        self.t = t
-        self.run = run
+    __slots__ = ()
+    _NAME = "traced bool"
+    __hash__ = _TracedValue.__hash__
 
     def __bool__(self) -> bool:
         return self.run.decide(self.t)
@@ -327,24 +335,10 @@ class TracedBool:
             return self._logic(o, torch.ne)
         return NotImplemented
 
-    def __repr__(self) -> str:
-        return "<traced bool>"
-
-    __str__ = __repr__
-
-    def __format__(self, spec: str) -> str:
-        return repr(self)
-
-    __hash__ = _unsupported("hash")  # type: ignore[assignment]
-    __index__ = _unsupported("an index")
-    __int__ = _unsupported("int()")
     __invert__ = _unsupported("~ of a bool")
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _unsupported("arithmetic on a bool")
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _unsupported("arithmetic on a bool")
     __lt__ = __le__ = __gt__ = __ge__ = _unsupported("an order of bools")
-
-    def __getattr__(self, name: str) -> Any:
-        raise Unsupported(f"attribute {name!r} of a traced bool")
 
 
 def prepared(column: Tensor) -> Tensor | int | bool:
