@@ -11,6 +11,8 @@ differently on traced values is caught by the per-block sample.
 from __future__ import annotations
 
 import itertools
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -104,6 +106,45 @@ def test_what_tracing_cannot_follow_is_refused_never_guessed(use):
     _, ok, paths = run_traced(lambda x: use(x * 2), [(1,), (2,)])
     assert ok == [False, False]
     assert isinstance(paths[0].error, Unsupported)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [2.0, Fraction(2), Decimal(2)],
+    ids=["float", "fraction", "decimal"],
+)
+def test_a_comparison_with_another_kind_of_number_is_refused_never_guessed(other):
+    """2 == 2.0 is True for a Python int: identity would say False for every configuration."""
+    _, ok, paths = run_traced(lambda x: 1 if x == other else 0, [(2,), (3,)])
+    assert ok == [False, False] and isinstance(paths[0].error, Unsupported)
+    _, ok, _ = run_traced(lambda x: 1 if x in (other, 5.0) else 0, [(2,), (3,)])
+    assert ok == [False, False]
+
+
+def test_none_and_text_are_never_equal_as_for_a_plain_int():
+    values, ok, _ = run_traced(lambda x: (x == None) + 2 * (x != "2") + 4 * (x in (None, "a")), [(2,), (3,)])  # noqa: E711
+    assert all(ok) and values == [2, 2]
+
+
+def test_a_varying_flag_compares_with_ints_as_0_and_1():
+    def by_flag(flag, x):
+        return (10 if flag == 1 else 20) + (1 if flag != 0 else 0) + (100 if flag == x else 0)
+
+    columns = [(True, 1), (False, 1), (True, 0), (False, 0)]
+    cols = [torch.tensor([c[0] for c in columns]), torch.tensor([c[1] for c in columns])]
+    paths = explore(lambda run: by_flag(*(leaf(c, run) for c in cols)), torch.ones(4, dtype=torch.bool))
+    out = combine(paths, 4, integer_result)
+    assert out.ok.tolist() == [True] * 4 and out.values.tolist() == [by_flag(*c) for c in columns]
+
+
+def test_an_integer_that_could_wrap_in_int64_is_refused():
+    """Python's ints do not wrap: x * 2**70 // 2**62 is exact; int64 would wrap silently."""
+    _, ok, paths = run_traced(lambda x: x * 2**40 * 2**30 // 2**62, [(1024,), (3,)])
+    assert ok == [False, False] and isinstance(paths[0].error, Unsupported)
+    _, ok, _ = run_traced(lambda x: x**40 % 1000, [(3,), (5,)])
+    assert ok == [False, False]
+    values, ok, _ = run_traced(lambda x: x * 2**20, [(1024,), (3,)])  # well inside: traced
+    assert all(ok) and values == [2**30, 3 * 2**20]
 
 
 def test_an_error_message_may_name_a_traced_value():
@@ -260,3 +301,36 @@ def summary_of(result):
         result.configurations,
         {str(s): (g.configurations, g.worst) for s, g in result.groups.items()},
     )
+
+
+def test_a_growth_rule_with_more_paths_than_tracing_follows_is_read_plainly(tmp_path, monkeypatch):
+    """A lens function that loops (one path per iteration count): the sweep falls back, it does not crash."""
+    import fuzz.prove.traced_rows as traced_rows
+
+    real_explore = traced_rows.explore
+
+    def at_most_one_path(fn, domain, max_paths=None):
+        return real_explore(fn, domain, max_paths=0) if "alloc_end" in fn.__qualname__ else real_explore(fn, domain)
+
+    monkeypatch.setattr(traced_rows, "explore", at_most_one_path)
+    traced, plain = both(str(SHAPES / "alloc_page.py"), kinds=(KVPool.STANDARD,))
+    assert verdict(traced) == verdict(plain)
+
+
+def test_a_growth_rule_that_tells_traced_values_apart_is_caught_and_counted(tmp_path):
+    """Traced growth that differs from the plain call (isinstance): the block's pairs are read plainly."""
+    spec = planted(
+        tmp_path,
+        "lens_isinstance.py",
+        "def page_aligned_decode_alloc_lens(",
+        "def _is_plain(x):\n    return isinstance(x, int)\n\n\ndef page_aligned_decode_alloc_lens(",
+    )
+    text = Path(spec).read_text()
+    old = "wanted = r.kv.kv_committed_len + reserve\n"
+    assert old in text, "the shape's growth formula moved"
+    Path(spec).write_text(
+        text.replace(old, "wanted = r.kv.kv_committed_len + reserve + (0 if _is_plain(reserve) else 1)\n")
+    )
+    traced, plain = both(spec, kinds=(KVPool.STANDARD,))
+    assert verdict(traced) == verdict(plain)
+    assert any(d.endswith("growth rule") for d in traced.trace.diverged)

@@ -116,9 +116,12 @@ class ProveResult:
 def merge_results(parts: list[ProveResult]) -> ProveResult:
     """One sweep from sweeps of disjoint parts of a space (shards): counts summed, each group's worst kept.
 
-    A group's witness is the worst one over the parts (the first part's on
-    a tie), its count the sum, ``first_at`` the least; the heat is the least
-    slack per cell; call counts and tracing figures add up.
+    A group's count is the sum and its worst the greatest; its witness is a
+    configuration reaching that worst (the first part's on a tie, so it may
+    be another configuration than one process would pick, with the same
+    worst); ``first_at`` is unknown (None: each part counted only its own
+    configurations).  The heat is the least slack per cell; call counts and
+    tracing figures add up (a block traced in two parts counts twice).
     """
     first = parts[0]
     out = ProveResult(first.target, first.space, first.method)
@@ -143,11 +146,10 @@ def merge_results(parts: list[ProveResult]) -> ProveResult:
         for sig, grp in p.groups.items():
             have = out.groups.get(sig)
             if have is None:
-                out.groups[sig] = Group(sig, grp.witness, grp.configurations, grp.worst, grp.first_at)
+                first_at = grp.first_at if len(parts) == 1 else None
+                out.groups[sig] = Group(sig, grp.witness, grp.configurations, grp.worst, first_at)
                 continue
             have.configurations += grp.configurations
             if grp.worst is not None and (have.worst is None or grp.worst > have.worst):
                 have.worst, have.witness = grp.worst, grp.witness
-            if grp.first_at is not None:
-                have.first_at = grp.first_at if have.first_at is None else min(have.first_at, grp.first_at)
     return out

@@ -26,6 +26,7 @@ invariant), and checked where it might not:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -79,7 +80,6 @@ CONSTANT_FIELDS = frozenset(
         "kv_pool",
         "speculative_algorithm",
         "spec_on",
-        "speculative_adaptive_candidate_steps",
     }
 )
 
@@ -188,12 +188,17 @@ def traced_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats:
     except TooManyPaths:
         return _called_block(target, sizing, g, stats)
     if not _agrees(_called_subset(sizing, g, sample), cols, odd, sample, untraced):
-        stats.diverged.append(f"{g.kv_pool.value}/{g.algorithm or 'none'}/page {int(g.page_size[0])}")
+        stats.diverged.append(_block_name(g))
         return _called_block(target, sizing, g, stats)
     called = _called_subset(sizing, g, untraced)
     stats.configs_called += int(untraced.numel())
     stats.configs_traced += n - int(untraced.numel())
-    return finish_rows(target, sizing, g, *_merge(cols, odd, untraced, called), growth=traced_growth_kinds)
+    growth = functools.partial(traced_growth_kinds, stats=stats, block=_block_name(g))
+    return finish_rows(target, sizing, g, *_merge(cols, odd, untraced, called), growth=growth)
+
+
+def _block_name(g: cf.LaunchGrid) -> str:
+    return f"{g.kv_pool.value}/{g.algorithm or 'none'}/page {int(g.page_size[0])}"
 
 
 def _called_block(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats) -> CalledRows:
@@ -331,35 +336,47 @@ def _merge(cols: dict[str, Tensor], odd: Tensor, untraced: Tensor, called: Colum
 
 
 def traced_growth_kinds(
-    target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
+    target: Target,
+    sizing: CountingSizing,
+    path: WritePath,
+    pairs: list[Pair],
+    *,
+    stats: TraceStats | None = None,
+    block: str = "",
 ) -> tuple[list[Growth], dict[int, str]]:
     """``calls.growth_kinds``, the growth rule traced once over every (pair, residue) row.
 
-    Pairs an earlier block of the sweep read already come from the sweep's
-    memo (``CountingSizing.growth``).  Each other row is one fresh request
-    (kv_allocated_len = kv_committed_len = 1024 P + r) of one pair; a pair is
-    aligned when every residue grows to max(c, ceil_P(c + R)), exact when to
-    max(c, c + R).  A pair some row of which did not trace, the first pair of
-    every path and a spread of others are read with ``growth_kind`` (one
-    plain call each, a whole page per call); a sample that disagrees sends
-    every pair to plain calls.
+    Pairs a plain call of this sweep read already come from the sweep's
+    memo (``CountingSizing.growth``; only plain reads go in it).  Each other
+    row is one fresh request (kv_allocated_len = kv_committed_len = 1024 P +
+    r) of one pair; a pair is aligned when every residue grows to max(c,
+    ceil_P(c + R)), exact when to max(c, c + R).  A pair some row of which did
+    not trace, the first pair of every path and a spread of others are read
+    with ``growth_kind`` (one plain call each, a whole page per call); a
+    sample that disagrees (counted in ``stats.diverged``), or more paths than
+    tracing follows, sends every pair to plain calls.
     """
     known = {j: sizing.growth_memo[(path, *pr)] for j, pr in enumerate(pairs) if (path, *pr) in sizing.growth_memo}
     todo = [j for j in range(len(pairs)) if j not in known]
     kinds: list[Growth] = [known.get(j, Growth.OTHER) for j in range(len(pairs))]
     if not todo:
         return kinds, {}
-    traced, errors = _traced_growth(target, sizing, path, [pairs[j] for j in todo])
+    try:
+        traced, errors, diverged = _traced_growth(target, sizing, path, [pairs[j] for j in todo])
+    except TooManyPaths:
+        traced, errors = growth_kinds(target, sizing, path, [pairs[j] for j in todo])
+        diverged = False
+    if diverged and stats is not None:
+        stats.diverged.append(f"{block} growth rule")
     for j, kind in zip(todo, traced, strict=True):
         kinds[j] = kind
-        if j not in {todo[k] for k in errors}:
-            sizing.growth_memo[(path, *pairs[j])] = kind
-    return kinds, {todo[k]: e for k, e in errors.items()}
+    return kinds, {todo[k]: e for k, e in sorted(errors.items())}
 
 
 def _traced_growth(
     target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
-) -> tuple[list[Growth], dict[int, str]]:
+) -> tuple[list[Growth], dict[int, str], bool]:
+    """(kinds, errors by pair index, whether the sample disagreed) of ``pairs``, traced (see the caller)."""
     raw = target.sizing.raw()  # type: ignore[attr-defined]
     reserve = torch.tensor([r for r, _ in pairs], dtype=torch.int64)
     page = torch.tensor([p for _, p in pairs], dtype=torch.int64)
@@ -389,12 +406,11 @@ def _traced_growth(
     ]
     firsts = {int(pair[p.mask.nonzero()[0, 0]]) for p in paths if bool(p.mask.any())}
     spread = torch.linspace(0, len(pairs) - 1, min(len(pairs), GROWTH_SPREAD)).long().tolist()
-    check = sorted(firsts | set(spread))
-    plain = [j for j in range(len(pairs)) if not traced_ok[j]]
-    got, errors = growth_kinds(target, sizing, path, [pairs[j] for j in check + plain])
-    for j, kind in zip(check, got, strict=False):
-        if traced_ok[j] and kind is not kinds[j]:
-            return growth_kinds(target, sizing, path, pairs)  # tracing diverged: every pair plainly
-    for n, j in enumerate(check + plain):
+    plainly = sorted(firsts | set(spread) | {j for j in range(len(pairs)) if not traced_ok[j]})
+    got, plain_errors = growth_kinds(target, sizing, path, [pairs[j] for j in plainly])  # memoized: plain reads
+    if any(traced_ok[j] and kind is not kinds[j] for j, kind in zip(plainly, got, strict=True)):
+        kinds, errors = growth_kinds(target, sizing, path, pairs)  # tracing diverged: every pair plainly
+        return kinds, errors, True
+    for n, j in enumerate(plainly):
         kinds[j] = got[n]
-    return kinds, {(check + plain)[n]: e for n, e in errors.items()}
+    return kinds, {plainly[n]: e for n, e in plain_errors.items()}, False

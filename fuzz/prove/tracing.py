@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_SAFE = 2**62  # a traced result whose bound reaches this is refused (int64 would wrap; Python would not)
 MAX_PATHS = 512  # more than any sizing function has; past it the caller calls one by one
 
 
@@ -124,6 +125,25 @@ def _operand(x: Any) -> Tensor | int | None:
     return None
 
 
+def _bound(x: Any) -> int:
+    """A bound on |x| for an operand ``_operand`` took."""
+    if isinstance(x, _TracedValue):
+        return x.bound if isinstance(x, Traced) else 1
+    return abs(int(x))
+
+
+def _not_an_int(o: Any, what: str) -> Any:
+    """A comparison with something that is not an integer: as a Python int would where that is certain.
+
+    ``None`` and text are never equal to an int (``==`` False, ``!=`` True,
+    an order a TypeError): ``NotImplemented`` gives exactly that.  Any other
+    number (a float, a Fraction) could equal one: refused, never guessed.
+    """
+    if o is None or isinstance(o, str | bytes):
+        return NotImplemented
+    raise Unsupported(f"{what} of a traced value with a {type(o).__name__}")
+
+
 def _unsupported(what: str) -> Callable[..., Any]:
     def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise Unsupported(f"{what} of a traced value")
@@ -134,12 +154,17 @@ def _unsupported(what: str) -> Callable[..., Any]:
 class _TracedValue:
     """One value per configuration, bound to the execution (``Run``) whose branches its truth tests take."""
 
-    __slots__ = ("t", "run")
+    __slots__ = ("t", "run", "bound")
     _NAME = "traced value"
 
-    def __init__(self, t: Tensor, run: Run) -> None:
+    def __init__(self, t: Tensor, run: Run, bound: int | None = None) -> None:
         self.t = t
         self.run = run
+        # A bound on every |value| (interval arithmetic, no reduction per operation): past INT64_SAFE an
+        # operation could wrap where a Python int would not, so it is refused instead.
+        if bound is None:
+            bound = 1 if t.dtype == torch.bool else int(t.abs().max()) if t.numel() else 0
+        self.bound = bound
 
     def __repr__(self) -> str:
         return f"<{self._NAME}>"
@@ -167,14 +192,18 @@ class Traced(_TracedValue):
     _NAME = "traced int"
     __hash__ = _TracedValue.__hash__  # defining __eq__ below would otherwise set it to None (a TypeError)
 
-    def _new(self, t: Tensor) -> Traced:
-        return Traced(t, self.run)
+    def _new(self, t: Tensor, bound: int) -> Traced:
+        if bound >= INT64_SAFE:
+            raise Unsupported("an integer that could pass int64 (Python's would not wrap)")
+        return Traced(t, self.run, bound)
 
     def _binary(self, other: Any, op: Callable[[Any, Any], Tensor], reflected: bool = False) -> Any:
         o = _operand(other)
         if o is None:
             return NotImplemented
-        return self._new(op(o, self.t) if reflected else op(self.t, o))
+        a, b = self.bound, _bound(other)
+        bound = a * b if op is operator.mul else a + b
+        return self._new(op(o, self.t) if reflected else op(self.t, o), bound)
 
     def _divisor(self, d: Tensor | int) -> Tensor | int:
         """A zero divisor is a branch: the configurations with one raise, as Python does."""
@@ -190,13 +219,14 @@ class Traced(_TracedValue):
         x, y = _operand(a), _operand(b)
         if x is None or y is None:
             return NotImplemented
-        return self._new(torch.div(torch.as_tensor(x), self._divisor(y), rounding_mode="floor"))
+        # |x // d| <= |x| + 1 for |d| >= 1 (floor may round away from zero)
+        return self._new(torch.div(torch.as_tensor(x), self._divisor(y), rounding_mode="floor"), _bound(a) + 1)
 
     def _mod(self, a: Any, b: Any) -> Any:
         x, y = _operand(a), _operand(b)
         if x is None or y is None:
             return NotImplemented
-        return self._new(torch.remainder(torch.as_tensor(x), self._divisor(y)))
+        return self._new(torch.remainder(torch.as_tensor(x), self._divisor(y)), _bound(b))  # |x mod d| < |d|
 
     def __add__(self, o: Any) -> Any:
         return self._binary(o, operator.add)
@@ -230,22 +260,22 @@ class Traced(_TracedValue):
 
     def __pow__(self, o: Any) -> Any:
         if isinstance(o, int) and not isinstance(o, bool) and 0 <= o <= 64:
-            return self._new(self.t**o)
+            return self._new(self.t**o, self.bound**o)
         raise Unsupported("a power of a traced value")
 
     def __neg__(self) -> Traced:
-        return self._new(-self.t)
+        return self._new(-self.t, self.bound)
 
     def __pos__(self) -> Traced:
         return self
 
     def __abs__(self) -> Traced:
-        return self._new(self.t.abs())
+        return self._new(self.t.abs(), self.bound)
 
     def _compare(self, o: Any, op: Callable[[Tensor, Any], Tensor]) -> Any:
         x = _operand(o)
         if x is None:
-            return NotImplemented  # as an int: == is False, != True, an order raises TypeError
+            return _not_an_int(o, "a comparison")
         return TracedBool(op(self.t, x), self.run)
 
     def __eq__(self, o: object) -> Any:  # type: ignore[override]
@@ -325,15 +355,20 @@ class TracedBool(_TracedValue):
 
     __rxor__ = __xor__
 
-    def __eq__(self, o: object) -> Any:  # type: ignore[override]
+    def _equal(self, o: Any, op: Callable[[Tensor, Tensor], Tensor]) -> Any:
+        """``==``/``!=`` as a bool compares: with a bool logically, with an int as 0 or 1."""
         if isinstance(o, TracedBool | bool):
-            return self._logic(o, torch.eq)
-        return NotImplemented
+            return self._logic(o, op)
+        x = _operand(o)
+        if x is None:
+            return _not_an_int(o, "a comparison")
+        return TracedBool(op(self.t.to(torch.int64), torch.as_tensor(x)), self.run)
+
+    def __eq__(self, o: object) -> Any:  # type: ignore[override]
+        return self._equal(o, torch.eq)
 
     def __ne__(self, o: object) -> Any:  # type: ignore[override]
-        if isinstance(o, TracedBool | bool):
-            return self._logic(o, torch.ne)
-        return NotImplemented
+        return self._equal(o, torch.ne)
 
     __invert__ = _unsupported("~ of a bool")
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _unsupported("arithmetic on a bool")
@@ -341,18 +376,25 @@ class TracedBool(_TracedValue):
     __lt__ = __le__ = __gt__ = __ge__ = _unsupported("an order of bools")
 
 
-def prepared(column: Tensor) -> Tensor | int | bool:
+Prepared = tuple[Tensor, int] | int | bool  # a varying column (int64 or bool) with its bound, or a plain value
+
+
+def prepared(column: Tensor) -> Prepared:
     """An input column as traced code should see it: a plain value when every row agrees, else int64 (or bool)."""
     if column.numel() and bool((column == column[0]).all()):
         v = column[0].item()
         return bool(v) if column.dtype == torch.bool else int(v)
-    return column if column.dtype == torch.bool else column.to(torch.int64)
+    if column.dtype == torch.bool:
+        return column, 1
+    column = column.to(torch.int64)
+    return column, int(column.abs().max()) if column.numel() else 0
 
 
-def traced_value(value: Tensor | int | bool, run: Run) -> Any:
+def traced_value(value: Prepared, run: Run) -> Any:
     """A ``prepared`` column bound to one execution."""
-    if isinstance(value, Tensor):
-        return TracedBool(value, run) if value.dtype == torch.bool else Traced(value, run)
+    if isinstance(value, tuple):
+        t, bound = value
+        return TracedBool(t, run, 1) if t.dtype == torch.bool else Traced(t, run, bound)
     return value
 
 
