@@ -13,6 +13,7 @@ lifecycle's checks over whole rows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -75,16 +76,20 @@ class TokenToKVPoolAllocator:
 
     # -- alloc / free -------------------------------------------------------
 
-    def _take_pages(self, n: int, owner: object) -> list[int] | None:
-        """n pages: handed-back ones first (last in, first out), then fresh ones in order."""
+    def _take_pages(self, n: int, owner: object) -> Sequence[int] | None:
+        """n pages: handed-back ones first (last in, first out), then fresh ones in order.
+
+        All fresh: a ``range`` (one run of pages, whose slots are one run too).
+        """
         if n * self.page_size > self.available_size():
             return None
         reused = min(n, len(self._free_pages))
-        pages = self._free_pages[len(self._free_pages) - reused :][::-1]
-        del self._free_pages[len(self._free_pages) - reused :]
-        fresh = n - reused
-        pages.extend(range(self._next_fresh, self._next_fresh + fresh))
-        self._next_fresh += fresh
+        fresh = range(self._next_fresh, self._next_fresh + n - reused)
+        self._next_fresh += len(fresh)
+        pages: Sequence[int] = fresh
+        if reused:
+            pages = self._free_pages[len(self._free_pages) - reused :][::-1] + list(fresh)
+            del self._free_pages[len(self._free_pages) - reused :]
         self.page_owner.update(dict.fromkeys(pages, owner))
         return pages
 
@@ -109,10 +114,10 @@ class TokenToKVPoolAllocator:
         parts = []
         if tail and last_loc is not None:
             parts.append(torch.arange(last_loc + 1, last_loc + 1 + tail, dtype=torch.int64))
-        if pages and pages[-1] - pages[0] == len(pages) - 1 and pages == sorted(pages):  # one run of pages
+        if isinstance(pages, range) and pages:  # one run of fresh pages: one run of slots
             parts.append(torch.arange(pages[0] * p, pages[0] * p + n - tail, dtype=torch.int64))
         elif pages:
-            base = torch.tensor(pages, dtype=torch.int64).repeat_interleave(p) * p
+            base = torch.tensor(list(pages), dtype=torch.int64).repeat_interleave(p) * p
             parts.append((base + torch.arange(p, dtype=torch.int64).repeat(len(pages)))[: n - tail])
         return torch.cat(parts)
 
@@ -145,11 +150,13 @@ class OwnershipAllocator(TokenToKVPoolAllocator):
         super().__init__(num_tokens, page_size)
         self.page_owner_t = torch.full((self.num_pages + 1,), FREE, dtype=torch.int64)
 
-    def _take_pages(self, n: int, owner: object) -> list[int] | None:
+    def _take_pages(self, n: int, owner: object) -> Sequence[int] | None:
         assert isinstance(owner, int), f"owners of page_owner_t are request ids, got {owner!r}"
         pages = super()._take_pages(n, owner)
-        if pages:
-            self.page_owner_t[pages] = owner
+        if isinstance(pages, range) and pages:
+            self.page_owner_t[pages.start : pages.stop] = owner
+        elif pages:
+            self.page_owner_t[list(pages)] = owner
         return pages
 
     def free(self, slots: torch.Tensor, owner: object) -> list[FreeProblem]:

@@ -16,6 +16,7 @@ proof: which shards are missing is said.  Exit 1: a finding; 0: clean;
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -92,7 +93,45 @@ def load_report(path: str) -> dict[str, Any]:
         for t in targets
     ):
         raise BadInput(f'{path}: "targets" must be a list of target entries, each with "target" and "findings"')
+    for entry in targets:
+        check_entry(entry, path)
     return doc
+
+
+COUNTS = ("examples", "configurations", "launch_configurations", "decode_shapes", "violations")
+FINDING_COUNTS = ("worst", "first_at", "configurations", "found_at")
+
+
+def _number(value: Any, integer: bool = True) -> bool:
+    kinds = int if integer else int | float
+    return isinstance(value, kinds) and not isinstance(value, bool) and value >= 0
+
+
+def check_entry(entry: dict[str, Any], path: str) -> None:
+    """The fields ``merge`` adds up or prints have the types the report schema gives them; BadInput if not.
+
+    (``jsonschema`` is a test dependency; these are the fields merge reads.)
+    """
+    where = f"{path}: target {entry['target']}"
+    if "seconds" in entry and not _number(entry["seconds"], integer=False):
+        raise BadInput(f'{where}: "seconds" must be a number >= 0, got {entry["seconds"]!r}')
+    for key in COUNTS:
+        if entry.get(key) is not None and not _number(entry[key]):
+            raise BadInput(f'{where}: "{key}" must be an integer >= 0, got {entry[key]!r}')
+    if entry.get("status") is not None and entry["status"] not in [s.value for s in Status]:
+        raise BadInput(f'{where}: "status" {entry["status"]!r} is not one of {", ".join(s.value for s in Status)}')
+    for key, kind in (("error", str), ("shard", str), ("interrupted", bool)):
+        if entry.get(key) is not None and not isinstance(entry[key], kind):
+            raise BadInput(f'{where}: "{key}" must be a {kind.__name__}, got {entry[key]!r}')
+    for f in entry["findings"]:
+        if not isinstance(f, dict) or not isinstance(f.get("signature"), str):
+            raise BadInput(f'{where}: a finding has no "signature"')
+        for key in ("repro", "group"):
+            if f.get(key) is not None and not isinstance(f[key], str):
+                raise BadInput(f'{where}: finding {f["signature"]}: "{key}" must be text, got {f[key]!r}')
+        for key in FINDING_COUNTS:
+            if f.get(key) is not None and not _number(f[key]):
+                raise BadInput(f'{where}: finding {f["signature"]}: "{key}" must be an integer >= 0, got {f[key]!r}')
 
 
 def shard_of(entry: dict[str, Any], path: str) -> Shard:
@@ -203,6 +242,8 @@ def case_path(finding: dict[str, Any], report: str) -> str | None:
         named = words[words.index("repro") + 1]
     except (ValueError, IndexError):
         raise BadInput(f"{report}: finding {finding['signature']} has an unreadable repro line {repro!r}") from None
+    if not named.endswith(".json"):
+        raise BadInput(f"{report}: the repro line of {finding['signature']} names {named!r}, not a case file")
     for path in (os.path.join(os.path.dirname(os.path.abspath(report)), named), named):
         if os.path.isfile(path):
             return path
@@ -216,8 +257,11 @@ def copy_case(finding: dict[str, Any], report: str, out_dir: str) -> None:
         return
     try:
         text = read_bytes(source, MAX_CASE_BYTES, "case file").decode()
-    except (JsonFileError, UnicodeDecodeError) as e:
-        raise BadInput(str(e)) from None
+        doc = json.loads(text)
+    except (JsonFileError, UnicodeDecodeError, ValueError) as e:
+        raise BadInput(f"{source}: not a case file ({str(e).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or doc.get("signature") != finding["signature"]:
+        raise BadInput(f"{source}: not the case file of {finding['signature']} (its repro line in {report})")
     copy = os.path.join(out_dir, os.path.basename(source))
     write_atomically(copy, text)
     words = shlex.split(finding["repro"])
@@ -263,11 +307,12 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
         write_report(args.json, command, [m.entry for m in merged])
     print("\n".join(summary_lines(command, merged)))
     found = any(m.entry["findings"] for m in merged)
-    if command is Command.PROVE and any(m.missing for m in merged):
+    if any(m.missing for m in merged):  # a lost shard may be the one that found something: never "clean"
         gaps = "; ".join(f"{m.entry['target']}: {', '.join(map(str, m.missing))}" for m in merged if m.missing)
+        what = "the prove shards do not cover the space" if command is Command.PROVE else "shards are missing"
         if not found:
-            raise BadInput(f"the prove shards do not cover the space, missing {gaps}")
-        print(f"fuzz: the prove shards do not cover the space, missing {gaps}", file=sys.stderr)
+            raise BadInput(f"{what}, missing {gaps}")
+        print(f"fuzz: {what}, missing {gaps}", file=sys.stderr)
     statuses = {m.entry["status"] for m in merged}
     if found:
         return ExitCode.FOUND

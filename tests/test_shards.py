@@ -92,6 +92,16 @@ def test_first_claim_wins_and_the_other_worker_treats_the_group_as_found(tmp_pat
     assert b.owns(other) and a.elsewhere(other)
 
 
+def test_a_workers_campaign_error_makes_the_merged_result_an_error_not_clean() -> None:
+    """A worker that ends normally but with the target's error (a CampaignResult.error) is not dropped."""
+    from fuzz.campaign.driver import CampaignResult
+
+    streams = plan_streams(1, 100, 2)
+    fold = Fold(streams, examples={0: 5, 1: 3}, results={1: CampaignResult("t", error="RuntimeError: target crashed")})
+    r = fold.result("t", 1.0, interrupted=False)
+    assert r.status.value == "error" and "worker 2 of 2: RuntimeError: target crashed" in (r.error or "")
+
+
 def test_a_dead_worker_is_an_error_of_the_merged_result() -> None:
     streams = plan_streams(1, 10, 3)
     fold = Fold(streams, examples={0: 4, 1: 3}, errors={2: "died (exit status -9)"})
@@ -148,8 +158,8 @@ def test_merge_dedups_groups_copies_one_case_file_each_and_sums_counts(tmp_path,
     monkeypatch.chdir(tmp_path)
     for shard in ("a", "b"):
         (tmp_path / shard / "cases").mkdir(parents=True)
-        for name in ("g1.json", "g2.json"):
-            (tmp_path / shard / "cases" / name).write_text(f'{{"from": "{shard}"}}\n')
+        for name, sig in (("g1.json", "write-within-row/dcp>1"), ("g2.json", "page-aligned-growth/dflash")):
+            (tmp_path / shard / "cases" / name).write_text(json.dumps({"from": shard, "signature": sig}) + "\n")
     a = _report(
         tmp_path / "a" / "run.json",
         "run",
@@ -191,7 +201,7 @@ def test_merge_dedups_groups_copies_one_case_file_each_and_sums_counts(tmp_path,
     assert (t["examples"], t["steps"], t["seeds"], t["seconds"], t["shards"]) == (15, 5, [1, 2], 3, ["1/2", "2/2"])
     assert [f["signature"] for f in t["findings"]] == ["page-aligned-growth/dflash", "write-within-row/dcp>1"]
     assert sorted(os.listdir("merged")) == ["g1.json", "g2.json"]
-    assert json.loads((tmp_path / "merged" / "g1.json").read_text()) == {"from": "a"}  # the first shard's
+    assert json.loads((tmp_path / "merged" / "g1.json").read_text())["from"] == "a"  # the first shard's
     assert all(f["repro"].endswith(f"merged/{f['repro'][-7:]}") for f in t["findings"])
     assert "merged run: 1 target(s)" in capsys.readouterr().out
     clean = _report(
@@ -217,8 +227,26 @@ def test_merge_refuses_what_is_not_one_campaign(tmp_path, monkeypatch, capsys) -
     p2 = _report(tmp_path / "p2.json", "prove", [{**entry, "shard": "2/3"}])
     r = _report(tmp_path / "r.json", "run", [{**entry, "shard": "1/2"}])
     (tmp_path / "junk.json").write_text("[1]")
+    run_half = _report(tmp_path / "run_half.json", "run", [{**entry, "shard": "1/2"}])
+    bad_seconds = _report(tmp_path / "s.json", "run", [{**entry, "seconds": "abc"}])
+    bad_examples = _report(tmp_path / "e.json", "run", [{**entry, "examples": "many"}])
+    bad_repro = _report(tmp_path / "rp.json", "run", [{**entry, "findings": [{"signature": "a/b", "repro": 5}]}])
+    bad_worst = _report(tmp_path / "w.json", "prove", [{**entry, "findings": [{"signature": "a/b", "worst": "x"}]}])
+    (tmp_path / "hostname").write_text("not a case\n")
+    not_a_case = _report(
+        tmp_path / "nc.json", "run", [{**entry, "findings": [_finding("a/b", str(tmp_path / "hostname"))]}]
+    )
+    (tmp_path / "other.json").write_text(json.dumps({"signature": "c/d"}))
+    wrong_case = _report(tmp_path / "wc.json", "run", [{**entry, "findings": [_finding("a/b", "other.json")]}])
     cases = [
         ([p1], "do not cover the space, missing reference: 2/2"),
+        ([run_half], "shards are missing, missing reference: 2/2"),  # a lost shard may hold the finding
+        ([bad_seconds], '"seconds" must be a number >= 0'),
+        ([bad_examples], '"examples" must be an integer >= 0'),
+        ([bad_repro], '"repro" must be text'),
+        ([bad_worst], '"worst" must be an integer >= 0'),
+        ([not_a_case], "not a case file"),
+        ([wrong_case], "not the case file of a/b"),
         ([p1, p1], "given twice"),
         ([p1, p2], "different counts"),
         ([p1, r], "different commands"),

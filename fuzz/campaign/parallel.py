@@ -220,6 +220,14 @@ class Fold:
             self.found.update({str(f.signature): f for f in r.findings})
         ordered = [self.results[k] for k in sorted(self.results)]
         errors = [f"worker {k + 1} of {len(self.streams)}: {e}" for k, e in sorted(self._numbered().items())]
+        # A worker whose campaign ended with the target's error (its result, not a crash) is an error too:
+        # the merged run must not read clean.
+        position = {st.index: i for i, st in enumerate(self.streams)}
+        errors += [
+            f"worker {position[k] + 1} of {len(self.streams)}: {r.error}"
+            for k, r in sorted(self.results.items())
+            if r.error
+        ]
         return CampaignResult(
             spec,
             examples=sum(self.examples.values()),

@@ -91,7 +91,9 @@ def settings_strings(
     known: str | None = None,
 ) -> tuple[str | None, str | None, str | None, str | None]:
     """(target, property, cases, known): the command line's, else the environment's, else the keywords'."""
-    merged = {**{ENV_TARGET: target, ENV_PROPERTY: prop, ENV_KNOWN: known}, **dict(environ), **dict(options or {})}
+    # A variable set but empty (``KVROW_FUZZ_TARGET=``) says nothing: it never overrides a baked-in setting.
+    given = {k: v for k, v in {**dict(environ), **dict(options or {})}.items() if v != ""}
+    merged = {**{ENV_TARGET: target, ENV_PROPERTY: prop, ENV_KNOWN: known}, **given}
     return merged.get(ENV_TARGET), merged.get(ENV_PROPERTY), merged.get(ENV_CASES), merged.get(ENV_KNOWN)
 
 
