@@ -8,6 +8,8 @@ kind safely; each upstream revision keeps what its release builds.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from allocator_model.allocator import allocator_page_size
@@ -149,22 +151,8 @@ def test_prove_finds_the_unified_rows_of_0_5_23_and_the_step_model_confirms_each
         assert grp.confirmed and grp.mismatch is None, (grp.signature, grp.mismatch)
 
 
-BUILDERS_SOURCE = """
-class Configurator:
-    def _build_req_to_token_pool(self, *, max_num_reqs):
-        extra_max_context_len = get_req_to_token_extra_context_len()
-        return make_pool(extra_max_context_len)
-
-    def _init_unified_mamba_pools(self):
-        setup_mamba()
-        extra_max_context_len = 4
-        if get_spec().speculative_num_draft_tokens is not None:
-            extra_max_context_len += get_spec().speculative_num_draft_tokens
-        build(extra_max_context_len)
-
-    def _init_unified_swa_pools(self):
-        return self._build_req_to_token_pool(max_num_reqs=1)
-"""
+# A configurator in 0.5.23's shape, written for the tests (tests/sglang_shapes/configurator.py).
+BUILDERS_SOURCE = (Path(__file__).parent / "sglang_shapes" / "configurator.py").read_text()
 
 
 def test_pool_builders_are_sliced_to_their_row_extra_without_running_anything_else():

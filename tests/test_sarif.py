@@ -250,18 +250,7 @@ def test_a_local_file_is_located_relative_to_the_working_directory(tmp_path, mon
     assert artifact_uri(str(path), str(checkout)) == CHECKOUT_PATH
 
 
-CONFIGURATOR = """
-class KVCacheConfigurator:
-    def _build_req_to_token_pool(self, *, max_num_reqs):
-        extra_max_context_len = get_req_to_token_extra_context_len()
-        return make_pool(extra_max_context_len)
-
-    def _init_unified_mamba_pools(self):
-        extra_max_context_len = 4
-        if get_spec().speculative_num_draft_tokens is not None:
-            extra_max_context_len += get_spec().speculative_num_draft_tokens
-        build(extra_max_context_len)
-"""
+CONFIGURATOR = (ROOT / "tests" / "sglang_shapes" / "configurator.py").read_text()  # 0.5.23's shape, ours
 
 
 def test_a_unified_pool_group_is_located_at_its_builder_not_the_headroom(tmp_path, monkeypatch):

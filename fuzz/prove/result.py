@@ -10,6 +10,7 @@ each target's report entry has the shared shape
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,13 +57,7 @@ class TraceStats:
     diverged: list[str] = field(default_factory=list)  # blocks whose sample disagreed (then called one by one)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "blocks": self.blocks,
-            "configs_traced": self.configs_traced,
-            "configs_called": self.configs_called,
-            "paths": self.paths,
-            "diverged": self.diverged,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass
