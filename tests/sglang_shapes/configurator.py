@@ -1,11 +1,12 @@
 """A pool configurator in the shape of 0.5.23's ``mem_cache/kv_cache_configurator.py``, for the tests.
 
 Written here in this project's words, not SGLang's code: the standard
-builder sizes its rows with the sizing file's headroom; the unified Mamba
-builder sets its own ``extra_max_context_len`` = 4 + D (0.5.23
-``kv_cache_configurator.py`` near lines 883-886); the unified SWA builder
-delegates to the standard one.  Never imported: ``fuzz.targets.sglang.builders``
-slices it, and ``tests/test_sarif.py`` places it beside a sizing file.
+builder sizes its rows with the sizing file's headroom (0.5.23
+``kv_cache_configurator.py`` line 1572); the unified Mamba builder sets its
+own ``extra_max_context_len`` = 4 + D (lines 884-886; the Mamba+SWA one the
+same at 973-975); the unified SWA builder delegates to the standard one.
+Never imported: ``fuzz.targets.sglang.builders`` slices it, and
+``tests/test_sarif.py`` places it beside a sizing file.
 """
 
 
