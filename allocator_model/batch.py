@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 import torch
 
-from .allocator import FREE, OwnershipAllocator, allocator_page_size
+from .allocator import FREE, OwnershipAllocator
 from .config import ServingConfig, SpecRuntime, adaptive_runtime
 from .decode import Refusal, Req, RowWrite, commit, decode_reserve, draft_extent, prefill, prepare_for_decode
 from .req_to_token import ReqToTokenPool
@@ -84,7 +84,7 @@ class RunningBatch:
 
     def __init__(self, cfg: ServingConfig, sizing: DecodeSizing, revision: Revision) -> None:
         self.cfg, self.sizing, self.revision = cfg, sizing, revision
-        self.page = allocator_page_size(cfg)
+        self.page = sizing.allocator_page_size(cfg)
         self.extra = sizing.req_to_token_extra_context_len(cfg)
         self.width = sizing.req_to_token_row_width(cfg)
         self.bound = decode_alloc_bound(cfg, revision)
@@ -176,7 +176,7 @@ class RunningBatch:
         """A new request; max_new_tokens clamped (rule 1); a prompt past the limit is aborted at once."""
         result = StepResult({"op": "admit", "input_len": input_len, "max_new_tokens": max_new_tokens})
         rid = len(self.requests)
-        clamped = clamp_max_new_tokens(self.cfg, input_len, max_new_tokens, self.revision.memory_clamp)
+        clamped = clamp_max_new_tokens(self.cfg, input_len, max_new_tokens, self.revision.memory_clamp, self.page)
         r = Request(rid, input_len, clamped, fill_len=input_len)
         self.requests[rid] = r
         if input_len > max_prompt_len(self.cfg):  # SGLang aborts a prompt of max_req_input_len tokens or more

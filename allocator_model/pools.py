@@ -29,6 +29,9 @@ a release is named; read in the released wheels):
   (``allocator/unified_mamba.py`` 62-74, 0.5.20+; before, DCP was refused);
   the unified SWA allocators at P (``allocator/unified_hybrid_swa.py`` 100).
   Decode rounds with the real allocator's page (``speculative/eagle_utils.py`` 865).
+  A real target reads every kind's page out of its own code
+  (``fuzz.targets.sglang.allocators``); ``pool_alloc_page`` is the twin held
+  equal to it (``tests/test_allocator_pages.py``, ``fidelity``).
 * Launch rules (``arg_groups/kv_cache_hook.py``): unified memory takes only
   algorithms of ``Revision.unified_spec`` (0.5.23: DSPARK, EAGLE, EAGLE3,
   DFLASH, 588-600), topk 1 (601-607), and DCP > 1 only for an MLA model

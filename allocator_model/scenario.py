@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .allocator import TokenToKVPoolAllocator, allocator_page_size
+from .allocator import TokenToKVPoolAllocator
 from .config import ConfigError, ServingConfig, SpecRuntime, adaptive_runtime
 from .decode import Refusal, Req, RowWrite, commit, draft_extent, prefill, prepare_for_decode
 from .req_to_token import ReqToTokenPool, Spill
@@ -179,7 +179,7 @@ def run_scenario(s: DecodeScenario, sizing: DecodeSizing, revision: Revision) ->
     cfg = s.config
     extra = sizing.req_to_token_extra_context_len(cfg)
     width = sizing.req_to_token_row_width(cfg)
-    page = allocator_page_size(cfg)
+    page = sizing.allocator_page_size(cfg)
     bound = decode_alloc_bound(cfg, revision)
     pool = ReqToTokenPool(max(cfg.max_running_requests, 2), width)
     # Capacity: the scheduler's KV budget if set, else ample for the two requests.

@@ -30,13 +30,22 @@ def max_total_len(cfg: ServingConfig) -> int:
     return limit - 2
 
 
-def memory_clamp_page(cfg: ServingConfig, clamp: MemoryClamp) -> int:
-    """The page p of the memory clamp: the allocator's (0.5.21+) or the server's page_size (``MemoryClamp``)."""
-    return allocator_page_size(cfg) if clamp is MemoryClamp.ALLOCATOR_PAGE else cfg.page_size
+def memory_clamp_page(cfg: ServingConfig, clamp: MemoryClamp, alloc_page: int | None = None) -> int:
+    """The page p of the memory clamp: the allocator's (0.5.21+) or the server's page_size (``MemoryClamp``).
+
+    ``alloc_page``: the allocator's page as the target builds it (default: the model's).
+    """
+    if clamp is not MemoryClamp.ALLOCATOR_PAGE:
+        return cfg.page_size
+    return allocator_page_size(cfg) if alloc_page is None else alloc_page
 
 
 def clamp_max_new_tokens(
-    cfg: ServingConfig, input_len: int, max_new_tokens: int, clamp: MemoryClamp = MemoryClamp.ALLOCATOR_PAGE
+    cfg: ServingConfig,
+    input_len: int,
+    max_new_tokens: int,
+    clamp: MemoryClamp = MemoryClamp.ALLOCATOR_PAGE,
+    alloc_page: int | None = None,
 ) -> int:
     """Rule 1 applied to one request (0 when the prompt alone is too long), then the memory clamp.
 
@@ -49,7 +58,7 @@ def clamp_max_new_tokens(
     clamped = min(max_new_tokens, max_total_len(cfg) - input_len)
     cap = cfg.kv_capacity()
     if cap is not None:
-        page = memory_clamp_page(cfg, clamp)
+        page = memory_clamp_page(cfg, clamp, alloc_page)
         clamped = min(clamped, cap - ceil_to_page(input_len, page) - page - 1)
     return max(0, clamped)
 

@@ -26,7 +26,7 @@ from torch import Tensor
 from . import algorithms as algo
 from .config import ServingConfig, SpecRuntime
 from .numeric import Int, full_like, maximum, or_one, where
-from .pools import unified_row_extra
+from .pools import pool_alloc_page, unified_row_extra
 from .revisions import Headroom, Revision
 
 # Without speculation a decode step writes one column, at seq_len: its L, its reserve, its growth, its footprint.
@@ -42,6 +42,8 @@ class DecodeSizing(Protocol):
     (``fuzz.targets``): every function takes the launch config, and the
     per-batch ones the run-time spec shape ``rt`` (None without speculation).
     """
+
+    def allocator_page_size(self, cfg: ServingConfig) -> int: ...
 
     def alloc_page_size(self, cfg: ServingConfig) -> int: ...
 
@@ -227,6 +229,14 @@ class ModelSizing:
 
     def __init__(self, revision: Revision):
         self.revision = revision
+
+    def allocator_page_size(self, cfg: ServingConfig) -> int:
+        """P_a, the page the allocator of ``cfg.kv_pool`` hands out (``pools.pool_alloc_page``).
+
+        What the allocator is built with, not what sizing believes
+        (``alloc_page_size``): the decode path rounds with this one.
+        """
+        return pool_alloc_page(cfg.kv_pool, cfg.page_size, cfg.attn_dcp_size)
 
     def alloc_page_size(self, cfg: ServingConfig) -> int:
         if self.revision.alloc_page_with_dcp:

@@ -63,8 +63,16 @@ def test_prove_announces_the_sweep_and_counts_what_it_will_call():
     result = prove(resolve_target("reference"), "tiny", algorithm="EAGLE", calls=True, on_progress=lines.append)
     first = lines[0]
     assert first.startswith("[reference] prove: space tiny, ") and "x 5 page sizes" in first
-    assert first.endswith("(calling its sizing functions per configuration)")
+    assert first.endswith("(sizing calls per configuration)")
     assert f"[reference] prove: {result.launch_configurations:,} launch configurations to call" in lines
+
+
+def test_a_traced_prove_announces_its_method_and_counts_nothing_first():
+    """A real target's sizing is traced (once per path), not called per configuration: no count beforehand."""
+    lines: list[str] = []
+    result = prove(resolve_target("sglang==0.5.23"), "tiny", algorithm="EAGLE", on_progress=lines.append)
+    assert lines[0].endswith("(sizing calls, once per path of each block)") and result.trace is not None
+    assert not any("launch configurations to call" in line for line in lines)
 
 
 def test_prove_prints_progress_on_stderr_unless_quiet(capsys, tmp_path, monkeypatch):

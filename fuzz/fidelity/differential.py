@@ -9,6 +9,8 @@ follows the strategies' proportions (the standard KV pool most of the time);
 configurations for each kind of KV pool the release builds instead, with the
 kind pinned (``kind_case_pool``), and tallies the agreeing ones per kind:
 
+    allocator_page_size                the page the kind's allocator is built with (read from the
+                                       configurator's _build_token_to_kv_pool_allocator: 0.5.16+)
     alloc_page_size                    (files that define it: 0.5.19+)
     alloc_len_per_decode, reserve      every run-time shape of the config (adaptive: each candidate)
     req_to_token_extra_context_len     launch shape
@@ -62,6 +64,7 @@ from strategies.uniform import RandomChooser
 MODEL_MISMATCH = Property.MODEL_MISMATCH
 DEFAULT_CONFIGS = 10_000
 FUNCTIONS = (
+    "allocator_page_size",
     "alloc_page_size",
     "alloc_len_per_decode",
     "alloc_reserve_per_decode",
@@ -194,6 +197,8 @@ def disagreements(real: SizingSurface, model: ModelSizing, case: FidelityCase) -
             found[fn] = Violation(MODEL_MISMATCH, fn, f"{fn}({args}): real {got}, model {model.revision.name} {want}")
 
     in_file = getattr(real, "in_file", lambda name: True)
+    if in_file("allocator_page_size"):
+        compare("allocator_page_size", "", real.allocator_page_size, model.allocator_page_size, cfg)
     if in_file("alloc_page_size"):
         compare("alloc_page_size", "", real.alloc_page_size, model.alloc_page_size, cfg)
     for rt in _unique_runtimes(cfg):

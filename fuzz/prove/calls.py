@@ -23,7 +23,6 @@ from typing import Any
 import torch
 
 from allocator_model import closed_form as cf
-from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve, write_path
 from allocator_model.sizing import ceil_to_page
@@ -116,6 +115,7 @@ def called_columns(sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], 
             width = ceil_to_page(cfg.context_len + extra, align)
             guarded = bool(sizing.row_guard_fires(cfg, width + 1, width))
             shapes = [(rt, int(decode_reserve(cfg, rt, sizing))) for rt in cfg.runtimes()]
+            page = int(sizing.allocator_page_size(cfg))
         except TargetCallError as e:
             raised[i] = True
             errors[i] = f"{cfg.short()}: {e}"
@@ -130,7 +130,7 @@ def called_columns(sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], 
                     i,
                     rt.num_steps if rt else 0,
                     rt.num_draft_tokens if rt else 0,
-                    allocator_page_size(cfg),
+                    page,
                     reserve,
                     extra,
                     align,
@@ -228,7 +228,7 @@ def row_alignment(cfg: ServingConfig, sizing: SizingSurface | CountingSizing, ex
     where the two differ: C + extra = 0 mod page_size * attn_dcp_size, and
     one past it (where ceil_A adds A - 1).
     """
-    page = allocator_page_size(cfg)
+    page = sizing.allocator_page_size(cfg)
     upper = cfg.page_size * cfg.attn_dcp_size  # a multiple of every kind's allocator page
     context_len = 2 * upper + (-extra) % upper
     widths = []

@@ -149,11 +149,17 @@ def launched(target: Target, space: Space, block: Block, number: int, shard: Sha
 
 
 def _start_progress(
-    target: Target, space: Space, todo: list[Block], calls: bool, on_line: Callable[[str], None], shard: Shard
+    target: Target,
+    space: Space,
+    todo: list[Block],
+    calls: bool,
+    on_line: Callable[[str], None],
+    shard: Shard,
+    how: str,
 ) -> SweepProgress:
-    """The sweep's progress, announced; a called sweep counts its launch configurations first (for the time left)."""
+    """The sweep's progress, announced (``how``: the method); a sweep calling once per configuration
+    counts its launch configurations first (for the time left)."""
     progress = SweepProgress(target.spec, len(todo), on_line)
-    how = "calling its sizing functions per configuration" if calls else "vectorized model"
     kinds = len({k for k, _, _ in todo})
     algorithms = len({a for _, a, _ in todo})
     progress.say(
@@ -193,7 +199,9 @@ def _prove(
     todo = blocks(target, space, target_algorithms(target, algorithm), kinds)
     # One call per configuration is slow enough to count them first (for the time left); traced calls are not.
     one_by_one = calls and result.trace is None
-    progress = _start_progress(target, space, todo, one_by_one, on_progress, shard) if on_progress else None
+    progress = (
+        _start_progress(target, space, todo, one_by_one, on_progress, shard, result.method) if on_progress else None
+    )
     for number, block in enumerate(todo):
         g = launched(target, space, block, number, shard)
         if not len(g):

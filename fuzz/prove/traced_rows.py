@@ -36,7 +36,6 @@ from torch import Tensor
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve
-from allocator_model.pools import pool_alloc_page
 from allocator_model.sizing import ceil_to_page
 from fuzz.targets.base import Target
 
@@ -254,7 +253,11 @@ def _traced_columns(
         w = traced("req_to_token_row_width", row_width, ok, integer_result)
         ok = ok & w.ok
         widths.append(w.values - c)
-    page = pool_alloc_page(g.kv_pool, g.page_size, g.attn_dcp_size)  # calls: allocator_page_size(cfg)
+    alloc_page = traced(
+        "allocator_page_size", lambda run: raw.allocator_page_size(launch.view(run)), ok, integer_result
+    )
+    ok = ok & alloc_page.ok
+    page = torch.where(alloc_page.ok, alloc_page.values, torch.ones_like(alloc_page.values))  # failed: dropped below
     same = widths[0] == widths[1]
     align_if = widths[1] - extra0 + 1
     page_rule = (widths[0] == extra0) & (align_if > 1) & (torch.remainder(align_if, page) == 0)

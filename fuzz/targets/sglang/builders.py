@@ -17,6 +17,8 @@ kept, compiled with the file's own line numbers, and run with the sizing
 file's functions and the stand-ins of ``stubs`` (``self`` is a stand-in
 whose ``server_args`` is the published bag).  A builder with no such
 statement delegates to ``_build_req_to_token_pool`` (0.5.21+'s unified SWA).
+The allocator page of each kind is read the same way (``allocators``).
+
 What stays modeled: the ``C + extra_max_context_len`` step, and which
 builder a deployment reaches (``KVPool``).
 """
@@ -24,13 +26,14 @@ builder a deployment reaches (``KVPool``).
 from __future__ import annotations
 
 import ast
+import os
 import types
 from collections.abc import Callable
 from typing import Any
 
 from allocator_model.pools import KVPool
 
-from .stubs import Published, StandIns, private_builtins
+from .stubs import Published, StandIns, Unsupplied, private_builtins
 
 EXTRA = "extra_max_context_len"
 # The builder method of each kind that sizes its own rows; the others use the standard one.
@@ -106,22 +109,44 @@ def extract_row_extras(
         kept = _slice(method.body)
         if not kept:
             continue
-        fn = ast.FunctionDef(  # type: ignore[call-arg]  # type_params: Python 3.12+'s field, [] is the default
-            name=f"{name}__{EXTRA}",
-            args=ast.arguments(posonlyargs=[], args=[ast.arg("self")], kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=[*kept, ast.Return(ast.Name(EXTRA, ast.Load()))],
-            decorator_list=[],
-            returns=None,
-        )
-        ast.copy_location(fn, method)
-        module = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
-        namespace: dict[str, Any] = {"__builtins__": private_builtins(stand_ins)}
-        namespace.update(stand_ins.known)
-        namespace.update(functions)
-        exec(compile(module, filename, "exec", dont_inherit=True), namespace)  # noqa: S102 - a slice of the target
-        builder = namespace[fn.name]
+        args = ast.arguments(posonlyargs=[], args=[ast.arg("self")], kwonlyargs=[], kw_defaults=[], defaults=[])
+        body = [*kept, ast.Return(ast.Name(EXTRA, ast.Load()))]
+        builder = compiled(method, f"{name}__{EXTRA}", args, body, filename, stand_ins, functions)
         out[BUILDERS[name]] = _bound(builder, published)
     return out
+
+
+def compiled(
+    method: ast.FunctionDef,
+    name: str,
+    args: ast.arguments,
+    body: list[ast.stmt],
+    filename: str,
+    stand_ins: StandIns,
+    names: dict[str, Any],
+) -> Callable[..., Any]:
+    """A slice of ``method`` compiled as function ``name``, with the file's line numbers and the stand-ins.
+
+    Its globals: the private builtins (every ``sglang`` import a stand-in),
+    the known stand-ins, then ``names``; nothing else of the file is run.
+    """
+    fn = ast.FunctionDef(  # type: ignore[call-arg]  # type_params: Python 3.12+'s field, [] is the default
+        name=name, args=args, body=body, decorator_list=[], returns=None
+    )
+    ast.copy_location(fn, method)
+    module = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
+    namespace: dict[str, Any] = {"__builtins__": private_builtins(stand_ins)}
+    namespace.update(stand_ins.known)
+    namespace.update(names)
+    builtin_names = set(namespace["__builtins__"])
+    local = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    local |= {n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(module):  # any other name the slice reads: an SGLang name with no stand-in
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+            if node.id not in namespace and node.id not in builtin_names:
+                namespace[node.id] = Unsupplied(f"{os.path.basename(filename)}:{method.name}.{node.id}")
+    exec(compile(module, filename, "exec", dont_inherit=True), namespace)  # noqa: S102 - a slice of the target
+    return namespace[name]  # type: ignore[no-any-return]
 
 
 def _bound(builder: Callable[[Any], int], published: Published) -> RowExtra:

@@ -29,8 +29,9 @@ positional parameter) gets the published bag, ``model_config`` a bag with
 have a default.  A file without ``page_aligned_decode_alloc_lens`` uses the
 modeled one of its version's revision (before 0.5.19 that arithmetic lived in
 the decode path, which is the model's anyway).  What stays modeled for every
-real target: the decode path that calls these functions, the allocator, the
-scheduler; for main, also the call site of the guard and which page the
+real target: the decode path that calls these functions, the allocator
+(its page is read where SGLang builds it when ``kv_cache_configurator.py``
+is there: ``allocators``), the scheduler; for main, also the call site of the guard and which page the
 decode path passes (the allocator's own, ``alloc_page_size``).
 """
 
@@ -43,13 +44,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.pools import KVPool
 from allocator_model.revisions import Revision
 from allocator_model.sizing import ModelSizing
 
 from ..base import TargetCallError, TargetError
+from .allocators import AllocPages, Source, extract_alloc_pages
 from .builders import RowExtra, builder_lines, extract_row_extras
 from .stubs import Bag, Published, StandInMissing, StandIns, private_builtins
 
@@ -98,11 +99,18 @@ class SizingModule:
     row_extras: dict[KVPool, RowExtra] | None = None
     builders_origin: str | None = None  # where they were read
     builder_lines: dict[KVPool, tuple[str, int]] = field(default_factory=dict)  # kind -> (method, def line)
+    # The allocator page per kind, read where SGLang builds the allocator (``allocators``); None: not read.
+    alloc_pages: AllocPages | None = None
 
-    def read_builders(self, source: str, where: str) -> None:
-        """Slice the row extras of the pool builders out of ``kv_cache_configurator.py``'s source."""
+    def read_builders(self, source: str, where: str, others: Sequence[Source] = ()) -> None:
+        """Slice the pool builders' row extras and allocator pages out of ``kv_cache_configurator.py``.
+
+        ``others``: the mem_cache files the unified allocators are built in
+        (``allocators.UNIFIED_MODULES``), those the target has.
+        """
         assert self.stand_ins is not None
         self.row_extras = extract_row_extras(source, where, self.functions, self.published, self.stand_ins)
+        self.alloc_pages = extract_alloc_pages(Source(source, where), others, self.published, self.stand_ins)
         self.builders_origin = where
         self.builder_lines = {k: v for k, v in builder_lines(source).items() if k in self.row_extras}
 
@@ -257,6 +265,7 @@ def _integer(value: Any) -> bool:
 
 # The sizing surface's functions (``fuzz.targets.base.SizingSurface``), in the order reports list them.
 SURFACE = (
+    "allocator_page_size",
     "alloc_page_size",
     "alloc_len_per_decode",
     "alloc_reserve_per_decode",
@@ -293,6 +302,7 @@ class RealSizing:
     def in_file(self, surface_name: str) -> bool:
         """Whether a surface function is answered by the file (else by the model of its version)."""
         return {
+            "allocator_page_size": bool(self.module.alloc_pages and self.module.alloc_pages.pages),
             "alloc_page_size": self.generation.has_alloc_page,
             "page_aligned_decode_alloc_lens": self.generation.has_aligned_lens,
             "req_to_token_row_width": self.generation.has_row_width or self.module.row_extras is not None,
@@ -314,7 +324,11 @@ class RealSizing:
                 )
             )
         else:
-            out.append("the allocator page of each kind of pool; W = C + extra_max_context_len")
+            out.append("W = C + extra_max_context_len")
+        read = self.module.alloc_pages.pages if self.module.alloc_pages else {}
+        unread = sorted(k.value for k in self.revision.pools if k not in read)
+        if unread:
+            out.append(f"the allocator page of the {', '.join(unread)} pool(s) (not read from the target)")
         if self.generation.page_keyword:
             out.append("the page the decode path passes as page_size (the allocator's own)")
         if self.generation.has_guard:
@@ -371,9 +385,23 @@ class RealSizing:
         allocator's ``page_size`` (1 for a legacy real-length allocator): the
         kind's page, ``page_size`` itself for the bare-page kinds under DCP.
         """
-        return allocator_page_size(cfg) if self.generation.page_keyword else None
+        return self.allocator_page_size(cfg) if self.generation.page_keyword else None
 
     # -- the sizing surface -------------------------------------------------
+
+    def allocator_page_size(self, cfg: ServingConfig) -> int:
+        """The page of the allocator ``cfg.kv_pool`` builds: read where SGLang builds it (``allocators``).
+
+        ``_build_token_to_kv_pool_allocator`` for the standard, SWA and
+        HiSparse kinds, the unified chain for the unified ones; the model's
+        (``allocator_model.pools.pool_alloc_page``) for a kind whose building
+        code was not read (a file without its configurator, 0.5.13-0.5.15).
+        """
+        read = self.module.alloc_pages
+        if read is None or cfg.kv_pool not in read.pages:
+            return self._model.allocator_page_size(cfg)
+        where = f"the {cfg.kv_pool.value} allocator page, read from {read.origins[cfg.kv_pool]}"
+        return self._call_slice(cfg, where, read.pages[cfg.kv_pool], "allocator page", 1)
 
     def alloc_page_size(self, cfg: ServingConfig) -> int:
         """The page the file's formulas round with: its own function, or page_size before 0.5.19."""
@@ -414,24 +442,31 @@ class RealSizing:
     def _call_builder(self, kind: KVPool, cfg: ServingConfig) -> int:
         extras = self.module.row_extras
         assert extras is not None
+        where = f"the {kind.value} pool builder of {self.module.builders_origin}"
+        return self._call_slice(cfg, where, extras[kind], "extra_max_context_len")
+
+    def _call_slice(self, cfg: ServingConfig, where: str, read: Callable[[], Any], what: str, least: int = 0) -> int:
+        """One call of a slice of the configurator (``builders``) on ``cfg``'s launch shape.
+
+        What the real code raises, or an answer that is not an integer of at
+        least ``least``, is a finding (``TargetCallError``); a piece of SGLang
+        with no stand-in is ``StandInMissing`` (exit 2).  Raw: passed through.
+        """
         if self._raw:
             with self.module.published.bound(cfg, cfg.launch_runtime):
-                return extras[kind]()  # type: ignore[no-any-return]
-        where = f"the {kind.value} pool builder of {self.module.builders_origin}"
+                return read()  # type: ignore[no-any-return]
         try:
             with self.module.published.bound(cfg, cfg.launch_runtime):
-                value = extras[kind]()
+                value = read()
         except StandInMissing as e:
             raise StandInMissing(f"{where}: {e}") from None
         except Exception as e:  # noqa: BLE001 - what the real code raises is the finding
             raise TargetCallError(
                 f"{where} raised {type(e).__name__}: {e} (config: {cfg.short()})".replace("\n", " ")
             ) from e
-        if not _integer(value):
-            raise TargetCallError(
-                f"{where} gave extra_max_context_len {value!r}, not an integer (config: {cfg.short()})"
-            )
-        return value
+        if not _integer(value) or value < least:
+            raise TargetCallError(f"{where} gave {what} {value!r}, not an integer >= {least} (config: {cfg.short()})")
+        return value  # type: ignore[no-any-return]
 
     def row_guard_fires(self, cfg: ServingConfig, max_alloc_len: int, row_width: int) -> bool:
         """Whether the file's assert_alloc_within_row_width() stops this allocation (False: no guard)."""

@@ -20,9 +20,11 @@ from allocator_model.revisions import RELEASE_REVISIONS, Revision
 
 from ..base import Target, TargetError, TargetKind
 from . import wheels
+from .allocators import UNIFIED_MODULES, Source
 from .loader import Generation, RealSizing, load_sizing_module
 from .versions import VersionError, known_releases, parse_version, semantics_for
 
+MEM_CACHE = os.path.dirname(wheels.CONFIGURATOR_MODULE)  # sglang/srt/mem_cache
 _AT_VERSION = re.compile(r"^(?P<base>.+?)@(?P<version>\d+\.\d+\.\d+[A-Za-z0-9.+\-]*)$")
 
 
@@ -72,16 +74,17 @@ def _target(
     source: str,
     filename: str,
     version: str | None,
-    builders: tuple[str, str] | None = None,
+    builders: tuple[Source, list[Source]] | None = None,
 ) -> Target:
-    """``builders``: (source, where) of the release's ``kv_cache_configurator.py``, if there is one."""
+    """``builders``: the target's ``kv_cache_configurator.py``, and the unified pool files it has, if any."""
     try:
         revision, how = semantics_for(version)
     except VersionError as e:
         raise TargetError(f"{spec}: {e}") from None
     module = load_sizing_module(source, spec, filename)
     if builders is not None:
-        module.read_builders(*builders)
+        configurator, others = builders
+        module.read_builders(configurator.text, configurator.where, others)
     revision = _fit(revision, module.generation)
     if module.row_extras is None and revision.narrow_rows and kind is not TargetKind.RELEASE:
         # A lone sizing file: the pools whose rows its version's builders size (not this file) are not its to
@@ -106,6 +109,11 @@ def _resolve_release(spec: str) -> Target:
         wheel = wheels.release_wheel(version)
         source, member = wheels.read_sizing_from_wheel(wheel)
         configurator = wheels.read_member(wheel, wheels.CONFIGURATOR_MODULE)
+        others = [
+            Source(text, f"{wheel}/{member}")
+            for member in (f"{MEM_CACHE}/{m}" for m in UNIFIED_MODULES)
+            if (text := wheels.read_member(wheel, member)) is not None
+        ]
     except VersionError as e:
         raise TargetError(f"{spec}: {e}") from None
     except wheels.SourceError as e:  # its text names the release already
@@ -117,7 +125,7 @@ def _resolve_release(spec: str) -> Target:
         source,
         f"{wheel}/{member}",
         version,
-        None if configurator is None else (configurator, f"{wheel}/{wheels.CONFIGURATOR_MODULE}"),
+        None if configurator is None else (Source(configurator, f"{wheel}/{wheels.CONFIGURATOR_MODULE}"), others),
     )
 
 
@@ -139,11 +147,23 @@ def _resolve_file(path: str, version: str | None) -> Target:
     return _target(spec, TargetKind.FILE, f"file {resolved}", source, resolved, version, _sibling_builders(resolved))
 
 
-def _sibling_builders(sizing_path: str) -> tuple[str, str] | None:
-    """The ``kv_cache_configurator.py`` beside a sizing file (a checkout or an installed package), if readable."""
-    path = os.path.join(os.path.dirname(sizing_path), os.path.basename(wheels.CONFIGURATOR_MODULE))
+def _sibling_builders(sizing_path: str) -> tuple[Source, list[Source]] | None:
+    """The ``kv_cache_configurator.py`` beside a sizing file (a checkout or an installed package), if readable,
+    and the unified pool files beside it (``allocators.UNIFIED_MODULES``) that are there."""
+    here = os.path.dirname(sizing_path)
+    configurator = _readable(os.path.join(here, os.path.basename(wheels.CONFIGURATOR_MODULE)))
+    if configurator is None:
+        return None
+    others = [s for m in UNIFIED_MODULES if (s := _readable(os.path.join(here, *m.split("/")))) is not None]
+    return configurator, others
+
+
+def _readable(path: str) -> Source | None:
+    """A file's text within the source bound (``wheels.read_file``), or None if it is absent or unreadable."""
+    if not os.path.isfile(path):
+        return None
     try:
-        return wheels.read_file(path)[0], path
+        return Source(wheels.read_file(path)[0], path)
     except wheels.SourceError:
         return None
 

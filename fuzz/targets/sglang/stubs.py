@@ -11,6 +11,8 @@ What they publish, from a ``ServingConfig`` and the run-time spec shape:
 
     get_schedule().page_size            --page-size (the scheduled page, not the allocator's)
     get_parallel().attn_dcp_size        decode context parallel size
+    get_parallel().dcp_enabled          attn_dcp_size > 1 (0.5.23 ``runtime_context.py`` 169)
+    get_memory().enable_hisparse        the HiSparse kind of pool (``allocator_model.pools``)
     get_spec().speculative_*            algorithm name, S, K, D of the run-time shape
     max_speculative_num_draft_tokens()  Dmax, fixed at launch (adaptive spec moves S and D, not Dmax)
     get_server_args()                   all of the above as one object (0.5.16-0.5.17 and main take it
@@ -38,6 +40,7 @@ from typing import Any
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.pools import KVPool
 from allocator_model.sizing import ceil_div, ceil_to_page
 
 from ..base import TargetError
@@ -165,13 +168,18 @@ def publish(cfg: ServingConfig, rt: SpecRuntime | None) -> dict[str, Any]:
         max_total_tokens=cfg.max_total_num_tokens,
     )
     parallel = dict(
-        attn_dcp_size=cfg.attn_dcp_size, dcp_size=cfg.attn_dcp_size, tp_size=cfg.tp_size or cfg.attn_dcp_size
+        attn_dcp_size=cfg.attn_dcp_size,
+        dcp_size=cfg.attn_dcp_size,
+        dcp_enabled=cfg.attn_dcp_size > 1,
+        tp_size=cfg.tp_size or cfg.attn_dcp_size,
     )
+    memory = dict(enable_hisparse=cfg.kv_pool is KVPool.HISPARSE)
     return {
         "schedule": Bag("schedule", **schedule),
         "parallel": Bag("parallel", **parallel),
         "spec": Bag("spec", **spec),
-        "server_args": Bag("server_args", **schedule, **parallel, **spec, context_length=cfg.context_len),
+        "memory": Bag("memory", **memory),
+        "server_args": Bag("server_args", **schedule, **parallel, **spec, **memory, context_length=cfg.context_len),
         "dmax": cfg.max_speculative_num_draft_tokens,
     }
 
@@ -238,6 +246,15 @@ class Unsupplied:
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         return _unsupplied_op(self)  # type: ignore[no-any-return]
 
+    def __instancecheck__(self, obj: Any) -> bool:
+        """``isinstance(x, C)`` for an SGLang class C with no stand-in: False.
+
+        What the target is handed are kvrow-fuzz's bags and stand-ins, never
+        an instance of an SGLang class (the pool builders' ``isinstance(pool,
+        DeepSeekV4TokenToKVPool)``: the model has no DeepSeek V4 pool).
+        """
+        return False
+
 
 for _op in (
     "__call__ __bool__ __int__ __float__ __index__ __len__ __iter__ __contains__ __getitem__ __setattr__ "
@@ -269,13 +286,31 @@ KNOWN = frozenset(
         "get_schedule",
         "get_parallel",
         "get_spec",
+        "get_memory",
         "get_server_args",
         "get_global_server_args",
         "max_speculative_num_draft_tokens",
         "ServerArgs",
         "SpeculativeAlgorithm",
+        "current_platform",
     }
 )
+
+
+class CudaPlatform:
+    """``sglang.srt.platforms.current_platform`` on the CUDA machine the model stands for.
+
+    In-tree (0.5.23 ``platforms/device_mixin.py`` 151-153: out of tree only
+    for an externally registered platform), with the default paged
+    allocator (``platforms/interface.py`` 164-165: None for the in-tree
+    default).  The pool builders ask both (``kv_cache_configurator.py``).
+    """
+
+    def is_out_of_tree(self) -> bool:
+        return False
+
+    def get_paged_allocator_cls(self) -> None:
+        return None
 
 
 def known_names(published: Published) -> dict[str, Any]:
@@ -284,11 +319,13 @@ def known_names(published: Published) -> dict[str, Any]:
         get_schedule=lambda: published.read("schedule"),
         get_parallel=lambda: published.read("parallel"),
         get_spec=lambda: published.read("spec"),
+        get_memory=lambda: published.read("memory"),
         get_server_args=lambda: published.read("server_args"),
         get_global_server_args=lambda: published.read("server_args"),
         max_speculative_num_draft_tokens=lambda: published.read("dmax"),
         ServerArgs=ServerArgs,
         SpeculativeAlgorithm=SpeculativeAlgorithm,
+        current_platform=CudaPlatform(),
     )
     assert set(known) == KNOWN
     return known | HELPERS

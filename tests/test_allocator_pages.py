@@ -1,0 +1,252 @@
+"""The allocator page of a real target is the one its pool configurator builds, not the model's.
+
+SGLang picks the token-to-KV allocator, and so the page every decode
+allocation is rounded to, in ``KVCacheConfigurator._build_token_to_kv_pool_allocator``
+(0.5.23 ``mem_cache/kv_cache_configurator.py`` 2795-2960): the SWA and
+HiSparse allocators at the bare page_size, the token allocator (page 1) at
+page 1 without DCP, the paged allocator at page_size * attn_dcp_size.  A real
+target slices that method out of its configurator (``builders.extract_alloc_pages``)
+and its decode path rounds with what it says; the model's
+``pools.pool_alloc_page`` is the twin it is held equal to.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.pools import KVPool, pool_alloc_page
+from allocator_model.revisions import REVISIONS
+from allocator_model.scenario import DecodeScenario, run_scenario
+from allocator_model.sizing import ModelSizing
+from fuzz.fidelity.differential import FidelityCase, disagreements
+from fuzz.run.engine import check_scenario
+from fuzz.targets import resolve_target
+from fuzz.targets.base import TargetCallError
+from fuzz.targets.sglang.allocators import ALLOCATOR_KINDS, Source, extract_alloc_pages
+from fuzz.targets.sglang.stubs import Published, StandInMissing, StandIns
+
+SHAPES = Path(__file__).parent / "sglang_shapes"
+CONFIGURATOR = (SHAPES / "configurator.py").read_text()  # 0.5.23's shape, in this project's words
+SWA_LINE = "SWAAllocator(sizes.swa, page_size=get_schedule().page_size)"
+# Planted: the SWA allocator widened under DCP like the paged one (SGLang keeps it at the bare page).
+PLANTED_SWA = CONFIGURATOR.replace(
+    SWA_LINE, "SWAAllocator(sizes.swa, page_size=get_schedule().page_size * get_parallel().attn_dcp_size)"
+)
+EAGLE_3_1_4 = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_num_draft_tokens=4)
+
+
+def test_the_planted_configurator_differs_from_the_shape_in_the_swa_page_only():
+    assert SWA_LINE in CONFIGURATOR and PLANTED_SWA != CONFIGURATOR
+
+
+def pages_of(source: str, *others: Source):
+    published = Published()
+    read = extract_alloc_pages(Source(source, "kv_cache_configurator.py"), others, published, StandIns(published))
+
+    def page(kind: KVPool, page_size: int, dcp: int) -> int:
+        cfg = ServingConfig.resolve(context_len=4096, page_size=page_size, attn_dcp_size=dcp, kv_pool=kind.value)
+        with published.bound(cfg, None):
+            return read.pages[kind]()
+
+    return page
+
+
+@pytest.mark.parametrize("kind", sorted(ALLOCATOR_KINDS))
+def test_the_sliced_allocator_builder_gives_the_modeled_page_of_each_kind(kind):
+    """Its twin ``pool_alloc_page``: every page and DCP size, the token allocator's 1 at page 1 without DCP."""
+    page = pages_of(CONFIGURATOR)
+    for p, d in itertools.product((1, 2, 16, 64), (1, 2, 8)):
+        assert page(kind, p, d) == pool_alloc_page(kind, p, d), (kind, p, d)
+    assert page(KVPool.STANDARD, 1, 1) == 1 and page(KVPool.STANDARD, 1, 4) == 4 and page(KVPool.SWA, 64, 8) == 64
+
+
+def test_a_planted_page_is_read_where_sglang_builds_it():
+    page = pages_of(PLANTED_SWA)
+    assert page(KVPool.SWA, 64, 8) == 512  # the planted widening
+    assert page(KVPool.SWA, 64, 1) == 64 and page(KVPool.STANDARD, 64, 8) == 512 and page(KVPool.HISPARSE, 64, 8) == 64
+
+
+def read_kinds(configurator: str, *others: Source) -> set[KVPool]:
+    published = Published()
+    return set(extract_alloc_pages(Source(configurator, "c.py"), others, published, StandIns(published)).pages)
+
+
+def test_an_allocator_builder_missing_or_needing_unknown_arguments_leaves_the_page_modeled():
+    assert read_kinds("x = 1\n") == set() and read_kinds("def (") == set()
+    assert read_kinds(CONFIGURATOR) == set(ALLOCATOR_KINDS)  # no unified pool files: those kinds stay modeled
+    odd = CONFIGURATOR.replace("token_to_kv_pool_allocator):", "token_to_kv_pool_allocator, mystery):", 1)
+    assert odd != CONFIGURATOR and read_kinds(odd) == set()
+
+
+POOL = (SHAPES / "unified_memory_pool.py").read_text()
+ALLOCATORS = (SHAPES / "unified_allocators.py").read_text()
+
+
+def checkout(
+    tmp_path: Path,
+    configurator: str,
+    sizing_shape: str = "accessors.py",
+    pool: str = POOL,
+    allocators: str = ALLOCATORS,
+) -> str:
+    """A checkout's mem_cache: a sizing file of ``sizing_shape``, ``configurator``, the unified pool files."""
+    mem_cache = tmp_path / "mem_cache"
+    (mem_cache / "allocator").mkdir(parents=True)
+    (mem_cache / "allocation_sizing.py").write_text((SHAPES / sizing_shape).read_text())
+    (mem_cache / "kv_cache_configurator.py").write_text(configurator)
+    (mem_cache / "unified_memory_pool.py").write_text(pool)
+    (mem_cache / "allocator" / "unified_mamba.py").write_text(allocators)
+    return str(mem_cache / "allocation_sizing.py")
+
+
+def swa_under_dcp() -> DecodeScenario:
+    """A SWA deployment under DCP 8, decoding at the scheduler's committed-length bound (C - 4, overlap off)."""
+    cfg = ServingConfig.resolve(
+        context_len=4093, page_size=64, attn_dcp_size=8, kv_pool="swa", enable_overlap=False, **EAGLE_3_1_4
+    )
+    return DecodeScenario(cfg, cfg.context_len - 4, None)
+
+
+def test_a_swa_allocator_widened_under_dcp_is_found_and_the_bare_page_is_not(tmp_path):
+    """0.5.18's sizing rounds with page_size alone: safe for SGLang's bare-page SWA allocator, a spill if widened.
+
+    The same file and scenario, two configurators: the faithful one is
+    quiet (the model alone, paging every kind at P * dcp, would have called
+    it a write past the row); the planted one writes past the row, and the
+    decode rounded with the planted page.
+    """
+    faithful = resolve_target(checkout(tmp_path / "a", CONFIGURATOR) + "@0.5.18")
+    planted = resolve_target(checkout(tmp_path / "b", PLANTED_SWA) + "@0.5.18")
+    s = swa_under_dcp()
+    assert faithful.sizing.allocator_page_size(s.config) == 64
+    assert planted.sizing.allocator_page_size(s.config) == 512
+    assert run_scenario(s, planted.sizing, planted.revision).alloc_page == 512
+    assert check_scenario(faithful, s)[1] == []
+    found = {str(v.signature) for v in check_scenario(planted, s)[1]}
+    assert any(sig.startswith("write-within-row/") and sig.endswith("@swa") for sig in found), found
+
+
+def test_fidelity_names_the_allocator_page_where_a_configurator_departs_from_the_model(tmp_path):
+    planted = resolve_target(checkout(tmp_path, PLANTED_SWA) + "@0.5.18")
+    model = ModelSizing(REVISIONS["sglang-0.5.18"])
+    cfg = swa_under_dcp().config
+    found = disagreements(planted.sizing, model, FidelityCase(cfg, ((100, 100),)))
+    assert [v.regime for v in found] == ["allocator_page_size"], found
+    assert "real 512" in found[0].headline and "64" in found[0].headline
+
+
+def test_a_real_target_lists_the_kinds_whose_allocator_page_it_could_not_read(tmp_path):
+    target = resolve_target(checkout(tmp_path, CONFIGURATOR))  # the shape has no unified Mamba + SWA builder
+    modeled = "; ".join(target.sizing.modeled())
+    assert "the allocator page of the unified-mamba-swa pool(s) (not read from the target)" in modeled, modeled
+    assert target.sizing.in_file("allocator_page_size")
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "allocation_sizing.py").write_text((SHAPES / "uno.py").read_text())
+    assert not resolve_target(str(lone / "allocation_sizing.py")).sizing.in_file("allocator_page_size")
+
+
+RELEASES_WITH_A_CONFIGURATOR = ("0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version", RELEASES_WITH_A_CONFIGURATOR)
+def test_every_release_with_a_configurator_pages_each_kind_as_modeled(version, real_wheel_cache):
+    """The real wheel (cached or downloaded): its allocator builder is read, and agrees with ``pool_alloc_page``."""
+    target = resolve_target(f"sglang=={version}")
+    assert target.sizing.in_file("allocator_page_size")
+    assert set(target.sizing.module.alloc_pages.pages) == set(target.revision.pools)
+    assert not [m for m in target.sizing.modeled() if "allocator page" in m]
+    checked = 0
+    for kind, p, d in itertools.product(sorted(target.revision.pools), (1, 16, 64), (1, 2, 4)):
+        try:
+            cfg = ServingConfig.resolve(context_len=4096, page_size=p, attn_dcp_size=d, kv_pool=kind.value)
+        except ConfigError:
+            continue
+        if target.revision.refuses(cfg) is None:
+            assert target.sizing.allocator_page_size(cfg) == pool_alloc_page(kind, p, d), (version, kind, p, d)
+            checked += 1
+    assert checked >= 3 * 9 + 3  # the allocator builder's three kinds at every page and DCP size, a unified kind
+
+
+def test_a_branch_on_a_name_with_no_stand_in_stops_with_that_name(tmp_path):
+    """Not a probe call (``_is_npu = True``): the slice cannot know it, so using it is exit 2 naming it, not a guess."""
+    hard_wired = CONFIGURATOR.replace("_is_npu = is_npu()", "_is_npu = True")
+    assert hard_wired != CONFIGURATOR
+    target = resolve_target(checkout(tmp_path, hard_wired))
+    with pytest.raises(StandInMissing, match="_is_npu"):
+        target.sizing.allocator_page_size(swa_under_dcp().config)
+
+
+def test_an_allocator_builder_that_raises_is_a_finding_naming_it(tmp_path):
+    raising = CONFIGURATOR.replace("elif self.is_hybrid_swa:", "elif self.is_hybrid_swa and 1 // 0:")
+    assert raising != CONFIGURATOR
+    target = resolve_target(checkout(tmp_path, raising))
+    with pytest.raises(TargetCallError, match=r"_build_token_to_kv_pool_allocator\(\) of .* raised ZeroDivisionError"):
+        target.sizing.allocator_page_size(swa_under_dcp().config)
+
+
+UNIFIED = (KVPool.UNIFIED_MAMBA, KVPool.UNIFIED_SWA)
+
+
+def test_the_unified_allocator_page_is_followed_from_the_configurator_to_the_allocator_class():
+    """configurator -> init_unified_*_pools -> the class: Mamba widened by DCP (own assignment after the base call),
+    SWA the base class's bare page (a class without ``__init__`` is its base's)."""
+    page = pages_of(CONFIGURATOR, Source(POOL, "unified_memory_pool.py"), Source(ALLOCATORS, "unified_mamba.py"))
+    for kind, p, d in itertools.product(UNIFIED, (1, 16, 64), (1, 2, 8)):
+        if kind.refuses_dcp and d > 1:
+            continue  # SGLang refuses DCP with unified memory on a hybrid SWA model
+        assert page(kind, p, d) == pool_alloc_page(kind, p, d), (kind, p, d)
+    assert page(KVPool.UNIFIED_MAMBA, 64, 8) == 512 and page(KVPool.UNIFIED_SWA, 64, 1) == 64
+
+
+MAMBA_WIDENED = "        self.page_size = page_size * dcp_size\n"
+SWA_BARE = "        self.page_size = page_size\n"
+
+
+@pytest.mark.parametrize(
+    "planted, replacement, kind, dcp, page",
+    [
+        # The Mamba allocator forgets the DCP widening on itself: it overrides the base call's page.
+        (MAMBA_WIDENED, SWA_BARE, KVPool.UNIFIED_MAMBA, 8, 64),
+        # The SWA base doubles its page.
+        (SWA_BARE, "        self.page_size = 2 * page_size\n", KVPool.UNIFIED_SWA, 1, 128),
+    ],
+)
+def test_a_planted_unified_page_is_read_where_the_class_sets_it(planted, replacement, kind, dcp, page):
+    assert ALLOCATORS.count(planted) == 1
+    allocators = ALLOCATORS.replace(planted, replacement)
+    read = pages_of(CONFIGURATOR, Source(POOL, "unified_memory_pool.py"), Source(allocators, "unified_mamba.py"))
+    assert read(kind, 64, dcp) == page != pool_alloc_page(kind, 64, dcp)
+
+
+def test_a_unified_chain_that_cannot_be_followed_leaves_the_page_modeled():
+    pool = Source(POOL, "unified_memory_pool.py")
+    allocators = Source(ALLOCATORS, "unified_mamba.py")
+    assert set(UNIFIED) <= read_kinds(CONFIGURATOR, pool, allocators)
+    assert not set(UNIFIED) & read_kinds(CONFIGURATOR, allocators)  # no init_unified_*_pools
+    assert not set(UNIFIED) & read_kinds(CONFIGURATOR, pool)  # no allocator classes
+    two_calls = POOL.replace(
+        "    return allocator, state", "    other = UnifiedMambaTokenToKVPoolAllocator(page_size=2)"
+    )
+    assert two_calls != POOL
+    assert KVPool.UNIFIED_MAMBA not in read_kinds(CONFIGURATOR, Source(two_calls, "p.py"), allocators)
+    no_page = ALLOCATORS.replace("self.page_size = page_size\n", "self.pages = page_size\n")
+    assert KVPool.UNIFIED_SWA not in read_kinds(CONFIGURATOR, pool, Source(no_page, "a.py"))
+    cycle = "class UnifiedSWATokenToKVPoolAllocator(UnifiedSWATokenToKVPoolAllocator):\n    pass\n"
+    assert KVPool.UNIFIED_SWA not in read_kinds(CONFIGURATOR, pool, Source(cycle, "a.py"))
+
+
+def test_a_fidelity_mismatch_names_a_planted_unified_page(tmp_path):
+    planted = ALLOCATORS.replace(
+        "        self.page_size = page_size * dcp_size\n", "        self.page_size = page_size\n"
+    )
+    target = resolve_target(checkout(tmp_path, CONFIGURATOR, sizing_shape="uno.py", allocators=planted) + "@0.5.23")
+    cfg = ServingConfig.resolve(context_len=4093, page_size=64, attn_dcp_size=8, kv_pool="unified-mamba", **EAGLE_3_1_4)
+    assert target.revision.refuses(cfg) is None
+    found = disagreements(target.sizing, ModelSizing(REVISIONS["sglang-0.5.23"]), FidelityCase(cfg, ((100, 100),)))
+    assert [v.regime for v in found] == ["allocator_page_size"], found
