@@ -150,13 +150,28 @@ def test_a_real_target_lists_the_kinds_whose_allocator_page_it_could_not_read(tm
     assert not resolve_target(str(lone / "allocation_sizing.py")).sizing.in_file("allocator_page_size")
 
 
-RELEASES_WITH_A_CONFIGURATOR = ("0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+RELEASES = (
+    "0.5.13",
+    "0.5.14",
+    "0.5.15",
+    "0.5.16",
+    "0.5.17",
+    "0.5.18",
+    "0.5.19",
+    "0.5.20",
+    "0.5.21",
+    "0.5.22",
+    "0.5.23",
+)
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("version", RELEASES_WITH_A_CONFIGURATOR)
-def test_every_release_with_a_configurator_pages_each_kind_as_modeled(version, real_wheel_cache):
-    """The real wheel (cached or downloaded): its allocator builder is read, and agrees with ``pool_alloc_page``."""
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_release_pages_each_kind_as_modeled(version, real_wheel_cache):
+    """The real wheel (cached or downloaded): every kind's allocator page is read, and agrees with ``pool_alloc_page``.
+
+    0.5.16+ from the configurator and the unified chain; 0.5.13-0.5.15 from the ModelRunner mixin.
+    """
     target = resolve_target(f"sglang=={version}")
     assert target.sizing.in_file("allocator_page_size")
     assert set(target.sizing.module.alloc_pages.pages) == set(target.revision.pools)
@@ -170,7 +185,7 @@ def test_every_release_with_a_configurator_pages_each_kind_as_modeled(version, r
         if target.revision.refuses(cfg) is None:
             assert target.sizing.allocator_page_size(cfg) == pool_alloc_page(kind, p, d), (version, kind, p, d)
             checked += 1
-    assert checked >= 3 * 9 + 3  # the allocator builder's three kinds at every page and DCP size, a unified kind
+    assert checked >= 3 * 3  # at least the allocator builder's three kinds at every page
 
 
 def test_a_branch_on_a_name_with_no_stand_in_stops_with_that_name(tmp_path):
@@ -250,3 +265,44 @@ def test_a_fidelity_mismatch_names_a_planted_unified_page(tmp_path):
     assert target.revision.refuses(cfg) is None
     found = disagreements(target.sizing, ModelSizing(REVISIONS["sglang-0.5.23"]), FidelityCase(cfg, ((100, 100),)))
     assert [v.regime for v in found] == ["allocator_page_size"], found
+
+
+MIXIN = (SHAPES / "model_runner_kv_cache_mixin.py").read_text()  # 0.5.15's shape, in this project's words
+
+
+def old_checkout(tmp_path: Path, mixin: str = MIXIN) -> str:
+    """A 0.5.15-shaped tree: mem_cache/common.py (the sizing functions) and model_executor/'s ModelRunner mixin."""
+    (tmp_path / "mem_cache").mkdir(parents=True)
+    (tmp_path / "model_executor").mkdir()
+    (tmp_path / "mem_cache" / "common.py").write_text((SHAPES / "common.py").read_text())
+    (tmp_path / "model_executor" / "model_runner_kv_cache_mixin.py").write_text(mixin)
+    (tmp_path / "mem_cache" / "unified_memory_pool.py").write_text(POOL)
+    (tmp_path / "mem_cache" / "multi_ended_allocator.py").write_text(ALLOCATORS)
+    return str(tmp_path / "mem_cache" / "common.py") + "@0.5.15"
+
+
+def test_before_the_configurator_the_model_runner_mixin_gives_the_rows_and_pages(tmp_path):
+    """0.5.13-0.5.15: ``self.token_to_kv_pool_allocator`` in ``_init_pools``, its ``is_dsv4_model`` a local."""
+    target = resolve_target(old_checkout(tmp_path))
+    assert target.sizing.module.builders_origin.endswith("model_runner_kv_cache_mixin.py")
+    read = target.sizing.module.alloc_pages.pages
+    assert {KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE, KVPool.UNIFIED_MAMBA} <= set(read)
+    for kind, p in itertools.product(sorted(read), (1, 16, 64)):
+        cfg = ServingConfig.resolve(context_len=4096, page_size=p, kv_pool=kind.value)
+        assert target.sizing.allocator_page_size(cfg) == pool_alloc_page(kind, p, 1), (kind, p)
+    unified = ServingConfig.resolve(
+        context_len=4096,
+        page_size=64,
+        kv_pool="unified-mamba",
+        speculative_algorithm="DSPARK",
+        speculative_num_draft_tokens=6,
+    )
+    assert target.sizing.req_to_token_row_width(unified) == 4096 + 4 + 6
+
+
+def test_a_planted_mixin_page_is_read_from_the_model_runner(tmp_path):
+    planted = MIXIN.replace("SWAAllocator(page_size=self.page_size)", "SWAAllocator(page_size=2 * self.page_size)")
+    assert planted != MIXIN
+    target = resolve_target(old_checkout(tmp_path, planted))
+    cfg = ServingConfig.resolve(context_len=4096, page_size=16, kv_pool="swa")
+    assert target.sizing.allocator_page_size(cfg) == 32

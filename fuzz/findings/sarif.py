@@ -9,7 +9,8 @@ group shows too small:
     the row width    write-within-row, neighbour-rows-untouched, kv-lens-ordered
                      -> get_req_to_token_extra_context_len()  (the headroom past context_len),
                         or, on a pool whose builder sizes its own row (unified Mamba / SWA), that
-                        builder in kv_cache_configurator.py (KVCacheConfigurator._init_unified_*)
+                        builder in kv_cache_configurator.py (KVCacheConfigurator._init_unified_*;
+                        0.5.13-0.5.15: model_runner_kv_cache_mixin.py)
     the reserve      every other property: drafts, page-aligned growth, the slot invariants
                      -> get_alloc_reserve_per_decode()
     the function     model-mismatch/<function>, sizing-raised (the function that raised)
@@ -183,12 +184,14 @@ def builder_location(target: Any, f: Finding, cwd: str | None = None) -> SourceL
     found = getattr(module, "builder_lines", {}).get(kind)
     if module is None or found is None:
         return None
-    name, line = found
+    function, line = found
+    origin = str(module.builders_origin)
     if target.kind is TargetKind.FILE:
-        uri = artifact_uri(str(module.builders_origin), cwd)
-    else:  # a release or the installed package: its path in SGLang's repository
-        uri = SGLANG_REPO_PATH + wheels.CONFIGURATOR_MODULE
-    return SourceLine(uri, line, f"KVCacheConfigurator.{name}")
+        uri = artifact_uri(origin, cwd)
+    else:  # a release or the installed package: its path in SGLang's repository (0.5.13-0.5.15: the mixin)
+        member = wheels.MIXIN_MODULE if origin.endswith(wheels.MIXIN_MODULE) else wheels.CONFIGURATOR_MODULE
+        uri = SGLANG_REPO_PATH + member
+    return SourceLine(uri, line, function)
 
 
 def sarif_result(f: Finding, target: Any, rule_index: dict[Property, int], cwd: str | None = None) -> dict[str, Any]:

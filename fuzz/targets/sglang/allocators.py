@@ -29,6 +29,12 @@ deployment built (``token_to_kv_pool_allocator.page_size``; 0.5.23
   reads) or, after it, a ``super().__init__(page_size=...)`` into a base
   class that is read the same way.
 
+Before the configurator (0.5.13-0.5.15) the ModelRunner built both
+(``model_executor/model_runner_kv_cache_mixin.py``): ``_init_pools`` (0.5.15
+503) assigns ``self.token_to_kv_pool_allocator`` from the ModelRunner's own
+``page_size``, ``dcp_size`` and ``enable_hisparse`` (1045-1160), and its
+``_init_unified_*_pools`` start the same unified chain (352-499).
+
 What stays modeled: which kind a deployment builds (``KVPool``), and that
 no other attribute of the configurator changes the branch taken.  A name a
 slice reads with no stand-in stops the run naming it (``StandInMissing``);
@@ -53,6 +59,10 @@ from .stubs import Bag, Published, StandIns
 
 ALLOCATOR = "token_to_kv_pool_allocator"
 ALLOCATOR_BUILDER = "_build_token_to_kv_pool_allocator"
+# Where the allocator is built: the configurator's method (0.5.16+), or, in 0.5.13-0.5.15, the ModelRunner mixin's
+# ``_init_pools`` (0.5.15 ``model_executor/model_runner_kv_cache_mixin.py`` 503, the allocator at 1045-1160),
+# which assigns ``self.token_to_kv_pool_allocator``.
+ALLOCATOR_BUILDERS = (ALLOCATOR_BUILDER, "_init_pools")
 PAGE = "page_size"
 PAGE_KEYWORDS = ("page_size", "physical_page_size")
 SLICED_PAGE = "__kvrow_alloc_page"
@@ -106,7 +116,7 @@ def extract_alloc_pages(
     if builder is not None:
         for kind in ALLOCATOR_KINDS:
             pages[kind] = functools.partial(builder, kind)
-            origins[kind] = f"KVCacheConfigurator.{ALLOCATOR_BUILDER}() of {configurator.where}"
+            origins[kind] = f"{builder.__name__}() of {configurator.where}"
     trees = [(t, s.where) for s in others if (t := _parse(s)) is not None]
     for kind, method in ROW_BUILDERS.items():
         if kind.unified:
@@ -124,16 +134,26 @@ def _parse(source: Source) -> ast.Module | None:
 
 
 def configurator_of(kind: KVPool, published: Published) -> Bag:
-    """``self`` of the configurator for a kind: its page_size and the attributes the allocator branches read."""
+    """``self`` of the configurator (or 0.5.13-0.5.15's ModelRunner) for a kind: what the allocator branches read.
+
+    Its page_size is the server's (0.5.23 ``model_executor/model_runner.py``
+    399, handed to the configurator at 674; 0.5.15 ModelRunner 407), as are
+    0.5.15's ``dcp_size`` (382) and ``enable_hisparse`` (426); no allocator
+    exists yet, and the full pool is not empty (not pure SWA).
+    """
     server_args = published.read("server_args")
     return Bag(
         "configurator",
         server_args=server_args,
         page_size=server_args.page_size,
+        dcp_size=server_args.dcp_size,
+        enable_hisparse=server_args.enable_hisparse,
         is_hybrid_swa=kind is KVPool.SWA,
         hybrid_gdn_config=None,
         kv_shard_size=1,
         is_draft_worker=False,
+        full_max_total_num_tokens=SIZES_TOKENS,
+        token_to_kv_pool_allocator=None,
     )
 
 
@@ -150,9 +170,16 @@ def _page_of(call: ast.Call) -> ast.expr | None:
     for kw in call.keywords:
         if kw.arg in PAGE_KEYWORDS:
             return kw.value
-    if any(isinstance(a, ast.Name) and a.id == ALLOCATOR for a in call.args):
+    if any(_is_allocator(a) for a in call.args):
         return None
     return ast.Constant(TOKEN_ALLOCATOR_PAGE)
+
+
+def _is_allocator(node: ast.expr) -> bool:
+    """``token_to_kv_pool_allocator`` (the configurator's local) or ``self.token_to_kv_pool_allocator`` (0.5.15)."""
+    if isinstance(node, ast.Name):
+        return node.id == ALLOCATOR
+    return isinstance(node, ast.Attribute) and node.attr == ALLOCATOR and isinstance(node.value, ast.Name)
 
 
 def _slice_pages(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -161,7 +188,7 @@ def _slice_pages(body: list[ast.stmt]) -> list[ast.stmt]:
     for stmt in body:
         if (
             isinstance(stmt, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == ALLOCATOR for t in stmt.targets)
+            and any(_is_allocator(t) for t in stmt.targets)
             and isinstance(stmt.value, ast.Call)
         ):
             page = _page_of(stmt.value)
@@ -206,7 +233,8 @@ def _allocator_builder(
     None when the source has no such method, or it takes a parameter this
     does not supply (the page then stays modeled).
     """
-    method = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == ALLOCATOR_BUILDER), None)
+    methods = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in ALLOCATOR_BUILDERS]
+    method = min(methods, key=lambda n: ALLOCATOR_BUILDERS.index(n.name), default=None)
     if method is None:
         return None
     kept = _slice_pages(method.body)
@@ -219,15 +247,18 @@ def _allocator_builder(
         *kept,
         ast.Return(ast.Name(SLICED_PAGE, ast.Load())),
     ]
-    probes = _module_probes(tree, stand_ins.known)
+    # 0.5.15's ``is_dsv4_model`` is a local of _init_pools (627, from the model's hf_config): no DeepSeek V4 here,
+    # as the configurator is handed (``_handed``).
+    names = {"is_dsv4_model": False, **_module_probes(tree, stand_ins.known)}
     builder = compiled(
-        method, f"{ALLOCATOR_BUILDER}__page", _without_annotations(method.args), body, filename, stand_ins, probes
+        method, f"{method.name}__page", _without_annotations(method.args), body, filename, stand_ins, names
     )
     kwargs = {p: v for p, v in handed.items() if p in params}
 
     def alloc_page(kind: KVPool) -> int:
         return builder(configurator_of(kind, published), **kwargs)  # type: ignore[no-any-return]
 
+    alloc_page.__name__ = method.name
     return alloc_page
 
 
@@ -329,10 +360,7 @@ def _unified_chain(
     def alloc_page() -> int:
         return init(hop2(hop1(configurator_of(kind, published))))  # type: ignore[no-any-return]
 
-    origin = (
-        f"KVCacheConfigurator.{method_name}() of {configurator_where} -> {pool_fn_name}() of {pool_fn[1]} -> "
-        f"{class_name}.__init__"
-    )
+    origin = f"{method_name}() of {configurator_where} -> {pool_fn_name}() of {pool_fn[1]} -> {class_name}.__init__"
     return alloc_page, origin
 
 

@@ -78,13 +78,14 @@ def _methods(tree: ast.Module) -> dict[str, ast.FunctionDef]:
 
 
 def builder_lines(source: str) -> dict[KVPool, tuple[str, int]]:
-    """Per kind with a builder of its own in ``source``: (the builder method, its ``def`` line); SARIF points there."""
+    """Per kind with a builder of its own in ``source``: (Class.method, its ``def`` line); SARIF points there."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return {}
+    owner = {id(m): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for m in c.body}
     return {
-        BUILDERS[name]: (name, method.lineno)
+        BUILDERS[name]: (f"{owner[id(method)]}.{name}" if id(method) in owner else name, method.lineno)
         for name, method in _methods(tree).items()
         if BUILDERS[name] is not KVPool.STANDARD and _slice(method.body)
     }

@@ -30,8 +30,8 @@ have a default.  A file without ``page_aligned_decode_alloc_lens`` uses the
 modeled one of its version's revision (before 0.5.19 that arithmetic lived in
 the decode path, which is the model's anyway).  What stays modeled for every
 real target: the decode path that calls these functions, the allocator
-(its page is read where SGLang builds it when ``kv_cache_configurator.py``
-is there: ``allocators``), the scheduler; for main, also the call site of the guard and which page the
+(its page is read where SGLang builds it when the pool builders are there:
+``allocators``), the scheduler; for main, also the call site of the guard and which page the
 decode path passes (the allocator's own, ``alloc_page_size``).
 """
 
@@ -98,7 +98,7 @@ class SizingModule:
     # The pool builders' own row extras, per kind (``builders``), when the configurator was read; None: not read.
     row_extras: dict[KVPool, RowExtra] | None = None
     builders_origin: str | None = None  # where they were read
-    builder_lines: dict[KVPool, tuple[str, int]] = field(default_factory=dict)  # kind -> (method, def line)
+    builder_lines: dict[KVPool, tuple[str, int]] = field(default_factory=dict)  # kind -> (Class.method, def line)
     # The allocator page per kind, read where SGLang builds the allocator (``allocators``); None: not read.
     alloc_pages: AllocPages | None = None
 
@@ -316,7 +316,8 @@ class RealSizing:
         if self.module.row_extras is None:
             left = sorted(set(KVPool) - self.revision.pools)
             out.append(
-                "no kv_cache_configurator.py: the other kinds of pool take the sizing file's row"
+                "no pool builders (kv_cache_configurator.py, or 0.5.13-0.5.15's model_runner_kv_cache_mixin.py): "
+                "the other kinds of pool take the sizing file's row"
                 + (
                     f", and {', '.join(left)} (sized by their own builders in this version) are not checked"
                     if left

@@ -108,7 +108,11 @@ def _resolve_release(spec: str) -> Target:
         semantics_for(version)  # refuse a release before the sizing functions before downloading anything
         wheel = wheels.release_wheel(version)
         source, member = wheels.read_sizing_from_wheel(wheel)
-        configurator = wheels.read_member(wheel, wheels.CONFIGURATOR_MODULE)
+        builders_member = wheels.CONFIGURATOR_MODULE
+        configurator = wheels.read_member(wheel, builders_member)
+        if configurator is None:  # 0.5.13-0.5.15: the ModelRunner mixin builds the pools
+            builders_member = wheels.MIXIN_MODULE
+            configurator = wheels.read_member(wheel, builders_member)
         others = [
             Source(text, f"{wheel}/{member}")
             for member in (f"{MEM_CACHE}/{m}" for m in UNIFIED_MODULES)
@@ -125,7 +129,7 @@ def _resolve_release(spec: str) -> Target:
         source,
         f"{wheel}/{member}",
         version,
-        None if configurator is None else (Source(configurator, f"{wheel}/{wheels.CONFIGURATOR_MODULE}"), others),
+        None if configurator is None else (Source(configurator, f"{wheel}/{builders_member}"), others),
     )
 
 
@@ -148,10 +152,13 @@ def _resolve_file(path: str, version: str | None) -> Target:
 
 
 def _sibling_builders(sizing_path: str) -> tuple[Source, list[Source]] | None:
-    """The ``kv_cache_configurator.py`` beside a sizing file (a checkout or an installed package), if readable,
-    and the unified pool files beside it (``allocators.UNIFIED_MODULES``) that are there."""
+    """The ``kv_cache_configurator.py`` beside a sizing file (a checkout or an installed package), if readable
+    (else 0.5.13-0.5.15's ``model_runner_kv_cache_mixin.py``), and the unified pool files beside it
+    (``allocators.UNIFIED_MODULES``) that are there."""
     here = os.path.dirname(sizing_path)
     configurator = _readable(os.path.join(here, os.path.basename(wheels.CONFIGURATOR_MODULE)))
+    if configurator is None:  # 0.5.13-0.5.15's tree: the ModelRunner mixin, in model_executor/ beside mem_cache/
+        configurator = _readable(os.path.join(os.path.dirname(here), *wheels.MIXIN_MODULE.split("/")[-2:]))
     if configurator is None:
         return None
     others = [s for m in UNIFIED_MODULES if (s := _readable(os.path.join(here, *m.split("/")))) is not None]

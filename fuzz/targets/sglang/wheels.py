@@ -175,6 +175,8 @@ def _bounded_member(z: zipfile.ZipFile, member: str, wheel: str) -> bytes:
 
 # The pool builders: where each kind of req_to_token pool gets its row width (0.5.16+).
 CONFIGURATOR_MODULE = "sglang/srt/mem_cache/kv_cache_configurator.py"
+# Before the configurator (0.5.13-0.5.15) the pools and the allocator were built by the ModelRunner mixin.
+MIXIN_MODULE = "sglang/srt/model_executor/model_runner_kv_cache_mixin.py"
 
 
 def read_member(wheel: str, member: str) -> str | None:
