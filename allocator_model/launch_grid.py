@@ -90,12 +90,14 @@ def bitmask(steps: Iterable[int]) -> int:
 
 
 def highest_bit(mask: Tensor) -> Tensor:
-    """Index of the highest set bit (-1 for 0)."""
-    out = torch.full_like(mask, -1)
-    top = int(mask.max()).bit_length() if mask.numel() else 0
-    for s in range(top):
-        out = torch.where((mask >> s) & 1 == 1, s, out)
-    return out
+    """Index of the highest set bit (-1 for 0): ``int.bit_length() - 1`` per element.
+
+    ``frexp`` writes x = m * 2**e with 0.5 <= m < 1, so e = bit_length(x),
+    exactly for every mask below 2**53 (float64 holds it exactly; frexp(0) = (0, 0)).
+    """
+    if mask.numel() and int(mask.max()) >= 1 << 53:
+        raise ValueError("highest_bit: a mask of 2**53 or more does not fit float64 exactly")
+    return (torch.frexp(mask.double()).exponent - 1).to(mask.dtype)
 
 
 def valid_mask(g: LaunchGrid) -> Tensor:

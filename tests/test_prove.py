@@ -567,6 +567,22 @@ def test_the_sweep_on_a_gpu_gives_the_cpu_verdict(spec: str) -> None:
     assert on_gpu.configurations == on_cpu.configurations
 
 
+@pytest.mark.parametrize("spec", ["reference@sglang-0.5.23", "sglang==0.5.23"])
+def test_the_sweep_under_a_device_context_gives_the_plain_verdict(spec: str) -> None:
+    """``--device cuda`` runs the sweep inside ``torch.device(...)``, a mode that intercepts every torch call.
+
+    Without a GPU the same mode with the CPU still runs every intercepted
+    call (model and traced real sizing alike): none may change the verdict.
+    What only a GPU can show (the test above) stays skipped here.
+    """
+    t = resolve_target(spec)
+    plain = prove(t, TINY, algorithm="EAGLE")
+    with torch.device("cpu"):
+        moded = prove(t, TINY, algorithm="EAGLE")
+    assert summary(moded) == summary(plain) and moded.heat == plain.heat
+    assert moded.configurations == plain.configurations > 0
+
+
 def test_groups_that_differ_only_in_outcome_keep_a_witness_and_a_case_file_each(tmp_path: Path) -> None:
     """A silent spill and the same spill stopped by EAGLE's guard are two groups: two witnesses, two case files."""
     result = prove(resolve_target("reference@sglang-0.5.18"), TINY, kinds=[KVPool.STANDARD])
@@ -579,3 +595,15 @@ def test_groups_that_differ_only_in_outcome_keep_a_witness_and_a_case_file_each(
     argv = ["prove", "--target", "reference@sglang-0.5.18", "--space", "tiny", "--quiet", "--cases", str(cases)]
     assert main(argv) == 1
     assert len(list(cases.glob("*.json"))) == len(prove(resolve_target("reference@sglang-0.5.18"), TINY).groups)
+
+
+def test_highest_bit_is_the_bit_length_less_one_of_every_mask() -> None:
+    """Every candidate-step mask (below 2**17) and a few wide ones: frexp's exponent, exactly as ``int.bit_length``."""
+    from allocator_model.launch_grid import highest_bit
+
+    masks = torch.arange(0, 1 << 17, dtype=torch.int32)
+    assert highest_bit(masks).tolist() == [m.bit_length() - 1 for m in range(1 << 17)]
+    wide = torch.tensor([(1 << 52) + 12345, (1 << 40) - 1, 1, 0], dtype=torch.int64)
+    assert highest_bit(wide).tolist() == [52, 39, 0, -1]
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        highest_bit(torch.tensor([1 << 53], dtype=torch.int64))

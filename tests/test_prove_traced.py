@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from allocator_model.pools import KVPool
+from fuzz.common.shards import Shard
 from fuzz.prove.space import Space
 from fuzz.prove.sweep import prove
 from fuzz.prove.tracing import Traced, Unsupported, bool_result, combine, explore, integer_result, leaf
@@ -267,23 +268,27 @@ def test_a_file_that_tells_traced_values_apart_is_caught_by_the_sample(tmp_path)
     assert traced.trace.diverged
 
 
-def test_the_merged_slices_of_the_workers_give_the_single_process_verdict():
-    """What ``prove --jobs 2`` merges: the two sub-shards' sweeps, added up (``merge_results``), in one process."""
-    from fuzz.common.shards import Shard
-    from fuzz.prove.parallel import sub_shards
+@pytest.mark.parametrize("shard", [Shard(1, 1), Shard(2, 3)])
+def test_the_merged_blocks_of_the_workers_give_the_single_process_verdict(shard):
+    """What ``prove --jobs 2`` merges: each worker's blocks (``blocks_part``), added up (``merge_results``).
+
+    Each block is traced by one worker only (its paths counted once), within a ``--shard`` too.
+    """
     from fuzz.prove.result import merge_results
 
-    assert sub_shards(Shard(2, 3), 2) == [Shard(2, 6), Shard(5, 6)]  # together: what shard 2/3 takes
     target = resolve_target(str(SHAPES / "uno.py"))
-    single = prove(target, MICRO, kinds=KINDS)
-    merged = merge_results([prove(target, MICRO, kinds=KINDS, shard=s) for s in sub_shards(Shard(1, 1), 2)])
+    single = prove(target, MICRO, kinds=KINDS, shard=shard)
+    parts = [prove(target, MICRO, kinds=KINDS, shard=shard, blocks_part=Shard(j, 2)) for j in (1, 2)]
+    assert all(p.launch_configurations for p in parts)
+    merged = merge_results(parts)
     assert summary_of(merged) == summary_of(single) and merged.heat == single.heat
     assert merged.trace.configs_traced == single.trace.configs_traced == single.launch_configurations
+    assert merged.trace.paths == single.trace.paths and merged.trace.blocks == single.trace.blocks
 
 
 @pytest.mark.slow
 def test_two_worker_processes_give_the_single_process_verdict():
-    """``prove --jobs 2`` end to end: two spawned workers, each a slice of the space, merged."""
+    """``prove --jobs 2`` end to end: two spawned workers, each dealt every other block, merged."""
     from fuzz.prove.parallel import prove_in_parallel
 
     spec = str(SHAPES / "uno.py")
@@ -334,3 +339,23 @@ def test_a_growth_rule_that_tells_traced_values_apart_is_caught_and_counted(tmp_
     traced, plain = both(spec, kinds=(KVPool.STANDARD,))
     assert verdict(traced) == verdict(plain)
     assert any(d.endswith("growth rule") for d in traced.trace.diverged)
+
+
+def test_the_parent_follows_every_block_the_workers_report():
+    """``prove --jobs``: each worker's finished blocks reach the parent's progress, every one, before it reports."""
+    import queue
+    from concurrent.futures import Future
+
+    from fuzz.prove.parallel import _follow
+    from fuzz.prove.progress import SweepProgress
+
+    events: queue.Queue[int] = queue.Queue()
+    for configs in (3, 0, 5):
+        events.put(configs)
+    done: Future[object] = Future()
+    done.set_result(None)
+    lines: list[str] = []
+    progress = SweepProgress("t", 3, lines.append, every=0.0)
+    _follow([done], events, progress)  # type: ignore[list-item]
+    assert (progress.blocks_done, progress.configs_done) == (3, 8)
+    assert lines[-1].startswith("[t] prove: block 3 of 3, 8 launch configurations")

@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
         type=parse_jobs,
         default=1,
         metavar="N",
-        help="worker processes, each sweeping a slice of the space (0 or auto: every core); one merged result",
+        help="worker processes, each sweeping its share of the blocks (0 or auto: every core); one merged result",
     )
     p.add_argument(
         "--one-by-one",
@@ -142,8 +142,8 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         }
         if args.jobs > 1:
             if progress:
-                progress(f"[{t.spec}] prove: {args.jobs} worker processes, one slice of the space each")
-            result = prove_in_parallel(t.spec, SPACES[space], args.jobs, shard=shard, **options)
+                progress(f"[{t.spec}] prove: {args.jobs} worker processes, dealt the blocks round-robin")
+            result = prove_in_parallel(t.spec, SPACES[space], args.jobs, shard=shard, on_progress=progress, **options)
         else:
             result = prove(t, space, on_progress=progress, shard=shard, **options)
         confirm(t, result)

@@ -1,9 +1,12 @@
 """``prove --jobs N``: the sweep split over N worker processes on this machine, merged into one result.
 
-Each worker sweeps one sub-shard of the space (``grid.shard_mask``): within
-shard I of N, worker j of J takes shard (I - 1) + N j + 1 of N J, so the J
-workers partition exactly what shard I/N covers (and with ``--shard`` unset,
-the whole space).  Workers are spawned (a fresh interpreter: torch and fork
+Each worker sweeps every J-th block of what shard I/N covers (``sweep.prove``'s
+``blocks_part``: worker j of J takes block b when b mod J = j - 1), so the J
+workers partition it and each block's sizing calls (its traced paths, its
+sample of plain calls) are made by one worker only; blocks are listed kind,
+algorithm and page size in turn, so dealing them round-robin spreads the
+heavy ones.  (Splitting each block's rows instead would make every worker
+trace every block.)  Workers are spawned (a fresh interpreter: torch and fork
 do not mix), resolve the target from its spec again, and send back their
 ``ProveResult``; ``result.merge_results`` adds them up.  The verdict is the
 single process's (``tests/test_shards.py`` holds the shards' union equal to
@@ -12,31 +15,53 @@ the whole).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import queue
 import time
-from collections.abc import Collection
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Collection
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from allocator_model.pools import KVPool
 from fuzz.common.shards import WHOLE, Shard
 
+from .progress import SweepProgress
 from .result import ProveResult, merge_results
 from .space import Space
 
 
-def sub_shards(shard: Shard, jobs: int) -> list[Shard]:
-    """The ``jobs`` shards of ``shard.count * jobs`` whose union is ``shard``."""
-    return [Shard(shard.offset + shard.count * j + 1, shard.count * jobs) for j in range(jobs)]
-
-
-def _part(args: tuple[str, Space, Shard, dict[str, Any]]) -> ProveResult:
+def _part(args: tuple[str, Space, Shard, dict[str, Any], Any]) -> ProveResult:
     from fuzz.targets import resolve_target
 
     from .sweep import prove
 
-    spec, space, shard, kw = args
-    return prove(resolve_target(spec), space, shard=shard, **kw)
+    spec, space, shard, kw, events = args
+    on_block = events.put if events is not None else None
+    return prove(resolve_target(spec), space, shard=shard, on_block=on_block, **kw)
+
+
+def _follow(futures: list[Future[ProveResult]], events: Any, progress: SweepProgress) -> None:
+    """The workers' finished blocks, as they come, into ``progress`` (a line every couple of seconds)."""
+    while True:
+        try:
+            progress.block_done(events.get(timeout=0.25), called=False)
+        except queue.Empty:
+            if all(f.done() for f in futures):
+                return
+
+
+def _progress(
+    spec: str, space: Space, algorithm: str | None, kinds: Collection[KVPool] | None, on_line: Callable[[str], None]
+) -> SweepProgress:
+    """The parent's progress over every block of the sweep (the workers report theirs)."""
+    from fuzz.targets import resolve_target
+
+    from .grid import target_algorithms
+    from .sweep import blocks
+
+    target = resolve_target(spec)
+    return SweepProgress(spec, len(blocks(target, space, target_algorithms(target, algorithm), kinds)), on_line)
 
 
 def prove_in_parallel(
@@ -50,12 +75,23 @@ def prove_in_parallel(
     traced: bool,
     device: str,
     kinds: Collection[KVPool] | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> ProveResult:
-    """``sweep.prove`` of ``spec`` with ``jobs`` worker processes (see the module docstring)."""
+    """``sweep.prove`` of ``spec`` with ``jobs`` worker processes (see the module docstring).
+
+    ``on_progress`` gets the blocks the workers finished, of all the sweep's, every couple of seconds.
+    """
     kw = {"algorithm": algorithm, "calls": calls, "traced": traced, "device": device, "kinds": kinds}
     t0 = time.monotonic()
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        parts = list(pool.map(_part, [(spec, space, sub, kw) for sub in sub_shards(shard, jobs)]))
+    spawn = multiprocessing.get_context("spawn")
+    with contextlib.ExitStack() as stack:
+        events = stack.enter_context(spawn.Manager()).Queue() if on_progress else None
+        pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=spawn))
+        parts_of = [(spec, space, shard, kw | {"blocks_part": Shard(j, jobs)}, events) for j in range(1, jobs + 1)]
+        futures = [pool.submit(_part, part) for part in parts_of]
+        if on_progress:
+            _follow(futures, events, _progress(spec, space, algorithm, kinds, on_progress))
+        parts = [f.result() for f in futures]
     merged = merge_results(parts)
     merged.seconds = time.monotonic() - t0
     return merged

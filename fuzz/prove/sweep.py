@@ -75,6 +75,8 @@ def prove(
     shard: Shard = WHOLE,
     traced: bool = True,
     device: str = "cpu",
+    blocks_part: Shard = WHOLE,
+    on_block: Callable[[int], None] | None = None,
 ) -> ProveResult:
     """Sweep the space on ``target``; ``calls`` (default: not a model target) uses its sizing functions.
 
@@ -87,6 +89,10 @@ def prove(
 
     ``kinds``: only these kinds of KV pool (default: every kind the target's release builds).
     ``shard``: only that shard's launch configurations (``grid.shard_mask``); the shards' sweeps partition it.
+    ``blocks_part``: only the blocks it takes (block i when ``blocks_part.takes(i)``): how ``--jobs`` splits a
+    sweep between worker processes, each block (and its sizing calls) swept by one of them.
+    ``on_block``: told the launch configurations of each block this sweep took, as it finishes (a
+    ``--jobs`` worker's progress, sent to the parent).
 
     ``on_progress`` gets a line at the start and then every two seconds or
     so, with the time left (``progress.SweepProgress``).
@@ -107,6 +113,8 @@ def prove(
             kinds,
             shard,
             traced,
+            blocks_part,
+            on_block,
         )
 
 
@@ -187,6 +195,8 @@ def _prove(
     kinds: Collection[KVPool] | None = None,
     shard: Shard = WHOLE,
     traced: bool = True,
+    blocks_part: Shard = WHOLE,
+    on_block: Callable[[int], None] | None = None,
 ) -> ProveResult:
     traced = traced and calls and hasattr(target.sizing, "raw")
     method = "sizing calls, once per path of each block" if traced else "sizing calls per configuration"
@@ -203,10 +213,14 @@ def _prove(
         _start_progress(target, space, todo, one_by_one, on_progress, shard, result.method) if on_progress else None
     )
     for number, block in enumerate(todo):
+        if not blocks_part.takes(number):
+            continue
         g = launched(target, space, block, number, shard)
         if not len(g):
             if progress:
                 progress.block_done(0, called=one_by_one)
+            if on_block:
+                on_block(0)
             continue
         result.launch_configurations += len(g)
         if calls:
@@ -221,6 +235,8 @@ def _prove(
         _sweep_block(result, g, rows, gaps, target.revision)
         if progress:
             progress.block_done(len(g), called=one_by_one)
+        if on_block:
+            on_block(len(g))
         if stop_when and stop_when(result):
             result.stopped_early = True
             break
@@ -373,7 +389,9 @@ def _record(
     if not bool(bad.any()):
         return
     outcome = torch.zeros_like(regime) if outcomes is None else outcomes
-    pairs = torch.unique(torch.stack([regime[bad], outcome[bad]], dim=1), dim=0).tolist()
+    # The (regime, outcome) pairs present, as one small code each: a bincount, not a sort of the rows.
+    present = torch.bincount((regime[bad] * len(OUTCOMES) + outcome[bad]).long(), minlength=1).nonzero().flatten()
+    pairs = [divmod(int(k), len(OUTCOMES)) for k in present.tolist()]
     for code, oc in pairs:
         mask = bad & (regime == code) & (outcome == oc)
         sig = Signature(prop, group_name(REGIMES[code].value, kv_pool), OUTCOMES[oc])
