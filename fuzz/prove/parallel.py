@@ -1,12 +1,14 @@
 """``prove --jobs N``: the sweep split over N worker processes on this machine, merged into one result.
 
-Each worker sweeps every J-th block of what shard I/N covers (``sweep.prove``'s
-``blocks_part``: worker j of J takes block b when b mod J = j - 1), so the J
-workers partition it and each block's sizing calls (its traced paths, its
-sample of plain calls) are made by one worker only; blocks are listed kind,
-algorithm and page size in turn, so dealing them round-robin spreads the
-heavy ones.  (Splitting each block's rows instead would make every worker
-trace every block.)  Workers are spawned (a fresh interpreter: torch and fork
+The blocks of what shard I/N covers are dealt into ``PARTS_PER_JOB`` x J
+parts (``sweep.prove``'s ``blocks_part``: part p of P takes block b when
+b mod P = p - 1), and the J workers take the parts one at a time, each as
+it finishes the last: the parts partition the sweep, each block's sizing
+calls (its traced paths, its sample of plain calls) are made by one worker
+only, and a worker dealt lighter blocks takes more parts (blocks differ
+several-fold in cost; a fixed split of 0.5.23's full space left one worker
+25% longer than the other).  Splitting each block's rows instead would make
+every worker trace every block.  Workers are spawned (a fresh interpreter: torch and fork
 do not mix), resolve the target from its spec again, and send back their
 ``ProveResult``; ``result.merge_results`` adds them up.  The verdict is the
 single process's (``tests/test_shards.py`` holds the shards' union equal to
@@ -30,6 +32,9 @@ from .progress import SweepProgress
 from .result import ProveResult, merge_results
 from .space import Space
 
+PARTS_PER_JOB = 8
+_TARGETS: dict[str, Any] = {}  # per worker process: each spec resolved once, for all the parts it sweeps
+
 
 def _part(args: tuple[str, Space, Shard, dict[str, Any], Any]) -> ProveResult:
     from fuzz.targets import resolve_target
@@ -37,8 +42,10 @@ def _part(args: tuple[str, Space, Shard, dict[str, Any], Any]) -> ProveResult:
     from .sweep import prove
 
     spec, space, shard, kw, events = args
+    if spec not in _TARGETS:
+        _TARGETS[spec] = resolve_target(spec)
     on_block = events.put if events is not None else None
-    return prove(resolve_target(spec), space, shard=shard, on_block=on_block, **kw)
+    return prove(_TARGETS[spec], space, shard=shard, on_block=on_block, **kw)
 
 
 def _follow(futures: list[Future[ProveResult]], events: Any, progress: SweepProgress) -> None:
@@ -87,7 +94,8 @@ def prove_in_parallel(
     with contextlib.ExitStack() as stack:
         events = stack.enter_context(spawn.Manager()).Queue() if on_progress else None
         pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=spawn))
-        parts_of = [(spec, space, shard, kw | {"blocks_part": Shard(j, jobs)}, events) for j in range(1, jobs + 1)]
+        n = jobs * PARTS_PER_JOB
+        parts_of = [(spec, space, shard, kw | {"blocks_part": Shard(p, n)}, events) for p in range(1, n + 1)]
         futures = [pool.submit(_part, part) for part in parts_of]
         if on_progress:
             _follow(futures, events, _progress(spec, space, algorithm, kinds, on_progress))
