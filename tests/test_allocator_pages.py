@@ -12,6 +12,7 @@ and its decode path rounds with what it says; the model's
 
 from __future__ import annotations
 
+import ast
 import itertools
 from pathlib import Path
 
@@ -306,3 +307,38 @@ def test_a_planted_mixin_page_is_read_from_the_model_runner(tmp_path):
     target = resolve_target(old_checkout(tmp_path, planted))
     cfg = ServingConfig.resolve(context_len=4096, page_size=16, kv_pool="swa")
     assert target.sizing.allocator_page_size(cfg) == 32
+
+
+def test_an_allocator_built_where_the_slice_does_not_follow_leaves_the_page_modeled():
+    """Inside a ``try`` the branch that runs is not read: modeled, not guessed from the branches around it."""
+    in_try = CONFIGURATOR.replace(
+        "            else:\n                token_to_kv_pool_allocator = Paged(",
+        "            else:\n                try:\n                    pass\n                finally:\n"
+        "                    token_to_kv_pool_allocator = Paged(page_size=3)\n"
+        "                token_to_kv_pool_allocator = Paged(",
+    )
+    assert in_try != CONFIGURATOR
+    ast.parse(in_try)  # still Python: the page is left modeled for where it is built, not for a syntax error
+    assert read_kinds(in_try) == set() and read_kinds(CONFIGURATOR) == set(ALLOCATOR_KINDS)
+
+
+def test_a_unified_page_set_under_a_condition_leaves_the_page_modeled():
+    conditional = ALLOCATORS.replace(
+        "        self.page_size = page_size * dcp_size\n",
+        "        if dcp_size > 1:\n            self.page_size = page_size * dcp_size\n",
+    )
+    assert conditional != ALLOCATORS
+    pool = Source(POOL, "unified_memory_pool.py")
+    assert KVPool.UNIFIED_MAMBA not in read_kinds(CONFIGURATOR, pool, Source(conditional, "a.py"))
+    assert KVPool.UNIFIED_SWA in read_kinds(CONFIGURATOR, pool, Source(conditional, "a.py"))
+
+
+def test_a_branch_that_builds_no_allocator_stops_with_one_line(tmp_path):
+    """The SWA branch hands over an allocator made elsewhere: no page to read there, exit 2, not a guess."""
+    shared = CONFIGURATOR.replace(SWA_LINE, "self.shared_allocator")
+    assert shared != CONFIGURATOR
+    target = resolve_target(checkout(tmp_path, shared))
+    with pytest.raises(StandInMissing, match="builds no allocator on the branch this deployment takes"):
+        target.sizing.allocator_page_size(swa_under_dcp().config)
+    standard = ServingConfig.resolve(context_len=4096, page_size=16, attn_dcp_size=2)
+    assert target.sizing.allocator_page_size(standard) == 32

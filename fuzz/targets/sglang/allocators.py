@@ -55,7 +55,7 @@ from typing import Any
 from allocator_model.pools import ROW_BUILDERS, KVPool
 
 from .builders import compiled
-from .stubs import Bag, Published, StandIns
+from .stubs import Bag, Published, StandInMissing, StandIns
 
 ALLOCATOR = "token_to_kv_pool_allocator"
 ALLOCATOR_BUILDER = "_build_token_to_kv_pool_allocator"
@@ -202,6 +202,18 @@ def _slice_pages(body: list[ast.stmt]) -> list[ast.stmt]:
     return kept
 
 
+def _allocator_builds(body: list[ast.stmt], sliced: bool = False) -> int:
+    """How many statements of ``body`` (at any depth) build an allocator, or, ``sliced``, set the sliced page."""
+    count = 0
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and not sliced:
+                count += any(_is_allocator(t) for t in node.targets) and _page_of(node.value) is not None
+            elif isinstance(node, ast.Assign) and sliced:
+                count += any(isinstance(t, ast.Name) and t.id == SLICED_PAGE for t in node.targets)
+    return count
+
+
 def _module_probes(tree: ast.Module, known: dict[str, Any]) -> dict[str, Any]:
     """Module-level ``_is_npu = is_npu()``-style constants: a name bound to a platform probe's answer.
 
@@ -230,8 +242,10 @@ def _allocator_builder(
 ) -> Callable[[KVPool], int] | None:
     """The page ``_build_token_to_kv_pool_allocator`` builds for a kind of ``ALLOCATOR_KINDS``.
 
-    None when the source has no such method, or it takes a parameter this
-    does not supply (the page then stays modeled).
+    None when the source has no such method, it takes a parameter this does
+    not supply, or it builds an allocator where the slice does not follow
+    (inside a loop, ``with``, ``try`` or ``match``): the page then stays
+    modeled rather than read from the branches it can see.
     """
     methods = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in ALLOCATOR_BUILDERS]
     method = min(methods, key=lambda n: ALLOCATOR_BUILDERS.index(n.name), default=None)
@@ -241,6 +255,8 @@ def _allocator_builder(
     handed = _handed()
     params, required = _parameters(method.args)
     if not kept or any(p not in handed for p in required):
+        return None
+    if _allocator_builds(method.body) != _allocator_builds(kept, sliced=True):
         return None
     body = [
         ast.Assign(targets=[ast.Name(SLICED_PAGE, ast.Store())], value=ast.Constant(None)),
@@ -256,7 +272,13 @@ def _allocator_builder(
     kwargs = {p: v for p, v in handed.items() if p in params}
 
     def alloc_page(kind: KVPool) -> int:
-        return builder(configurator_of(kind, published), **kwargs)  # type: ignore[no-any-return]
+        page = builder(configurator_of(kind, published), **kwargs)
+        if page is None:  # no branch of the slice built an allocator for this deployment
+            raise StandInMissing(
+                f"{method.name}() builds no allocator on the branch this deployment takes (kind {kind.value}): "
+                "kvrow-fuzz cannot read its page"
+            )
+        return page  # type: ignore[no-any-return]
 
     alloc_page.__name__ = method.name
     return alloc_page
@@ -431,6 +453,10 @@ def _class_page(
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     if init is None:
         return None if base is None else _class_page(base, trees, stand_ins, bases_left - 1)
+    top = {id(stmt) for stmt in init.body}
+    for node in ast.walk(init):  # set under an if, a loop, a with: which one runs is not read here
+        if isinstance(node, ast.stmt) and id(node) not in top and (_is_self_page(node) or _super_page(node)):
+            return None
     last: tuple[str, int, ast.expr] | None = None
     for i, stmt in enumerate(init.body):
         own, into_base = _is_self_page(stmt), _super_page(stmt)
