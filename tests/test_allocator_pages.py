@@ -189,12 +189,23 @@ def test_every_release_pages_each_kind_as_modeled(version, real_wheel_cache):
     assert checked >= 3 * 3  # at least the allocator builder's three kinds at every page
 
 
-def test_a_branch_on_a_name_with_no_stand_in_stops_with_that_name(tmp_path):
-    """Not a probe call (``_is_npu = True``): the slice cannot know it, so using it is exit 2 naming it, not a guess."""
-    hard_wired = CONFIGURATOR.replace("_is_npu = is_npu()", "_is_npu = True")
-    assert hard_wired != CONFIGURATOR
-    target = resolve_target(checkout(tmp_path, hard_wired))
-    with pytest.raises(StandInMissing, match="_is_npu"):
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        # Not a probe call: the slice cannot know what ``_is_npu`` is.
+        (("_is_npu = is_npu()", "_is_npu = True"), "_is_npu"),
+        # Only DeepSeek V4's pool is known absent from every modeled deployment.
+        (("DeepSeekV4TokenToKVPool", "MHATokenToKVPool"), "MHATokenToKVPool"),
+        # An attribute of the configurator kvrow-fuzz does not publish.
+        (("elif self.is_hybrid_swa:", "elif self.enable_kv_widen or self.is_hybrid_swa:"), "enable_kv_widen"),
+    ],
+)
+def test_a_branch_on_something_with_no_stand_in_stops_the_run_naming_it(tmp_path, change, named):
+    """Exit 2 naming what is missing: not a finding against the file, and not a guess."""
+    changed = CONFIGURATOR.replace(*change)
+    assert changed != CONFIGURATOR
+    target = resolve_target(checkout(tmp_path, changed))
+    with pytest.raises(StandInMissing, match=named):
         target.sizing.allocator_page_size(swa_under_dcp().config)
 
 
@@ -334,11 +345,78 @@ def test_a_unified_page_set_under_a_condition_leaves_the_page_modeled():
 
 
 def test_a_branch_that_builds_no_allocator_stops_with_one_line(tmp_path):
-    """The SWA branch hands over an allocator made elsewhere: no page to read there, exit 2, not a guess."""
-    shared = CONFIGURATOR.replace(SWA_LINE, "self.shared_allocator")
-    assert shared != CONFIGURATOR
-    target = resolve_target(checkout(tmp_path, shared))
+    """The SWA branch builds nothing: no page to read there, exit 2 naming it, not a guess."""
+    empty = CONFIGURATOR.replace(f"token_to_kv_pool_allocator = {SWA_LINE}", "pass")
+    assert empty != CONFIGURATOR
+    target = resolve_target(checkout(tmp_path, empty))
     with pytest.raises(StandInMissing, match="builds no allocator on the branch this deployment takes"):
         target.sizing.allocator_page_size(swa_under_dcp().config)
     standard = ServingConfig.resolve(context_len=4096, page_size=16, attn_dcp_size=2)
     assert target.sizing.allocator_page_size(standard) == 32
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # The page by position, or by ``**`` only: not read as the token allocator's 1.
+        ("page_size=get_schedule().page_size * get_parallel().attn_dcp_size,", "get_schedule().page_size * 8,"),
+        ("page_size=get_schedule().page_size * get_parallel().attn_dcp_size,", "**paged_kwargs,"),
+        # Handed an allocator made elsewhere, or changing the page after building it.
+        (f"token_to_kv_pool_allocator = {SWA_LINE}", "token_to_kv_pool_allocator = self.shared_allocator"),
+        (
+            "        return token_to_kv_pool_allocator",
+            "        token_to_kv_pool_allocator.page_size *= 2\n        return token_to_kv_pool_allocator",
+        ),
+        # Returned straight from a call, or unpacked.
+        (f"token_to_kv_pool_allocator = {SWA_LINE}", f"return {SWA_LINE}"),
+        (f"token_to_kv_pool_allocator = {SWA_LINE}", f"token_to_kv_pool_allocator, other = {SWA_LINE}, 1"),
+    ],
+)
+def test_an_allocator_the_slice_cannot_read_leaves_every_page_modeled(change):
+    """Hostile or future shapes of the builder: the page is modeled (and listed), never read wrong."""
+    changed = CONFIGURATOR.replace(*change)
+    assert changed != CONFIGURATOR
+    ast.parse(changed)
+    assert read_kinds(changed) == set()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # The page widened afterwards, or under a condition, or by a name bound under a condition.
+        (MAMBA_WIDENED, MAMBA_WIDENED + "        self.page_size *= 2\n"),
+        (MAMBA_WIDENED, "        if dcp_size > 1:\n    " + MAMBA_WIDENED),
+        (
+            "        dcp_size = get_parallel().attn_dcp_size\n",
+            "        dcp_size = 1\n        if wide:\n            dcp_size = get_parallel().attn_dcp_size\n",
+        ),
+        # Two definitions of the class: which one is imported is not read.
+        (
+            "class UnifiedSWAAllocatorBase(",
+            "class UnifiedMambaTokenToKVPoolAllocator:\n    pass\n\n\nclass UnifiedSWAAllocatorBase(",
+        ),
+    ],
+)
+def test_a_unified_page_the_slice_cannot_read_is_left_modeled(change):
+    changed = ALLOCATORS.replace(*change)
+    assert changed != ALLOCATORS
+    ast.parse(changed)
+    kinds = read_kinds(CONFIGURATOR, Source(POOL, "unified_memory_pool.py"), Source(changed, "a.py"))
+    assert KVPool.UNIFIED_MAMBA not in kinds
+
+
+def test_a_stale_copy_of_an_allocator_class_in_another_file_leaves_the_page_modeled():
+    """A checkout with 0.5.19's multi_ended_allocator.py beside 0.5.20+'s files: two classes of one name."""
+    pool = Source(POOL, "unified_memory_pool.py")
+    kinds = read_kinds(CONFIGURATOR, pool, Source(ALLOCATORS, "allocator/unified_mamba.py"), Source(ALLOCATORS, "m.py"))
+    assert not set(UNIFIED) & kinds
+
+
+def test_a_page_handed_through_a_base_init_by_name_and_position_is_followed():
+    """``Base.__init__(self, size, page_size)``: the base's own ``self.page_size = page_size`` is the page."""
+    own = "        self.unified_buffer = unified_buffer\n        self.page_size = page_size\n"
+    by_name = ALLOCATORS.replace(own, own + "        Base.__init__(self, 4, 3 * page_size)\n")
+    assert by_name != ALLOCATORS
+    base = "class Base:\n    def __init__(self, size, page_size):\n        self.page_size = page_size\n"
+    page = pages_of(CONFIGURATOR, Source(POOL, "p.py"), Source(by_name, "a.py"), Source(base, "allocator/base.py"))
+    assert page(KVPool.UNIFIED_SWA, 16, 1) == 48  # the base call comes last: its page wins

@@ -45,14 +45,14 @@ class KVCacheConfigurator:
                 token_to_kv_pool_allocator = AscendAllocator(
                     sizes.max_total_num_tokens, page_size=get_schedule().page_size
                 )
-            elif isinstance(token_to_kv_pool, DeepSeekV4Pool):
+            elif isinstance(token_to_kv_pool, DeepSeekV4TokenToKVPool):
                 token_to_kv_pool_allocator = Paged(sizes.full_max_total_num_tokens, page_size=get_schedule().page_size)
             elif self.is_hybrid_swa:
                 token_to_kv_pool_allocator = SWAAllocator(sizes.swa, page_size=get_schedule().page_size)
             elif get_memory().enable_hisparse:
                 token_to_kv_pool_allocator = HiSparse(sizes.max_total_num_tokens, page_size=get_schedule().page_size)
             elif get_schedule().page_size == 1 and not get_parallel().dcp_enabled:
-                token_to_kv_pool_allocator = TokenAllocator(sizes.max_total_num_tokens)
+                token_to_kv_pool_allocator = TokenToKVPoolAllocator(sizes.max_total_num_tokens)
             else:
                 token_to_kv_pool_allocator = Paged(
                     sizes.max_total_num_tokens * get_parallel().attn_dcp_size,

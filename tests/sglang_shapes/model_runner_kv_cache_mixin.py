@@ -37,7 +37,7 @@ class ModelRunnerKVCacheMixin:
             elif self.enable_hisparse:
                 self.token_to_kv_pool_allocator = HiSparse(page_size=self.page_size)
             elif self.page_size == 1 and self.dcp_size == 1:
-                self.token_to_kv_pool_allocator = TokenAllocator(self.max_total_num_tokens)
+                self.token_to_kv_pool_allocator = TokenToKVPoolAllocator(self.max_total_num_tokens)
             else:
                 self.token_to_kv_pool_allocator = Paged(page_size=self.page_size * self.dcp_size)
             if self.enable_hisparse and is_dsv4_model:

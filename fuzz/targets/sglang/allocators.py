@@ -55,7 +55,7 @@ from typing import Any
 from allocator_model.pools import ROW_BUILDERS, KVPool
 
 from .builders import compiled
-from .stubs import Bag, Published, StandInMissing, StandIns
+from .stubs import Published, StandInBag, StandInMissing, StandIns
 
 ALLOCATOR = "token_to_kv_pool_allocator"
 ALLOCATOR_BUILDER = "_build_token_to_kv_pool_allocator"
@@ -71,12 +71,14 @@ SLICED_PAGE = "__kvrow_alloc_page"
 ALLOCATOR_KINDS = frozenset({KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE})
 # ``TokenToKVPoolAllocator`` takes no page: ``super().__init__(size, 1, ...)`` (0.5.23 allocator/token.py 39).
 TOKEN_ALLOCATOR_PAGE = 1
+TOKEN_ALLOCATOR = "TokenToKVPoolAllocator"
 # The files of mem_cache/ the unified chain runs through, besides kv_cache_configurator.py.
 UNIFIED_MODULES = (
     "unified_memory_pool.py",  # init_unified_*_pools (0.5.16+)
     "multi_ended_allocator.py",  # the unified allocator classes, 0.5.16-0.5.19
     "allocator/unified_mamba.py",  # 0.5.20+
     "allocator/unified_hybrid_swa.py",  # 0.5.20+
+    "allocator/base.py",  # BaseTokenToKVPoolAllocator: the base the unified SWA allocators call by name
 )
 MAX_BASES = 8  # base classes followed from one allocator class (a cycle in hostile input ends here)
 # What the allocator builder is handed, by parameter name: the pool sizes (every side non-empty: a
@@ -133,7 +135,7 @@ def _parse(source: Source) -> ast.Module | None:
         return None
 
 
-def configurator_of(kind: KVPool, published: Published) -> Bag:
+def configurator_of(kind: KVPool, published: Published) -> StandInBag:
     """``self`` of the configurator (or 0.5.13-0.5.15's ModelRunner) for a kind: what the allocator branches read.
 
     Its page_size is the server's (0.5.23 ``model_executor/model_runner.py``
@@ -142,7 +144,7 @@ def configurator_of(kind: KVPool, published: Published) -> Bag:
     exists yet, and the full pool is not empty (not pure SWA).
     """
     server_args = published.read("server_args")
-    return Bag(
+    return StandInBag(
         "configurator",
         server_args=server_args,
         page_size=server_args.page_size,
@@ -160,19 +162,38 @@ def configurator_of(kind: KVPool, published: Published) -> Bag:
 # -- _build_token_to_kv_pool_allocator ----------------------------------------
 
 
+class _Unfollowable(Exception):
+    """A construct the slice does not follow: the page stays modeled (never guessed)."""
+
+
+def _callee(call: ast.Call) -> str | None:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+
+def _mentions_allocator(node: ast.AST) -> bool:
+    return any(_is_allocator(n) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
+
+
 def _page_of(call: ast.Call) -> ast.expr | None:
     """The page an allocator constructor call is given; None for a wrapper of the allocator built before it.
 
     ``page_size=`` (or the page-interleave allocator's ``physical_page_size=``)
-    when passed; a call on the allocator itself (DeepSeek V4's HiSparse
-    wrapper) keeps its page; anything else is the token allocator, page 1.
+    when passed; a call handed the allocator itself (DeepSeek V4's HiSparse
+    wrapper) keeps its page; ``TokenToKVPoolAllocator``, which takes no page,
+    pages at 1.  Anything else (a page passed by position or ``**``, a
+    factory of another name) is ``_Unfollowable``.
     """
-    for kw in call.keywords:
+    for kw in call.keywords:  # an explicit keyword is the page: ``**`` cannot pass it again (a TypeError)
         if kw.arg in PAGE_KEYWORDS:
             return kw.value
-    if any(_is_allocator(a) for a in call.args):
+    if any(kw.arg is None for kw in call.keywords):
+        raise _Unfollowable(f"{_callee(call)}(**...) without page_size=")
+    if _mentions_allocator(call):
         return None
-    return ast.Constant(TOKEN_ALLOCATOR_PAGE)
+    if _callee(call) == TOKEN_ALLOCATOR and len(call.args) <= 1:
+        return ast.Constant(TOKEN_ALLOCATOR_PAGE)
+    raise _Unfollowable(f"{_callee(call)}() without page_size=")
 
 
 def _is_allocator(node: ast.expr) -> bool:
@@ -214,6 +235,37 @@ def _allocator_builds(body: list[ast.stmt], sliced: bool = False) -> int:
     return count
 
 
+def _check_followable(method: ast.FunctionDef) -> None:
+    """``_Unfollowable`` if ``method`` sets the allocator, or its page, in a way the slice does not read.
+
+    The slice reads ``allocator = Call(page_size=...)`` statements under
+    ``if``s; it does not read an allocator returned, unpacked, annotated,
+    assigned from anything but a call, or a page changed afterwards.
+    """
+    for node in ast.walk(method):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            raise _Unfollowable("an allocator returned from a call")
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and _touches_allocator(node.target):
+            raise _Unfollowable("an allocator assigned by += or with an annotation")
+        if isinstance(node, ast.NamedExpr) and _is_allocator(node.target):
+            raise _Unfollowable("an allocator assigned by :=")
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, (ast.Tuple, ast.List)) and _mentions_allocator(t):
+                    raise _Unfollowable("an allocator unpacked")
+                if _is_allocator(t) and not isinstance(node.value, ast.Call):
+                    raise _Unfollowable("an allocator assigned from something other than a call")
+                if isinstance(t, ast.Attribute) and t.attr == PAGE and _mentions_allocator(t.value):
+                    raise _Unfollowable("an allocator's page_size changed after it was built")
+
+
+def _touches_allocator(target: ast.expr) -> bool:
+    """The allocator itself, or its ``page_size``."""
+    return _is_allocator(target) or (
+        isinstance(target, ast.Attribute) and target.attr == PAGE and _mentions_allocator(target.value)
+    )
+
+
 def _module_probes(tree: ast.Module, known: dict[str, Any]) -> dict[str, Any]:
     """Module-level ``_is_npu = is_npu()``-style constants: a name bound to a platform probe's answer.
 
@@ -249,14 +301,21 @@ def _allocator_builder(
     """
     methods = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in ALLOCATOR_BUILDERS]
     method = min(methods, key=lambda n: ALLOCATOR_BUILDERS.index(n.name), default=None)
-    if method is None:
+    if method is None or sum(m.name == method.name for m in methods) > 1:  # two definitions: which one runs?
         return None
-    kept = _slice_pages(method.body)
+    try:
+        _check_followable(method)
+        kept = _slice_pages(method.body)
+    except _Unfollowable:
+        return None
     handed = _handed()
     params, required = _parameters(method.args)
     if not kept or any(p not in handed for p in required):
         return None
-    if _allocator_builds(method.body) != _allocator_builds(kept, sliced=True):
+    try:
+        if _allocator_builds(method.body) != _allocator_builds(kept, sliced=True):
+            return None
+    except _Unfollowable:
         return None
     body = [
         ast.Assign(targets=[ast.Name(SLICED_PAGE, ast.Store())], value=ast.Constant(None)),
@@ -309,7 +368,9 @@ class _KVPoolStandIn:
 
 def _handed() -> dict[str, Any]:
     tokens = SIZES_TOKENS
-    sizes = Bag("sizes", max_total_num_tokens=tokens, full_max_total_num_tokens=tokens, swa_max_total_num_tokens=tokens)
+    sizes = StandInBag(
+        "sizes", max_total_num_tokens=tokens, full_max_total_num_tokens=tokens, swa_max_total_num_tokens=tokens
+    )
     return {
         "sizes": sizes,
         "token_to_kv_pool": _KVPoolStandIn(),
@@ -322,19 +383,33 @@ def _handed() -> dict[str, Any]:
 # -- the unified pools: configurator -> init_unified_*_pools -> the allocator class -----
 
 
-def _page_call(fn: ast.FunctionDef, callee: Callable[[str], bool]) -> tuple[str, ast.expr] | None:
-    """(callee, its page_size= expression) of the one kind of call in ``fn`` to a name ``callee`` accepts.
+def _page_call(fn: ast.FunctionDef, callee: Callable[[str], bool], reads: set[str]) -> tuple[str, ast.expr] | None:
+    """(callee, its page_size= expression) of the one call in ``fn`` to a name ``callee`` accepts.
 
-    None when there is none, or more than one distinct (callee, page): the
-    chain is ambiguous and the page stays modeled.
+    None (the page stays modeled) when there is no such call, more than one,
+    one without ``page_size=`` (by ``**`` or not at all), or a page expression that reads
+    a name other than ``reads`` or one ``fn`` assigns: only the expression is
+    compiled, so it must mean the same at the call as at the top of ``fn``.
     """
-    found: dict[tuple[str, str], tuple[str, ast.expr]] = {}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and callee(node.func.id):
-            page = next((kw.value for kw in node.keywords if kw.arg == PAGE), None)
-            if page is not None:
-                found[(node.func.id, ast.unparse(page))] = (node.func.id, page)
-    return next(iter(found.values())) if len(found) == 1 else None
+    calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and callee(n.func.id)]
+    if len(calls) != 1:
+        return None
+    call = calls[0]
+    page = next((kw.value for kw in call.keywords if kw.arg == PAGE), None)  # ``**`` cannot pass it again
+    if page is None:
+        return None
+    names = {n.id for n in ast.walk(page) if isinstance(n, ast.Name)}
+    if not names <= reads or names & _assigned_names(fn):
+        return None
+    assert isinstance(call.func, ast.Name)
+    return call.func.id, page
+
+
+def _assigned_names(fn: ast.FunctionDef) -> set[str]:
+    """Every name ``fn`` binds in its body (assignments of any form, loop and ``with`` targets, ``:=``)."""
+    return {
+        n.id for stmt in fn.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
 
 
 def _hop(
@@ -362,14 +437,16 @@ def _unified_chain(
     method = next((n for n in ast.walk(configurator) if isinstance(n, ast.FunctionDef) and n.name == method_name), None)
     if method is None:
         return None
-    first = _page_call(method, lambda n: n.startswith("init_unified"))
+    if sum(isinstance(n, ast.FunctionDef) and n.name == method_name for n in ast.walk(configurator)) > 1:
+        return None
+    first = _page_call(method, lambda n: n.startswith("init_unified"), {"self"})
     if first is None:
         return None
     pool_fn_name, page1 = first
     pool_fn = _top_level(trees, ast.FunctionDef, pool_fn_name)
     if pool_fn is None:
         return None
-    second = _page_call(pool_fn[0], lambda n: n.endswith("TokenToKVPoolAllocator"))
+    second = _page_call(pool_fn[0], lambda n: n.endswith("TokenToKVPoolAllocator"), {PAGE})
     if second is None:
         return None
     class_name, page2 = second
@@ -387,12 +464,18 @@ def _unified_chain(
 
 
 def _top_level(trees: list[tuple[ast.Module, str]], kind: type, name: str) -> tuple[Any, str] | None:
-    """The first module-level function or class ``name`` in the files read, with its file."""
-    for tree, where in trees:
-        for node in tree.body:
-            if isinstance(node, kind) and getattr(node, "name", None) == name:
-                return node, where
-    return None
+    """The module-level function or class ``name`` of the files read, with its file; None unless exactly one.
+
+    Two definitions (in one file, or a stale copy in another) leave the
+    page modeled: which one the deployment imports is not read here.
+    """
+    found = [
+        (node, where)
+        for tree, where in trees
+        for node in tree.body
+        if isinstance(node, kind) and getattr(node, "name", None) == name
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _needed(stmts: list[ast.stmt], expr: ast.expr) -> list[ast.stmt]:
@@ -413,25 +496,43 @@ def _needed(stmts: list[ast.stmt], expr: ast.expr) -> list[ast.stmt]:
 
 
 def _is_self_page(stmt: ast.stmt) -> ast.expr | None:
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        t = stmt.targets[0]
-        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr == PAGE:
-            return stmt.value
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is_self_attr(stmt.targets[0]):
+        return stmt.value
     return None
 
 
-def _super_page(stmt: ast.stmt) -> ast.expr | None:
-    """The ``page_size=`` of a top-level ``super().__init__(...)`` call."""
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        f = stmt.value.func
-        if (
-            isinstance(f, ast.Attribute)
-            and f.attr == "__init__"
-            and isinstance(f.value, ast.Call)
-            and isinstance(f.value.func, ast.Name)
-            and f.value.func.id == "super"
-        ):
-            return next((kw.value for kw in stmt.value.keywords if kw.arg == PAGE), None)
+def _is_self_attr(t: ast.AST) -> bool:
+    return isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self" and t.attr == PAGE
+
+
+def _base_init(node: ast.AST, own_base: str | None) -> tuple[str | None, ast.Call] | None:
+    """(the base class, the call) of ``super().__init__(...)`` or ``Base.__init__(self, ...)``; else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"):
+        return None
+    owner = node.func.value
+    if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+        return own_base, node
+    if isinstance(owner, ast.Name) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
+        return owner.id, node
+    return None
+
+
+def _init_of(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+
+
+def _page_argument(call: ast.Call, base: ast.ClassDef, explicit: bool) -> ast.expr | None:
+    """The page a base ``__init__`` call hands over: ``page_size=``, or by position (the base's signature)."""
+    page = next((kw.value for kw in call.keywords if kw.arg == PAGE), None)
+    if page is not None:
+        return page
+    init = _init_of(base)
+    if init is None:
+        return None
+    params = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    args = call.args[1:] if explicit else call.args
+    if PAGE in params and params.index(PAGE) < len(args) and not any(isinstance(a, ast.Starred) for a in args):
+        return args[params.index(PAGE)]
     return None
 
 
@@ -441,39 +542,81 @@ def _class_page(
     """``self.page_size`` after ``name.__init__(page_size=p)``, as a function of p; None if it cannot be read.
 
     The last top-level statement of ``__init__`` that sets it wins: an own
-    ``self.page_size = ...`` (with the assignments it reads), or a
-    ``super().__init__(page_size=...)`` into the first base class, read the
-    same way.  A class without ``__init__`` is its first base's.
+    ``self.page_size = ...`` (with the top-level assignments it reads), or a
+    base class's ``__init__`` (``super()`` or named, the page by keyword or
+    by position), read the same way.  A class without ``__init__`` is its
+    first base's.  Anything else that could change the page leaves it
+    modeled: a set under a condition or a loop, ``+=`` or an annotation on
+    it, a base call with ``**``, a name it reads bound anywhere but a
+    top-level assignment.
     """
     found = _top_level(trees, ast.ClassDef, name)
     if found is None or bases_left <= 0:
         return None
     cls, where = found
-    base = cls.bases[0].id if cls.bases and isinstance(cls.bases[0], ast.Name) else None
-    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    first_base = cls.bases[0].id if cls.bases and isinstance(cls.bases[0], ast.Name) else None
+    init = _init_of(cls)
     if init is None:
-        return None if base is None else _class_page(base, trees, stand_ins, bases_left - 1)
+        return None if first_base is None else _class_page(first_base, trees, stand_ins, bases_left - 1)
     top = {id(stmt) for stmt in init.body}
-    for node in ast.walk(init):  # set under an if, a loop, a with: which one runs is not read here
-        if isinstance(node, ast.stmt) and id(node) not in top and (_is_self_page(node) or _super_page(node)):
+    last: tuple[int, ast.expr, str | None] | None = None  # (statement, page expression, base class or None: own)
+    unreadable = False  # the last setter so far is a base __init__ whose page this cannot read
+    for node in ast.walk(init):
+        own = isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+            _is_self_attr(t) for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        into = _base_init(node, first_base)
+        if into is not None and not any(kw.arg == PAGE for kw in into[1].keywords):
+            if any(kw.arg is None for kw in into[1].keywords):  # the page may be in the ``**``
+                return None
+        if own and (id(node) not in top or not isinstance(node, ast.Assign)):
             return None
-    last: tuple[str, int, ast.expr] | None = None
+        if into is not None and not any(isinstance(s, ast.Expr) and s.value is node for s in init.body):
+            return None
     for i, stmt in enumerate(init.body):
-        own, into_base = _is_self_page(stmt), _super_page(stmt)
-        if own is not None:
-            last = ("own", i, own)
-        elif into_base is not None:
-            last = ("super", i, into_base)
-    if last is None:
+        own_page = _is_self_page(stmt)
+        into = _base_init(stmt.value, first_base) if isinstance(stmt, ast.Expr) else None
+        if own_page is not None:
+            last, unreadable = (i, own_page, None), False
+        elif into is not None:
+            base_name, call = into
+            base = None if base_name is None else _top_level(trees, ast.ClassDef, base_name)
+            explicit = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+            page = None if base is None else _page_argument(call, base[0], explicit)
+            last = None if page is None else (i, page, base_name)  # unreadable: only a later own set can save it
+            unreadable = page is None
+    if last is None or unreadable:
         return None
-    how, i, expr = last
-    body = [*_needed(init.body[:i], expr), _returning(expr, init.body[i])]
-    page = _hop(init, PAGE, body, where, stand_ins, f"{name}__init__page")
-    if how == "own":
-        return page
-    if base is None:
+    i, expr, base_name = last
+    needed = _needed(init.body[:i], expr)
+    reads = {
+        n.id
+        for e in [expr, *(s.value for s in needed if isinstance(s, ast.Assign))]
+        for n in ast.walk(e)
+        if isinstance(n, ast.Name)
+    }
+    bound_elsewhere = _assigned_names(init) - {
+        t.id for s in needed if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)
+    }
+    if reads & bound_elsewhere or _rebinds(init, needed):
         return None
-    base_page = _class_page(base, trees, stand_ins, bases_left - 1)
+    body = [*needed, _returning(expr, init.body[i])]
+    page_fn = _hop(init, PAGE, body, where, stand_ins, f"{name}__init__page")
+    if base_name is None:
+        return page_fn
+    base_page = _class_page(base_name, trees, stand_ins, bases_left - 1)
     if base_page is None:
         return None
-    return lambda p: base_page(page(p))
+    return lambda p: base_page(page_fn(p))
+
+
+def _rebinds(init: ast.FunctionDef, needed: list[ast.stmt]) -> bool:
+    """Whether a name the slice assigns is also bound elsewhere in ``init`` (so its value there is not read)."""
+    names = [t.id for s in needed if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)]
+    kept = {id(s) for s in needed}
+    for stmt in init.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in names:
+                if not (id(stmt) in kept and isinstance(stmt, ast.Assign)):
+                    return True
+    return False

@@ -52,7 +52,7 @@ from allocator_model.sizing import ModelSizing
 from ..base import TargetCallError, TargetError
 from .allocators import AllocPages, Source, extract_alloc_pages
 from .builders import RowExtra, builder_lines, extract_row_extras
-from .stubs import Bag, Published, StandInMissing, StandIns, private_builtins
+from .stubs import Bag, Published, StandInMissing, StandIns, Unsupplied, private_builtins
 
 REQUIRED = ("get_alloc_len_per_decode", "get_alloc_reserve_per_decode", "get_req_to_token_extra_context_len")
 ALLOC_PAGE = "get_alloc_page_size"  # 0.5.19-0.5.23: the allocator page (page_size * attn_dcp_size)
@@ -465,6 +465,8 @@ class RealSizing:
             raise TargetCallError(
                 f"{where} raised {type(e).__name__}: {e} (config: {cfg.short()})".replace("\n", " ")
             ) from e
+        if isinstance(value, Unsupplied):  # a name the slice left out (a local it does not follow): not the code's
+            raise StandInMissing(f"{where}: it reads {value!r}")
         if not _integer(value) or value < least:
             raise TargetCallError(f"{where} gave {what} {value!r}, not an integer >= {least} (config: {cfg.short()})")
         return value  # type: ignore[no-any-return]

@@ -57,9 +57,12 @@ class Bag:
         try:
             return self._leaves[leaf]
         except KeyError:
-            raise AttributeError(
-                f"the {self._name} bag has no leaf {leaf!r} (kvrow-fuzz publishes {', '.join(sorted(self._leaves))})"
-            ) from None
+            raise self._missing(leaf) from None
+
+    def _missing(self, leaf: str) -> Exception:
+        return AttributeError(
+            f"the {self._name} bag has no leaf {leaf!r} (kvrow-fuzz publishes {', '.join(sorted(self._leaves))})"
+        )
 
     def __setattr__(self, leaf: str, value: Any) -> None:
         raise AttributeError(f"the {self._name} bag is read-only")
@@ -223,6 +226,10 @@ def _unsupplied_op(self: Unsupplied, *args: Any, **kwargs: Any) -> Any:
     )
 
 
+# SGLang classes no modeled deployment has an instance of: ``isinstance`` against them is False.
+NOT_MODELED = frozenset({"DeepSeekV4TokenToKVPool"})
+
+
 class Unsupplied:
     """A name an ``sglang`` module was asked for that has no stand-in: harmless until used.
 
@@ -247,13 +254,17 @@ class Unsupplied:
         return _unsupplied_op(self)  # type: ignore[no-any-return]
 
     def __instancecheck__(self, obj: Any) -> bool:
-        """``isinstance(x, C)`` for an SGLang class C with no stand-in: False.
+        """``isinstance(x, C)`` for an SGLang class C with no stand-in: False for ``NOT_MODELED``, else stop.
 
-        What the target is handed are kvrow-fuzz's bags and stand-ins, never
-        an instance of an SGLang class (the pool builders' ``isinstance(pool,
-        DeepSeekV4TokenToKVPool)``: the model has no DeepSeek V4 pool).
+        The pool builders ask ``isinstance(pool, DeepSeekV4TokenToKVPool)``
+        (0.5.23 ``kv_cache_configurator.py`` 2852): no modeled deployment
+        has that pool, so False is SGLang's answer.  For any other class the
+        real object may well be one, so the run stops naming it rather than
+        guess (``StandInMissing``).
         """
-        return False
+        if self._qualname.rpartition(".")[2] in NOT_MODELED:
+            return False
+        return _unsupplied_op(self)  # type: ignore[no-any-return]
 
 
 for _op in (
@@ -311,6 +322,22 @@ class CudaPlatform:
 
     def get_paged_allocator_cls(self) -> None:
         return None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise StandInMissing(
+            f"current_platform.{name}: kvrow-fuzz's CUDA platform stand-in answers only "
+            "is_out_of_tree() and get_paged_allocator_cls()"
+        )
+
+
+class StandInBag(Bag):
+    """A stand-in object of the pool builders (the configurator's ``self``, the pool sizes): a leaf it does not
+    publish stops the run naming it (``StandInMissing``), never a guess (``hasattr`` included)."""
+
+    def _missing(self, leaf: str) -> Exception:
+        return StandInMissing(f"{self._name}.{leaf}: kvrow-fuzz's stand-in publishes {', '.join(sorted(self._leaves))}")
 
 
 def known_names(published: Published) -> dict[str, Any]:
