@@ -49,10 +49,19 @@ def _part(args: tuple[str, Space, Shard, dict[str, Any], Any]) -> ProveResult:
 
 
 def _follow(futures: list[Future[ProveResult]], events: Any, progress: SweepProgress) -> None:
-    """The workers' finished blocks, as they come, into ``progress`` (a line every couple of seconds)."""
+    """The workers' finished blocks, as they come, into ``progress`` (a line every couple of seconds).
+
+    The pace starts at the first block a worker finishes: starting the
+    workers (a fresh interpreter, torch, the target) is not the sweep's pace.
+    """
+    first = True
     while True:
         try:
-            progress.block_done(events.get(timeout=0.25), called=False)
+            configs = events.get(timeout=0.25)
+            if first:
+                progress.restart_pace()
+                first = False
+            progress.block_done(configs, called=False)
         except queue.Empty:
             if all(f.done() for f in futures):
                 return

@@ -50,6 +50,10 @@ class SweepProgress:
             self.started = self.clock()
         self._last = self.started
 
+    def restart_pace(self) -> None:
+        """The pace (and the next line) counts from now: what came before was start-up, not sweeping."""
+        self.started = self._last = self.clock()
+
     def due(self) -> bool:
         now = self.clock()
         if now - self._last < self.every:
