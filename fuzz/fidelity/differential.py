@@ -9,8 +9,8 @@ follows the strategies' proportions (the standard KV pool most of the time);
 configurations for each kind of KV pool the release builds instead, with the
 kind pinned (``kind_case_pool``), and tallies the agreeing ones per kind:
 
-    allocator_page_size                the page the kind's allocator is built with (read from the
-                                       configurator's _build_token_to_kv_pool_allocator: 0.5.16+)
+    allocator_page_size                the page the kind's allocator is built with (read where SGLang
+                                       builds it: ``fuzz.targets.sglang.allocators``)
     alloc_page_size                    (files that define it: 0.5.19+)
     alloc_len_per_decode, reserve      every run-time shape of the config (adaptive: each candidate)
     req_to_token_extra_context_len     launch shape

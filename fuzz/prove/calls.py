@@ -110,12 +110,12 @@ def called_columns(sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], 
         cfg = ServingConfig.resolve(context_len=SIZING_CONTEXT_LEN, **g.config_kwargs(i))
         try:
             extra = int(sizing.req_to_token_extra_context_len(cfg))
-            rule = row_alignment(cfg, sizing, extra)
+            page = int(sizing.allocator_page_size(cfg))
+            rule = row_alignment(cfg, sizing, extra, page)
             align, extra = rule if rule is not None else (1, extra)
             width = ceil_to_page(cfg.context_len + extra, align)
             guarded = bool(sizing.row_guard_fires(cfg, width + 1, width))
             shapes = [(rt, int(decode_reserve(cfg, rt, sizing))) for rt in cfg.runtimes()]
-            page = int(sizing.allocator_page_size(cfg))
         except TargetCallError as e:
             raised[i] = True
             errors[i] = f"{cfg.short()}: {e}"
@@ -219,16 +219,17 @@ def finish_rows(
     return CalledRows(rows.select(keep), raised, unproven, errors, first_error)
 
 
-def row_alignment(cfg: ServingConfig, sizing: SizingSurface | CountingSizing, extra: int) -> tuple[int, int] | None:
+def row_alignment(
+    cfg: ServingConfig, sizing: SizingSurface | CountingSizing, extra: int, page: int
+) -> tuple[int, int] | None:
     """(A, E) in W = ceil_A(C + E), read from the target's row width at two context lengths; None: neither rule.
 
     Every release sizes W = C + E (A = 1), E the headroom or a pool builder's
     own extra (a unified pool: 4 + D); SGLang main aligns W = ceil_A(C + extra)
     to page_size * attn_dcp_size, a multiple of the allocator page P.  Probed
     where the two differ: C + extra = 0 mod page_size * attn_dcp_size, and
-    one past it (where ceil_A adds A - 1).
+    one past it (where ceil_A adds A - 1).  ``page``: the target's allocator page P for ``cfg``.
     """
-    page = sizing.allocator_page_size(cfg)
     upper = cfg.page_size * cfg.attn_dcp_size  # a multiple of every kind's allocator page
     context_len = 2 * upper + (-extra) % upper
     widths = []
