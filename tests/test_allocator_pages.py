@@ -26,9 +26,11 @@ from allocator_model.sizing import ModelSizing
 from fuzz.fidelity.differential import FidelityCase, disagreements
 from fuzz.run.engine import check_scenario
 from fuzz.targets import resolve_target
-from fuzz.targets.base import TargetCallError
+from fuzz.targets.base import TargetCallError, TargetError
 from fuzz.targets.sglang.allocators import ALLOCATOR_KINDS, Source, extract_alloc_pages
 from fuzz.targets.sglang.stubs import Published, StandInMissing, StandIns
+from fuzz.targets.sglang.versions import known_releases
+from fuzz.targets.sglang.wheels import MAX_SOURCE_BYTES
 
 SHAPES = Path(__file__).parent / "sglang_shapes"
 CONFIGURATOR = (SHAPES / "configurator.py").read_text()  # 0.5.23's shape, in this project's words
@@ -151,19 +153,7 @@ def test_a_real_target_lists_the_kinds_whose_allocator_page_it_could_not_read(tm
     assert not resolve_target(str(lone / "allocation_sizing.py")).sizing.in_file("allocator_page_size")
 
 
-RELEASES = (
-    "0.5.13",
-    "0.5.14",
-    "0.5.15",
-    "0.5.16",
-    "0.5.17",
-    "0.5.18",
-    "0.5.19",
-    "0.5.20",
-    "0.5.21",
-    "0.5.22",
-    "0.5.23",
-)
+RELEASES = known_releases()  # every modeled release, 0.5.13 to 0.5.23
 
 
 @pytest.mark.network
@@ -420,3 +410,20 @@ def test_a_page_handed_through_a_base_init_by_name_and_position_is_followed():
     base = "class Base:\n    def __init__(self, size, page_size):\n        self.page_size = page_size\n"
     page = pages_of(CONFIGURATOR, Source(POOL, "p.py"), Source(by_name, "a.py"), Source(base, "allocator/base.py"))
     assert page(KVPool.UNIFIED_SWA, 16, 1) == 48  # the base call comes last: its page wins
+
+
+@pytest.mark.parametrize(
+    "where, content, said",
+    [
+        ("kv_cache_configurator.py", b"\xff\xfe not utf-8", "not UTF-8"),
+        ("kv_cache_configurator.py", b"#" * (MAX_SOURCE_BYTES + 1), "larger than"),
+        ("unified_memory_pool.py", b"\xff", "not UTF-8"),
+    ],
+)
+def test_a_pool_builder_file_there_but_unreadable_is_one_line_not_skipped(tmp_path, where, content, said):
+    """Bad input beside the sizing file stops the run (exit 2): skipping it would fall back to the model unread."""
+    sizing = checkout(tmp_path, CONFIGURATOR)
+    (Path(sizing).parent / where).write_bytes(content)
+    with pytest.raises(TargetError, match=said) as e:
+        resolve_target(sizing)
+    assert where in str(e.value) and "\n" not in str(e.value)

@@ -152,9 +152,9 @@ def _resolve_file(path: str, version: str | None) -> Target:
 
 
 def _sibling_builders(sizing_path: str) -> tuple[Source, list[Source]] | None:
-    """The ``kv_cache_configurator.py`` beside a sizing file (a checkout or an installed package), if readable
+    """The ``kv_cache_configurator.py`` beside a sizing file (a checkout or an installed package), if there
     (else 0.5.13-0.5.15's ``model_runner_kv_cache_mixin.py``), and the unified pool files beside it
-    (``allocators.UNIFIED_MODULES``) that are there."""
+    (``allocators.UNIFIED_MODULES``) that are there; one that is there but unreadable is ``TargetError``."""
     here = os.path.dirname(sizing_path)
     configurator = _readable(os.path.join(here, os.path.basename(wheels.CONFIGURATOR_MODULE)))
     if configurator is None:  # 0.5.13-0.5.15's tree: the ModelRunner mixin, in model_executor/ beside mem_cache/
@@ -166,13 +166,21 @@ def _sibling_builders(sizing_path: str) -> tuple[Source, list[Source]] | None:
 
 
 def _readable(path: str) -> Source | None:
-    """A file's text within the source bound (``wheels.read_file``), or None if it is absent or unreadable."""
-    if not os.path.isfile(path):
+    """A pool-builder file beside the sizing file: None if absent; there but unreadable is bad input.
+
+    Past the source bound (``wheels.MAX_SOURCE_BYTES``), not UTF-8, or not a
+    regular file: ``TargetError``, one line and exit 2.  Skipping it would
+    run on the model's rows and pages for the kinds it builds (or on another
+    tree's builders), with the file the user pointed at unread.
+    """
+    if not os.path.lexists(path):
         return None
+    if not os.path.isfile(path):
+        raise TargetError(f"{path} is not a regular file (read beside the sizing file for the pool builders)")
     try:
         return Source(wheels.read_file(path)[0], path)
-    except wheels.SourceError:
-        return None
+    except wheels.SourceError as e:
+        raise TargetError(f"{e} (read beside the sizing file for the pool builders)") from None
 
 
 def resolve_real_target(spec: str) -> Target:
