@@ -17,7 +17,7 @@ deployment built (``token_to_kv_pool_allocator.page_size``; 0.5.23
   for) and an in-tree ``current_platform``.
 * For the unified pools, three calls away: the configurator's
   ``_init_unified_*_pools`` hands ``page_size=self.page_size`` (the server's
-  page_size: ``model_executor/model_runner.py`` 399, 674) to
+  page_size: ``model_executor/model_runner.py`` 399, 668) to
   ``unified_memory_pool.py``'s ``init_unified_*_pools``, which hands its
   ``page_size`` to the allocator class (0.5.23 1763, 2255, 2479), whose
   ``__init__`` sets ``self.page_size``: ``page_size * dcp_size`` for unified
@@ -74,7 +74,7 @@ TOKEN_ALLOCATOR_PAGE = 1
 TOKEN_ALLOCATOR = "TokenToKVPoolAllocator"
 # The files of mem_cache/ the unified chain runs through, besides kv_cache_configurator.py.
 UNIFIED_MODULES = (
-    "unified_memory_pool.py",  # init_unified_*_pools (0.5.16+)
+    "unified_memory_pool.py",  # init_unified_*_pools (0.5.15+)
     "multi_ended_allocator.py",  # the unified allocator classes, 0.5.16-0.5.19
     "allocator/unified_mamba.py",  # 0.5.20+
     "allocator/unified_hybrid_swa.py",  # 0.5.20+
@@ -139,7 +139,7 @@ def configurator_of(kind: KVPool, published: Published) -> StandInBag:
     """``self`` of the configurator (or 0.5.13-0.5.15's ModelRunner) for a kind: what the allocator branches read.
 
     Its page_size is the server's (0.5.23 ``model_executor/model_runner.py``
-    399, handed to the configurator at 674; 0.5.15 ModelRunner 407), as are
+    399, handed to the configurator at 668; 0.5.15 ModelRunner 407), as are
     0.5.15's ``dcp_size`` (382) and ``enable_hisparse`` (426); no allocator
     exists yet, and the full pool is not empty (not pure SWA).
     """

@@ -257,7 +257,7 @@ class Unsupplied:
         """``isinstance(x, C)`` for an SGLang class C with no stand-in: False for ``NOT_MODELED``, else stop.
 
         The pool builders ask ``isinstance(pool, DeepSeekV4TokenToKVPool)``
-        (0.5.23 ``kv_cache_configurator.py`` 2852): no modeled deployment
+        (0.5.23 ``kv_cache_configurator.py`` 2854): no modeled deployment
         has that pool, so False is SGLang's answer.  For any other class the
         real object may well be one, so the run stops naming it rather than
         guess (``StandInMissing``).
