@@ -22,7 +22,7 @@ deployment built (``token_to_kv_pool_allocator.page_size``; 0.5.23
   ``page_size`` to the allocator class (0.5.23 1763, 2255, 2479), whose
   ``__init__`` sets ``self.page_size``: ``page_size * dcp_size`` for unified
   Mamba (``allocator/unified_mamba.py`` 62-74, 0.5.20+), ``page_size`` for
-  the unified SWA allocators (``allocator/unified_hybrid_swa.py`` 100; 0.5.16-
+  the unified SWA allocators (``allocator/unified_hybrid_swa.py`` 100; 0.5.15-
   0.5.19 in ``multi_ended_allocator.py``).  Each hop is read: the
   ``page_size=`` expression of the one call that builds the next, and of the
   class, its last top-level ``self.page_size =`` (with the assignments it
@@ -75,7 +75,7 @@ TOKEN_ALLOCATOR = "TokenToKVPoolAllocator"
 # The files of mem_cache/ the unified chain runs through, besides kv_cache_configurator.py.
 UNIFIED_MODULES = (
     "unified_memory_pool.py",  # init_unified_*_pools (0.5.15+)
-    "multi_ended_allocator.py",  # the unified allocator classes, 0.5.16-0.5.19
+    "multi_ended_allocator.py",  # the unified allocator classes, 0.5.15-0.5.19
     "allocator/unified_mamba.py",  # 0.5.20+
     "allocator/unified_hybrid_swa.py",  # 0.5.20+
     "allocator/base.py",  # BaseTokenToKVPoolAllocator: the base the unified SWA allocators call by name
