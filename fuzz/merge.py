@@ -29,9 +29,16 @@ from fuzz.common.files import check_output_dir, check_output_file, write_atomica
 from fuzz.common.jsonfile import JsonFileError, read_bytes, read_json
 from fuzz.common.options import DEFAULT_CASES_DIR, add_command
 from fuzz.common.shards import WHOLE, Shard, parse_shard
+from fuzz.common.text import markdown_block, printable
+from fuzz.findings import casefile
+from fuzz.findings.kinds import Signature
+from fuzz.findings.render import repro_line
 from fuzz.findings.report import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, Command, Status, status_of, write_report
+from fuzz.targets.base import runs_named_code
 
 MAX_REPORT_BYTES = 64 << 20
+MAX_TARGET_CHARS = 4096  # a target spec: a path and a version
+MAX_DEPTH = 8  # how deep a value of a target entry may nest (this tool writes at most 3)
 MERGED = (Command.RUN, Command.LIFECYCLE, Command.PROVE)
 OWN = ("target", "status", "seconds", "findings", "shard", "interrupted", "error", "space", "method")
 
@@ -56,6 +63,11 @@ def register(subparsers: Any) -> None:
         help=f"where each group's case file is copied (default {DEFAULT_CASES_DIR})",
     )
     p.add_argument("--json", metavar="FILE", help="write the merged report")
+    p.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write the summary as a Markdown code block no line can leave (for a CI job summary)",
+    )
 
 
 @dataclass
@@ -107,12 +119,25 @@ def _number(value: Any, integer: bool = True) -> bool:
     return isinstance(value, kinds) and not isinstance(value, bool) and value >= 0
 
 
+def _depth(value: Any, limit: int = 64) -> int:
+    """How deep JSON ``value`` nests (a scalar is 0), counted no further than ``limit``."""
+    if limit <= 0 or not isinstance(value, dict | list):
+        return 0
+    children = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in children), default=0)
+
+
 def check_entry(entry: dict[str, Any], path: str) -> None:
     """The fields ``merge`` adds up or prints have the types the report schema gives them; BadInput if not.
 
     (``jsonschema`` is a test dependency; these are the fields merge reads.)
     """
-    where = f"{path}: target {entry['target']}"
+    if len(entry["target"]) > MAX_TARGET_CHARS:
+        raise BadInput(f"{path}: a target spec of {len(entry['target'])} characters (at most {MAX_TARGET_CHARS})")
+    where = f"{path}: target {printable(entry['target'], 200)}"
+    for key, value in entry.items():
+        if _depth(value) > MAX_DEPTH:
+            raise BadInput(f'{where}: "{printable(key, 80)}" is nested deeper than {MAX_DEPTH} levels')
     if "seconds" in entry and not _number(entry["seconds"], integer=False):
         raise BadInput(f'{where}: "seconds" must be a number >= 0, got {entry["seconds"]!r}')
     for key in COUNTS:
@@ -126,9 +151,14 @@ def check_entry(entry: dict[str, Any], path: str) -> None:
     for f in entry["findings"]:
         if not isinstance(f, dict) or not isinstance(f.get("signature"), str):
             raise BadInput(f'{where}: a finding has no "signature"')
-        for key in ("repro", "group"):
-            if f.get(key) is not None and not isinstance(f[key], str):
-                raise BadInput(f'{where}: finding {f["signature"]}: "{key}" must be text, got {f[key]!r}')
+        for key in ("signature", "group"):  # parsed against the known names: never free text
+            if f.get(key) is not None:
+                try:
+                    Signature.parse(f[key])
+                except ValueError as e:
+                    raise BadInput(f'{where}: a finding\'s "{key}" is not one this tool writes ({e})') from None
+        if f.get("repro") is not None and not isinstance(f["repro"], str):
+            raise BadInput(f'{where}: finding {f["signature"]}: "repro" must be text')
         for key in FINDING_COUNTS:
             if f.get(key) is not None and not _number(f[key]):
                 raise BadInput(f'{where}: finding {f["signature"]}: "{key}" must be an integer >= 0, got {f[key]!r}')
@@ -233,40 +263,56 @@ def merge_target(target: str, parts: list[Part], command: Command) -> Merged:
 
 
 def case_path(finding: dict[str, Any], report: str) -> str | None:
-    """The case file a finding's repro line names, found beside its report (or as named); None: it has none."""
+    """The case file of a finding, inside its report's directory; None: the finding names none.
+
+    Of the shard's repro line only the path after ``repro`` is read, and
+    only as a name to look for below the report's directory (the path
+    itself, then its trailing parts: ``cases/x.json``, ``x.json``); what it
+    resolves to must stay inside that directory (no ``..``, no absolute
+    path, no link out) and be a regular ``.json`` file.  Nothing else of the
+    line is kept: merge writes its own (``copy_case``).
+    """
     repro = finding.get("repro")
     if not repro:
         return None
+    sig = printable(finding["signature"], 200)
     try:
         words = shlex.split(repro)
         named = words[words.index("repro") + 1]
     except (ValueError, IndexError):
-        raise BadInput(f"{report}: finding {finding['signature']} has an unreadable repro line {repro!r}") from None
+        raise BadInput(f"{report}: the repro line of {sig} names no case file") from None
     if not named.endswith(".json"):
-        raise BadInput(f"{report}: the repro line of {finding['signature']} names {named!r}, not a case file")
-    for path in (os.path.join(os.path.dirname(os.path.abspath(report)), named), named):
-        if os.path.isfile(path):
-            return path
-    raise BadInput(f"{report}: the case file of {finding['signature']} is missing ({named})")
+        raise BadInput(f"{report}: the repro line of {sig} names {printable(named, 200)!r}, not a case file")
+    base = os.path.realpath(os.path.dirname(os.path.abspath(report)))
+    parts = [p for p in named.replace(os.sep, "/").split("/") if p not in ("", ".")]
+    for i in range(len(parts)):
+        tail = parts[i:]
+        if ".." in tail:
+            continue
+        candidate = os.path.realpath(os.path.join(base, *tail))
+        if os.path.commonpath([base, candidate]) == base and os.path.isfile(candidate):
+            return candidate
+    raise BadInput(f"{report}: the case file of {sig} is not in the report's directory ({printable(named, 200)})")
 
 
-def copy_case(finding: dict[str, Any], report: str, out_dir: str) -> None:
-    """Copy the group's case file into ``out_dir`` (atomically) and point its repro line at the copy."""
+def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str) -> None:
+    """Copy the group's case file into ``out_dir`` (atomically), checked as a case of this finding, and give the
+    finding a repro line of merge's own making: this tool's command, the copy, the target only where needed."""
     source = case_path(finding, report)
     if source is None:
+        finding.pop("repro", None)
         return
+    sig = printable(finding["signature"], 200)
     try:
         text = read_bytes(source, MAX_CASE_BYTES, "case file").decode()
-        doc = json.loads(text)
-    except (JsonFileError, UnicodeDecodeError, ValueError) as e:
-        raise BadInput(f"{source}: not a case file ({str(e).splitlines()[0]})") from None
-    if not isinstance(doc, dict) or doc.get("signature") != finding["signature"]:
-        raise BadInput(f"{source}: not the case file of {finding['signature']} (its repro line in {report})")
+        doc = casefile.validate_document(json.loads(text), source)
+    except (JsonFileError, UnicodeDecodeError, ValueError, casefile.CaseFileError) as e:
+        raise BadInput(f"{source}: not a case file ({printable(str(e).splitlines()[0], 300)})") from None
+    if doc.get("signature") != finding["signature"] or doc.get("target") != target:
+        raise BadInput(f"{source}: not the case file of {sig} on {printable(target, 200)} (named in {report})")
     copy = os.path.join(out_dir, os.path.basename(source))
     write_atomically(copy, text)
-    words = shlex.split(finding["repro"])
-    words[words.index("repro") + 1] = copy
-    finding["repro"] = " ".join(shlex.quote(w) for w in words)
+    finding["repro"] = repro_line(copy, target if runs_named_code(target) else None)
 
 
 def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
@@ -275,21 +321,25 @@ def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
     for m in merged:
         e = m.entry
         count = (
-            f"{e.get('configurations', 0):,} configurations"
+            f"{e.get('configurations') or 0:,} configurations"
             if command is Command.PROVE
-            else f"{e.get('examples', 0):,} examples"
+            else f"{e.get('examples') or 0:,} examples"
         )
-        lines.append(f"{e['target']}: {e['status']}, {count}, shards {', '.join(e['shards'])}")
+        lines.append(f"{printable(e['target'])}: {e['status']}, {count}, shards {', '.join(e['shards'])}")
         if m.missing:
             lines.append(f"  missing shards: {', '.join(map(str, m.missing))}")
-        lines += [f"  {f['signature']}" + (f"  {f['repro']}" if f.get("repro") else "") for f in e["findings"]]
+        lines += [
+            f"  {printable(f['signature'])}" + (f"  {printable(f['repro'])}" if f.get("repro") else "")
+            for f in e["findings"]
+        ]
     return lines
 
 
 def cmd_merge(args: argparse.Namespace) -> ExitCode:
     check_output_dir(args.cases_out, "--cases-out")
-    if args.json:
-        check_output_file(args.json, "--json")
+    for option in ("json", "markdown"):
+        if getattr(args, option):
+            check_output_file(getattr(args, option), f"--{option}")
     docs = [(path, load_report(path)) for path in args.reports]
     commands = {doc["command"] for _, doc in docs}
     if len(commands) > 1:
@@ -302,10 +352,13 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     merged = [merge_target(target, ps, command) for target, ps in parts.items()]
     for m in merged:  # case files first: a merged report names only copies that exist
         for f in m.entry["findings"]:
-            copy_case(f, f.pop("_report"), args.cases_out)
+            copy_case(f, f.pop("_report"), m.entry["target"], args.cases_out)
     if args.json:
         write_report(args.json, command, [m.entry for m in merged])
-    print("\n".join(summary_lines(command, merged)))
+    lines = summary_lines(command, merged)
+    if args.markdown:
+        write_atomically(args.markdown, markdown_block(lines))
+    print("\n".join(lines))
     found = any(m.entry["findings"] for m in merged)
     if any(m.missing for m in merged):  # a lost shard may be the one that found something: never "clean"
         gaps = "; ".join(f"{m.entry['target']}: {', '.join(map(str, m.missing))}" for m in merged if m.missing)

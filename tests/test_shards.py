@@ -19,6 +19,7 @@ from fuzz.campaign.parallel import Claims, Fold, Stream, derive_seed, merge_stat
 from fuzz.cli import main
 from fuzz.common.shards import WHOLE, Shard, parse_jobs, parse_shard
 from fuzz.findings.kinds import Property, Signature
+from fuzz.findings.regression import regression_files
 from fuzz.findings.report import Command
 from fuzz.merge import Part, merge_target
 from fuzz.prove.cli import report_entry
@@ -154,12 +155,19 @@ def _finding(sig: str, case: str, **extra) -> dict:
     return {"signature": sig, "repro": f"python -m fuzz repro {case}", **extra}
 
 
+def _case_text(sig: str, target: str = "reference", **extra) -> str:
+    """A valid case file of ``sig`` on ``target`` (a regression case with its signature and target changed)."""
+    doc = json.loads(Path(next(p for p in regression_files() if "0.5.18--write-within-row" in p)).read_text())
+    doc.update(target=target, signature=sig, property=sig.split("/")[0], **extra)
+    return json.dumps(doc) + "\n"
+
+
 def test_merge_dedups_groups_copies_one_case_file_each_and_sums_counts(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     for shard in ("a", "b"):
         (tmp_path / shard / "cases").mkdir(parents=True)
         for name, sig in (("g1.json", "write-within-row/dcp>1"), ("g2.json", "page-aligned-growth/dflash")):
-            (tmp_path / shard / "cases" / name).write_text(json.dumps({"from": shard, "signature": sig}) + "\n")
+            (tmp_path / shard / "cases" / name).write_text(_case_text(sig, reached_by=shard))
     a = _report(
         tmp_path / "a" / "run.json",
         "run",
@@ -201,7 +209,7 @@ def test_merge_dedups_groups_copies_one_case_file_each_and_sums_counts(tmp_path,
     assert (t["examples"], t["steps"], t["seeds"], t["seconds"], t["shards"]) == (15, 5, [1, 2], 3, ["1/2", "2/2"])
     assert [f["signature"] for f in t["findings"]] == ["page-aligned-growth/dflash", "write-within-row/dcp>1"]
     assert sorted(os.listdir("merged")) == ["g1.json", "g2.json"]
-    assert json.loads((tmp_path / "merged" / "g1.json").read_text())["from"] == "a"  # the first shard's
+    assert json.loads((tmp_path / "merged" / "g1.json").read_text())["reached_by"] == "a"  # the first shard's
     assert all(f["repro"].endswith(f"merged/{f['repro'][-7:]}") for f in t["findings"])
     assert "merged run: 1 target(s)" in capsys.readouterr().out
     clean = _report(
@@ -230,14 +238,13 @@ def test_merge_refuses_what_is_not_one_campaign(tmp_path, monkeypatch, capsys) -
     run_half = _report(tmp_path / "run_half.json", "run", [{**entry, "shard": "1/2"}])
     bad_seconds = _report(tmp_path / "s.json", "run", [{**entry, "seconds": "abc"}])
     bad_examples = _report(tmp_path / "e.json", "run", [{**entry, "examples": "many"}])
-    bad_repro = _report(tmp_path / "rp.json", "run", [{**entry, "findings": [{"signature": "a/b", "repro": 5}]}])
-    bad_worst = _report(tmp_path / "w.json", "prove", [{**entry, "findings": [{"signature": "a/b", "worst": "x"}]}])
-    (tmp_path / "hostname").write_text("not a case\n")
-    not_a_case = _report(
-        tmp_path / "nc.json", "run", [{**entry, "findings": [_finding("a/b", str(tmp_path / "hostname"))]}]
-    )
-    (tmp_path / "other.json").write_text(json.dumps({"signature": "c/d"}))
-    wrong_case = _report(tmp_path / "wc.json", "run", [{**entry, "findings": [_finding("a/b", "other.json")]}])
+    sig = "write-within-row/dcp>1"
+    bad_repro = _report(tmp_path / "rp.json", "run", [{**entry, "findings": [{"signature": sig, "repro": 5}]}])
+    bad_worst = _report(tmp_path / "w.json", "prove", [{**entry, "findings": [{"signature": sig, "worst": "x"}]}])
+    (tmp_path / "hostname.json").write_text("not a case\n")
+    not_a_case = _report(tmp_path / "nc.json", "run", [{**entry, "findings": [_finding(sig, "hostname.json")]}])
+    (tmp_path / "other.json").write_text(_case_text("page-aligned-growth/dflash"))
+    wrong_case = _report(tmp_path / "wc.json", "run", [{**entry, "findings": [_finding(sig, "other.json")]}])
     cases = [
         ([p1], "do not cover the space, missing reference: 2/2"),
         ([run_half], "shards are missing, missing reference: 2/2"),  # a lost shard may hold the finding
@@ -246,7 +253,7 @@ def test_merge_refuses_what_is_not_one_campaign(tmp_path, monkeypatch, capsys) -
         ([bad_repro], '"repro" must be text'),
         ([bad_worst], '"worst" must be an integer >= 0'),
         ([not_a_case], "not a case file"),
-        ([wrong_case], "not the case file of a/b"),
+        ([wrong_case], "not the case file of write-within-row/dcp>1"),
         ([p1, p1], "given twice"),
         ([p1, p2], "different counts"),
         ([p1, r], "different commands"),

@@ -18,7 +18,7 @@ import ast
 import functools
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import BadInput
@@ -26,6 +26,13 @@ from .jsonfile import JsonFileError, read_json
 
 MAX_CASE_BYTES = 1 << 20  # a case file is a few kilobytes; a lifecycle script of thousands of steps fits
 MAX_EXPECT_BYTES = 1 << 20  # matrix --expect: a few signatures per release
+# What one replay may cost, predicted from the case before any work (``ReplayMeter``).  Work is counted in
+# row-columns per step (every step checks each held row up to its width): measured at ~21 ns each on this
+# project's 2-core machine (8 rows x 1,048,576 columns x 200 steps: 37 s), so the budget is ~6 s of it.
+REPLAY_WORK = 1 << 28
+REPLAY_OUTPUT = 1 << 20  # bytes a replay prints at the most (its story: a line per step, write and release)
+REPLAY_LINE_BYTES = 256  # what one line of a story may take (they average ~175)
+ROW_HEADROOM_BOUND = 4096 + 2 * 1024 + 4  # W - C at the most: a page tail, twice the draft tokens, 4
 
 
 class _NotAConstant(Exception):
@@ -127,5 +134,62 @@ def check_case_sizes(path: str) -> None:
         raise BadInput(str(e)) from None
     config = doc.get("config") if isinstance(doc, dict) else None
     problem = size_problem(config) if isinstance(config, dict) else None
+    if problem is None and isinstance(doc, dict) and doc.get("kind") == "lifecycle":
+        problem = lifecycle_cost_problem(config, doc.get("case"))
     if problem:
         raise BadInput(f"{path}: {problem}")
+
+
+class ReplayMeter:
+    """The predicted cost of replaying a step script, step by step: work (row-columns checked) and output (bytes).
+
+    An upper bound read from the case alone: every admitted request counts
+    as holding a row (at most ``max_running_requests``), each row as wide as
+    ``context_len`` plus the most headroom a row can have, and each step
+    prints its line and one per row held.  Dropping steps never raises it,
+    so a shortened script costs no more than the run it came from.  The
+    lifecycle machine stops a run before a step would pass the budget, so
+    every case it writes replays within it; a case file past it is refused
+    when read (one line, exit 2).
+    """
+
+    def __init__(self, config: Mapping[str, Any]):
+        rows, context = _size(config.get("max_running_requests")), _size(config.get("context_len"))
+        self.rows = max(1, rows or 1)
+        self.width = max(1, context or 1) + ROW_HEADROOM_BOUND
+        self.held = 0
+        self.work = 0
+        self.output = 4 * REPLAY_LINE_BYTES  # the header: target, config, step count, verdict
+
+    def step(self, step: object) -> None:
+        if isinstance(step, Mapping) and step.get("op") == "admit":
+            self.held = min(self.rows, self.held + 1)
+        self.work += max(1, self.held) * self.width
+        self.output += (2 + self.held) * REPLAY_LINE_BYTES
+
+    def steps(self, steps: Iterable[object]) -> ReplayMeter:
+        for s in steps:
+            self.step(s)
+        return self
+
+    def within(self) -> bool:
+        return self.work <= REPLAY_WORK and self.output <= REPLAY_OUTPUT
+
+    def problem(self) -> str | None:
+        """Why the script is past the replay budget (one line), or None."""
+        if self.work > REPLAY_WORK:
+            return (
+                f"replaying it would check ~{self.work:.2e} row-columns (steps x rows held x row width), past this "
+                f"tool's replay budget of {REPLAY_WORK:.2e} (about 6 s)"
+            )
+        if self.output > REPLAY_OUTPUT:
+            return f"its story would print ~{self.output:,} bytes, past this tool's replay budget of {REPLAY_OUTPUT:,}"
+        return None
+
+
+def lifecycle_cost_problem(config: object, case: object) -> str | None:
+    """``ReplayMeter.problem`` of a lifecycle case's step script (None for anything else: checked later)."""
+    steps = case.get("steps") if isinstance(case, Mapping) else None
+    if not isinstance(config, Mapping) or not isinstance(steps, list):
+        return None
+    return ReplayMeter(config).steps(steps).problem()

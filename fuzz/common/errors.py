@@ -25,6 +25,8 @@ MAX_ERROR_CHARS = 500  # a hostile value (a 50,000-character pin) is never echoe
 
 
 def one_line(message: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """A bad-input message as the one line it is printed as: lines joined, at most ``limit`` characters."""
+    """A bad-input message as the one line it is printed as: lines joined, controls escaped, ``limit`` long at most."""
+    from .text import printable
+
     text = "; ".join(part.strip() for part in message.splitlines() if part.strip())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return printable(text, limit)

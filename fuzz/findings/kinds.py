@@ -10,12 +10,14 @@ file.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
+from allocator_model.guards import Guard
 from allocator_model.pools import KVPool
 
 if TYPE_CHECKING:  # regime_codes' types; torch is imported where it runs
@@ -56,6 +58,9 @@ class Regime(StrEnum):
 
 
 REGIMES: tuple[Regime, ...] = tuple(Regime)
+REGIME_NAMES = frozenset(r.value for r in Regime)
+POOL_NAMES = frozenset(k.value for k in KVPool)
+GUARD_NAMES = frozenset(g.value for g in Guard)
 
 
 class CaseKind(StrEnum):
@@ -151,7 +156,10 @@ class Outcome:
 
     @classmethod
     def parse(cls, text: str) -> Outcome:
+        """``silent``, ``stale-read`` or ``guard:NAME``, NAME one of SGLang's guards (``Guard``); else ValueError."""
         kind, _, guard = text.partition(":")
+        if guard and guard not in GUARD_NAMES:
+            raise ValueError(f"unknown guard {guard!r} (known: {', '.join(sorted(GUARD_NAMES))})")
         return cls(OutcomeKind(kind), guard)
 
     @classmethod
@@ -185,9 +193,47 @@ class Signature:
 
     @classmethod
     def parse(cls, text: str) -> Signature:
-        """``write-within-row/dcp>1[guard:NAME]`` -> Signature; ValueError for an unknown property, outcome or group."""
+        """``write-within-row/dcp>1[guard:NAME]`` -> Signature; ValueError for an unknown property, group or outcome.
+
+        Parsed against the known names, never taken as free text: the group
+        must be one ``known_group`` accepts for the property, the outcome one
+        of ``Outcome``'s with a known guard.  A signature from a file (a case,
+        a shard's report) can so never carry text of its own into what is
+        printed or generated from it.
+        """
+        if not isinstance(text, str):
+            raise ValueError(f"a signature is text, got {type(text).__name__}")
         prop, sep, rest = text.partition("/")
         group, bracket, outcome = rest.partition("[")
         if not sep or not group or (bracket and not outcome.endswith("]")):
-            raise ValueError(f"signature {text!r} is not PROPERTY/GROUP or PROPERTY/GROUP[OUTCOME]")
-        return cls(Property(prop), group, Outcome.parse(outcome[:-1]) if bracket else SILENT)
+            raise ValueError(f"signature {text[:80]!r} is not PROPERTY/GROUP or PROPERTY/GROUP[OUTCOME]")
+        try:
+            parsed = cls(Property(prop), group, Outcome.parse(outcome[:-1]) if bracket else SILENT)
+        except ValueError as e:
+            raise ValueError(f"signature {text[:80]!r}: {e}") from None
+        if not known_group(parsed.prop, group):
+            raise ValueError(f"signature {text[:80]!r}: {group[:80]!r} is not a group of {prop}")
+        if str(parsed) != text:
+            raise ValueError(f"signature {text[:80]!r} is not in its canonical form {str(parsed)!r}")
+        return parsed
+
+
+# The group of ``unproven`` configurations (prove: a growth rule not read in closed form).
+GROWTH_RULE = "growth-rule"
+# A ``model-mismatch`` group names the sizing function that disagrees: an identifier.
+_FUNCTION_NAME = re.compile(r"[a-z_][a-z0-9_]{0,63}")
+
+
+def known_group(prop: Property, group: str) -> bool:
+    """Whether ``group`` is a group ``prop`` can have: ``REGIME[@POOL]`` (sizing-raised: a regime alone),
+    ``growth-rule`` for unproven, a function name for model-mismatch."""
+    if prop is Property.UNPROVEN:
+        return group == GROWTH_RULE
+    if prop is Property.MODEL_MISMATCH:
+        return _FUNCTION_NAME.fullmatch(group) is not None
+    regime_name, at, pool = group.partition("@")
+    if regime_name not in REGIME_NAMES:
+        return False
+    if not at:
+        return True
+    return prop is not Property.SIZING_RAISED and pool in POOL_NAMES and pool != KVPool.STANDARD.value

@@ -10,18 +10,27 @@ the case's own target (``replay_targets``).  Case files committed under
 
 from __future__ import annotations
 
+import ast
+import json
 import os
-import pprint
 import re
 from typing import Any
+
+from .kinds import Property, Signature
 
 REGRESSIONS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "regressions")
 
 TARGET_ENV = "KVROW_FUZZ_TARGET"  # an emitted test's target when pytest's --kvrow-target names none
 
+# The emitted module.  Three slots change from case to case, each filled from a value, never from case
+# text: {name} an identifier folded to [a-z0-9_], {doc} the docstring (a parsed signature and a target
+# that passed ``_SAFE_TARGET``), {case} the case's JSON as string literals written by ``repr``.
 _TEMPLATE = '''\
-def test_{name}(request):
-    """{signature} on {target}, found by kvrow-fuzz.
+import json
+
+
+def {name}(request):
+    """{doc}
 
     Fails while the bug is present; the message is what `python -m fuzz repro` prints.
     It replays on the targets `--kvrow-target=SPEC` names (on each, when repeated), else
@@ -30,10 +39,19 @@ def test_{name}(request):
     from fuzz.findings.casefile import replay_document
     from fuzz.findings.regression import replay_targets, reproduced_on
 
-    case = {case}
+    case = json.loads(CASE_JSON)
     failures = reproduced_on({{spec: replay_document(case, target=spec) for spec in replay_targets(request.config)}})
     assert not failures, "\\n" + failures
+
+
+# The case file, as data: parsed at run time, never run.
+CASE_JSON = (
+{case}
+)
 '''
+MAX_NAME = 96  # characters of the test's name after ``test_``
+# A target the docstring names as it is: what specs are made of (reference@REV, sglang==X.Y.Z, a path@X.Y.Z).
+_SAFE_TARGET = re.compile(r"[A-Za-z0-9._@=/+~:-]{1,200}")
 
 
 def replay_targets(config: Any) -> list[str | None]:
@@ -60,20 +78,60 @@ def reproduced_on(replays: dict[str | None, Any]) -> str:
 
 
 def regression_test_name(doc: dict[str, Any]) -> str:
+    """``test_`` and the case's target and signature folded to ``[a-z0-9_]`` (an identifier, whatever they hold)."""
     raw = f"{doc['target']}_{doc.get('signature') or doc['property']}"
-    return re.sub(r"_+", "_", re.sub(r"[^a-z0-9]+", "_", raw.lower().replace(">", "_gt_"))).strip("_")
+    folded = re.sub(r"_+", "_", re.sub(r"[^a-z0-9]+", "_", raw.lower().replace(">", "_gt_"))).strip("_")
+    return "test_" + (folded[:MAX_NAME].rstrip("_") or "case")
+
+
+def _target_shown(target: object) -> str:
+    if isinstance(target, str) and _SAFE_TARGET.fullmatch(target):
+        return target
+    return "the case's target (unusual characters: see CASE_JSON)"
 
 
 def emit_test(doc: dict[str, Any]) -> str:
-    """A ready-to-paste pytest test that replays ``doc``."""
+    """A ready-to-paste pytest module that replays ``doc`` (a validated case document).
+
+    Built from values, never from text: the signature is parsed against the
+    known names and printed canonical, the target shown only when it is made
+    of a spec's characters, the name folded to an identifier, and the case
+    embedded as data: its JSON (ASCII only, so NaN and lone surrogates travel
+    too), one ``repr`` string literal per line, parsed at run time.  ``repr``
+    always writes one whole literal, so no content of the case can add, end
+    or change a statement (``tests/test_hostile_input.py`` holds the module's
+    syntax tree equal to the template's but for those values).
+    """
+    signature = Signature.parse(doc["signature"]) if doc.get("signature") is not None else None
+    shown = str(signature) if signature is not None else Property(doc["property"]).value
     replayable = {k: v for k, v in doc.items() if k != "message"}  # the replay prints the message anew
-    case = pprint.pformat(replayable, indent=4, width=100, sort_dicts=True).replace("\n", "\n" + " " * 4)
+    text = json.dumps(replayable, ensure_ascii=True, sort_keys=True, indent=4)
+    case = "\n".join(f"    {line!r}" for line in (line + "\n" for line in text.splitlines()))
     return _TEMPLATE.format(
         name=regression_test_name(doc),
-        signature=doc.get("signature") or doc["property"],
-        target=doc["target"],
+        doc=f"{shown} on {_target_shown(doc['target'])}, found by kvrow-fuzz.",
         case=case,
     )
+
+
+def module_shape(source: str) -> str:
+    """A module's syntax tree with the test's name and every string constant blanked.
+
+    Every emitted module has the shape of the template's (``template_shape``):
+    the case can change values, never code.
+    """
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            node.name = "test_"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = ""
+    return ast.dump(tree)
+
+
+def template_shape() -> str:
+    """``module_shape`` of the template filled with placeholder values."""
+    return module_shape(_TEMPLATE.format(name="test_case", doc="doc", case="    'case'"))
 
 
 def regression_files() -> list[str]:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import Phase
+from hypothesis import HealthCheck, Phase
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
@@ -30,6 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from allocator_model.batch import RunningBatch
 from allocator_model.config import ServingConfig
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
+from fuzz.common.bounds import ReplayMeter
 from fuzz.common.threads import one_torch_thread
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation, sizing_raised
@@ -91,6 +92,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.batch: RunningBatch | None = None
         self.steps: list[dict] = []
         self.halted = False
+        self.meter: ReplayMeter | None = None  # the replay cost of the steps so far (``fuzz.common.bounds``)
 
     # -- plumbing -----------------------------------------------------------
 
@@ -105,6 +107,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         )
 
     def _do(self, step: dict) -> None:
+        assert self.meter is not None
+        self.meter.step(step)
+        if not self.meter.within():  # one step more and its case would not replay within the budget: stop here
+            self.halted = True
+            return
         if not self.steps:
             self.plan.stats.started += 1
         self.steps.append(step)
@@ -137,6 +144,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     @initialize(data=st.data())
     def configure(self, data):
         self.cfg = data.draw(self.plan.configs, label="config")
+        self.meter = ReplayMeter(self.cfg.to_dict())
         try:
             self.batch = self.plan.batch_class(self.cfg, self.plan.target.sizing, self.plan.target.revision)
         except TargetCallError as e:
@@ -237,8 +245,12 @@ class LifecycleHunt:
             self.target, self.checks, self.configs, self.batch_class, tracker, progress, self.counts, self.record
         )
         # No explain phase: it replays a shrunk run hundreds of times for notes a step script does not need.
+        # Long runs are what --steps asks for (the replay budget stops each in time): not a health problem.
         run_settings = Settings(
-            settings, stateful_step_count=self.steps, phases=[p for p in settings.phases if p != Phase.explain]
+            settings,
+            stateful_step_count=self.steps,
+            phases=[p for p in settings.phases if p != Phase.explain],
+            suppress_health_check=[*settings.suppress_health_check, HealthCheck.large_base_example],
         )
 
         def machine() -> LifecycleMachine:

@@ -13,6 +13,7 @@ from typing import Any
 
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
+from fuzz.common.bounds import lifecycle_cost_problem
 from fuzz.findings.casefile import CaseFileError, Replay
 from fuzz.findings.kinds import CaseKind, Signature
 from fuzz.findings.model import Violation, sizing_raised
@@ -157,6 +158,9 @@ def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) 
     steps = doc["case"].get("steps") if isinstance(doc["case"], dict) else None
     if not isinstance(steps, list):
         raise CaseFileError(f'{where}: a lifecycle case needs "case": {{"steps": [...]}}')
+    too_costly = lifecycle_cost_problem(doc["config"], doc["case"])
+    if too_costly:
+        raise CaseFileError(f"{where}: {too_costly}")
     refusal = target.revision.refuses(cfg)  # an algorithm, a kind of KV pool or a DCP size the release lacks
     if refusal is not None:
         raise CaseFileError(f"{where}: {target.spec} does not launch this configuration: {refusal}")

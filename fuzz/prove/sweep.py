@@ -40,6 +40,7 @@ from allocator_model.revisions import Revision
 from fuzz.common.shards import WHOLE, Shard
 from fuzz.common.threads import one_torch_thread
 from fuzz.findings.kinds import (
+    GROWTH_RULE,
     REGIMES,
     SILENT,
     STALE_READ,
@@ -59,8 +60,6 @@ from .result import Group, ProveResult, TraceStats
 from .space import SPACES, Space
 from .traced_rows import traced_rows
 from .witness import Witness, config_witness, draft_witness, witness_finding, write_witness
-
-GROWTH_RULE = "growth-rule"  # the group of unproven configurations
 
 
 def prove(
