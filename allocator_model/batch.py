@@ -56,7 +56,8 @@ from .scheduler import (
     is_finished,
     max_prompt_len,
 )
-from .sizing import DecodeSizing, ceil_to_page
+from .sizing import ceil_to_page
+from .surface import Surface
 
 __all__ = [
     "FREE",
@@ -82,7 +83,7 @@ class RunningBatch:
 
     allocator_class = OwnershipAllocator
 
-    def __init__(self, cfg: ServingConfig, sizing: DecodeSizing, revision: Revision) -> None:
+    def __init__(self, cfg: ServingConfig, sizing: Surface, revision: Revision) -> None:
         self.cfg, self.sizing, self.revision = cfg, sizing, revision
         self.page = sizing.allocator_page_size(cfg)
         self.extra = sizing.req_to_token_extra_context_len(cfg)

@@ -27,7 +27,8 @@ from .guards import Guard
 from .numeric import Int, full_like, maximum, or_one, where
 from .req_to_token import ReqToTokenPool, WriteRecord
 from .revisions import Revision
-from .sizing import NON_SPEC_DECODE_COLUMNS, DecodeSizing, page_aligned_decode_alloc_len, spec_v2_tree
+from .sizing import NON_SPEC_DECODE_COLUMNS, page_aligned_decode_alloc_len, spec_v2_tree
+from .surface import Surface
 
 
 class WritePath(StrEnum):
@@ -132,7 +133,7 @@ def prefill(pool: ReqToTokenPool, allocator: TokenToKVPoolAllocator, req: Req, s
     return w
 
 
-def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing: DecodeSizing) -> int:
+def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing: Surface) -> int:
     """The reserve the path asks for: DFLASH/DSPARK reserve 2D themselves, the rest ask the sizing module."""
     path = write_path(cfg.speculative_algorithm)
     if path is WritePath.NON_SPEC:
@@ -144,7 +145,7 @@ def decode_reserve(cfg: ServingConfig, rt: SpecRuntime | None, sizing: DecodeSiz
 
 
 def decode_alloc_ends(
-    path: WritePath, lens: Sequence[tuple[int, int]], reserve: int, page: int, sizing: DecodeSizing, revision: Revision
+    path: WritePath, lens: Sequence[tuple[int, int]], reserve: int, page: int, sizing: Surface, revision: Revision
 ) -> list[int]:
     """nxt, the new kv_allocated_len, of each request (kv_committed_len, kv_allocated_len) on ``path``.
 
@@ -165,7 +166,7 @@ def prepare_for_decode(
     req: Req,
     cfg: ServingConfig,
     rt: SpecRuntime | None,
-    sizing: DecodeSizing,
+    sizing: Surface,
     revision: Revision,
     committed_len: int | None = None,
 ) -> RowWrite:
@@ -188,7 +189,7 @@ def prepare_for_decode(
 
 
 def row_guard(
-    path: WritePath, nxt: int, width: int, page: int, sizing: DecodeSizing, cfg: ServingConfig, revision: Revision
+    path: WritePath, nxt: int, width: int, page: int, sizing: Surface, cfg: ServingConfig, revision: Revision
 ) -> Guard | None:
     """The check of SGLang's own that stops a decode allocation ending at ``nxt`` in a row ``width`` wide, if any.
 

@@ -127,6 +127,34 @@ class Revision:
     def but(self, name: str, summary: str, **changes: Any) -> Revision:
         return dataclasses.replace(self, name=name, summary=summary, **changes)
 
+    # -- as data: a case file records the revision it was compared with, whole ----------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON data (sets as sorted lists of their values): ``from_dict`` rebuilds it exactly."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = sorted(str(v) for v in value) if isinstance(value, frozenset) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object) -> Revision:
+        """The revision ``to_dict`` wrote; ValueError (one line) for anything else: a missing or unknown field,
+        a value of the wrong type, an unknown algorithm or kind of pool."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a revision is a JSON object of its fields, got {type(data).__name__}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        missing = [n for n in names if n not in data]
+        if unknown or missing:
+            raise ValueError(
+                f"revision fields: unknown {unknown}, missing {missing}" if unknown else f"missing {missing}"
+            )
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            values[f.name] = _field_value(f.name, REVISION_FIELDS[f.name], data[f.name])
+        return cls(**values)
+
     def pool_algorithms(self, kind: KVPool) -> frozenset[str]:
         """The algorithms a launch on ``kind`` may use in this revision (unified memory accepts fewer)."""
         return self.algorithms & self.unified_spec if kind.unified else self.algorithms
@@ -160,6 +188,54 @@ class Revision:
         if not self.dcp or (g.kv_pool.unified and not self.unified_dcp):
             ok &= g.attn_dcp_size == 1
         return ok
+
+
+def _field_value(name: str, kind: Any, value: Any) -> Any:
+    """``value`` as the field ``name`` of kind ``kind`` holds it, or ValueError naming the field."""
+    if kind is str:
+        if not isinstance(value, str) or len(value) > 2000:
+            raise ValueError(f"revision field {name!r} must be text, got {value!r:.80}")
+        return value
+    if kind == "optional-str":
+        return None if value is None else _field_value(name, str, value)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"revision field {name!r} must be true or false, got {value!r:.80}")
+        return value
+    if isinstance(kind, frozenset):  # a set of the values of an enum (or of algorithm names)
+        if not isinstance(value, list) or not all(isinstance(v, str) and v in kind for v in value):
+            raise ValueError(f"revision field {name!r} must be a list of {sorted(kind)}, got {value!r:.80}")
+        members = {str(m): m for m in kind}
+        return frozenset(members[v] for v in value)
+    try:  # an enum
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"revision field {name!r}: {value!r:.80} is not one of {[m.value for m in kind]}") from None
+
+
+# What each field of ``Revision`` holds, for ``Revision.from_dict``.
+REVISION_FIELDS: dict[str, Any] = {
+    "name": str,
+    "summary": str,
+    "bug": "optional-str",
+    "alloc_page_with_dcp": bool,
+    "tree_alloc_len": bool,
+    "headroom": Headroom,
+    "headroom_page_tail": bool,
+    "headroom_from_launch_shape": bool,
+    "page_aligned_growth": bool,
+    "dflash_page_rounded": bool,
+    "overlap_counts_in_flight": bool,
+    "overlap_drops_finishing": bool,
+    "eagle_tree_assert": bool,
+    "algorithms": frozenset(algo.ALL),
+    "dcp": bool,
+    "memory_clamp": MemoryClamp,
+    "pools": frozenset(KVPool),
+    "unified_spec": frozenset(algo.ALL),
+    "narrow_rows": frozenset(KVPool),
+    "unified_dcp": bool,
+}
 
 
 REFERENCE = Revision(

@@ -21,7 +21,7 @@ from .decode import Refusal, Req, RowWrite, commit, draft_extent, prefill, prepa
 from .req_to_token import ReqToTokenPool, Spill
 from .revisions import Revision
 from .scheduler import decode_alloc_bound, reached_by
-from .sizing import DecodeSizing
+from .surface import Surface
 
 SUBJECT, NEIGHBOUR = 1, 0
 
@@ -174,7 +174,7 @@ class ScenarioRun:
     skipped: str | None = None  # the scheduler would not run this (out of memory): nothing to check
 
 
-def run_scenario(s: DecodeScenario, sizing: DecodeSizing, revision: Revision) -> ScenarioRun:
+def run_scenario(s: DecodeScenario, sizing: Surface, revision: Revision) -> ScenarioRun:
     """Execute the scenario on a fresh pool; the caller checks the properties."""
     cfg = s.config
     extra = sizing.req_to_token_extra_context_len(cfg)

@@ -19,7 +19,7 @@ uses operators and the ``numeric`` helpers, never ``if``/``max`` on values.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol, overload
+from typing import Any, overload
 
 from torch import Tensor
 
@@ -28,36 +28,12 @@ from .config import ServingConfig, SpecRuntime
 from .numeric import Int, full_like, maximum, or_one, where
 from .pools import pool_alloc_page, unified_row_extra
 from .revisions import Headroom, Revision
+from .surface import Entry, Surface
 
 # Without speculation a decode step writes one column, at seq_len: its L, its reserve, its growth, its footprint.
 NON_SPEC_DECODE_COLUMNS = 1
 # The headroom every row has past the context length, spec or not: 4 (+ Dmax with speculation).
 BASE_EXTRA_CONTEXT_LEN = 4
-
-
-class DecodeSizing(Protocol):
-    """The sizing functions the model's decode path and request lifecycle call.
-
-    ``ModelSizing`` provides them, and so does any target's sizing surface
-    (``fuzz.targets``): every function takes the launch config, and the
-    per-batch ones the run-time spec shape ``rt`` (None without speculation).
-    """
-
-    def allocator_page_size(self, cfg: ServingConfig) -> int: ...
-
-    def alloc_page_size(self, cfg: ServingConfig) -> int: ...
-
-    def alloc_reserve_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int: ...
-
-    def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int: ...
-
-    def req_to_token_row_width(self, cfg: ServingConfig) -> int: ...
-
-    def row_guard_fires(self, cfg: ServingConfig, max_alloc_len: int, row_width: int) -> bool: ...
-
-    def page_aligned_decode_alloc_lens(
-        self, lens: Sequence[tuple[int, int]], reserve: int, page: int
-    ) -> tuple[list[int], list[int], int]: ...
 
 
 def ceil_div(x: Int, y: Int) -> Int:
@@ -220,15 +196,17 @@ def req_to_token_extra_context_len(
     return where(covered, sized, extra)
 
 
-class ModelSizing:
-    """The sizing functions of one modeled revision, read against a config.
-
-    Same surface as a loaded real module (``fuzz.targets``): every function
-    takes the launch config, and the per-batch ones the run-time spec shape.
+class ModelSizing(Surface):
+    """The sizing functions of one modeled revision, read against a config: the model's formula of each
+    entry of the sizing surface (``allocator_model.surface``, which declares them and serves them as a
+    ``Surface``).  Every function takes the launch config, and the per-batch ones the run-time spec shape.
     """
 
     def __init__(self, revision: Revision):
         self.revision = revision
+
+    def call(self, entry: Entry, *args: Any) -> Any:
+        return entry.model(self, *args)
 
     def allocator_page_size(self, cfg: ServingConfig) -> int:
         """P_a, the page the allocator of ``cfg.kv_pool`` hands out (``pools.pool_alloc_page``).

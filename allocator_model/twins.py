@@ -49,6 +49,7 @@ from .sizing import (
     req_to_token_extra_context_len,
     tree_pages_per_branch,
 )
+from .surface import Entry, entries
 
 ALGORITHMS: tuple[str | None, ...] = (None, *algo.ALL)
 
@@ -69,9 +70,13 @@ class Twin:
     scalar: Callable[..., Any]
     tensor: Callable[..., Any]
     cases: Callable[[], Iterator[Case]]
+    label: str | None = None  # the name, where the functions' own would not tell (a surface entry's)
 
     @property
     def name(self) -> str:
+        if self.label is not None:
+            return self.label
+
         def qual(f: Callable[..., Any]) -> str:
             return f"{f.__module__.rsplit('.', 1)[-1]}.{f.__qualname__}"
 
@@ -314,4 +319,33 @@ TWINS: tuple[Twin, ...] = (
     Twin(prepare_for_decode, cf.model_decode_rows, _decode_row_cases),
 )
 
-ALL_ENTRIES: tuple[Twin, ...] = SHARED + TWINS
+
+def _surface_cases(entry: Entry) -> Callable[[], Iterator[Case]]:
+    """An entry's model formula on every valid launch of the small space, against its ``twin`` over the grid."""
+
+    def cases() -> Iterator[Case]:
+        for rev in REVISIONS.values():
+            sizing = ModelSizing(rev)
+            for a in ALGORITHMS:
+                configs, g = _valid_launches(a)
+                for kind in (KVPool.STANDARD, KVPool.SWA):  # a paged-with-DCP allocator and a bare-page one
+                    kinds = [cfg.replace(kv_pool=kind) for cfg in configs]
+                    want = [int(sizing.call(entry, cfg)) for cfg in kinds]
+                    assert entry.twin is not None
+                    got = entry.twin(dataclasses.replace(g, kv_pool=kind), rev)
+                    yield Case(f"{entry.name} of {a} on {kind.value} in {rev.name}", kinds, want, got.tolist())
+
+    return cases
+
+
+def surface_twins() -> tuple[Twin, ...]:
+    """A twin for every declared surface entry that has one (``Entry.twin``), as declared now."""
+    return tuple(Twin(e.model, e.twin, _surface_cases(e), f"surface.{e.name}") for e in entries() if e.twin is not None)
+
+
+def all_entries() -> tuple[Twin, ...]:
+    """Every twin: the shared formulas, the pairs, and the surface's entries with a tensor evaluation."""
+    return SHARED + TWINS + surface_twins()
+
+
+ALL_ENTRIES: tuple[Twin, ...] = all_entries()

@@ -23,6 +23,7 @@ from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.revisions import REVISIONS
 from allocator_model.scenario import DecodeScenario, run_scenario
 from allocator_model.sizing import ModelSizing
+from allocator_model.surface import ALLOCATOR_PAGE_SIZE, Provenance
 from fuzz.fidelity.differential import FidelityCase, disagreements
 from fuzz.run.engine import check_scenario
 from fuzz.targets import resolve_target
@@ -146,11 +147,11 @@ def test_a_real_target_lists_the_kinds_whose_allocator_page_it_could_not_read(tm
     target = resolve_target(checkout(tmp_path, CONFIGURATOR))  # the shape has no unified Mamba + SWA builder
     modeled = "; ".join(target.sizing.modeled())
     assert "the allocator page of the unified-mamba-swa pool(s) (not read from the target)" in modeled, modeled
-    assert target.sizing.in_file("allocator_page_size")
+    assert target.sizing.source(ALLOCATOR_PAGE_SIZE) is Provenance.READ
     lone = tmp_path / "lone"
     lone.mkdir()
     (lone / "allocation_sizing.py").write_text((SHAPES / "uno.py").read_text())
-    assert not resolve_target(str(lone / "allocation_sizing.py")).sizing.in_file("allocator_page_size")
+    assert resolve_target(str(lone / "allocation_sizing.py")).sizing.source(ALLOCATOR_PAGE_SIZE) is not Provenance.READ
 
 
 RELEASES = known_releases()  # every modeled release, 0.5.13 to 0.5.23
@@ -164,7 +165,7 @@ def test_every_release_pages_each_kind_as_modeled(version, real_wheel_cache):
     0.5.16+ from the configurator and the unified chain; 0.5.13-0.5.15 from the ModelRunner mixin.
     """
     target = resolve_target(f"sglang=={version}")
-    assert target.sizing.in_file("allocator_page_size")
+    assert target.sizing.source(ALLOCATOR_PAGE_SIZE) is Provenance.READ
     assert set(target.sizing.module.alloc_pages.pages) == set(target.revision.pools)
     assert not [m for m in target.sizing.modeled() if "allocator page" in m]
     checked = 0

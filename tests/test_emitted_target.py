@@ -59,7 +59,7 @@ def test_replay_targets_are_the_option_else_the_environment_else_the_case(monkey
 
 
 def test_the_failure_names_each_target_it_reproduces_on_only_when_several_ran():
-    bad, good = Replay(True, "FAILS x/y story"), Replay(False, "ok")
+    bad, good = Replay(True, ("FAILS x/y story",)), Replay(False, ("ok",))
     assert reproduced_on({None: bad}) == "FAILS x/y story"
     assert reproduced_on({"reference": good}) == ""
     assert reproduced_on({"a": good, "b": good}) == ""

@@ -11,8 +11,9 @@ from allocator_model import algorithms as algo
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REVISIONS
 from fuzz.cli import main
-from fuzz.fidelity import differential
-from fuzz.fidelity.differential import KindTally, dcp_allowed, fidelity, kind_case_pool
+from fuzz.fidelity import cases, differential
+from fuzz.fidelity.cases import dcp_allowed, sample_cases
+from fuzz.fidelity.differential import KindTally, fidelity
 from fuzz.fidelity.matrix import MatrixSettings, Row
 from fuzz.fidelity.matrix_report import markdown, target_entry
 from fuzz.targets.base import model_target
@@ -22,7 +23,7 @@ from fuzz.targets.base import model_target
 def test_each_kind_pool_holds_only_that_kind_distinct_and_launchable(name):
     revision = REVISIONS[name]
     for kind in revision.pools:
-        pool = kind_case_pool(kind, algo.ALL, 150, revision)
+        pool = sample_cases(revision, algo.ALL, 150, kind=kind)
         configs = [c.config for c in pool]
         assert len(configs) == 150 and len(set(configs)) == 150, kind
         assert all(c.kv_pool is kind and revision.refuses(c) is None for c in configs), kind
@@ -40,14 +41,27 @@ def test_unified_kinds_draw_dcp_only_where_the_release_takes_it():
 
 
 def test_the_same_kind_and_algorithms_give_the_same_configurations():
-    """Seeded by (kind, algorithms, DCP): two releases that run the same things are compared on the same pool."""
-    a = kind_case_pool(KVPool.SWA, algo.ALL, 80, REVISIONS["sglang-0.5.21"])
-    b = kind_case_pool(KVPool.SWA, algo.ALL, 80, REVISIONS["sglang-0.5.23"])
+    """One stream per (seed, kind): two releases that run the same things are compared on the same pool."""
+    a = sample_cases(REVISIONS["sglang-0.5.21"], algo.ALL, 80, kind=KVPool.SWA)
+    b = sample_cases(REVISIONS["sglang-0.5.23"], algo.ALL, 80, kind=KVPool.SWA)
     assert [c.config for c in a] == [c.config for c in b]
-    differential._KIND_STREAMS.clear()  # a fresh process draws the same again
-    assert [c.config for c in kind_case_pool(KVPool.SWA, algo.ALL, 80, REVISIONS["sglang-0.5.23"])] == [
+    cases._STREAMS.clear()  # a fresh process draws the same again
+    assert [c.config for c in sample_cases(REVISIONS["sglang-0.5.23"], algo.ALL, 80, kind=KVPool.SWA)] == [
         c.config for c in a
     ]
+
+
+@pytest.mark.parametrize("kind", [None, KVPool.UNIFIED_MAMBA])
+def test_the_sample_for_a_seed_is_the_same_whatever_was_sampled_before(kind):
+    """Issue 22: 40 configurations then 3,000 are the 3,000 of a cold process (the memo only saves work)."""
+    revision = REVISIONS["sglang-0.5.23"]
+    cases._STREAMS.clear()
+    cold = [c.config for c in sample_cases(revision, algo.ALL, 3000, kind=kind)]
+    cases._STREAMS.clear()
+    sample_cases(revision, {algo.EAGLE}, 40, kind=kind)
+    sample_cases(REVISIONS["sglang-0.5.18"], algo.ALL, 40, kind=kind)
+    assert [c.config for c in sample_cases(revision, algo.ALL, 3000, kind=kind)] == cold
+    assert len(cold) == 3000 and cold != [c.config for c in sample_cases(revision, algo.ALL, 3000, kind=kind, seed=1)]
 
 
 def test_a_gap_in_one_kind_is_tallied_on_that_kind_alone(monkeypatch):
@@ -75,7 +89,7 @@ def test_a_gap_in_one_kind_is_tallied_on_that_kind_alone(monkeypatch):
 
 def test_the_matrix_states_the_tally_per_release_and_kind():
     target = model_target(REVISIONS["sglang-0.5.23"])
-    fid = differential.FidelityResult(target.spec, "sglang-0.5.23", configs=20, per_kind=10)
+    fid = differential.FidelityResult(target.spec, REVISIONS["sglang-0.5.23"], configs=20, per_kind=10)
     fid.kinds = {KVPool.STANDARD: KindTally(10, 10), KVPool.SWA: KindTally(10, 9)}
     row = Row("0.5.23", target=target, fidelity=fid)
     entry = target_entry(row, {})

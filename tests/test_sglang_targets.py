@@ -35,7 +35,8 @@ from fuzz.run.engine import campaign, check_scenario
 from fuzz.run.properties import WRITE_WITHIN_ROW
 from fuzz.targets import TargetCallError, TargetError, resolve_target
 from fuzz.targets.sglang import wheels
-from fuzz.targets.sglang.loader import RealSizing, load_sizing_module
+from fuzz.targets.sglang.loader import load_sizing_module
+from fuzz.targets.sglang.real import RealSizing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUGGY, FIXED = "0.5.18", "0.5.19"
@@ -264,14 +265,23 @@ KINDS_0_5_18 = ("standard", "swa", "hisparse", "unified-mamba", "unified-swa")
 def test_fidelity_of_a_release_and_a_mismatch_found_and_shrunk(releases):
     agree = differential.fidelity(releases[BUGGY], configs=1000)
     assert agree.status == Status.CLEAN and agree.configs == 1000 and not agree.findings
-    assert agree.functions == ["alloc_len_per_decode", "alloc_reserve_per_decode", "req_to_token_extra_context_len"]
+    assert agree.functions == [
+        "alloc_len_per_decode",
+        "alloc_reserve_per_decode",
+        "req_to_token_extra_context_len",
+        "req_to_token_row_width",
+    ]
     # The planted gap: 0.5.18's code against the model of 0.5.19 (alloc page with dcp).
     gap = differential.fidelity(releases[BUGGY], revision=REVISIONS["sglang-0.5.19"], configs=1000)
     assert gap.status == Status.COUNTEREXAMPLE
     sigs = {str(f.signature) for f in gap.findings}
     assert "model-mismatch/req_to_token_extra_context_len" in sigs, sigs
     for f in gap.findings:
-        assert f.kind is CaseKind.FIDELITY and f.revision == "sglang-0.5.19" and f.target == releases[BUGGY].spec
+        assert (
+            f.kind is CaseKind.FIDELITY
+            and f.revision == REVISIONS["sglang-0.5.19"]
+            and f.target == releases[BUGGY].spec
+        )
         assert f.config.attn_dcp_size > 1  # the cause, kept by shrinking
 
 
@@ -414,7 +424,7 @@ def test_fidelity_finds_a_planted_gap_and_the_case_replays(tmp_path):
     result = differential.fidelity(unrounded, configs=300)
     assert [str(f.signature) for f in result.findings] == ["model-mismatch/page_aligned_decode_alloc_lens"]
     good = differential.fidelity(resolve_target(sizing_file(tmp_path, "good.py")), configs=300)
-    assert good.status == Status.CLEAN and len(good.functions) == 5
+    assert good.status == Status.CLEAN and len(good.functions) == 6
     env = offline_env(tmp_path)
     r = fuzz(
         "fidelity",

@@ -109,7 +109,7 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
         for f in r.findings:
             casefile.save(f, args.cases)
             print(counterexample_block(f), flush=True)
-        print(f"{target.spec}: model {r.revision} {r.summary()} in {r.seconds:.1f}s", flush=True)
+        print(f"{target.spec}: model {r.revision.name} {r.summary()} in {r.seconds:.1f}s", flush=True)
         results.append(r)
     if args.json:
         write_report(

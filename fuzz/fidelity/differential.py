@@ -1,13 +1,16 @@
 """Differential fidelity (the engine of ``python -m fuzz fidelity``) and the replay of its case files.
 
 The model is only worth its agreement with the code it stands for.  For
-every configuration of a pool drawn from ``strategies.configs.serving_configs``
-(10,000 distinct by default, the same pool for every release), every sizing
-function is called on both sides and must return the same value.  That pool
-follows the strategies' proportions (the standard KV pool most of the time);
-``per_kind`` (``fidelity --per-kind N``, and ``matrix``) draws N distinct
-configurations for each kind of KV pool the release builds instead, with the
-kind pinned (``kind_case_pool``), and tallies the agreeing ones per kind:
+every configuration of a pool drawn by ``cases.sample_cases`` (10,000
+distinct by default, the same configurations for every release that runs
+them, whatever was sampled before), every entry of the declared sizing
+surface that the target answers itself (``allocator_model.surface``:
+``Provenance.READ``, ``Entry.compared``) is called on both sides and must return
+the same value.  That pool follows the strategies' proportions (the standard
+KV pool most of the time); ``per_kind`` (``fidelity --per-kind N``, and
+``matrix``) draws N distinct configurations for each kind of KV pool the
+release builds instead, the kind pinned, and tallies the agreeing ones per
+kind.  The entries today:
 
     allocator_page_size                the page the kind's allocator is built with (read where SGLang
                                        builds it: ``fuzz.targets.sglang.allocators``)
@@ -33,140 +36,39 @@ command's (``fuzz.fidelity.cli``).
 from __future__ import annotations
 
 import json
-import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, find, given
-from hypothesis import seed as hypothesis_seed
+from hypothesis import HealthCheck, Phase, find
 from hypothesis import settings as Settings
-from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from allocator_model import algorithms as algo
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
 from allocator_model.pools import KVPool
-from allocator_model.revisions import REFERENCE, REVISIONS, Revision
-from allocator_model.scheduler import max_committed_len_at_decode_alloc
+from allocator_model.revisions import REVISIONS, Revision
 from allocator_model.sizing import ModelSizing
+from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface, entries
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation, sizing_raised
 from fuzz.findings.report import Status
-from fuzz.targets.base import SizingSurface, Target, TargetCallError
-from strategies import space
-from strategies.configs import serving_configs
-from strategies.uniform import RandomChooser
+from fuzz.targets.base import Target, TargetCallError
+
+from .cases import FidelityCase, fidelity_cases, sample_cases
 
 MODEL_MISMATCH = Property.MODEL_MISMATCH
 DEFAULT_CONFIGS = 10_000
-FUNCTIONS = (
-    "allocator_page_size",
-    "alloc_page_size",
-    "alloc_len_per_decode",
-    "alloc_reserve_per_decode",
-    "req_to_token_extra_context_len",
-    "req_to_token_row_width",
-    "page_aligned_decode_alloc_lens",
-)
 
 
-PAGE_FOLLOWS_ALLOCATOR = "main sizes the decode reserve at the allocator's own page (resolve_kv_bookkeeping_page)"
-
-
-def per_config_design(real: SizingSurface, cfg: ServingConfig) -> set[str]:
-    """Functions that differ by design on this configuration only (``PAGE_FOLLOWS_ALLOCATOR``).
-
-    Main hands its decode length and reserve the allocator's page; the
-    model's revisions size them at page_size * attn_dcp_size, which a
-    bare-page allocator (SWA, HiSparse) does not use under DCP.
-    """
-    generation = getattr(real, "generation", None)
-    if generation is not None and generation.page_keyword and cfg.kv_pool.bare_page and cfg.attn_dcp_size > 1:
-        return {"alloc_len_per_decode", "alloc_reserve_per_decode"}
-    return set()
-
-
-def by_design(real: SizingSurface) -> dict[str, str]:
-    """The functions on which a real file differs from every modeled revision by design, and why.
-
-    SGLang main (the row-width API generation) covers the rounding of the
-    last page by page-aligning the row (get_req_to_token_row_width) and
-    sizes the headroom as the largest reserve over the candidate pages; the
-    model's revisions keep W = C + extra and add P - 1 to the headroom.  The
-    two designs give different numbers for the same safe outcome, which
-    ``run`` and ``prove`` check on the file itself.
-    """
-    generation = getattr(real, "generation", None)
-    if generation is None or not generation.has_row_width:
-        return {}
-    why = "main page-aligns the row to the allocator page instead of adding P - 1 to the headroom"
-    return {
-        "req_to_token_extra_context_len": why,
-        "req_to_token_row_width": why,
-        "alloc_len_per_decode (bare-page kinds under DCP)": PAGE_FOLLOWS_ALLOCATOR,
-    }
-
-
-@dataclass(frozen=True)
-class FidelityCase:
-    """One configuration, and the (kv_committed_len, kv_allocated_len) pairs the aligned lens are compared on."""
-
-    config: ServingConfig
-    lens: tuple[tuple[int, int], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"lens": [list(p) for p in self.lens]}
-
-    @classmethod
-    def from_dict(cls, config: ServingConfig, data: Any) -> FidelityCase:
-        try:
-            lens = tuple((int(c), int(a)) for c, a in data["lens"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"malformed fidelity case: {e}") from None
-        return cls(config, lens)
-
-
-def lens_for(cfg: ServingConfig) -> tuple[tuple[int, int], ...]:
-    """Request lengths for page_aligned_decode_alloc_lens, near the committed-length bound b.
-
-    One batch of three requests: fresh at the bound (a = c = b), mid-page
-    (a = c + page - 1), and one already allocated past any reserve (the
-    ``max(a, ...)`` branch that keeps an adaptive downswitch from shrinking).
-    """
-    page = allocator_page_size(cfg)
-    b = max(1, max_committed_len_at_decode_alloc(cfg))
-    slack = 2 * page + 4 * (cfg.max_speculative_num_draft_tokens or 1)
-    return ((b, b), (max(1, b - 1), max(1, b - 1) + page - 1), (max(1, b - slack), b + slack))
-
-
-def fidelity_cases(
-    algorithms: Iterable[str], revision: Revision = REFERENCE, kind: KVPool | None = None
-) -> st.SearchStrategy[FidelityCase]:
-    """Cases over every kind of KV pool ``revision`` builds (each with the algorithms it runs there).
-
-    ``kind``: that kind only, pinned (``kind_pins``), with the algorithms it runs.
-    """
-    if kind is None:
-        pools = revision.pool_algorithm_map()
-        configs = serving_configs(tuple(algorithms), pools=pools)
-    else:
-        runs = tuple(sorted(set(algorithms) & revision.pool_algorithms(kind)))
-        configs = serving_configs(runs, pins=kind_pins(kind, revision), pools={kind: runs})
-    return configs.filter(lambda cfg: revision.refuses(cfg) is None).map(lambda cfg: FidelityCase(cfg, lens_for(cfg)))
-
-
-def dcp_allowed(kind: KVPool, revision: Revision) -> bool:
-    """Whether ``revision`` launches ``kind`` with attn_dcp_size > 1 at all (``Revision.dcp``, ``unified_dcp``)."""
-    return revision.dcp and not kind.refuses_dcp and (revision.unified_dcp or not kind.unified)
-
-
-def kind_pins(kind: KVPool, revision: Revision) -> dict[str, Any]:
-    """The fields a per-kind draw pins: the kind, and attn_dcp_size 1 where the revision refuses DCP on it."""
-    return {"kv_pool": kind} if dcp_allowed(kind, revision) else {"kv_pool": kind, "attn_dcp_size": 1}
+def compared(real: Surface) -> list[Entry]:
+    """The entries fidelity compares on ``real``: declared comparable, answered by the target itself, and not
+    different by design."""
+    design = real.by_design()
+    answered = (Provenance.READ, Provenance.MODEL)  # a model target compared with another revision answers every entry
+    return [e for e in entries(EntryKind.SIZING) if e.compared and real.source(e) in answered and e.name not in design]
 
 
 def _unique_runtimes(cfg: ServingConfig) -> list[SpecRuntime | None]:
@@ -177,62 +79,49 @@ def _unique_runtimes(cfg: ServingConfig) -> list[SpecRuntime | None]:
     return seen
 
 
-def disagreements(real: SizingSurface, model: ModelSizing, case: FidelityCase) -> list[Violation]:
-    """Every sizing function on which ``real`` and ``model`` differ for this case (one violation per function)."""
+def calls_of(entry: Entry, model: ModelSizing, case: FidelityCase) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """(what the message shows, the arguments) of every call fidelity makes of ``entry`` on ``case``."""
     cfg = case.config
-    found: dict[str, Violation] = {}
-    skipped = set(by_design(real)) | per_config_design(real, cfg)
-
-    def compare(fn: str, args: str, call_real: Callable[..., Any], call_model: Callable[..., Any], *call: Any) -> None:
-        """``call_real(*call)`` against ``call_model(*call)``; the first difference per function is kept."""
-        if fn in found or fn in skipped:
-            return
-        try:
-            got = call_real(*call)
-        except TargetCallError as e:
-            found[fn] = sizing_raised(cfg, e)
-            return
-        want = call_model(*call)
-        if got != want:
-            found[fn] = Violation(MODEL_MISMATCH, fn, f"{fn}({args}): real {got}, model {model.revision.name} {want}")
-
-    in_file = getattr(real, "in_file", lambda name: True)
-    if in_file("allocator_page_size"):
-        compare("allocator_page_size", "", real.allocator_page_size, model.allocator_page_size, cfg)
-    if in_file("alloc_page_size"):
-        compare("alloc_page_size", "", real.alloc_page_size, model.alloc_page_size, cfg)
-    for rt in _unique_runtimes(cfg):
-        shape = "no spec" if rt is None else f"num_steps={rt.num_steps} num_draft_tokens={rt.num_draft_tokens}"
-        compare("alloc_len_per_decode", shape, real.alloc_len_per_decode, model.alloc_len_per_decode, cfg, rt)
-        compare(
-            "alloc_reserve_per_decode", shape, real.alloc_reserve_per_decode, model.alloc_reserve_per_decode, cfg, rt
-        )
-    compare(
-        "req_to_token_extra_context_len",
-        "",
-        real.req_to_token_extra_context_len,
-        model.req_to_token_extra_context_len,
-        cfg,
-    )
-    compare("req_to_token_row_width", "", real.req_to_token_row_width, model.req_to_token_row_width, cfg)
-    if in_file("page_aligned_decode_alloc_lens"):
+    if entry.shape is Shape.LAUNCH:
+        yield "", (cfg,)
+    elif entry.shape is Shape.RUNTIME:
+        for rt in _unique_runtimes(cfg):
+            yield (
+                ("no spec" if rt is None else f"num_steps={rt.num_steps} num_draft_tokens={rt.num_draft_tokens}"),
+                (
+                    cfg,
+                    rt,
+                ),
+            )
+    elif entry.shape is Shape.LENS:
         page = allocator_page_size(cfg)
         for rt in _unique_runtimes(cfg):
             reserve = model.alloc_reserve_per_decode(cfg, rt)
             lens = list(case.lens)
-            compare(
-                "page_aligned_decode_alloc_lens",
-                f"{lens}, reserve={reserve}, page={page}",
-                real.page_aligned_decode_alloc_lens,
-                model.page_aligned_decode_alloc_lens,
-                lens,
-                reserve,
-                page,
-            )
+            yield f"{lens}, reserve={reserve}, page={page}", (lens, reserve, page)
+
+
+def disagreements(real: Surface, model: ModelSizing, case: FidelityCase) -> list[Violation]:
+    """Every compared entry on which ``real`` and ``model`` differ for this case (one violation per entry)."""
+    cfg = case.config
+    found: dict[str, Violation] = {}
+    skipped = set(real.by_design(cfg))
+    for entry in compared(real):
+        if entry.name in skipped:
+            continue
+        for shown, args in calls_of(entry, model, case):
+            try:
+                got = real.call(entry, *args)
+            except TargetCallError as e:
+                found[entry.name] = sizing_raised(cfg, e)
+                break
+            want = model.call(entry, *args)
+            if got != want:
+                found[entry.name] = Violation(
+                    MODEL_MISMATCH, entry.name, f"{entry.name}({shown}): real {got}, model {model.revision.name} {want}"
+                )
+                break
     return list(found.values())
-
-
-# -- the configuration pool ---------------------------------------------------
 
 
 def _settings(n: int) -> Settings:
@@ -244,98 +133,6 @@ def _settings(n: int) -> Settings:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-
-
-_MASTER: dict[ServingConfig, FidelityCase] = {}  # one pool over every algorithm, grown on demand
-_BATCHES = [0]
-
-
-def _grow_master(examples: int) -> None:
-    """Draw ``examples`` more cases into the master pool: derandomized first, then one fixed seed per batch."""
-    batch = _BATCHES[0]
-    strategy = fidelity_cases(algo.ALL)
-
-    def collect(case: FidelityCase) -> None:
-        _MASTER.setdefault(case.config, case)
-
-    test = Settings(_settings(examples), derandomize=batch == 0)(given(strategy)(collect))
-    (hypothesis_seed(batch)(test) if batch else test)()
-    _BATCHES[0] += 1
-
-
-def case_pool(algorithms: Iterable[str], n: int, revision: Revision | None = None) -> list[FidelityCase]:
-    """``n`` cases with distinct configurations using only ``algorithms``; the same on every call and every run.
-
-    Every release draws from one pool (memoized per process), so releases
-    are compared on the same configurations, and the pool is paid for once.
-    """
-    allowed = set(algorithms) | {None}
-
-    def usable() -> list[FidelityCase]:
-        return [
-            c
-            for c in _MASTER.values()
-            if c.config.speculative_algorithm in allowed and (revision is None or revision.refuses(c.config) is None)
-        ]
-
-    while len(usable()) < n and _BATCHES[0] < 50:
-        share = max(len(usable()), 1) / max(len(_MASTER), 1) if _MASTER else len(allowed) / (len(algo.ALL) + 1)
-        _grow_master(int((n - len(usable())) / share * 1.02) + 10)
-    return usable()[:n]
-
-
-class PreferringChooser(RandomChooser):
-    """``random.Random`` behind the walk of ``strategies.space``, preferring as the strategies do.
-
-    ``often`` takes its value half the time (as ``strategies.configs.DrawChooser``
-    does), so a stratified draw keeps the strategies' weights (page 1, SGLang's
-    default spec shapes) at a fraction of Hypothesis' cost per example.
-    """
-
-    def often(self, value: Any, values: Iterable[Any]) -> Any:
-        return self.sampled_from(values) if self.booleans() else value
-
-
-@dataclass
-class _KindStream:
-    """One kind's draws for one algorithm set: a seeded sampler and the distinct cases it has drawn so far."""
-
-    chooser: PreferringChooser
-    cases: list[FidelityCase] = field(default_factory=list)
-    seen: set[ServingConfig] = field(default_factory=set)
-    draws: int = 0
-
-
-_KIND_STREAMS: dict[tuple[KVPool, frozenset[str], bool], _KindStream] = {}
-DRAWS_PER_CASE = 20  # draws per wanted case before a kind's space counts as exhausted (never reached in practice)
-
-
-def kind_case_pool(kind: KVPool, algorithms: Iterable[str], n: int, revision: Revision) -> list[FidelityCase]:
-    """``n`` cases with distinct configurations of KV pool ``kind``, drawn with the kind pinned.
-
-    Every algorithm ``revision`` runs on the kind (``Revision.pool_algorithms``,
-    within ``algorithms``), DCP where the revision allows it on the kind.  The
-    draw is seeded by (kind, algorithms, DCP allowed), so releases that run the
-    same algorithms on a kind are compared on the same configurations, run
-    after run; memoized per process.  Fewer than ``n`` only if the space runs
-    out (``DRAWS_PER_CASE``).
-    """
-    runs = frozenset(algorithms) & revision.pool_algorithms(kind)
-    allowed = dcp_allowed(kind, revision)
-    key = (kind, runs, allowed)
-    if key not in _KIND_STREAMS:
-        seed = f"{kind.value}|{','.join(sorted(runs))}|dcp={allowed}"
-        _KIND_STREAMS[key] = _KindStream(PreferringChooser(random.Random(seed)))
-    stream = _KIND_STREAMS[key]
-    pins = kind_pins(kind, revision)
-    while len(stream.cases) < n and stream.draws < DRAWS_PER_CASE * n:
-        stream.draws += 1
-        cfg = space.serving_config(stream.chooser, runs, pins, {kind: runs}, dcp=allowed)
-        if cfg is None or cfg in stream.seen or revision.refuses(cfg) is not None:
-            continue
-        stream.seen.add(cfg)
-        stream.cases.append(FidelityCase(cfg, lens_for(cfg)))
-    return stream.cases[:n]
 
 
 # -- a fidelity run -----------------------------------------------------------
@@ -357,7 +154,7 @@ class FidelityResult:
     """One target against one model revision: what was compared, and one finding per disagreeing function."""
 
     target: str
-    revision: str
+    revision: Revision
     configs: int = 0  # in all (per-kind mode: the sum over the kinds)
     functions: list[str] = field(default_factory=list)  # compared against the file (the rest: not in the file)
     seconds: float = 0.0
@@ -391,7 +188,7 @@ class FidelityResult:
             "target": self.target,
             "status": self.status.value,
             "seconds": round(self.seconds, 3),
-            "revision": self.revision,
+            "revision": self.revision.name,
             "configs": self.configs,
             "functions": self.functions,
             "differs_by_design": self.differs_by_design,
@@ -402,7 +199,7 @@ class FidelityResult:
 
 
 def _minimal(
-    real: SizingSurface,
+    real: Surface,
     model: ModelSizing,
     signature: Signature,
     algorithms: Iterable[str],
@@ -436,28 +233,26 @@ def fidelity(
     ``configs`` distinct configurations from one pool over every kind of KV
     pool (drawn in the strategies' proportions); or, with ``per_kind``, that
     many for each kind both sides build, drawn with the kind pinned
-    (``kind_case_pool``).  Either way every kind's tally is kept.
+    (``cases.sample_cases``).  Either way every kind's tally is kept.
     """
     revision = revision or target.revision
     model = ModelSizing(revision)
     real = target.sizing
-    in_file = getattr(real, "in_file", lambda name: True)
-    design = by_design(real)
     result = FidelityResult(
         target.spec,
-        revision.name,
-        functions=[f for f in FUNCTIONS if in_file(f) and f not in design],
-        differs_by_design=design,
+        revision,
+        functions=[e.name for e in compared(real)],
+        differs_by_design=real.by_design(),
         per_kind=per_kind,
     )
     started = time.monotonic()
     algorithms = revision.algorithms & target.revision.algorithms  # what both sides size (main has no UNO branch)
     kinds = [k for k in KVPool if k in revision.pools and k in target.revision.pools]
     if per_kind is None:
-        pools: list[tuple[KVPool | None, list[FidelityCase]]] = [(None, case_pool(algorithms, configs, revision))]
+        pools: list[tuple[KVPool | None, list[FidelityCase]]] = [(None, sample_cases(revision, algorithms, configs))]
     else:
         released = {k: target.revision.pool_algorithms(k) for k in kinds}  # what the release itself runs there
-        pools = [(k, kind_case_pool(k, algorithms & released[k], per_kind, revision)) for k in kinds]
+        pools = [(k, sample_cases(revision, algorithms & released[k], per_kind, kind=k)) for k in kinds]
     first: dict[Signature, tuple[int, FidelityCase, KVPool | None]] = {}
     found_at = 0
     for kind, pool in pools:
@@ -482,7 +277,7 @@ def fidelity(
                 case.config,
                 case.to_dict(),
                 found_at=at,
-                revision=revision.name,
+                revision=revision,
             )
         )
     result.configs = found_at
@@ -491,6 +286,22 @@ def fidelity(
 
 
 # -- replay -------------------------------------------------------------------
+
+
+def case_revision(doc: dict[str, Any], where: str) -> Revision:
+    """The model revision a fidelity case was compared with: the whole revision as data (``Revision.to_dict``),
+    or, in a case file of an earlier version of this tool, the name of a known one."""
+    value = doc.get("revision")
+    if isinstance(value, str) and value in REVISIONS:
+        return REVISIONS[value]
+    if isinstance(value, dict):
+        try:
+            return Revision.from_dict(value)
+        except ValueError as e:
+            raise casefile.CaseFileError(f"{where}: {e}") from None
+    raise casefile.CaseFileError(
+        f'{where}: "revision" must be a revision\'s fields or a known name ({", ".join(REVISIONS)}), got {value!r:.80}'
+    )
 
 
 def replay_fidelity(doc: dict[str, Any], where: str, named: str | None = None) -> casefile.Replay:
@@ -502,26 +313,20 @@ def replay_fidelity(doc: dict[str, Any], where: str, named: str | None = None) -
         case = FidelityCase.from_dict(ServingConfig.from_dict(doc["config"]), doc["case"])
     except (ConfigError, TypeError) as e:
         raise casefile.CaseFileError(f"{where}: {e}") from None
-    name = doc.get("revision")
-    if name not in REVISIONS:
-        raise casefile.CaseFileError(f"{where}: unknown model revision {name!r} (known: {', '.join(REVISIONS)})")
+    revision = case_revision(doc, where)
     try:
         target = resolve_case_target(doc["target"], named)
     except TargetError as e:
         raise casefile.CaseFileError(f"{where}: {e}") from None
-    found = disagreements(target.sizing, ModelSizing(REVISIONS[name]), case)
+    found = disagreements(target.sizing, ModelSizing(revision), case)
     lines = [
-        f"target: {target.spec} against model {name}",
+        f"target: {target.spec} against model {revision.name}",
         f"config: {case.config.short()}",
         f"case:   {json.dumps(case.to_dict(), sort_keys=True)}",
     ]
-    wanted = doc.get("signature")  # the JSON boundary: a signature as text
-    same = [v for v in found if (str(v.signature) == wanted if wanted else v.prop.value == doc["property"])]
-    if same:
-        lines += [f"FAILS {same[0].signature}", same[0].describe()]
-    else:
-        lines.append(f"passes: {doc['property']} no longer fails on {target.spec}")
-    return casefile.Replay(bool(same), "\n".join(lines))
+    wanted = Signature.parse(doc["signature"]) if doc.get("signature") else None
+    same = [v for v in found if (v.signature == wanted if wanted else v.prop == doc["property"])]
+    return casefile.verdict(lines, doc["property"], target.spec, same[0] if same else None)
 
 
 __all__ = [
@@ -530,9 +335,7 @@ __all__ = [
     "FidelityCase",
     "FidelityResult",
     "KindTally",
-    "case_pool",
     "disagreements",
-    "kind_case_pool",
     "fidelity",
     "replay_fidelity",
 ]

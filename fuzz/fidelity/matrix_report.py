@@ -63,8 +63,7 @@ def case_text(f: Finding) -> str:
 
 def api_name(target: Target | None) -> str | None:
     """The API generation of a release's sizing module (``accessors``, ``alloc-page``, ``uno``...)."""
-    generation = getattr(target.sizing, "generation", None) if target else None
-    return generation.name if generation is not None else None
+    return target.sizing.api_generation() if target else None
 
 
 def header(settings: MatrixSettings, seconds: float, done: int, total: int) -> str:
@@ -157,7 +156,7 @@ def target_entry(row: Row, known: Catalog) -> dict[str, Any]:
     if fid is not None:
         entry["fidelity"] = {
             "status": fid.status.value,
-            "revision": fid.revision,
+            "revision": fid.revision.name,
             "configs": fid.configs,
             "per_kind": fid.per_kind,
             "kinds": {k.value: t.to_json() for k, t in fid.kinds.items()},

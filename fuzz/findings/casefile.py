@@ -25,7 +25,7 @@ from fuzz.common.files import write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 
 from .kinds import CaseKind, Property, Signature
-from .model import Finding
+from .model import Finding, Violation
 
 SCHEMA = "kvrow-fuzz/case"
 SCHEMA_VERSION = 1
@@ -35,16 +35,35 @@ class CaseFileError(Exception):
     """A case file that cannot be read or does not describe a case."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Replay:
+    """A replay's verdict: whether the case's failure reproduced, as which group, and the story to print."""
+
     reproduced: bool
-    text: str
+    lines: tuple[str, ...]
+    failed_as: Signature | None = None  # the group the case failed as on this replay (None: it passes)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
 
     @property
     def signature(self) -> str | None:
-        """The group the case failed as on this replay (its ``FAILS SIGNATURE`` line); None when it passes."""
-        failed = re.search(r"^FAILS (\S+)", self.text, re.MULTILINE)
-        return failed.group(1) if failed else None
+        return None if self.failed_as is None else str(self.failed_as)
+
+
+def verdict(
+    story: list[str], prop: str, target: str, failed: Violation | None, at: str = "", also: list[str] | None = None
+) -> Replay:
+    """The verdict of a replay whose story so far is ``story``: ``failed`` is the violation of the case's
+    property it met (``at``: where, e.g. " at step 4"), None if it passes; ``also``: other failures met."""
+    lines = list(story)
+    if failed is not None:
+        lines += [f"FAILS {failed.signature}{at}", failed.describe()]
+    else:
+        lines.append(f"passes: {prop} no longer fails on {target}")
+    lines += also or []
+    return Replay(failed is not None, tuple(lines), failed.signature if failed is not None else None)
 
 
 # (the case, where it came from, the target the command line names or None) -> the replay
@@ -82,7 +101,7 @@ def document(f: Finding) -> dict[str, Any]:
         "message": f.violation.describe(),
     }
     if f.revision is not None:
-        doc["revision"] = f.revision
+        doc["revision"] = f.revision.to_dict()  # the whole revision: replay rebuilds exactly what was compared
     if f.reached_by is not None:
         doc["reached_by"] = f.reached_by
     return doc

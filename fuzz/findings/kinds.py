@@ -10,7 +10,6 @@ file.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
 from allocator_model.guards import Guard
 from allocator_model.pools import KVPool
+from allocator_model.surface import SURFACE
 
 if TYPE_CHECKING:  # regime_codes' types; torch is imported where it runs
     import torch
@@ -220,17 +220,15 @@ class Signature:
 
 # The group of ``unproven`` configurations (prove: a growth rule not read in closed form).
 GROWTH_RULE = "growth-rule"
-# A ``model-mismatch`` group names the sizing function that disagrees: an identifier.
-_FUNCTION_NAME = re.compile(r"[a-z_][a-z0-9_]{0,63}")
 
 
 def known_group(prop: Property, group: str) -> bool:
     """Whether ``group`` is a group ``prop`` can have: ``REGIME[@POOL]`` (sizing-raised: a regime alone),
-    ``growth-rule`` for unproven, a function name for model-mismatch."""
+    ``growth-rule`` for unproven, a declared surface entry for model-mismatch (``allocator_model.surface``)."""
     if prop is Property.UNPROVEN:
         return group == GROWTH_RULE
     if prop is Property.MODEL_MISMATCH:
-        return _FUNCTION_NAME.fullmatch(group) is not None
+        return group in SURFACE
     regime_name, at, pool = group.partition("@")
     if regime_name not in REGIME_NAMES:
         return False

@@ -16,6 +16,7 @@ from typing import Any
 
 from allocator_model.config import ServingConfig
 from allocator_model.pools import KVPool
+from allocator_model.revisions import Revision
 from allocator_model.sizing import alloc_page_size
 
 from .kinds import SILENT, CaseKind, Outcome, Property, Signature, group_name, regime
@@ -62,7 +63,7 @@ class Finding:
     case: dict[str, Any]
     found_at: int = 0  # examples (runs, configurations) before the group's first failure
     case_path: str | None = None
-    revision: str | None = None  # fidelity: the model revision the real module was compared with
+    revision: Revision | None = None  # fidelity: the model revision the real module was compared with
     reached_by: str | None = None  # decode: how the scheduler gets a request into the case's first state
 
     @property
@@ -95,7 +96,7 @@ class Finding:
             "repro": self.repro,
         }
         if self.revision is not None:
-            d["revision"] = self.revision
+            d["revision"] = self.revision.name
         if self.reached_by is not None:
             d["reached_by"] = self.reached_by
         return d

@@ -56,8 +56,8 @@ def case_lines(kind: CaseKind, case: dict[str, Any]) -> list[str]:
 def _suffix(f: Finding) -> str:
     if f.kind is CaseKind.LIFECYCLE:
         return f" (lifecycle, {len(f.case.get('steps', []))} steps)"
-    if f.kind is CaseKind.FIDELITY:
-        return f" (model {f.revision})"
+    if f.kind is CaseKind.FIDELITY and f.revision is not None:
+        return f" (model {f.revision.name})"
     return ""
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
 from fuzz.common.bounds import lifecycle_cost_problem
-from fuzz.findings.casefile import CaseFileError, Replay
+from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Signature
 from fuzz.findings.model import Violation, sizing_raised
 from fuzz.findings.render import config_line, format_step
@@ -175,10 +175,6 @@ def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) 
         f"steps ({len(steps)}):",
     ] + run.lines
     same = [(i, v) for i, v in run.violations if v.prop == prop]
-    if same:
-        i, v = same[0]
-        lines += [f"FAILS {v.signature} at step {i}", v.describe()]
-    else:
-        lines.append(f"passes: {prop} no longer fails on {target.spec}")
-    lines += [f"also fails {v.signature} at step {i}: {v.headline}" for i, v in run.violations if v.prop != prop]
-    return Replay(bool(same), "\n".join(lines))
+    also = [f"also fails {v.signature} at step {i}: {v.headline}" for i, v in run.violations if v.prop != prop]
+    at, failed = same[0] if same else (0, None)
+    return verdict(lines, prop, target.spec, failed, f" at step {at}", also)

@@ -26,7 +26,8 @@ from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve, write_path
 from allocator_model.sizing import ceil_to_page
-from fuzz.targets.base import SizingSurface, Target, TargetCallError
+from allocator_model.surface import Entry, Surface
+from fuzz.targets.base import Target, TargetCallError
 
 SIZING_CONTEXT_LEN = 1 << 16  # any length: sizing does not read it
 
@@ -40,10 +41,10 @@ class Growth(StrEnum):
     RAISED = "raised"  # the sizing function raised
 
 
-class CountingSizing:
-    """A target's sizing surface that counts calls per function (what --calls costs)."""
+class CountingSizing(Surface):
+    """A target's sizing surface that counts calls per entry (what --calls costs)."""
 
-    def __init__(self, sizing: SizingSurface) -> None:
+    def __init__(self, sizing: Surface) -> None:
         self._sizing = sizing
         self.calls: dict[str, int] = {}
         self.growth_memo: dict[tuple[Any, ...], Growth] = {}
@@ -58,16 +59,9 @@ class CountingSizing:
         """``calls`` calls of ``name`` made elsewhere (a traced call counts one per path)."""
         self.calls[name] = self.calls.get(name, 0) + calls
 
-    def __getattr__(self, name: str) -> Any:
-        fn = getattr(self._sizing, name)
-        if not callable(fn):
-            return fn
-
-        def counted(*args: Any, **kw: Any) -> Any:
-            self.calls[name] = self.calls.get(name, 0) + 1
-            return fn(*args, **kw)
-
-        return counted
+    def call(self, entry: Entry, *args: Any) -> Any:
+        self.count(entry.name, 1)
+        return self._sizing.call(entry, *args)
 
 
 @dataclass
@@ -219,9 +213,7 @@ def finish_rows(
     return CalledRows(rows.select(keep), raised, unproven, errors, first_error)
 
 
-def row_alignment(
-    cfg: ServingConfig, sizing: SizingSurface | CountingSizing, extra: int, page: int
-) -> tuple[int, int] | None:
+def row_alignment(cfg: ServingConfig, sizing: Surface, extra: int, page: int) -> tuple[int, int] | None:
     """(A, E) in W = ceil_A(C + E), read from the target's row width at two context lengths; None: neither rule.
 
     Every release sizes W = C + E (A = 1), E the headroom or a pool builder's
@@ -243,9 +235,7 @@ def row_alignment(
     return None
 
 
-def growth_kind(
-    target: Target, sizing: SizingSurface | CountingSizing, path: WritePath, reserve: int, page: int
-) -> Growth:
+def growth_kind(target: Target, sizing: Surface, path: WritePath, reserve: int, page: int) -> Growth:
     """How the target grows kv_allocated_len: aligned (ceil_P(c + R)), exact (c + R) or other.
 
     One call over a whole page of committed lengths (a fresh request: a = c).

@@ -34,7 +34,8 @@ from collections.abc import Callable, Collection
 import torch
 
 from allocator_model import closed_form as cf
-from allocator_model.decode import Guard, WritePath, eagle_tree_guarded, write_path
+from allocator_model.decode import WritePath, eagle_tree_guarded, write_path
+from allocator_model.guards import Guard
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.revisions import Revision
 from fuzz.common.shards import WHOLE, Shard
@@ -197,7 +198,7 @@ def _prove(
     blocks_part: Shard = WHOLE,
     on_block: Callable[[int], None] | None = None,
 ) -> ProveResult:
-    traced = traced and calls and hasattr(target.sizing, "raw")
+    traced = traced and calls and target.sizing.plain() is not None
     method = "sizing calls, once per path of each block" if traced else "sizing calls per configuration"
     result = ProveResult(target.spec, space, method if calls else "vectorized model")
     if traced:

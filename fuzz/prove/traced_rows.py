@@ -4,7 +4,7 @@
 ``ServingConfig``, call the file's functions through the stand-ins, and
 read the headroom, the row rule (``row_alignment``), the guard and the
 reserve of each run-time shape.  Here the same surface functions of the
-same loaded file (``RealSizing.raw()``: nothing wrapped, nothing
+same loaded file (``RealSizing.plain()``: nothing wrapped, nothing
 re-implemented) are handed a ``GridView``, a configuration whose varying
 fields are traced columns, so each function runs once per path it has over
 the block instead of once per configuration.
@@ -177,13 +177,13 @@ def traced_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats:
 
     Progress is counted per block by the sweep (a traced block takes seconds, not minutes).
     """
-    raw = getattr(target.sizing, "raw", None)
+    raw = target.sizing.plain()
     n = len(g)
     stats.blocks += 1
     if raw is None or n == 0:
         return _called_block(target, sizing, g, stats)
     try:
-        (cols, odd, untraced), sample = _traced_columns(raw(), sizing, g, stats)
+        (cols, odd, untraced), sample = _traced_columns(raw, sizing, g, stats)
     except TooManyPaths:
         return _called_block(target, sizing, g, stats)
     if not _agrees(_called_subset(sizing, g, sample), cols, odd, sample, untraced):
@@ -380,7 +380,8 @@ def _traced_growth(
     target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
 ) -> tuple[list[Growth], dict[int, str], bool]:
     """(kinds, errors by pair index, whether the sample disagreed) of ``pairs``, traced (see the caller)."""
-    raw = target.sizing.raw()  # type: ignore[attr-defined]
+    raw = target.sizing.plain()
+    assert raw is not None  # a traced sweep is a real target's
     reserve = torch.tensor([r for r, _ in pairs], dtype=torch.int64)
     page = torch.tensor([p for _, p in pairs], dtype=torch.int64)
     pair = torch.repeat_interleave(torch.arange(len(pairs)), page)

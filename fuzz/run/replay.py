@@ -6,7 +6,7 @@ from typing import Any
 
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.scenario import DecodeScenario, scenario_problem
-from fuzz.findings.casefile import CaseFileError, Replay
+from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.targets.base import TargetError
 from fuzz.targets.resolve import resolve_case_target
 
@@ -38,12 +38,5 @@ def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> 
         f"reached: {scenario.reached_by()}",
     ]
     same = [v for v in found if v.prop == doc["property"]]
-    if same:
-        lines.append(f"FAILS {same[0].signature}")
-        lines.append(same[0].describe())
-    else:
-        lines.append(f"passes: {doc['property']} no longer fails on {target.spec}")
-    for v in found:
-        if v.prop != doc["property"]:
-            lines.append(f"also fails {v.signature}: {v.headline}")
-    return Replay(bool(same), "\n".join(lines))
+    also = [f"also fails {v.signature}: {v.headline}" for v in found if v.prop != doc["property"]]
+    return verdict(lines, doc["property"], target.spec, same[0] if same else None, also=also)

@@ -1,4 +1,5 @@
-"""What the properties run against: a sizing surface plus the decode semantics of its version.
+"""What the properties run against: a sizing surface (``allocator_model.surface``) and the decode semantics of
+its version.
 
 A leaf of the targets package: the loader of real SGLang code
 (``fuzz.targets.sglang``) and the resolver (``fuzz.targets.resolve``) both
@@ -8,14 +9,12 @@ build on it, and nothing here imports either.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
 
-from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.revisions import REFERENCE, Revision
 from allocator_model.sizing import ModelSizing
+from allocator_model.surface import Surface
 
 
 class TargetError(Exception):
@@ -33,38 +32,11 @@ class TargetKind(StrEnum):
     FILE = "file"  # a local allocation_sizing.py or checkout
 
 
-@runtime_checkable
-class SizingSurface(Protocol):
-    """What a target's sizing provides: ``ModelSizing``, or a real module behind ``RealSizing``.
-
-    Every function takes the launch configuration, and the per-batch ones
-    the run-time speculative shape ``rt`` (None without speculation).
-    """
-
-    def allocator_page_size(self, cfg: ServingConfig) -> int: ...
-
-    def alloc_page_size(self, cfg: ServingConfig) -> int: ...
-
-    def alloc_len_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int: ...
-
-    def alloc_reserve_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int: ...
-
-    def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int: ...
-
-    def req_to_token_row_width(self, cfg: ServingConfig) -> int: ...
-
-    def row_guard_fires(self, cfg: ServingConfig, max_alloc_len: int, row_width: int) -> bool: ...
-
-    def page_aligned_decode_alloc_lens(
-        self, lens: Sequence[tuple[int, int]], reserve: int, page: int
-    ) -> tuple[list[int], list[int], int]: ...
-
-
 @dataclass(frozen=True)
 class Target:
     spec: str  # canonical: what a case file records
     label: str
-    sizing: SizingSurface
+    sizing: Surface  # its answers to the declared entries (``allocator_model.surface``)
     revision: Revision  # decode semantics and scheduler rules of the target's version
     kind: TargetKind
 
@@ -90,3 +62,9 @@ def runs_named_code(spec: str) -> bool:
 def model_target(revision: Revision) -> Target:
     spec = "reference" if revision is REFERENCE else f"reference@{revision.name}"
     return Target(spec, f"model {revision.name}: {revision.summary}", ModelSizing(revision), revision, TargetKind.MODEL)
+
+
+def modeled_line(target: Target) -> str | None:
+    """The line every command prints for a real target: what it still takes from the model (None: nothing)."""
+    modeled = target.sizing.modeled()
+    return f"   modeled, not read from the target: {'; '.join(modeled)}" if modeled else None

@@ -18,7 +18,7 @@ of the target's version (``allocator_model.revisions.RELEASE_REVISIONS``).
     resolve    target specs (``sglang==X.Y.Z``, ``sglang``, ``PATH``) -> Target
 """
 
-from .loader import RealSizing
+from .real import RealSizing
 from .resolve import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
 
 __all__ = ["RealSizing", "is_real_spec", "real_target_rows", "resolve_real_target", "with_sglang_version"]

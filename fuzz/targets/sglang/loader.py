@@ -1,13 +1,9 @@
-"""``RealSizing``: SGLang's own sizing file behind the model's sizing surface.
+"""Loading SGLang's sizing file: its functions, its API generation, the builders read beside it.
 
 The file is compiled and run in a private namespace whose imports resolve
 every ``sglang`` module to a stand-in (``stubs``; nothing enters
-``sys.modules``).  Each surface call publishes the example's configuration,
-calls the real function, and checks it returned an integer.  A real function
-that raises (or returns a non-integer) raises ``TargetCallError`` naming the
-function and the configuration: ``check_scenario`` reports it as a finding
-(``sizing-raised``), never a crash.  A function that uses a piece of SGLang
-with no stand-in raises ``StandInMissing`` instead: exit 2, naming it.
+``sys.modules``).  ``real.RealSizing`` answers the declared surface from what
+is loaded here, behind its checking wrapper.
 
 API generations, detected from the file's own functions and signatures
 (never from a version number):
@@ -37,31 +33,41 @@ decode path passes (the allocator's own, ``alloc_page_size``).
 
 from __future__ import annotations
 
-import copy
 import inspect
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.pools import KVPool
-from allocator_model.revisions import Revision
-from allocator_model.sizing import ModelSizing
+from allocator_model.surface import ALIGNED_LENS, ROW_GUARD, SIZING_ALLOC_PAGE, entries
 
-from ..base import TargetCallError, TargetError
+from ..base import TargetError
 from .allocators import AllocPages, Source, extract_alloc_pages
 from .builders import RowExtra, builder_lines, extract_row_extras
-from .stubs import Bag, Published, StandInMissing, StandIns, Unsupplied, private_builtins
+from .stubs import Published, StandInMissing, StandIns, private_builtins
+
+
+def kv_lengths_request(kv_committed_len: int, kv_allocated_len: int) -> Any:
+    """A request as ``page_aligned_decode_alloc_lens`` reads it (``req.kv.kv_committed_len``, ...)."""
+    return types.SimpleNamespace(
+        kv=types.SimpleNamespace(kv_committed_len=kv_committed_len, kv_allocated_len=kv_allocated_len)
+    )
+
 
 REQUIRED = ("get_alloc_len_per_decode", "get_alloc_reserve_per_decode", "get_req_to_token_extra_context_len")
-ALLOC_PAGE = "get_alloc_page_size"  # 0.5.19-0.5.23: the allocator page (page_size * attn_dcp_size)
-ALLOC_PAGE_UPPER = "get_alloc_page_size_upper_bound"  # main: the plain paged allocator's page under DCP
-ALIGNED_LENS = "page_aligned_decode_alloc_lens"
+ALLOC_PAGE_FUNCTIONS = SIZING_ALLOC_PAGE.functions  # 0.5.19+: get_alloc_page_size; main: ..._upper_bound
+ALIGNED_LENS_FUNCTION = ALIGNED_LENS.functions[0]
 ROW_WIDTH = "get_req_to_token_row_width"
 CANDIDATE_PAGES = "get_candidate_alloc_page_sizes"
-ROW_GUARD = "assert_alloc_within_row_width"
-OPTIONAL = (ALLOC_PAGE, ALLOC_PAGE_UPPER, ALIGNED_LENS, ROW_WIDTH, CANDIDATE_PAGES, ROW_GUARD)
+ROW_GUARD_FUNCTION = ROW_GUARD.functions[0]
+
+
+def wanted_functions() -> frozenset[str]:
+    """The file's functions the loader keeps: every one a surface entry names, and what the generation reads."""
+    return frozenset(f for e in entries() for f in e.functions) | {ROW_WIDTH, CANDIDATE_PAGES}
+
+
 # Parameters the loader supplies by name; every other parameter must have a default.
 SERVER_ARGS, MODEL_CONFIG, PAGE_SIZE = "server_args", "model_config", "page_size"
 
@@ -101,6 +107,8 @@ class SizingModule:
     builder_lines: dict[KVPool, tuple[str, int]] = field(default_factory=dict)  # kind -> (Class.method, def line)
     # The allocator page per kind, read where SGLang builds the allocator (``allocators``); None: not read.
     alloc_pages: AllocPages | None = None
+    # A request as the file's page_aligned_decode_alloc_lens reads it, from (kv_committed_len, kv_allocated_len).
+    requests: Callable[[int, int], Any] = kv_lengths_request
 
     def read_builders(self, source: str, where: str, others: Sequence[Source] = ()) -> None:
         """Slice the pool builders' row extras and allocator pages out of ``kv_cache_configurator.py``.
@@ -117,7 +125,7 @@ class SizingModule:
     @property
     def takes_server_args(self) -> dict[str, bool]:
         """Per function: whether it is handed the server_args bag."""
-        return {n: _server_args_parameter(p) is not None for n, p in self.parameters.items()}
+        return {n: server_args_parameter(p) is not None for n, p in self.parameters.items()}
 
 
 def _parameters(fn: Callable) -> dict[str, inspect.Parameter]:
@@ -127,7 +135,7 @@ def _parameters(fn: Callable) -> dict[str, inspect.Parameter]:
         return {}
 
 
-def _server_args_parameter(params: dict[str, inspect.Parameter]) -> inspect.Parameter | None:
+def server_args_parameter(params: dict[str, inspect.Parameter]) -> inspect.Parameter | None:
     """The parameter that receives server_args: so named, or else a first positional one the loader cannot name."""
     if SERVER_ARGS in params:
         return params[SERVER_ARGS]
@@ -139,9 +147,8 @@ def _server_args_parameter(params: dict[str, inspect.Parameter]) -> inspect.Para
 
 
 def _names(fn: Callable) -> set[str]:
-    code = getattr(fn, "__code__", None)
     names: set[str] = set()
-    stack = [code] if code else []
+    stack = [fn.__code__] if isinstance(fn, types.FunctionType) else []
     while stack:  # nested functions' code objects too
         c = stack.pop()
         names.update(c.co_names)
@@ -152,9 +159,9 @@ def _names(fn: Callable) -> set[str]:
 def detect_generation(functions: dict[str, Callable]) -> Generation:
     """The API generation, from which functions exist and what their signatures take."""
     params = {n: _parameters(f) for n, f in functions.items()}
-    takes_server_args = any(_server_args_parameter(params[n]) is not None for n in REQUIRED)
-    has_alloc_page = ALLOC_PAGE in functions or ALLOC_PAGE_UPPER in functions
-    has_aligned = ALIGNED_LENS in functions
+    takes_server_args = any(server_args_parameter(params[n]) is not None for n in REQUIRED)
+    has_alloc_page = any(f in functions for f in ALLOC_PAGE_FUNCTIONS)
+    has_aligned = ALIGNED_LENS_FUNCTION in functions
     has_uno = any("is_uno" in _names(fn) for fn in functions.values())
     page_keyword = PAGE_SIZE in params["get_alloc_reserve_per_decode"]
     has_row_width = ROW_WIDTH in functions
@@ -162,7 +169,7 @@ def detect_generation(functions: dict[str, Callable]) -> Generation:
         page_keyword=page_keyword,
         has_row_width=has_row_width,
         has_candidate_pages=CANDIDATE_PAGES in functions,
-        has_guard=ROW_GUARD in functions,
+        has_guard=ROW_GUARD_FUNCTION in functions,
     )
     if has_row_width or page_keyword:
         name, releases = "row-width", "main"
@@ -180,7 +187,7 @@ def detect_generation(functions: dict[str, Callable]) -> Generation:
 def _check_callable_by_us(origin: str, name: str, params: dict[str, inspect.Parameter]) -> None:
     """TargetError unless every parameter of ``name`` is one the loader supplies or has a default."""
     supplied = {SERVER_ARGS, MODEL_CONFIG, PAGE_SIZE}
-    server_args = _server_args_parameter(params)
+    server_args = server_args_parameter(params)
     for p in params.values():
         if p is server_args or p.name in supplied or p.default is not inspect.Parameter.empty:
             continue
@@ -215,10 +222,8 @@ def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
         raise TargetError(f"{origin}: import failed: {e}") from None
     except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure at import is a broken file
         raise TargetError(f"{origin} raised {type(e).__name__} at import: {e}".splitlines()[0]) from None
-    functions = {
-        n: f
-        for n, f in namespace.items()
-        if n in REQUIRED + OPTIONAL and callable(f) and getattr(f, "__code__", None) is not None
+    functions: dict[str, Callable[..., Any]] = {
+        n: f for n, f in namespace.items() if n in wanted_functions() and isinstance(f, types.FunctionType)
     }
     missing = [n for n in REQUIRED if n not in functions]
     if missing:
@@ -227,7 +232,7 @@ def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
         )
     parameters = {n: _parameters(f) for n, f in functions.items()}
     for n, p in parameters.items():
-        if n not in (ALIGNED_LENS, ROW_GUARD):  # those two are called with their own arguments
+        if n not in (ALIGNED_LENS_FUNCTION, ROW_GUARD_FUNCTION):  # those two are called with their own arguments
             _check_callable_by_us(origin, n, p)
     return SizingModule(
         origin,
@@ -239,277 +244,3 @@ def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
         stand_ins,
         stand_ins.unsupplied(),
     )
-
-
-def _runtime_text(rt: SpecRuntime | None) -> str:
-    return "" if rt is None else f", run-time num_steps={rt.num_steps} num_draft_tokens={rt.num_draft_tokens}"
-
-
-def _raised_where(module: SizingModule, called: str, exc: BaseException) -> str:
-    """'f() of ORIGIN raised', naming the file's innermost function in the traceback when it is not ``called``."""
-    inner = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == module.filename:
-            inner = (tb.tb_frame.f_code.co_name, tb.tb_lineno)
-        tb = tb.tb_next
-    where = f"{called}() of {module.origin}"
-    if inner and inner[0] != called:
-        return f"{where} raised in {inner[0]}() line {inner[1]}"
-    return where + (f" raised (line {inner[1]})" if inner else " raised")
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-# The sizing surface's functions (``fuzz.targets.base.SizingSurface``), in the order reports list them.
-SURFACE = (
-    "allocator_page_size",
-    "alloc_page_size",
-    "alloc_len_per_decode",
-    "alloc_reserve_per_decode",
-    "req_to_token_extra_context_len",
-    "req_to_token_row_width",
-    "row_guard_fires",
-    "page_aligned_decode_alloc_lens",
-)
-
-
-class RealSizing:
-    """The sizing surface (same as ``ModelSizing``) answered by a loaded SGLang sizing file."""
-
-    def __init__(self, module: SizingModule, revision: Revision):
-        self.module = module
-        self.revision = revision
-        self._model = ModelSizing(revision)  # only for what the file does not define
-        self._raw = False
-
-    def raw(self) -> RealSizing:
-        """The same surface, but what the file raises or returns is passed through untouched.
-
-        For ``prove``'s traced calls (``fuzz.prove.traced_rows``), which hand the
-        file traced values and read every path's outcome themselves.
-        """
-        raw = copy.copy(self)
-        raw._raw = True
-        return raw
-
-    @property
-    def generation(self) -> Generation:
-        return self.module.generation
-
-    def in_file(self, surface_name: str) -> bool:
-        """Whether a surface function is answered by the file (else by the model of its version)."""
-        return {
-            "allocator_page_size": bool(self.module.alloc_pages and self.module.alloc_pages.pages),
-            "alloc_page_size": self.generation.has_alloc_page,
-            "page_aligned_decode_alloc_lens": self.generation.has_aligned_lens,
-            "req_to_token_row_width": self.generation.has_row_width or self.module.row_extras is not None,
-            "row_guard_fires": self.generation.has_guard,
-        }.get(surface_name, True)
-
-    def modeled(self) -> list[str]:
-        """What a run on this file still takes from the model (listed by ``targets`` and reports)."""
-        out = [n for n in SURFACE if not self.in_file(n)]
-        out.append("the decode path, the allocator and the scheduler; which kind of pool a deployment builds")
-        if self.module.row_extras is None:
-            left = sorted(set(KVPool) - self.revision.pools)
-            out.append(
-                "no pool builders (kv_cache_configurator.py, or 0.5.13-0.5.15's model_runner_kv_cache_mixin.py): "
-                "the other kinds of pool take the sizing file's row"
-                + (
-                    f", and {', '.join(left)} (sized by their own builders in this version) are not checked"
-                    if left
-                    else ""
-                )
-            )
-        else:
-            out.append("W = C + extra_max_context_len")
-        read = self.module.alloc_pages.pages if self.module.alloc_pages else {}
-        unread = sorted(k.value for k in self.revision.pools if k not in read)
-        if unread:
-            out.append(f"the allocator page of the {', '.join(unread)} pool(s) (not read from the target)")
-        if self.generation.page_keyword:
-            out.append("the page the decode path passes as page_size (the allocator's own)")
-        if self.generation.has_guard:
-            out.append(f"where {ROW_GUARD}() is called (every speculative decode allocation)")
-        return out
-
-    def _arguments(self, name: str, cfg: ServingConfig, page: int | None) -> tuple[list[Any], dict[str, Any]]:
-        """The arguments a file function gets, by its parameter names (see the module docstring)."""
-        params = self.module.parameters[name]
-        published = self.module.published
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        server_args = _server_args_parameter(params)
-        if server_args is not None:
-            if server_args.kind is inspect.Parameter.KEYWORD_ONLY:
-                kwargs[server_args.name] = published.read("server_args")
-            else:
-                args.append(published.read("server_args"))
-        if MODEL_CONFIG in params:
-            kwargs[MODEL_CONFIG] = Bag("model_config", context_len=cfg.context_len)
-        if PAGE_SIZE in params and page is not None:
-            kwargs[PAGE_SIZE] = page
-        return args, kwargs
-
-    def _call(self, name: str, cfg: ServingConfig, rt: SpecRuntime | None, page: int | None = None) -> int:
-        fn = self.module.functions[name]
-        published = self.module.published
-        if self._raw:
-            with published.bound(cfg, rt):
-                args, kwargs = self._arguments(name, cfg, page)
-                return fn(*args, **kwargs)  # type: ignore[no-any-return]
-        where = f"{name}() of {self.module.origin}"
-        try:
-            with published.bound(cfg, rt):
-                args, kwargs = self._arguments(name, cfg, page)
-                value = fn(*args, **kwargs)
-        except StandInMissing as e:
-            raise StandInMissing(f"{where}: {e} (config: {cfg.short()}{_runtime_text(rt)})") from None
-        except Exception as e:  # noqa: BLE001 - whatever the real code raises is the finding
-            raise TargetCallError(
-                f"{_raised_where(self.module, name, e)} {type(e).__name__}: {e} "
-                f"(config: {cfg.short()}{_runtime_text(rt)})".replace("\n", " ")
-            ) from e
-        if not _integer(value):
-            raise TargetCallError(
-                f"{where} returned {value!r}, not an integer (config: {cfg.short()}{_runtime_text(rt)})"
-            )
-        return value
-
-    def _decode_page(self, cfg: ServingConfig) -> int | None:
-        """The page the decode path hands a file whose length/reserve take one: the allocator's own.
-
-        Main's ``resolve_kv_bookkeeping_page(allocator)`` answers the
-        allocator's ``page_size`` (1 for a legacy real-length allocator): the
-        kind's page, ``page_size`` itself for the bare-page kinds under DCP.
-        """
-        return self.allocator_page_size(cfg) if self.generation.page_keyword else None
-
-    # -- the sizing surface -------------------------------------------------
-
-    def allocator_page_size(self, cfg: ServingConfig) -> int:
-        """The page of the allocator ``cfg.kv_pool`` builds: read where SGLang builds it (``allocators``).
-
-        ``_build_token_to_kv_pool_allocator`` for the standard, SWA and
-        HiSparse kinds, the unified chain for the unified ones; the model's
-        (``allocator_model.pools.pool_alloc_page``) for a kind whose building
-        code was not read (a file without its configurator, 0.5.13-0.5.15).
-        """
-        read = self.module.alloc_pages
-        if read is None or cfg.kv_pool not in read.pages:
-            return self._model.allocator_page_size(cfg)
-        where = f"the {cfg.kv_pool.value} allocator page, read from {read.origins[cfg.kv_pool]}"
-        return self._call_slice(cfg, where, read.pages[cfg.kv_pool], "allocator page", 1)
-
-    def alloc_page_size(self, cfg: ServingConfig) -> int:
-        """The page the file's formulas round with: its own function, or page_size before 0.5.19."""
-        fns = self.module.functions
-        name = ALLOC_PAGE if ALLOC_PAGE in fns else ALLOC_PAGE_UPPER if ALLOC_PAGE_UPPER in fns else None
-        if name is None:
-            return cfg.page_size
-        return self._call(name, cfg, cfg.launch_runtime)
-
-    def alloc_len_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
-        return self._call("get_alloc_len_per_decode", cfg, rt, self._decode_page(cfg))
-
-    def alloc_reserve_per_decode(self, cfg: ServingConfig, rt: SpecRuntime | None) -> int:
-        return self._call("get_alloc_reserve_per_decode", cfg, rt, self._decode_page(cfg))
-
-    def req_to_token_extra_context_len(self, cfg: ServingConfig) -> int:
-        """Sized once at launch: the launch-time spec shape (adaptive: the launch num_steps)."""
-        return self._call("get_req_to_token_extra_context_len", cfg, cfg.launch_runtime)
-
-    def req_to_token_row_width(self, cfg: ServingConfig) -> int:
-        """The row of ``cfg.kv_pool``: its builder's own extra if it has one, else the sizing file's row.
-
-        The sizing file's row is its get_req_to_token_row_width() (main:
-        page-aligned), else C + extra.  Without the builders (a lone file),
-        another kind's row is the model's rule for the version.
-        """
-        kind = cfg.kv_pool
-        extras = self.module.row_extras
-        if kind is not KVPool.STANDARD:
-            if extras is None and kind in self.revision.narrow_rows:  # the version's builder, as modeled
-                return self._model.req_to_token_row_width(cfg)
-            if extras is not None and kind in extras:
-                return cfg.context_len + self._call_builder(kind, cfg)
-        if not self.generation.has_row_width:
-            return cfg.context_len + self.req_to_token_extra_context_len(cfg)
-        return self._call(ROW_WIDTH, cfg, cfg.launch_runtime)
-
-    def _call_builder(self, kind: KVPool, cfg: ServingConfig) -> int:
-        extras = self.module.row_extras
-        assert extras is not None
-        where = f"the {kind.value} pool builder of {self.module.builders_origin}"
-        return self._call_slice(cfg, where, extras[kind], "extra_max_context_len")
-
-    def _call_slice(self, cfg: ServingConfig, where: str, read: Callable[[], Any], what: str, least: int = 0) -> int:
-        """One call of a slice of the configurator (``builders``) on ``cfg``'s launch shape.
-
-        What the real code raises, or an answer that is not an integer of at
-        least ``least``, is a finding (``TargetCallError``); a piece of SGLang
-        with no stand-in is ``StandInMissing`` (exit 2).  Raw: passed through.
-        """
-        if self._raw:
-            with self.module.published.bound(cfg, cfg.launch_runtime):
-                return read()  # type: ignore[no-any-return]
-        try:
-            with self.module.published.bound(cfg, cfg.launch_runtime):
-                value = read()
-        except StandInMissing as e:
-            raise StandInMissing(f"{where}: {e}") from None
-        except Exception as e:  # noqa: BLE001 - what the real code raises is the finding
-            raise TargetCallError(
-                f"{where} raised {type(e).__name__}: {e} (config: {cfg.short()})".replace("\n", " ")
-            ) from e
-        if isinstance(value, Unsupplied):  # a name the slice left out (a local it does not follow): not the code's
-            raise StandInMissing(f"{where}: it reads {value!r}")
-        if not _integer(value) or value < least:
-            raise TargetCallError(f"{where} gave {what} {value!r}, not an integer >= {least} (config: {cfg.short()})")
-        return value  # type: ignore[no-any-return]
-
-    def row_guard_fires(self, cfg: ServingConfig, max_alloc_len: int, row_width: int) -> bool:
-        """Whether the file's assert_alloc_within_row_width() stops this allocation (False: no guard)."""
-        if not self.generation.has_guard:
-            return False
-        try:
-            with self.module.published.bound(cfg, cfg.launch_runtime):
-                self.module.functions[ROW_GUARD](max_alloc_len=max_alloc_len, row_width=row_width)
-        except AssertionError:
-            return True
-        except StandInMissing as e:
-            raise StandInMissing(f"{ROW_GUARD}() of {self.module.origin}: {e}") from None
-        except Exception as e:  # noqa: BLE001
-            if self._raw:
-                raise
-            raise TargetCallError(
-                f"{_raised_where(self.module, ROW_GUARD, e)} {type(e).__name__}: {e} "
-                f"(max_alloc_len={max_alloc_len}, row_width={row_width})".replace("\n", " ")
-            ) from e
-        return False
-
-    def page_aligned_decode_alloc_lens(self, lens: Sequence[tuple[int, int]], reserve: int, page: int):
-        if not self.generation.has_aligned_lens:
-            return self._model.page_aligned_decode_alloc_lens(lens, reserve, page)
-        reqs = [
-            types.SimpleNamespace(kv=types.SimpleNamespace(kv_committed_len=c, kv_allocated_len=a)) for c, a in lens
-        ]
-        if self._raw:
-            return self.module.functions[ALIGNED_LENS](reqs, reserve=reserve, page_size=page)
-        where = f"{ALIGNED_LENS}() of {self.module.origin}"
-        args = f"(kv_committed_len, kv_allocated_len) {list(lens)}, reserve {reserve}, page_size {page}"
-        try:
-            cur, nxt, need = self.module.functions[ALIGNED_LENS](reqs, reserve=reserve, page_size=page)
-        except Exception as e:  # noqa: BLE001
-            raise TargetCallError(
-                f"{_raised_where(self.module, ALIGNED_LENS, e)} {type(e).__name__}: {e} for {args}".replace("\n", " ")
-            ) from e
-        cur, nxt = list(cur), list(nxt)
-        if len(cur) != len(lens) or len(nxt) != len(lens) or not all(map(_integer, cur + nxt + [need])):
-            raise TargetCallError(
-                f"{where} returned ({cur!r}, {nxt!r}, {need!r}), not per-request integers, for {args}"
-            )
-        return cur, nxt, need

@@ -21,7 +21,8 @@ from allocator_model.revisions import RELEASE_REVISIONS, Revision
 from ..base import Target, TargetError, TargetKind
 from . import wheels
 from .allocators import UNIFIED_MODULES, Source
-from .loader import Generation, RealSizing, load_sizing_module
+from .loader import Generation, load_sizing_module
+from .real import RealSizing
 from .versions import VersionError, known_releases, parse_version, semantics_for
 
 MEM_CACHE = os.path.dirname(wheels.CONFIGURATOR_MODULE)  # sglang/srt/mem_cache
