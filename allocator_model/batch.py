@@ -36,6 +36,7 @@ from .requests import (
     OPS,
     UNLIMITED_NEW_TOKENS,
     InFlight,
+    Op,
     ReleaseEvent,
     Request,
     RequestState,
@@ -158,24 +159,24 @@ class RunningBatch:
         """Run one step (a dict from the fuzzer or a case file); StepError if it cannot be taken now."""
         if not isinstance(step, Mapping):
             raise StepError(f"a step must be an object with an op, got {step!r}")
-        op = step.get("op")
-        if op == "admit":
+        op = Op.of(step)
+        if op is Op.ADMIT:
             return self.admit(step_int(step, "input_len", minimum=1), step_int(step, "max_new_tokens"))
-        if op == "prefill":
+        if op is Op.PREFILL:
             return self.prefill(step_int(step, "rid"), step_optional_int(step, "chunk", minimum=1))
-        if op == "decode":
+        if op is Op.DECODE:
             return self.decode(step_accepted(step))
-        if op == "set_num_steps":
+        if op is Op.SET_NUM_STEPS:
             return self.set_num_steps(step_int(step, "num_steps"))
-        if op == "retract":
+        if op is Op.RETRACT:
             return self.retract(step_int(step, "rid"))
-        if op == "stop":
+        if op is Op.STOP:
             return self.stop(step_int(step, "rid"))
-        raise StepError(f"unknown op {op!r} (known: {', '.join(OPS)})")
+        raise StepError(f"unknown op {step.get('op')!r:.80} (known: {', '.join(OPS)})")
 
     def admit(self, input_len: int, max_new_tokens: int) -> StepResult:
         """A new request; max_new_tokens clamped (rule 1); a prompt past the limit is aborted at once."""
-        result = StepResult({"op": "admit", "input_len": input_len, "max_new_tokens": max_new_tokens})
+        result = StepResult({"op": Op.ADMIT, "input_len": input_len, "max_new_tokens": max_new_tokens})
         rid = len(self.requests)
         clamped = clamp_max_new_tokens(self.cfg, input_len, max_new_tokens, self.revision.memory_clamp, self.page)
         r = Request(rid, input_len, clamped, fill_len=input_len)
@@ -189,7 +190,7 @@ class RunningBatch:
 
     def prefill(self, rid: int, chunk: int | None) -> StepResult:
         """Extend one waiting request by ``chunk`` tokens (None: the rest); the last chunk samples a token."""
-        result = StepResult({"op": "prefill", "rid": rid, "chunk": chunk})
+        result = StepResult({"op": Op.PREFILL, "rid": rid, "chunk": chunk})
         r = self._request(rid, (RequestState.WAITING, RequestState.PREFILLING), "prefill")
         if r.kv is None:
             row = self.pool.alloc()
@@ -223,7 +224,7 @@ class RunningBatch:
         scheduler does before a batch it cannot fit.
         """
         members = self.decode_members()
-        result = StepResult({"op": "decode", "accepted": [[r.rid, accepted.get(r.rid, 1)] for r in members]})
+        result = StepResult({"op": Op.DECODE, "accepted": [[r.rid, accepted.get(r.rid, 1)] for r in members]})
         ids = {r.rid for r in members}
         for rid, k in accepted.items():
             if rid not in ids:
@@ -263,11 +264,11 @@ class RunningBatch:
         if num_steps not in self.adaptive_steps():
             raise StepError(f"set_num_steps: {num_steps} is not an adaptive candidate {list(self.adaptive_steps())}")
         self.runtime = adaptive_runtime(num_steps)
-        return StepResult({"op": "set_num_steps", "num_steps": num_steps}, notes=[f"num_steps {num_steps}"])
+        return StepResult({"op": Op.SET_NUM_STEPS, "num_steps": num_steps}, notes=[f"num_steps {num_steps}"])
 
     def retract(self, rid: int) -> StepResult:
         """Take a request that holds a row back to the waiting queue; it keeps its outputs and re-prefills them."""
-        result = StepResult({"op": "retract", "rid": rid})
+        result = StepResult({"op": Op.RETRACT, "rid": rid})
         self._retract(
             result, self._request(rid, (RequestState.PREFILLING, RequestState.RUNNING), "retract"), "retracted"
         )
@@ -277,7 +278,7 @@ class RunningBatch:
         """The request's next processed result carries an EOS: it finishes then, before its max_new_tokens."""
         r = self._request(rid, (RequestState.RUNNING,), "stop")
         r.stop = True
-        return StepResult({"op": "stop", "rid": rid}, notes=[f"request {rid}: EOS with its next result"])
+        return StepResult({"op": Op.STOP, "rid": rid}, notes=[f"request {rid}: EOS with its next result"])
 
     # -- the pipeline -------------------------------------------------------
 

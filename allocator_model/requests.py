@@ -22,7 +22,29 @@ from .req_to_token import GUARD
 
 # SGLang's max_new_tokens when a request sets none; the admission clamp decides the real one.
 UNLIMITED_NEW_TOKENS = 1 << 30
-OPS = ("admit", "prefill", "decode", "set_num_steps", "retract", "stop")
+
+
+class Op(StrEnum):
+    """A lifecycle step's ``"op"``: what a case file's step script says to do (a ``str`` enum: JSON as is)."""
+
+    ADMIT = "admit"
+    PREFILL = "prefill"
+    DECODE = "decode"
+    SET_NUM_STEPS = "set_num_steps"
+    RETRACT = "retract"
+    STOP = "stop"
+
+    @classmethod
+    def of(cls, step: object) -> Op | None:
+        """The op of a step (None: not a step of a known op)."""
+        op = step.get("op") if isinstance(step, Mapping) else None
+        try:
+            return cls(op) if isinstance(op, str) else None
+        except ValueError:
+            return None
+
+
+OPS = tuple(Op)
 
 Step = Mapping[str, Any]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -17,54 +16,13 @@ from torch import Tensor
 
 from . import algorithms as algo
 from .pools import UNIFIED_SPEC, KVPool
+from .revision_fields import REVISION_FIELDS, Headroom, MemoryClamp, field_value
+
+__all__ = ["Headroom", "MemoryClamp", "Revision", "REFERENCE", "REVISIONS", "RELEASE_REVISIONS", "get_revision"]
 
 if TYPE_CHECKING:
     from .config import ServingConfig
     from .launch_grid import LaunchGrid
-
-
-class Headroom(StrEnum):
-    """When the row headroom (``req_to_token_extra_context_len``) covers the decode reserve.
-
-    Covered, it is at least R + page - 1 (R alone where ``Revision.headroom_page_tail`` is off);
-    otherwise it is 4 + Dmax only, which a reserve 2 * max(S*K, Dmax) can outgrow.
-    """
-
-    ALWAYS = "always"  # spec on, at every page: the page-1 fix (#33579 closed); every run-time shape
-    PAGED = "paged"  # only for alloc page > 1 or UNO, sized for the launch shape: upstream 0.5.16 to 0.5.23
-    # Only for page > 1 with topk > 1 (the spec v2 tree), sized for the launch shape: upstream 0.5.13 to
-    # 0.5.15 (0.5.13 ``mem_cache/common.py:204-209``, 0.5.15 ``common.py:259-265``: ``page_size > 1 and
-    # (speculative_eagle_topk or 1) > 1``), so a paged topk-1 launch gets 4 + Dmax only.
-    TREE = "tree"
-    NONE = "none"  # never: 4 + Dmax only, before #26972
-
-    @property
-    def every_runtime(self) -> bool:
-        """Whether the reserve is sized for every run-time shape (adaptive spec), not only the launch one.
-
-        The reference sizes for every shape a batch may switch to; upstream
-        reads the launch configuration's shape.
-        """
-        return self is Headroom.ALWAYS
-
-
-class MemoryClamp(StrEnum):
-    """The page the scheduler's memory clamp on ``max_new_tokens`` rounds with: capacity - ceil_p(input) - p - 1.
-
-    Every release caps a request's ``max_new_tokens`` so that its paged prompt,
-    its outputs and one page fit the KV capacity (a request admitted but never
-    schedulable would block the queue); the releases differ in the page p.
-    """
-
-    # The allocator's own page P_a (page_size * attn_dcp_size, or page_size for a bare-page kind): 0.5.21+
-    # ``mem_cache/allocator/base.py`` ``max_new_tokens_for_memory`` (0.5.23 lines 88-105, 0.5.21 79-96), called
-    # from ``managers/scheduler.py`` (0.5.23 2723-2729, 0.5.21 2545) with the logical (DCP-wide) capacity.
-    ALLOCATOR_PAGE = "allocator-page"
-    # The server's page_size, inline in ``managers/scheduler.py``: 0.5.17-0.5.20 with the capacity times the DCP
-    # size (0.5.20 2531-2543, 0.5.18 2197-2209, 0.5.17 2131-2141); 0.5.13-0.5.16 with the capacity alone
-    # (0.5.16 1906-1913, 0.5.15 1895-1906, 0.5.13 1770-1781), the per-rank one under DCP, which the model
-    # does not separate from the logical capacity.
-    SERVER_PAGE = "server-page"
 
 
 @dataclass(frozen=True)
@@ -152,7 +110,7 @@ class Revision:
             )
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
-            values[f.name] = _field_value(f.name, REVISION_FIELDS[f.name], data[f.name])
+            values[f.name] = field_value(f.name, REVISION_FIELDS[f.name], data[f.name])
         return cls(**values)
 
     def pool_algorithms(self, kind: KVPool) -> frozenset[str]:
@@ -188,54 +146,6 @@ class Revision:
         if not self.dcp or (g.kv_pool.unified and not self.unified_dcp):
             ok &= g.attn_dcp_size == 1
         return ok
-
-
-def _field_value(name: str, kind: Any, value: Any) -> Any:
-    """``value`` as the field ``name`` of kind ``kind`` holds it, or ValueError naming the field."""
-    if kind is str:
-        if not isinstance(value, str) or len(value) > 2000:
-            raise ValueError(f"revision field {name!r} must be text, got {value!r:.80}")
-        return value
-    if kind == "optional-str":
-        return None if value is None else _field_value(name, str, value)
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"revision field {name!r} must be true or false, got {value!r:.80}")
-        return value
-    if isinstance(kind, frozenset):  # a set of the values of an enum (or of algorithm names)
-        if not isinstance(value, list) or not all(isinstance(v, str) and v in kind for v in value):
-            raise ValueError(f"revision field {name!r} must be a list of {sorted(kind)}, got {value!r:.80}")
-        members = {str(m): m for m in kind}
-        return frozenset(members[v] for v in value)
-    try:  # an enum
-        return kind(value)
-    except ValueError:
-        raise ValueError(f"revision field {name!r}: {value!r:.80} is not one of {[m.value for m in kind]}") from None
-
-
-# What each field of ``Revision`` holds, for ``Revision.from_dict``.
-REVISION_FIELDS: dict[str, Any] = {
-    "name": str,
-    "summary": str,
-    "bug": "optional-str",
-    "alloc_page_with_dcp": bool,
-    "tree_alloc_len": bool,
-    "headroom": Headroom,
-    "headroom_page_tail": bool,
-    "headroom_from_launch_shape": bool,
-    "page_aligned_growth": bool,
-    "dflash_page_rounded": bool,
-    "overlap_counts_in_flight": bool,
-    "overlap_drops_finishing": bool,
-    "eagle_tree_assert": bool,
-    "algorithms": frozenset(algo.ALL),
-    "dcp": bool,
-    "memory_clamp": MemoryClamp,
-    "pools": frozenset(KVPool),
-    "unified_spec": frozenset(algo.ALL),
-    "narrow_rows": frozenset(KVPool),
-    "unified_dcp": bool,
-}
 
 
 REFERENCE = Revision(

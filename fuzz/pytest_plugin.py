@@ -178,9 +178,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     for spec in config.getoption(TARGET_DEST) or []:
         target = resolved(spec)
         lines.append(f"  {spec}: {target.label}")
-        modeled = getattr(target.sizing, "modeled", None)
-        if modeled is not None:  # a real target
-            lines.append(f"    modeled, not read from the target: {'; '.join(modeled())}")
+        from fuzz.targets.base import modeled_line  # lazily, as every import of this plugin
+
+        modeled = modeled_line(target)
+        if modeled:  # a real target
+            lines.append(" " + modeled)
     return lines
 
 

@@ -275,3 +275,10 @@ def test_p05_the_largest_case_lifecycle_can_write_is_within_the_budget(tmp_path,
         meter = ReplayMeter(cfg.to_dict()).steps(steps)
         assert meter.work <= REPLAY_WORK and meter.output <= REPLAY_OUTPUT
     assert max(len(steps) for _, steps in record) > 0
+
+
+def test_p05_the_meter_counts_admissions_as_the_batch_names_them():
+    from allocator_model.requests import Op
+    from fuzz.common.bounds import ADMIT
+
+    assert Op.ADMIT.value == ADMIT

@@ -23,14 +23,13 @@ from typing import Any, TextIO, TypedDict
 from hypothesis import settings as Settings
 
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.options import campaign_jobs, campaign_settings, check_outputs, parse_pins
+from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins
 from fuzz.common.shards import WHOLE, Shard
-from fuzz.findings import casefile
 from fuzz.findings.model import Finding
+from fuzz.findings.output import Output
 from fuzz.findings.render import counterexample_block, summary_table
-from fuzz.findings.report import Command, write_report
-from fuzz.findings.sarif import with_targets, write_sarif
-from fuzz.targets.base import Target
+from fuzz.findings.report import Command
+from fuzz.targets.base import Target, modeled_line
 from fuzz.targets.resolve import resolve_targets
 
 from .driver import CampaignResult, Progress, stable_seed
@@ -41,6 +40,7 @@ from .parallel import CampaignJob, FuzzCall, plan_streams, run_streams
 class CampaignSetup:
     """A campaign command's inputs, checked: targets, profile, Hypothesis settings, seed, pins, jobs, shard."""
 
+    output: Output
     targets: list[Target]
     profile: str
     hyp: Settings
@@ -61,14 +61,14 @@ class CampaignSetup:
         return f", {self.jobs} jobs" + (f", shard {self.shard}" if self.shard else "")
 
 
-def setup_campaign(args: argparse.Namespace) -> CampaignSetup:
+def setup_campaign(args: argparse.Namespace, command: Command) -> CampaignSetup:
     """What every campaign command does before any work: outputs checked, targets resolved, settings, pins.
 
     A shard under a random profile needs ``--seed``: every shard derives its
     streams from the same seed, or the shards are not parts of one campaign.
     A split campaign without one picks one (printed in the header).
     """
-    check_outputs(args)
+    output = Output(args, command)  # outputs first: an unwritable path is exit 2 before any work
     targets = resolve_targets(args.target, args.sglang_version)
     profile, hyp, seed = campaign_settings(args)
     if args.shard and args.seed is None and not hyp.derandomize:
@@ -76,7 +76,7 @@ def setup_campaign(args: argparse.Namespace) -> CampaignSetup:
     jobs = campaign_jobs(args, profile)
     if seed is None and not hyp.derandomize and jobs > 1:
         seed = random.SystemRandom().randrange(2**32)
-    return CampaignSetup(targets, profile, hyp, seed, parse_pins(args.pin), jobs, args.shard)
+    return CampaignSetup(output, targets, profile, hyp, seed, parse_pins(args.pin), jobs, args.shard)
 
 
 class CampaignHooks(TypedDict):
@@ -89,11 +89,11 @@ class CampaignHooks(TypedDict):
 
 def exit_status(results: list[CampaignResult]) -> ExitCode:
     """0 clean, 1 findings (also when interrupted after some), 130 interrupted with none, 2 errors."""
-    if any(r.findings for r in results):
-        return ExitCode.FOUND
-    if any(r.interrupted for r in results):
-        return ExitCode.INTERRUPTED
-    return ExitCode.BAD_INPUT if any(r.error for r in results) else ExitCode.CLEAN
+    return Output.status(
+        found=any(r.findings for r in results),
+        interrupted=any(r.interrupted for r in results),
+        error=any(r.error for r in results),
+    )
 
 
 def in_progress(target: Target, found: dict[str, Finding], started: float, examples: int) -> CampaignResult:
@@ -138,17 +138,17 @@ def drive_campaigns(
     results: list[CampaignResult] = []
     for target in setup.targets:
         print(f"== {target.spec}: {target.label}", file=out, flush=True)
-        modeled = getattr(target.sizing, "modeled", None)
-        if modeled is not None:  # a real target: what it still takes from the model
-            print(f"   modeled, not read from the target: {'; '.join(modeled())}", file=out, flush=True)
+        modeled = modeled_line(target)
+        if modeled:  # a real target: what it still takes from the model
+            print(modeled, file=out, flush=True)
         found: dict[str, Finding] = {}
         started = time.monotonic()
         examples = 0
 
         def report_so_far() -> None:
-            if args.json:
+            if setup.output.json:
                 running = in_progress(target, found, started, examples)  # noqa: B023 - this target's, called now
-                write_report(args.json, command, [r.to_json() for r in [*results, running]])
+                setup.output.report([r.to_json() for r in [*results, running]])
 
         def on_progress(p: Progress) -> None:
             nonlocal examples
@@ -185,10 +185,8 @@ def drive_campaigns(
         if result.interrupted:
             print("interrupted: reporting what was found so far", file=out)
             break
-    if args.json:
-        write_report(args.json, command, [r.to_json() for r in results])
-    if args.sarif:
-        write_sarif(args.sarif, command, with_targets([f for r in results for f in r.findings], setup.targets))
+    setup.output.report([r.to_json() for r in results])
+    setup.output.sarif_log((f for r in results for f in r.findings), setup.targets)
     print(summary_table(results), file=out)
     return exit_status(results)
 
@@ -207,7 +205,7 @@ def fuzz_target(
 
     def save_then(then: Callable[[Finding], None]) -> Callable[[Finding], None]:
         def hook(f: Finding) -> None:
-            casefile.save(f, job.cases)  # findings reach disk first
+            setup.output.save(f)  # findings reach disk first
             then(f)
 
         return hook

@@ -41,9 +41,9 @@ from hypothesis import settings as Settings
 
 from fuzz.common import interrupts
 from fuzz.common.shards import WHOLE, Shard
-from fuzz.findings import casefile
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
+from fuzz.findings.output import save_case
 
 from .driver import CampaignResult, Progress
 
@@ -179,12 +179,12 @@ def _worker(job: CampaignJob, stream: Stream, claims_dir: str, events: Any) -> N
 
         def on_met(f: Finding) -> None:
             if claims.owns(f.signature):
-                casefile.save(f, job.cases)  # findings reach disk first
+                save_case(f, job.cases)  # findings reach disk first
                 events.put(("met", k, f))
 
         def on_finding(f: Finding) -> None:
             if claims.owns(f.signature):
-                casefile.save(f, job.cases)
+                save_case(f, job.cases)
                 events.put(("final", k, f))
 
         def on_progress(p: Progress) -> None:

@@ -32,6 +32,7 @@ MAX_EXPECT_BYTES = 1 << 20  # matrix --expect: a few signatures per release
 REPLAY_WORK = 1 << 28
 REPLAY_OUTPUT = 1 << 20  # bytes a replay prints at the most (its story: a line per step, write and release)
 REPLAY_LINE_BYTES = 256  # what one line of a story may take (they average ~175)
+ADMIT = "admit"  # allocator_model.requests.Op.ADMIT, as text (this module imports no torch; a test holds them equal)
 ROW_HEADROOM_BOUND = 4096 + 2 * 1024 + 4  # W - C at the most: a page tail, twice the draft tokens, 4
 
 
@@ -162,7 +163,7 @@ class ReplayMeter:
         self.output = 4 * REPLAY_LINE_BYTES  # the header: target, config, step count, verdict
 
     def step(self, step: object) -> None:
-        if isinstance(step, Mapping) and step.get("op") == "admit":
+        if isinstance(step, Mapping) and step.get("op") == ADMIT:
             self.held = min(self.rows, self.held + 1)
         self.work += max(1, self.held) * self.width
         self.output += (2 + self.held) * REPLAY_LINE_BYTES

@@ -21,17 +21,15 @@ from fuzz.common.heartbeat import heartbeat
 from fuzz.common.options import (
     add_command,
     add_output_options,
-    check_outputs,
     default_jobs,
     non_negative_int,
     positive_int,
     seed_int,
 )
 from fuzz.common.profiles import PROFILES
-from fuzz.findings import casefile
+from fuzz.findings.output import Output
 from fuzz.findings.render import counterexample_block
-from fuzz.findings.report import Command, write_report
-from fuzz.findings.sarif import with_targets, write_sarif
+from fuzz.findings.report import Command
 from fuzz.targets.base import TargetError
 from fuzz.targets.resolve import resolve_targets
 from fuzz.targets.sglang.versions import VersionError
@@ -93,7 +91,7 @@ def register_fidelity(subparsers: Any) -> None:
 
 
 def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
-    check_outputs(args)
+    output = Output(args, Command.FIDELITY)
     if args.revision and args.revision not in REVISIONS:
         raise BadInput(f"unknown revision {args.revision!r} (known: {', '.join(REVISIONS)})")
     results: list[FidelityResult] = []
@@ -107,21 +105,15 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
         with heartbeat(None if args.quiet else still(what)):
             r = fidelity(target, revision=revision, configs=args.configs, per_kind=args.per_kind)
         for f in r.findings:
-            casefile.save(f, args.cases)
+            output.save(f)
             print(counterexample_block(f), flush=True)
         print(f"{target.spec}: model {r.revision.name} {r.summary()} in {r.seconds:.1f}s", flush=True)
         results.append(r)
-    if args.json:
-        write_report(
-            args.json,
-            Command.FIDELITY,
-            [r.to_json() for r in results],
-            configs=None if args.per_kind else args.configs,
-            per_kind=args.per_kind,
-        )
-    if args.sarif:
-        write_sarif(args.sarif, Command.FIDELITY, with_targets([f for r in results for f in r.findings], targets))
-    return ExitCode.FOUND if any(r.findings for r in results) else ExitCode.CLEAN
+    output.report(
+        [r.to_json() for r in results], configs=None if args.per_kind else args.configs, per_kind=args.per_kind
+    )
+    output.sarif_log((f for r in results for f in r.findings), targets)
+    return output.status(found=any(r.findings for r in results))
 
 
 # -- matrix -------------------------------------------------------------------

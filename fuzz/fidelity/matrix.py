@@ -29,9 +29,9 @@ from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.profiles import get_profile
-from fuzz.findings import casefile
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
+from fuzz.findings.output import save_case
 from fuzz.findings.report import Status, status_of
 from fuzz.run.engine import campaign, check_scenario
 from fuzz.targets.base import Target, model_target
@@ -137,7 +137,7 @@ def reference_check(row: Row) -> None:
 def _finish(row: Row, cases_dir: str) -> None:
     """A complete release: a case file per finding (decode and fidelity), and the reference check."""
     for f in row.findings:
-        casefile.save(f, cases_dir)
+        save_case(f, cases_dir)
     reference_check(row)
 
 
@@ -228,7 +228,7 @@ def _run_rows(
             row.campaign = _campaign_job(*job(row))
             if row.campaign.interrupted:  # the campaign took the signal at an example: keep what it met
                 for f in row.campaign.findings:
-                    casefile.save(f, cases_dir)
+                    save_case(f, cases_dir)
                 raise KeyboardInterrupt
             flush()
         return

@@ -37,8 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fuzz.common.files import write_atomically
-
 from .kinds import Property
 from .model import Finding
 from .render import counterexample_block
@@ -180,12 +178,10 @@ def builder_location(target: Any, f: Finding, cwd: str | None = None) -> SourceL
         path = pools.__file__ or ""
         line = def_lines(Path(path).read_text(encoding="utf-8")).get("unified_row_extra", 1)
         return SourceLine(Path(path).relative_to(Path(path).parent.parent).as_posix(), line, "unified_row_extra")
-    module = getattr(target.sizing, "module", None)
-    found = getattr(module, "builder_lines", {}).get(kind)
-    if module is None or found is None:
+    found = target.sizing.builder_location(kind)
+    if found is None:
         return None
-    function, line = found
-    origin = str(module.builders_origin)
+    origin, function, line = found
     if target.kind is TargetKind.FILE:
         uri = artifact_uri(origin, cwd)
     else:  # a release or the installed package: its path in SGLang's repository (0.5.13-0.5.15: the mixin)
@@ -262,12 +258,12 @@ def sarif_log(command: Command, findings: Iterable[tuple[Finding, Any]], cwd: st
     }
 
 
-def write_sarif(path: str, command: Command, findings: Iterable[tuple[Finding, Any]]) -> None:
-    """Write the command's SARIF log (atomically, like every output file)."""
-    write_atomically(path, json.dumps(sarif_log(command, findings), indent=2) + "\n")
+def sarif_text(command: Command, findings: Iterable[tuple[Finding, Any]]) -> str:
+    """The command's SARIF log as the text ``fuzz.findings.output`` writes."""
+    return json.dumps(sarif_log(command, findings), indent=2) + "\n"
 
 
 def with_targets(findings: Iterable[Finding], targets: Iterable[Any]) -> list[tuple[Finding, Any]]:
-    """Each finding with the resolved target it was found on (matched by spec), for ``write_sarif``."""
+    """Each finding with the resolved target it was found on (matched by spec), for ``sarif_text``."""
     by_spec = {t.spec: t for t in targets}
     return [(f, by_spec.get(f.target)) for f in findings]

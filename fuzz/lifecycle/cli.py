@@ -57,7 +57,7 @@ def report_bound(result: CampaignResult, out: TextIO) -> None:
 
 
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
-    s = setup_campaign(args)
+    s = setup_campaign(args, Command.LIFECYCLE)
     hyp = s.hyp if args.max_examples else Settings(s.hyp, max_examples=RUNS[s.profile])
     s.hyp = hyp  # the runs per round are the campaign's examples (shared out among --jobs workers)
     return drive_campaigns(

@@ -29,6 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from allocator_model.batch import RunningBatch
 from allocator_model.config import ServingConfig
+from allocator_model.requests import Op
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.common.bounds import ReplayMeter
 from fuzz.common.threads import one_torch_thread
@@ -162,7 +163,7 @@ class LifecycleMachine(RuleBasedStateMachine):
             prompts, new_tokens, _ = self.draws
             self._do(
                 {
-                    "op": "admit",
+                    "op": Op.ADMIT,
                     "input_len": data.draw(prompts, label="input_len"),
                     "max_new_tokens": data.draw(new_tokens, label="max_new_tokens"),
                 }
@@ -173,7 +174,7 @@ class LifecycleMachine(RuleBasedStateMachine):
     def prefill(self, data):
         if self._live():
             rid = _pick(data, self.batch.prefillable(), "rid")
-            self._do({"op": "prefill", "rid": rid, "chunk": data.draw(self.draws[2], label="chunk")})
+            self._do({"op": Op.PREFILL, "rid": rid, "chunk": data.draw(self.draws[2], label="chunk")})
 
     @precondition(lambda self: not self._live() or self.batch.in_flight or self.batch.decode_members())
     @rule(data=st.data())
@@ -184,25 +185,25 @@ class LifecycleMachine(RuleBasedStateMachine):
                 [r.rid, 1 + _pick(data, range(most), f"accepted[{r.rid}] - 1") if most > 1 else 1]
                 for r in self.batch.decode_members()
             ]
-            self._do({"op": "decode", "accepted": accepted})
+            self._do({"op": Op.DECODE, "accepted": accepted})
 
     @precondition(lambda self: not self._live() or self.batch.adaptive_steps())
     @rule(data=st.data())
     def set_num_steps(self, data):
         if self._live():
-            self._do({"op": "set_num_steps", "num_steps": _pick(data, self.batch.adaptive_steps(), "num_steps")})
+            self._do({"op": Op.SET_NUM_STEPS, "num_steps": _pick(data, self.batch.adaptive_steps(), "num_steps")})
 
     @precondition(lambda self: not self._live() or self.batch.holders())
     @rule(data=st.data())
     def retract(self, data):
         if self._live():
-            self._do({"op": "retract", "rid": _pick(data, [r.rid for r in self.batch.holders()], "rid")})
+            self._do({"op": Op.RETRACT, "rid": _pick(data, [r.rid for r in self.batch.holders()], "rid")})
 
     @precondition(lambda self: not self._live() or self.batch.running_requests())
     @rule(data=st.data())
     def stop(self, data):
         if self._live():
-            self._do({"op": "stop", "rid": _pick(data, self.batch.running_requests(), "rid")})
+            self._do({"op": Op.STOP, "rid": _pick(data, self.batch.running_requests(), "rid")})
 
 
 _INDEXES: dict[int, st.SearchStrategy[int]] = {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.requests import Op
 from fuzz.common.bounds import lifecycle_cost_problem
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Signature
@@ -92,9 +93,9 @@ def first_violation(
 
 def _without(steps: list[dict], i: int) -> list[dict]:
     """``steps`` less step i; less an admit, also every step of that request, later rids renumbered."""
-    if steps[i].get("op") != "admit":
+    if Op.of(steps[i]) is not Op.ADMIT:
         return steps[:i] + steps[i + 1 :]
-    gone = sum(1 for s in steps[:i] if s.get("op") == "admit")  # rids are numbered in admission order
+    gone = sum(1 for s in steps[:i] if Op.of(s) is Op.ADMIT)  # rids are numbered in admission order
 
     def rid(r: int) -> int:
         return r - (r > gone)
@@ -105,7 +106,7 @@ def _without(steps: list[dict], i: int) -> list[dict]:
             if s["rid"] == gone:
                 continue
             s = {**s, "rid": rid(s["rid"])}
-        elif s.get("op") == "decode":
+        elif Op.of(s) is Op.DECODE:
             s = {**s, "accepted": [[rid(r), k] for r, k in s["accepted"] if r != gone]}
         out.append(s)
     return out

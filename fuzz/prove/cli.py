@@ -16,13 +16,12 @@ from typing import Any, TextIO
 
 from allocator_model import algorithms as algo
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, add_shard_option, check_outputs
+from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, add_shard_option
 from fuzz.common.shards import WHOLE, Shard, parse_jobs
-from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
-from fuzz.findings.report import Command, write_report
-from fuzz.findings.sarif import with_targets, write_sarif
-from fuzz.targets.base import Target
+from fuzz.findings.output import Output
+from fuzz.findings.report import Command
+from fuzz.targets.base import Target, modeled_line
 from fuzz.targets.resolve import resolve_targets
 
 from .grid import ALL_ALGORITHMS, target_algorithms
@@ -112,7 +111,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         if not args.heatmap.lower().endswith(".png"):
             raise BadInput(f"--heatmap needs a .png file name, got {args.heatmap!r}")
         require_matplotlib()
-    check_outputs(args, "--heatmap")
+    output = Output(args, Command.PROVE, "--heatmap")
     for t in targets:
         try:
             target_algorithms(t, only)
@@ -149,7 +148,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         confirm(t, result)
         for grp in result.groups.values():
             if grp.confirmed and not grp.mismatch:
-                casefile.save(grp.witness, args.cases, origin=WITNESS_ORIGIN)
+                output.save(grp.witness, origin=WITNESS_ORIGIN)
         results.append(result)
         print_result(t, result, out)
         if args.heatmap:
@@ -163,12 +162,9 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 axes=(result.space.page_sizes, result.space.dcp_sizes),
             )
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)
-    if args.json:
-        write_report(args.json, Command.PROVE, [report_entry(r, args.shard) for r in results])
-    if args.sarif:
-        witnesses = [g.witness for r in results for g in r.sorted_groups()]
-        write_sarif(args.sarif, Command.PROVE, with_targets(witnesses, targets))
-    return ExitCode.FOUND if any(r.groups for r in results) else ExitCode.CLEAN
+    output.report([report_entry(r, args.shard) for r in results])
+    output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets)
+    return output.status(found=any(r.groups for r in results))
 
 
 def report_entry(r: ProveResult, shard: Shard | None = None) -> dict[str, Any]:
@@ -183,9 +179,9 @@ def report_entry(r: ProveResult, shard: Shard | None = None) -> dict[str, Any]:
 def print_result(target: Target, r: ProveResult, out: TextIO) -> None:
     """What was checked, the groups with their counts and worst values, and each group's WITNESS block."""
     print(f"== prove {target.spec}: {target.label}", file=out)
-    modeled = getattr(target.sizing, "modeled", None)
-    if modeled is not None:  # a real target: what it still takes from the model
-        print(f"   modeled, not read from the target: {'; '.join(modeled())}", file=out)
+    modeled = modeled_line(target)
+    if modeled:  # a real target: what it still takes from the model
+        print(modeled, file=out)
     print(f"space {r.space.describe()}", file=out)
     calls = sum(r.sizing_calls.values())
     print(

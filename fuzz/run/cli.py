@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
-    s = setup_campaign(args)
+    s = setup_campaign(args, Command.RUN)
     return drive_campaigns(
         args,
         Command.RUN,
