@@ -341,21 +341,19 @@ def test_a_growth_rule_that_tells_traced_values_apart_is_caught_and_counted(tmp_
     assert any(d.endswith("growth rule") for d in traced.trace.diverged)
 
 
-def test_the_parent_follows_every_block_the_workers_report():
-    """``prove --jobs``: each worker's finished blocks reach the parent's progress, every one, before it reports."""
-    import queue
-    from concurrent.futures import Future
-
-    from fuzz.prove.parallel import _follow
+def test_the_parent_follows_every_block_the_workers_report(monkeypatch):
+    """``prove --jobs 2``: each worker's finished blocks reach the parent's progress, every one, before it ends."""
+    from fuzz.prove.parallel import prove_in_parallel
     from fuzz.prove.progress import SweepProgress
 
-    events: queue.Queue[int] = queue.Queue()
-    for configs in (3, 0, 5):
-        events.put(configs)
-    done: Future[object] = Future()
-    done.set_result(None)
+    monkeypatch.setattr(SweepProgress, "due", lambda self: True)  # a line per block
+
     lines: list[str] = []
-    progress = SweepProgress("t", 3, lines.append, every=0.0)
-    _follow([done], events, progress)  # type: ignore[list-item]
-    assert (progress.blocks_done, progress.configs_done) == (3, 8)
-    assert lines[-1].startswith("[t] prove: block 3 of 3, 8 launch configurations")
+    result = prove_in_parallel(
+        "reference", MICRO, 2, algorithm="EAGLE", calls=None, traced=True, device="cpu", on_progress=lines.append
+    )
+    blocks = [line for line in lines if " prove: block " in line]
+    assert blocks and result.launch_configurations > 0
+    last = blocks[-1]
+    total = int(last.split(" of ")[1].split(",")[0])
+    assert f"block {total} of {total}" in last and f"{result.launch_configurations:,} launch configurations" in last

@@ -8,8 +8,8 @@ sum to the campaign's ``max_examples``) and its share of the covering set
 J streams k = I-1, I-1+N, ... of K = N x J (``plan_streams``): the N shards
 together run every stream once, whatever machine runs which.
 
-Each stream of a multi-stream run is a spawned worker process (torch and
-fork do not mix) running the ordinary driver; all of them use the same
+Each stream of a multi-stream run is a task of the one worker pool
+(``fuzz.common.workers``: spawned processes) running the ordinary driver; all of them use the same
 example database directory.  A worker writes a group's case file itself,
 the moment its search meets the group, if it is the first worker to claim
 the group (an ``O_EXCL`` file per group in a directory the parent makes:
@@ -26,11 +26,8 @@ that dies unasked is an error of the target's result, never dropped.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
-import queue
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,15 +36,13 @@ from typing import Any
 
 from hypothesis import settings as Settings
 
-from fuzz.common import interrupts
 from fuzz.common.shards import WHOLE, Shard
+from fuzz.common.workers import DONE, ERROR, Emit, WorkerPool
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
 
 from .driver import CampaignResult, Progress
-
-POLL_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -160,47 +155,36 @@ class Claims:
         return os.path.join(self.directory, hashlib.sha256(str(signature).encode()).hexdigest()[:32])
 
 
-def _worker(job: CampaignJob, stream: Stream, claims_dir: str, events: Any) -> None:
-    """One stream in a spawned process: its campaign, each claimed group saved then sent, then its result."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops every worker
-    signal.signal(signal.SIGTERM, interrupts.handler)  # taken at the next example (``interrupts``)
-    k = stream.index
-    try:
-        import torch
+def _stream_task(task: tuple[CampaignJob, Stream, str], emit: Emit) -> CampaignResult:
+    """One stream in a worker (``fuzz.common.workers``): its campaign, each claimed group saved then sent."""
+    import torch
 
-        from fuzz.common.profiles import get_profile
-        from fuzz.targets.resolve import resolve_targets
+    from fuzz.common.profiles import get_profile
+    from fuzz.targets.resolve import resolve_targets
 
-        torch.set_num_threads(1)  # the workers are the parallelism: a second thread per worker only spin-waits
-        target = resolve_targets([job.spec], job.sglang_version)[0]
-        hyp = Settings(get_profile(job.profile), max_examples=stream.max_examples)
-        claims = Claims(claims_dir)
-        parent = multiprocessing.parent_process()
+    job, stream, claims_dir = task
+    torch.set_num_threads(1)  # the workers are the parallelism: a second thread per worker only spin-waits
+    target = resolve_targets([job.spec], job.sglang_version)[0]
+    hyp = Settings(get_profile(job.profile), max_examples=stream.max_examples)
+    claims = Claims(claims_dir)
 
-        def on_met(f: Finding) -> None:
-            if claims.owns(f.signature):
-                save_case(f, job.cases)  # findings reach disk first
-                events.put(("met", k, f))
+    def on_met(f: Finding) -> None:
+        if claims.owns(f.signature):
+            save_case(f, job.cases)  # findings reach disk first
+            emit("met", f)
 
-        def on_finding(f: Finding) -> None:
-            if claims.owns(f.signature):
-                save_case(f, job.cases)
-                events.put(("final", k, f))
+    def on_finding(f: Finding) -> None:
+        if claims.owns(f.signature):
+            save_case(f, job.cases)
+            emit("final", f)
 
-        def on_progress(p: Progress) -> None:
-            events.put(("progress", k, p.examples))
-            if parent is not None and not parent.is_alive():  # the parent was killed: stop, keep what is saved
-                raise KeyboardInterrupt
+    def on_progress(p: Progress) -> None:
+        emit("progress", p.examples)
 
-        hooks = {"on_met": on_met, "on_finding": on_finding, "on_progress": on_progress, "elsewhere": claims.elsewhere}
-        result = job.fuzz(target, hyp, stream.seed, stream.cover_part, job.pins, job.options, hooks)
-        result.findings = [f for f in result.findings if f.signature in claims.mine]
-        events.put(("done", k, result))
-    except KeyboardInterrupt:
-        events.put(("stopped", k, None))
-    except BaseException as e:  # noqa: BLE001 - sent to the parent, which reports it as the target's error
-        events.put(("error", k, f"{type(e).__name__}: {e}".splitlines()[0]))
-        raise SystemExit(1) from None
+    hooks = {"on_met": on_met, "on_finding": on_finding, "on_progress": on_progress, "elsewhere": claims.elsewhere}
+    result = job.fuzz(target, hyp, stream.seed, stream.cover_part, job.pins, job.options, hooks)
+    result.findings = [f for f in result.findings if f.signature in claims.mine]
+    return result
 
 
 @dataclass
@@ -261,75 +245,29 @@ def run_streams(
     The hooks run in this process as workers report: a group's case file is
     already on disk when ``on_met`` sees it.
     """
-    ctx = multiprocessing.get_context("spawn")
-    events: Any = ctx.Queue()
     claims_dir = tempfile.mkdtemp(prefix="kvrow-fuzz-claims-")
-    procs = {
-        s.index: ctx.Process(
-            target=_worker, args=(job, s, claims_dir, events), name=f"kvrow-fuzz-{s.index}", daemon=True
-        )
-        for s in streams
-    }
     fold = Fold(streams)
     progress = Progress(job.spec, time.monotonic(), on_progress, progress_every)
-    asked = 0  # stop requests sent: 1 asks (SIGTERM), 2 kills
-    try:
-        with interrupts.deferred():
-            for p in procs.values():
-                p.start()
-            pending = set(procs)
-            while pending:
-                try:
-                    interrupts.raise_if_requested()
-                except KeyboardInterrupt:
-                    asked += 1
-                    for k in pending:
-                        (procs[k].terminate if asked == 1 else procs[k].kill)()
-                exited = {k for k in pending if procs[k].exitcode is not None}
-                try:
-                    kind, k, payload = events.get(timeout=POLL_SECONDS)
-                except queue.Empty:
-                    for k in exited:  # exited, and nothing more in the queue: it never sent its end
-                        pending.discard(k)
-                        if asked:
-                            fold.stopped.add(k)
-                        else:
-                            fold.errors[k] = f"died (exit status {procs[k].exitcode})"
-                    continue
-                _take(fold, kind, k, payload, pending, on_met, on_finding)
-                if kind == "progress":
-                    progress.update(sum(fold.examples.values()), len(fold.found))
-    finally:
-        for p in procs.values():
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-                p.join()
-        shutil.rmtree(claims_dir, ignore_errors=True)
-    return fold.result(job.spec, time.monotonic() - progress.started, interrupted=bool(asked))
 
-
-def _take(
-    fold: Fold,
-    kind: str,
-    k: int,
-    payload: Any,
-    pending: set[int],
-    on_met: Callable[[Finding], None],
-    on_finding: Callable[[Finding], None],
-) -> None:
-    """One message of worker k: progress, a group met or final (its case file saved), or the worker's end."""
-    if kind == "progress":
-        fold.examples[k] = payload
-    elif kind in ("met", "final"):
-        fold.found[str(payload.signature)] = payload
-        (on_met if kind == "met" else on_finding)(payload)
-    else:
-        pending.discard(k)
-        if kind == "done":
+    def on_event(i: int, kind: str, payload: Any) -> None:
+        k = streams[i].index
+        if kind == "progress":
+            fold.examples[k] = payload
+            progress.update(sum(fold.examples.values()), len(fold.found))
+        elif kind in ("met", "final"):
+            fold.found[str(payload.signature)] = payload
+            (on_met if kind == "met" else on_finding)(payload)
+        elif kind == DONE:
             fold.results[k] = payload
             fold.examples[k] = payload.examples
-        elif kind == "error":
+        elif kind == ERROR:
             fold.errors[k] = payload
         else:
             fold.stopped.add(k)
+
+    try:
+        with WorkerPool(_stream_task, [(job, s, claims_dir) for s in streams], len(streams)) as pool:
+            pool.run(on_event)
+    finally:
+        shutil.rmtree(claims_dir, ignore_errors=True)
+    return fold.result(job.spec, time.monotonic() - progress.started, interrupted=bool(pool.asked))

@@ -16,8 +16,6 @@ processes while the parent runs the fidelity checks.
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +27,7 @@ from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.profiles import get_profile
+from fuzz.common.workers import DONE, ERROR, STOPPED, Emit, WorkerPool
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
@@ -106,8 +105,13 @@ class Row:
         return status_of(error=self.error, found=bool(self.findings), interrupted=interrupted)
 
 
+def _campaign_task(job: tuple[str, str, int | None, int | None], emit: Emit) -> CampaignResult:
+    """One release's campaign as a task of the worker pool (``fuzz.common.workers``)."""
+    return _campaign_job(*job)
+
+
 def _campaign_job(spec: str, profile: str, max_examples: int | None, seed: int | None) -> CampaignResult:
-    """One release's campaign, in a worker process (targets resolve from the warm cache)."""
+    """One release's campaign (targets resolve from the warm cache)."""
     from hypothesis import settings as Settings
 
     hyp = get_profile(profile)
@@ -148,12 +152,6 @@ class MatrixInterrupted(KeyboardInterrupt):
     def __init__(self, finished: list[Row]):
         super().__init__()
         self.finished = finished
-
-
-def _worker_init() -> None:
-    """A campaign worker leaves Ctrl-C to the parent (which stops the workers itself) and dies on SIGTERM."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def run_matrix(
@@ -232,25 +230,27 @@ def _run_rows(
                 raise KeyboardInterrupt
             flush()
         return
-    # multiprocessing's Pool, not concurrent.futures: leaving the block terminates the workers, so an
-    # interrupted matrix does not wait for campaigns that may run for minutes.
-    with multiprocessing.get_context("spawn").Pool(jobs, initializer=_worker_init) as pool:
-        pending = {row.release: pool.apply_async(_campaign_job, job(row)) for row in rows}
+    with WorkerPool(_campaign_task, [job(row) for row in rows], jobs, name="kvrow-fuzz-matrix") as pool:
 
-        def harvest() -> None:
-            for row in rows:
-                done = pending.get(row.release)
-                if done is not None and done.ready():
-                    del pending[row.release]
-                    row.campaign = done.get()
+        def harvest(timeout: float) -> None:
+            for i, kind, payload in pool.poll(timeout):
+                if kind == DONE:
+                    rows[i].campaign = payload
+                elif kind in (ERROR, STOPPED):  # the release's error, in its row (never a lost row)
+                    spec = job(rows[i])[0]
+                    rows[i].campaign = CampaignResult(spec, error=payload or "stopped", interrupted=kind == STOPPED)
             flush()
 
-        for row in rows:  # the parent's share while the workers fuzz
-            check_fidelity(row)
-            harvest()
-        while pending:
-            next(iter(pending.values())).wait(POLL_SECONDS)
-            harvest()
+        try:
+            for row in rows:  # the parent's share while the workers fuzz
+                check_fidelity(row)
+                harvest(0)
+            while not pool.done:
+                harvest(POLL_SECONDS)
+        except KeyboardInterrupt:
+            pool.interrupt()
+            pool.interrupt()  # a matrix stops at once: what finished is on disk
+            raise
 
 
 POLL_SECONDS = 0.5  # how often the parent looks at finished workers

@@ -8,25 +8,24 @@ calls (its traced paths, its sample of plain calls) are made by one worker
 only, and a worker dealt lighter blocks takes more parts (blocks differ
 several-fold in cost; a fixed split of 0.5.23's full space left one worker
 25% longer than the other).  Splitting each block's rows instead would make
-every worker trace every block.  Workers are spawned (a fresh interpreter: torch and fork
-do not mix), resolve the target from its spec again, and send back their
-``ProveResult``; ``result.merge_results`` adds them up.  The verdict is the
+every worker trace every block.  The parts are the tasks of the one worker pool
+(``fuzz.common.workers``: spawned processes); a worker resolves the target
+from its spec once, and sends back each part's ``ProveResult``;
+``result.merge_results`` adds them up.  The verdict is the
 single process's (``tests/test_shards.py`` holds the shards' union equal to
 the whole).
 """
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
-import queue
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from allocator_model.pools import KVPool
 from fuzz.common.shards import WHOLE, Shard
+from fuzz.common.workers import DONE, STOPPED, Emit, WorkerPool
+from fuzz.targets.base import TargetError
 
 from .progress import SweepProgress
 from .result import ProveResult, merge_results
@@ -36,35 +35,16 @@ PARTS_PER_JOB = 8
 _TARGETS: dict[str, Any] = {}  # per worker process: each spec resolved once, for all the parts it sweeps
 
 
-def _part(args: tuple[str, Space, Shard, dict[str, Any], Any]) -> ProveResult:
+def _part(args: tuple[str, Space, Shard, dict[str, Any]], emit: Emit) -> ProveResult:
+    """One part of the sweep in a worker (``fuzz.common.workers``); each finished block is an event."""
     from fuzz.targets import resolve_target
 
     from .sweep import prove
 
-    spec, space, shard, kw, events = args
+    spec, space, shard, kw = args
     if spec not in _TARGETS:
         _TARGETS[spec] = resolve_target(spec)
-    on_block = events.put if events is not None else None
-    return prove(_TARGETS[spec], space, shard=shard, on_block=on_block, **kw)
-
-
-def _follow(futures: list[Future[ProveResult]], events: Any, progress: SweepProgress) -> None:
-    """The workers' finished blocks, as they come, into ``progress`` (a line every couple of seconds).
-
-    The pace starts at the first block a worker finishes: starting the
-    workers (a fresh interpreter, torch, the target) is not the sweep's pace.
-    """
-    first = True
-    while True:
-        try:
-            configs = events.get(timeout=0.25)
-            if first:
-                progress.restart_pace()
-                first = False
-            progress.block_done(configs, called=False)
-        except queue.Empty:
-            if all(f.done() for f in futures):
-                return
+    return prove(_TARGETS[spec], space, shard=shard, on_block=lambda configs: emit("block", configs), **kw)
 
 
 def _progress(
@@ -99,16 +79,26 @@ def prove_in_parallel(
     """
     kw = {"algorithm": algorithm, "calls": calls, "traced": traced, "device": device, "kinds": kinds}
     t0 = time.monotonic()
-    spawn = multiprocessing.get_context("spawn")
-    with contextlib.ExitStack() as stack:
-        events = stack.enter_context(spawn.Manager()).Queue() if on_progress else None
-        pool = stack.enter_context(ProcessPoolExecutor(jobs, mp_context=spawn))
-        n = jobs * PARTS_PER_JOB
-        parts_of = [(spec, space, shard, kw | {"blocks_part": Shard(p, n)}, events) for p in range(1, n + 1)]
-        futures = [pool.submit(_part, part) for part in parts_of]
-        if on_progress:
-            _follow(futures, events, _progress(spec, space, algorithm, kinds, on_progress))
-        parts = [f.result() for f in futures]
-    merged = merge_results(parts)
+    n = jobs * PARTS_PER_JOB
+    parts_of = [(spec, space, shard, kw | {"blocks_part": Shard(p, n)}) for p in range(1, n + 1)]
+    progress = _progress(spec, space, algorithm, kinds, on_progress) if on_progress else None
+    started = False
+
+    def on_event(i: int, kind: str, payload: Any) -> None:
+        nonlocal started
+        if kind == "block" and progress is not None:
+            if not started:  # the pace starts at the first finished block, not at the workers' start-up
+                progress.restart_pace()
+                started = True
+            progress.block_done(payload, called=False)
+
+    with WorkerPool(_part, parts_of, jobs, name="kvrow-fuzz-prove") as pool:
+        ends = pool.run(on_event)
+    failed = [e for e in ends.values() if e.kind != DONE]
+    if failed:
+        if any(e.kind == STOPPED for e in failed):
+            raise KeyboardInterrupt
+        raise TargetError(f"prove --jobs: a worker failed: {failed[0].value}")
+    merged = merge_results([ends[i].value for i in range(n)])
     merged.seconds = time.monotonic() - t0
     return merged
