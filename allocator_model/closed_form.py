@@ -44,7 +44,17 @@ from torch import Tensor
 
 from . import algorithms as algo
 from .config import MAX_CANDIDATE_BITS, ServingConfig, chain_draft_tokens
-from .decode import WritePath, dflash_reserve, draft_end, flat_draft_span, grows_unrounded, tree_draft_span, write_path
+from .decode import (
+    WritePath,
+    dflash_reserve,
+    draft_end,
+    eagle_tree_guarded,
+    flat_draft_span,
+    grows_unrounded,
+    tree_draft_span,
+    write_path,
+)
+from .guards import Guard
 from .launch_grid import INT, LaunchGrid, bitmask, bits, highest_bit, valid_mask
 from .numeric import or_one
 from .pools import pool_alloc_page, unified_row_extra
@@ -85,6 +95,8 @@ __all__ = [
     "draft_overshoot_at",
     "worst_draft_overshoot",
     "unaligned_growth",
+    "GUARDS",
+    "guard_codes",
 ]
 
 
@@ -319,3 +331,24 @@ def unaligned_growth(rows: DecodeRows, algorithm: str | None) -> Tensor:
     if algorithm is None:
         return torch.zeros_like(rows.aligned)
     return ~rows.aligned & (rows.alloc_page > 1)
+
+
+# What stops a write past the row, in the order ``guard_codes`` numbers them (None: nothing, a silent spill).
+GUARDS: tuple[Guard | None, ...] = (None, Guard.ROW_WIDTH, Guard.UNO_ROW, Guard.EAGLE_TREE_ROW)
+
+
+def guard_codes(g: LaunchGrid, rows: DecodeRows, revision: Revision) -> Tensor:
+    """Per row, the ``GUARDS`` index of what stops a write past W: ``decode.row_guard`` for a block, in its order.
+
+    UNO's own check on its path; the target's own guard (``rows.guarded``:
+    SGLang main's); EAGLE's tree assert at allocator page > 1 and topk > 1
+    where the revision has it; else nothing (index 0).  Twin of
+    ``row_guard`` (``allocator_model.twins``).
+    """
+    path = write_path(g.algorithm)
+    if path is WritePath.UNO:
+        return torch.full_like(rows.config, GUARDS.index(Guard.UNO_ROW))
+    eagle = torch.as_tensor(eagle_tree_guarded(path, rows.alloc_page, g.topk[rows.config]))
+    eagle &= revision.eagle_tree_assert
+    tree = torch.where(eagle, GUARDS.index(Guard.EAGLE_TREE_ROW), 0)
+    return torch.where(rows.guarded, GUARDS.index(Guard.ROW_WIDTH), tree)

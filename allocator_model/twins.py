@@ -34,10 +34,12 @@ from .decode import (
     draft_extent,
     flat_draft_span,
     prepare_for_decode,
+    row_guard,
     tree_draft_span,
     write_path,
 )
-from .pools import KVPool
+from .pools import KVPool, pool_alloc_page
+from .regimes import REGIMES, moved_regime, regime, regime_codes
 from .revisions import REVISIONS, Headroom, Revision
 from .sizing import (
     ModelSizing,
@@ -158,6 +160,12 @@ _SHARED_GRIDS: tuple[tuple[Callable[..., Any], Callable[..., Any], list[dict[str
         covered_extra,
         _grid(max_draft_tokens=(0, 1, 8, 17), reserve=(1, 2, 16, 34, 128), page=PAGES, topk=(1, 2, 4)),
         _grid(algorithm=(None, algo.EAGLE, algo.UNO), headroom=tuple(Headroom), page_tail=(True, False)),
+    ),
+    (
+        moved_regime,
+        moved_regime,
+        _grid(code=range(len(REGIMES)), counterpart=range(len(REGIMES)), counterpart_fails=(True, False)),
+        [{}],  # every input: 72 comparisons
     ),
     (flat_draft_span, flat_draft_span, _grid(**_STEPS_TOPK_D, draft_tokens=(1, 2, 8, 17)), _grid(algorithm=ALGORITHMS)),
     (
@@ -301,6 +309,33 @@ def _launch_cases() -> Iterator[Case]:
                 )
 
 
+def _regime_cases() -> Iterator[Case]:
+    """Per algorithm and kind: the regime of each valid launch, at its allocator page, one by one and as a grid."""
+    for a in ALGORITHMS:
+        configs, g = _valid_launches(a)
+        for kind in (KVPool.STANDARD, KVPool.SWA):
+            pages = pool_alloc_page(kind, g.page_size, g.attn_dcp_size)
+            want = [REGIMES.index(regime(cfg, int(p))) for cfg, p in zip(configs, pages.tolist(), strict=True)]
+            got = regime_codes(g, torch.arange(len(g)), pages).tolist()
+            yield Case(f"regimes of {a} on {kind.value}", configs, want, got)
+
+
+def _guard_cases() -> Iterator[Case]:
+    """Per revision and algorithm: what stops a write one column past W, one launch at a time and per block."""
+    for rev in REVISIONS.values():
+        sizing = ModelSizing(rev)
+        for a in ALGORITHMS:
+            configs, g = _valid_launches(a)
+            rows = cf.model_decode_rows(g, rev)
+            want = []
+            for i in rows.config.tolist():
+                cfg = configs[i]
+                width = cfg.context_len + sizing.req_to_token_extra_context_len(cfg)
+                guard = row_guard(write_path(a), width + 1, width, allocator_page_size(cfg), sizing, cfg, rev)
+                want.append(cf.GUARDS.index(guard))
+            yield Case(f"guards of {a} on {rev.name}", configs, want, cf.guard_codes(g, rows, rev).tolist())
+
+
 def _fget(p: Any) -> Callable[..., Any]:
     fget: Callable[..., Any] = p.fget
     return fget
@@ -308,6 +343,8 @@ def _fget(p: Any) -> Callable[..., Any]:
 
 TWINS: tuple[Twin, ...] = (
     Twin(_validate, valid_launch_mask, _validation_cases),
+    Twin(regime, regime_codes, _regime_cases),
+    Twin(row_guard, cf.guard_codes, _guard_cases),
     Twin(Revision.refuses, Revision.launch_mask, _launch_cases),
     Twin(ServingConfig.runtimes, cf.runtime_shapes, _runtime_cases),
     Twin(

@@ -16,6 +16,7 @@ import time
 
 from fuzz.common.profiles import get_profile
 from fuzz.fidelity.matrix import parse_releases
+from fuzz.prove.request import request
 from fuzz.prove.sweep import prove
 from fuzz.run.engine import campaign
 from fuzz.targets import resolve_target
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         run = campaign(target, get_profile("ci"))
         t1 = time.monotonic()
-        proof = prove(target, args.space)
+        proof = prove(target, request(target, args.space))
         t2 = time.monotonic()
         ran = {str(f.signature) for f in run.findings}
         proved = {str(s) for s in proof.groups}

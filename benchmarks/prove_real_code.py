@@ -18,6 +18,7 @@ import time
 
 from fuzz.common.shards import Shard
 from fuzz.prove.parallel import prove_in_parallel
+from fuzz.prove.request import request
 from fuzz.prove.result import ProveResult
 from fuzz.prove.space import SPACES
 from fuzz.prove.sweep import prove
@@ -37,13 +38,13 @@ def main() -> int:
     target, space = resolve_target(args.target), SPACES[args.space]
 
     t0 = time.perf_counter()
-    one = prove(target, space)
+    one = prove(target, request(target, space))
     one_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    two = prove_in_parallel(args.target, space, 2, algorithm="all", calls=None, traced=True, device="cpu")
+    two = prove_in_parallel(args.target, request(target, space), 2)
     two_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    part = prove(target, space, traced=False, shard=Shard(1, args.plain_shard))
+    part = prove(target, request(target, space, traced=False, shard=Shard(1, args.plain_shard)))
     plain_s = (time.perf_counter() - t0) * one.launch_configurations / max(part.launch_configurations, 1)
 
     print(f"target {args.target}, space {args.space}: {one.launch_configurations:,} launch configurations")

@@ -31,6 +31,7 @@ from allocator_model.decode import WritePath, decode_reserve, draft_extent, writ
 from allocator_model.sizing import ceil_to_page
 from fuzz.findings.kinds import Property, Signature, regime
 from fuzz.prove.grid import launch_grid, target_algorithms
+from fuzz.prove.request import request
 from fuzz.prove.space import SPACES, Space
 from fuzz.prove.sweep import prove
 from fuzz.targets import Target, resolve_target
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     check = SPACES[args.check_space]
     _, n, loop_groups = loop_prove(target, check)
-    fast = prove(target, check)
+    fast = prove(target, request(target, check))
     same = n == fast.configurations and loop_groups == Counter({s: g.configurations for s, g in fast.groups.items()})
     print(
         f"{check.name} space, loop and vectorized: {'same' if same else 'DIFFERENT'} configurations and groups "
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
     space = SPACES[args.space]
     t0 = time.perf_counter()
-    full = prove(target, space)
+    full = prove(target, request(target, space))
     vec_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     loop_launches, loop_n, _ = loop_prove(target, space, args.loop_stride)

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from examples_to_failure import campaign, hypothesis_alone, uniform  # noqa: E402  (the lead's samplers)
 
 from fuzz.findings.kinds import Property, Signature  # noqa: E402
+from fuzz.prove.request import request  # noqa: E402
 from fuzz.prove.sweep import prove  # noqa: E402
 from fuzz.targets import Target, resolve_target  # noqa: E402
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     t0 = time.perf_counter()
-    first = prove(target, "full", stop_when=lambda r: signature in r.groups)
+    first = prove(target, request(target, "full"), stop_when=lambda r: signature in r.groups)
     first_s = time.perf_counter() - t0
     grp = first.groups.get(signature)
     if grp is None:
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         f"configurations, {first.launch_configurations:,} launch configurations)"
     )
     t0 = time.perf_counter()
-    full = prove(target, "full")
+    full = prove(target, request(target, "full"))
     print(
         f"prove, whole space: {full.groups[signature].configurations:,} of {full.configurations:,} configurations "
         f"in the group, worst {full.groups[signature].worst} columns past the row, {time.perf_counter() - t0:.1f}s"

@@ -20,6 +20,7 @@ from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from allocator_model.sizing import ModelSizing
 from fuzz.findings.kinds import Outcome, Signature
+from fuzz.prove.request import request
 from fuzz.prove.sweep import blocks, prove
 from fuzz.prove.witness import confirm
 from fuzz.run.engine import check_scenario
@@ -137,13 +138,13 @@ def test_the_reference_is_clean_under_prove_for_every_kind_of_pool():
         )
     }
     assert kinds == set(KVPool)
-    result = prove(target, "tiny")
+    result = prove(target, request(target, "tiny"))
     assert result.configurations > 0 and not result.groups
 
 
 def test_prove_finds_the_unified_rows_of_0_5_23_and_the_step_model_confirms_each_witness():
     target = resolve_target("reference@sglang-0.5.23")
-    result = prove(target, "tiny")
+    result = prove(target, request(target, "tiny"))
     confirm(target, result)
     unified = {str(s) for s in result.groups if "@unified-mamba" in str(s)}
     assert {"write-within-row/paged@unified-mamba", "write-within-row/paged@unified-mamba-swa"} <= unified

@@ -15,7 +15,7 @@ import pytest
 from fuzz.cli import main
 from fuzz.common.heartbeat import heartbeat
 from fuzz.prove.progress import SweepProgress, duration
-from fuzz.prove.sweep import prove
+from fuzz.prove.sweep import prove_on
 from fuzz.targets import resolve_target
 
 
@@ -60,7 +60,7 @@ def test_durations_read_short(seconds, text):
 
 def test_prove_announces_the_sweep_and_counts_what_it_will_call():
     lines: list[str] = []
-    result = prove(resolve_target("reference"), "tiny", algorithm="EAGLE", calls=True, on_progress=lines.append)
+    result = prove_on(resolve_target("reference"), "tiny", algorithm="EAGLE", calls=True, on_progress=lines.append)
     first = lines[0]
     assert first.startswith("[reference] prove: space tiny, ") and "x 5 page sizes" in first
     assert first.endswith("(sizing calls per configuration)")
@@ -70,7 +70,7 @@ def test_prove_announces_the_sweep_and_counts_what_it_will_call():
 def test_a_traced_prove_announces_its_method_and_counts_nothing_first():
     """A real target's sizing is traced (once per path), not called per configuration: no count beforehand."""
     lines: list[str] = []
-    result = prove(resolve_target("sglang==0.5.23"), "tiny", algorithm="EAGLE", on_progress=lines.append)
+    result = prove_on(resolve_target("sglang==0.5.23"), "tiny", algorithm="EAGLE", on_progress=lines.append)
     assert lines[0].endswith("(sizing calls, once per path of each block)") and result.trace is not None
     assert not any("launch configurations to call" in line for line in lines)
 

@@ -27,9 +27,10 @@ from fuzz.findings.kinds import REGIMES, CaseKind, Property, Signature, regime, 
 from fuzz.findings.report import Status
 from fuzz.prove.grid import launch_grid, target_algorithms
 from fuzz.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap
+from fuzz.prove.request import request
 from fuzz.prove.result import NO_VIOLATION, ProveResult
 from fuzz.prove.space import SPACES, Space
-from fuzz.prove.sweep import prove
+from fuzz.prove.sweep import prove, prove_on
 from fuzz.prove.witness import confirm
 from fuzz.targets import Target, TargetCallError, TargetKind, resolve_target
 
@@ -258,7 +259,7 @@ def test_witnesses_replay_on_the_step_by_step_model() -> None:
     """Every group's worst configuration, replayed by run_scenario, is in that group with that value."""
     for spec in ("reference@sglang-0.5.18", "reference@pre-26972", "reference@pre-31616", "reference@sglang-0.5.23"):
         t = resolve_target(spec)
-        result = prove(t, TINY)
+        result = prove(t, request(t, TINY))
         confirm(t, result)
         assert result.groups
         for sig, grp in result.groups.items():
@@ -338,18 +339,18 @@ KNOWN_GROUPS = {  # on the standard pool (tests/test_pools.py covers the other k
 
 @pytest.mark.parametrize("spec", sorted(KNOWN_GROUPS))
 def test_each_revision_reports_its_known_groups(spec: str) -> None:
-    groups = prove(resolve_target(spec), TINY, kinds=[KVPool.STANDARD]).groups
+    groups = prove_on(resolve_target(spec), TINY, kinds=[KVPool.STANDARD]).groups
     assert all(isinstance(s, Signature) and groups[s].signature == s for s in groups)
     assert {str(s) for s in groups} == KNOWN_GROUPS[spec]
 
 
 def test_planted_tree_and_growth_bugs_are_found() -> None:
-    tree = prove(resolve_target("reference@pre-26972"), TINY).groups
+    tree = prove_on(resolve_target("reference@pre-26972"), TINY).groups
     assert {
         Signature.parse("drafts-within-allocation/tree[stale-read]"),
         Signature.parse("write-within-row/tree"),
     } <= set(tree)
-    growth = prove(resolve_target("reference@pre-31616"), TINY).groups
+    growth = prove_on(resolve_target("reference@pre-31616"), TINY).groups
     assert growth and all(s.prop is Property.PAGE_ALIGNED_GROWTH for s in growth)
 
 
@@ -367,7 +368,7 @@ def test_seed_bug_number_from_the_reference_doc() -> None:
 @pytest.mark.slow
 def test_reference_full_space_has_no_violation(kind: KVPool) -> None:
     """The proof itself: over the issue's space on every kind of KV pool (one test per kind), nothing spills."""
-    result = prove(resolve_target("reference"), "full", kinds=[kind])
+    result = prove_on(resolve_target("reference"), "full", kinds=[kind])
     assert result.configurations > 1_000_000 and result.launch_configurations > 10_000
     if kind is KVPool.STANDARD:
         assert result.launch_configurations > 10_000_000
@@ -385,7 +386,7 @@ def summary(r: ProveResult) -> dict[Signature, tuple[int, int | None]]:
 @pytest.mark.parametrize("spec", ["reference@sglang-0.5.18", "reference@pre-31616"])
 def test_calls_path_equals_the_vectorized_model(spec: str) -> None:
     t = resolve_target(spec)
-    fast, called = prove(t, TINY), prove(t, TINY, calls=True)
+    fast, called = prove(t, request(t, TINY)), prove(t, request(t, TINY, calls=True))
     assert summary(called) == summary(fast)
     assert called.heat == fast.heat and called.configurations == fast.configurations
     # One call per distinct sizing point: the headroom once per launch configuration.
@@ -396,8 +397,8 @@ def test_calls_path_equals_the_vectorized_model(spec: str) -> None:
 
 def test_a_release_wheel_proves_like_its_model_revision() -> None:
     """The real 0.5.18 sizing module, called once per configuration: the model revision's groups, count for count."""
-    real = prove(resolve_target("sglang==0.5.18"), TINY, traced=False)
-    model = prove(resolve_target("reference@sglang-0.5.18"), TINY)
+    real = prove_on(resolve_target("sglang==0.5.18"), TINY, traced=False)
+    model = prove_on(resolve_target("reference@sglang-0.5.18"), TINY)
     assert real.method.startswith("sizing calls") and not model.sizing_calls
     assert summary(real) == summary(model) and Signature.parse("write-within-row/dcp>1") in summary(real)
     assert real.sizing_calls["req_to_token_extra_context_len"] == real.launch_configurations
@@ -422,7 +423,7 @@ class _Odd(ModelSizing):
 
 def test_a_raising_or_unrecognised_target_is_not_called_clean() -> None:
     t = Target("odd", "a test target", _Odd(REFERENCE), REFERENCE, TargetKind.FILE)
-    result = prove(t, TINY)
+    result = prove(t, request(t, TINY))
     assert result.method.startswith("sizing calls")
     raised = result.groups[Signature(Property.SIZING_RAISED, "alloc-page-1")]
     assert "boom" in raised.witness.violation.headline and raised.witness.config.speculative_algorithm == "DSPARK"
@@ -549,7 +550,7 @@ def test_heatmap_writes_a_png_and_its_markdown_twin(tmp_path: Path) -> None:
 
 def test_heatmap_table_has_the_sweeps_numbers() -> None:
     """The table's cells are the result's heat, every swept (page_size, attn_dcp_size) laid out."""
-    result: ProveResult = prove(resolve_target("reference"), TINY, algorithm="EAGLE")
+    result: ProveResult = prove_on(resolve_target("reference"), TINY, algorithm="EAGLE")
     table = markdown_table(result.heat, "clean", axes=(TINY.page_sizes, TINY.dcp_sizes))
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| attn")]
     assert len(rows) == len(TINY.dcp_sizes) and "**" not in table
@@ -562,7 +563,7 @@ def test_heatmap_table_has_the_sweeps_numbers() -> None:
 @pytest.mark.parametrize("spec", ["reference@sglang-0.5.18", "reference@sglang-0.5.23"])
 def test_the_sweep_on_a_gpu_gives_the_cpu_verdict(spec: str) -> None:
     t = resolve_target(spec)
-    on_cpu, on_gpu = prove(t, TINY), prove(t, TINY, device="cuda")
+    on_cpu, on_gpu = prove(t, request(t, TINY)), prove(t, request(t, TINY, device="cuda"))
     assert summary(on_gpu) == summary(on_cpu) and on_gpu.heat == on_cpu.heat
     assert on_gpu.configurations == on_cpu.configurations
 
@@ -576,16 +577,16 @@ def test_the_sweep_under_a_device_context_gives_the_plain_verdict(spec: str) -> 
     What only a GPU can show (the test above) stays skipped here.
     """
     t = resolve_target(spec)
-    plain = prove(t, TINY, algorithm="EAGLE")
+    plain = prove(t, request(t, TINY, algorithm="EAGLE"))
     with torch.device("cpu"):
-        moded = prove(t, TINY, algorithm="EAGLE")
+        moded = prove(t, request(t, TINY, algorithm="EAGLE"))
     assert summary(moded) == summary(plain) and moded.heat == plain.heat
     assert moded.configurations == plain.configurations > 0
 
 
 def test_groups_that_differ_only_in_outcome_keep_a_witness_and_a_case_file_each(tmp_path: Path) -> None:
     """A silent spill and the same spill stopped by EAGLE's guard are two groups: two witnesses, two case files."""
-    result = prove(resolve_target("reference@sglang-0.5.18"), TINY, kinds=[KVPool.STANDARD])
+    result = prove_on(resolve_target("reference@sglang-0.5.18"), TINY, kinds=[KVPool.STANDARD])
     by_name: dict[tuple[Property, str], set[str]] = {}
     for sig, grp in result.groups.items():
         assert grp.witness.violation.signature == sig
@@ -594,7 +595,7 @@ def test_groups_that_differ_only_in_outcome_keep_a_witness_and_a_case_file_each(
     cases = tmp_path / "cases"
     argv = ["prove", "--target", "reference@sglang-0.5.18", "--space", "tiny", "--quiet", "--cases", str(cases)]
     assert main(argv) == 1
-    assert len(list(cases.glob("*.json"))) == len(prove(resolve_target("reference@sglang-0.5.18"), TINY).groups)
+    assert len(list(cases.glob("*.json"))) == len(prove_on(resolve_target("reference@sglang-0.5.18"), TINY).groups)
 
 
 def test_highest_bit_is_the_bit_length_less_one_of_every_mask() -> None:

@@ -20,8 +20,9 @@ import torch
 
 from allocator_model.pools import KVPool
 from fuzz.common.shards import Shard
+from fuzz.prove.request import request
 from fuzz.prove.space import Space
-from fuzz.prove.sweep import prove
+from fuzz.prove.sweep import prove, prove_on
 from fuzz.prove.tracing import Traced, Unsupported, bool_result, combine, explore, integer_result, leaf
 from fuzz.targets import resolve_target
 
@@ -193,8 +194,8 @@ def verdict(result):
 
 def both(spec: str, kinds=KINDS):
     target = resolve_target(spec)
-    traced = prove(target, MICRO, kinds=kinds)
-    plain = prove(target, MICRO, kinds=kinds, traced=False)
+    traced = prove(target, request(target, MICRO, kinds=kinds))
+    plain = prove(target, request(target, MICRO, kinds=kinds, traced=False))
     assert traced.trace is not None and plain.trace is None
     return traced, plain
 
@@ -277,8 +278,8 @@ def test_the_merged_blocks_of_the_workers_give_the_single_process_verdict(shard)
     from fuzz.prove.result import merge_results
 
     target = resolve_target(str(SHAPES / "uno.py"))
-    single = prove(target, MICRO, kinds=KINDS, shard=shard)
-    parts = [prove(target, MICRO, kinds=KINDS, shard=shard, blocks_part=Shard(j, 2)) for j in (1, 2)]
+    single = prove(target, request(target, MICRO, kinds=KINDS, shard=shard))
+    parts = [prove(target, request(target, MICRO, kinds=KINDS, shard=shard, blocks_part=Shard(j, 2))) for j in (1, 2)]
     assert all(p.launch_configurations for p in parts)
     merged = merge_results(parts)
     assert summary_of(merged) == summary_of(single) and merged.heat == single.heat
@@ -292,10 +293,8 @@ def test_two_worker_processes_give_the_single_process_verdict():
     from fuzz.prove.parallel import prove_in_parallel
 
     spec = str(SHAPES / "uno.py")
-    single = prove(resolve_target(spec), MICRO, kinds=KINDS)
-    both_workers = prove_in_parallel(
-        spec, MICRO, 2, algorithm="all", calls=None, traced=True, device="cpu", kinds=KINDS
-    )
+    single = prove_on(resolve_target(spec), MICRO, kinds=KINDS)
+    both_workers = prove_in_parallel(spec, request(resolve_target(spec), MICRO, kinds=KINDS), 2)
     assert summary_of(both_workers) == summary_of(single) and both_workers.heat == single.heat
 
 
@@ -349,9 +348,8 @@ def test_the_parent_follows_every_block_the_workers_report(monkeypatch):
     monkeypatch.setattr(SweepProgress, "due", lambda self: True)  # a line per block
 
     lines: list[str] = []
-    result = prove_in_parallel(
-        "reference", MICRO, 2, algorithm="EAGLE", calls=None, traced=True, device="cpu", on_progress=lines.append
-    )
+    target = resolve_target("reference")
+    result = prove_in_parallel("reference", request(target, MICRO, algorithm="EAGLE"), 2, on_progress=lines.append)
     blocks = [line for line in lines if " prove: block " in line]
     assert blocks and result.launch_configurations > 0
     last = blocks[-1]

@@ -18,7 +18,8 @@ import pytest
 from allocator_model.config import ServingConfig
 from fuzz.cli import main
 from fuzz.fidelity.differential import fidelity
-from fuzz.prove.sweep import prove
+from fuzz.prove.request import request
+from fuzz.prove.sweep import prove, prove_on
 from fuzz.prove.witness import confirm
 from fuzz.run.engine import check_scenario
 from fuzz.targets import resolve_target
@@ -81,7 +82,7 @@ def test_main_is_clean_under_run_and_prove(tmp_path, capsys):
     )
     assert "clean" in capsys.readouterr().out
     assert not list(tmp_path.iterdir())
-    result = prove(resolve_target(str(MAIN)), "tiny")
+    result = prove_on(resolve_target(str(MAIN)), "tiny")
     assert result.configurations > 0 and not result.groups
 
 
@@ -119,7 +120,7 @@ def test_without_the_candidate_page_maximum_main_is_caught_and_its_guard_named(t
     assert main(["repro", str(case), "--target", str(MAIN)]) == 0  # the fix: the same case passes
 
     target = resolve_target(str(planted))
-    result = prove(target, "tiny")
+    result = prove(target, request(target, "tiny"))
     confirm(target, result)
     assert f"write-within-row/dcp>1[{ROW_GUARD_OUTCOME}]" in {str(s) for s in result.groups}
     assert all(ROW_GUARD_OUTCOME in str(s) for s in result.groups)  # main's guard stops every such write
@@ -135,7 +136,7 @@ def test_without_main_s_guard_eagle_s_own_assert_stops_the_tree_and_prove_agrees
     text = planted.read_text()
     unguarded = variant(tmp_path, "unguarded.py", text[text.index(GUARD) :], "", source=text)
     target = resolve_target(str(unguarded))
-    result = prove(target, "tiny")
+    result = prove(target, request(target, "tiny"))
     confirm(target, result)
     found = {str(s): g for s, g in result.groups.items()}
     assert "write-within-row/dcp>1[guard:eagle_utils.eagle_prepare_for_decode]" in found

@@ -23,6 +23,7 @@ from fuzz.findings.regression import regression_files
 from fuzz.findings.report import Command
 from fuzz.merge import Part, merge_target
 from fuzz.prove.cli import report_entry
+from fuzz.prove.request import request
 from fuzz.prove.space import SPACES
 from fuzz.prove.sweep import prove
 from fuzz.targets import resolve_target
@@ -121,12 +122,12 @@ def test_three_prove_shards_merge_to_the_unsharded_verdict() -> None:
     """The acceptance test of issue 13: the union of 3 shards (merged as ``merge`` merges their reports)
     has the unsharded sweep's groups, each with its configurations and worst, and its counts."""
     target = resolve_target("reference@sglang-0.5.18")
-    whole = report_entry(prove(target, MICRO, kinds=STANDARD))
+    whole = report_entry(prove(target, request(target, MICRO, kinds=STANDARD)))
     parts = [
         Part(
             f"shard{i}.json",
             Shard(i, 3),
-            report_entry(prove(target, MICRO, kinds=STANDARD, shard=Shard(i, 3)), Shard(i, 3)),
+            report_entry(prove(target, request(target, MICRO, kinds=STANDARD, shard=Shard(i, 3))), Shard(i, 3)),
         )
         for i in (1, 2, 3)
     ]

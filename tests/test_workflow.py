@@ -9,7 +9,7 @@ import yaml
 from allocator_model.revisions import RELEASE_REVISIONS
 from fuzz.cli import build_parser
 from fuzz.fidelity.matrix import load_expectations, parse_releases
-from fuzz.prove.sweep import prove
+from fuzz.prove.sweep import prove_on
 from fuzz.targets import resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,7 +75,7 @@ def test_each_job_runs_the_matrix_against_expectations_the_model_proves():
         for release in releases:
             revision = RELEASE_REVISIONS[release]
             if revision not in proven:
-                proven[revision] = {str(s) for s in prove(resolve_target(f"reference@{revision}"), "tiny").groups}
+                proven[revision] = {str(s) for s in prove_on(resolve_target(f"reference@{revision}"), "tiny").groups}
             required, allowed = expected[release]["required"], expected[release]["allowed"]
             assert required and required <= proven[revision] <= required | allowed, (job, release, proven[revision])
     assert proven.keys() == set(RELEASE_REVISIONS.values())  # the nightly line runs every modeled release

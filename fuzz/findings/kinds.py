@@ -12,18 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-from allocator_model import algorithms as algo
-from allocator_model.config import ServingConfig
 from allocator_model.guards import Guard
 from allocator_model.pools import KVPool
+from allocator_model.regimes import REGIMES, Regime, moved_regime, regime, regime_codes
 from allocator_model.surface import SURFACE
 
-if TYPE_CHECKING:  # regime_codes' types; torch is imported where it runs
-    import torch
-
-    from allocator_model.closed_form import LaunchGrid
+__all__ = ["REGIMES", "Regime", "moved_regime", "regime", "regime_codes"]  # with this module's own names
 
 
 class Property(StrEnum):
@@ -46,18 +41,6 @@ class Property(StrEnum):
     UNPROVEN = "unproven"  # prove could not read a growth rule in closed form
 
 
-class Regime(StrEnum):
-    """The configuration class a failure belongs to, most specific cause first (see ``regime``)."""
-
-    ALLOC_PAGE_1 = "alloc-page-1"
-    DCP = "dcp>1"
-    TREE = "tree"
-    ADAPTIVE = "adaptive"
-    DFLASH = "dflash"
-    PAGED = "paged"
-
-
-REGIMES: tuple[Regime, ...] = tuple(Regime)
 REGIME_NAMES = frozenset(r.value for r in Regime)
 POOL_NAMES = frozenset(k.value for k in KVPool)
 GUARD_NAMES = frozenset(g.value for g in Guard)
@@ -69,47 +52,6 @@ class CaseKind(StrEnum):
     DECODE = "decode-scenario"  # one request's last decode steps (fuzz.run)
     LIFECYCLE = "lifecycle"  # a step script over a running batch (fuzz.lifecycle)
     FIDELITY = "fidelity-case"  # one configuration the model and a real module disagree on (fuzz.fidelity)
-
-
-def regime(cfg: ServingConfig, alloc_page: int) -> Regime:
-    """The regime of a configuration whose allocator hands out pages of ``alloc_page`` slots.
-
-    Most specific cause first: the token allocator (page 1), then DCP, the
-    spec v2 tree (topk > 1 with draft KV), adaptive spec, DFLASH/DSPARK, and
-    any other paged allocator.  ``regime_codes`` below is its tensor twin;
-    ``tests/test_twins.py`` holds them equal.
-    """
-    a = cfg.speculative_algorithm
-    if alloc_page == 1:
-        return Regime.ALLOC_PAGE_1
-    if cfg.attn_dcp_size > 1:
-        return Regime.DCP
-    if a is not None and cfg.topk > 1 and algo.has_draft_kv(a):
-        return Regime.TREE
-    if cfg.speculative_adaptive:
-        return Regime.ADAPTIVE
-    if a in algo.DFLASH_FAMILY:
-        return Regime.DFLASH
-    return Regime.PAGED
-
-
-def regime_codes(g: LaunchGrid, config: torch.Tensor, alloc_page: torch.Tensor) -> torch.Tensor:
-    """``regime`` of many configurations at once: its tensor twin, as indices into ``REGIMES``.
-
-    ``config`` indexes the launch configurations of ``g`` (one algorithm);
-    ``alloc_page`` is each one's allocator page.  The same order of causes
-    as the scalar ``regime`` (the twin test holds them equal on every
-    configuration of prove's ``tiny`` space).
-    """
-    import torch
-
-    a = g.algorithm
-    code = torch.full_like(config, REGIMES.index(Regime.DFLASH if a in algo.DFLASH_FAMILY else Regime.PAGED))
-    code = torch.where(g.adaptive[config], REGIMES.index(Regime.ADAPTIVE), code)
-    if a is not None and algo.has_draft_kv(a):
-        code = torch.where(g.topk[config] > 1, REGIMES.index(Regime.TREE), code)
-    code = torch.where(g.attn_dcp_size[config] > 1, REGIMES.index(Regime.DCP), code)
-    return torch.where(alloc_page == 1, REGIMES.index(Regime.ALLOC_PAGE_1), code)
 
 
 def group_name(regime: str, kv_pool: KVPool = KVPool.STANDARD) -> str:

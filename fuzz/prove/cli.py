@@ -26,6 +26,7 @@ from fuzz.targets.resolve import resolve_targets
 
 from .grid import ALL_ALGORITHMS, target_algorithms
 from .parallel import prove_in_parallel
+from .request import request
 from .result import NO_VIOLATION, ProveResult
 from .space import SPACES
 from .sweep import prove, require_device
@@ -133,18 +134,21 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     for t in targets:
         # The full space by default: a real target's functions run once per path (traced), not per configuration.
         space = args.space or ("small" if args.one_by_one and not t.is_model else "full")
-        options: dict[str, Any] = {
-            "algorithm": only,
-            "calls": True if args.calls else None,
-            "traced": not args.one_by_one,
-            "device": device,
-        }
+        asked = request(
+            t,
+            space,
+            algorithm=only,
+            calls=True if args.calls else None,
+            traced=not args.one_by_one,
+            shard=shard,
+            device=device,
+        )
         if args.jobs > 1:
             if progress:
                 progress(f"[{t.spec}] prove: {args.jobs} worker processes, dealt the blocks round-robin")
-            result = prove_in_parallel(t.spec, SPACES[space], args.jobs, shard=shard, on_progress=progress, **options)
+            result = prove_in_parallel(t.spec, asked, args.jobs, on_progress=progress)
         else:
-            result = prove(t, space, on_progress=progress, shard=shard, **options)
+            result = prove(t, asked, on_progress=progress)
         confirm(t, result)
         for grp in result.groups.values():
             if grp.confirmed and not grp.mismatch:

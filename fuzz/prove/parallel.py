@@ -19,37 +19,34 @@ the whole).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
-from allocator_model.pools import KVPool
-from fuzz.common.shards import WHOLE, Shard
+from fuzz.common.shards import Shard
 from fuzz.common.workers import DONE, STOPPED, Emit, WorkerPool
 from fuzz.targets.base import TargetError
 
 from .progress import SweepProgress
+from .request import ProveRequest
 from .result import ProveResult, merge_results
-from .space import Space
 
 PARTS_PER_JOB = 8
 _TARGETS: dict[str, Any] = {}  # per worker process: each spec resolved once, for all the parts it sweeps
 
 
-def _part(args: tuple[str, Space, Shard, dict[str, Any]], emit: Emit) -> ProveResult:
+def _part(args: tuple[str, ProveRequest], emit: Emit) -> ProveResult:
     """One part of the sweep in a worker (``fuzz.common.workers``); each finished block is an event."""
     from fuzz.targets import resolve_target
 
     from .sweep import prove
 
-    spec, space, shard, kw = args
+    spec, part = args
     if spec not in _TARGETS:
         _TARGETS[spec] = resolve_target(spec)
-    return prove(_TARGETS[spec], space, shard=shard, on_block=lambda configs: emit("block", configs), **kw)
+    return prove(_TARGETS[spec], part, on_block=lambda configs: emit("block", configs))
 
 
-def _progress(
-    spec: str, space: Space, algorithm: str | None, kinds: Collection[KVPool] | None, on_line: Callable[[str], None]
-) -> SweepProgress:
+def _progress(spec: str, request: ProveRequest, on_line: Callable[[str], None]) -> SweepProgress:
     """The parent's progress over every block of the sweep (the workers report theirs)."""
     from fuzz.targets import resolve_target
 
@@ -57,31 +54,21 @@ def _progress(
     from .sweep import blocks
 
     target = resolve_target(spec)
-    return SweepProgress(spec, len(blocks(target, space, target_algorithms(target, algorithm), kinds)), on_line)
+    todo = blocks(target, request.space, target_algorithms(target, request.algorithm), request.kinds)
+    return SweepProgress(spec, len(todo), on_line)
 
 
 def prove_in_parallel(
-    spec: str,
-    space: Space,
-    jobs: int,
-    *,
-    shard: Shard = WHOLE,
-    algorithm: str | None,
-    calls: bool | None,
-    traced: bool,
-    device: str,
-    kinds: Collection[KVPool] | None = None,
-    on_progress: Callable[[str], None] | None = None,
+    spec: str, request: ProveRequest, jobs: int, *, on_progress: Callable[[str], None] | None = None
 ) -> ProveResult:
     """``sweep.prove`` of ``spec`` with ``jobs`` worker processes (see the module docstring).
 
     ``on_progress`` gets the blocks the workers finished, of all the sweep's, every couple of seconds.
     """
-    kw = {"algorithm": algorithm, "calls": calls, "traced": traced, "device": device, "kinds": kinds}
     t0 = time.monotonic()
     n = jobs * PARTS_PER_JOB
-    parts_of = [(spec, space, shard, kw | {"blocks_part": Shard(p, n)}) for p in range(1, n + 1)]
-    progress = _progress(spec, space, algorithm, kinds, on_progress) if on_progress else None
+    parts_of = [(spec, request.part(Shard(p, n))) for p in range(1, n + 1)]
+    progress = _progress(spec, request, on_progress) if on_progress else None
     started = False
 
     def on_event(i: int, kind: str, payload: Any) -> None:

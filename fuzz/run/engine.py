@@ -19,7 +19,7 @@ from hypothesis import target as hypothesis_target
 from allocator_model.config import ConfigError
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
-from fuzz.findings.kinds import CaseKind, Property, Regime
+from fuzz.findings.kinds import REGIMES, CaseKind, Property, Regime, moved_regime
 from fuzz.findings.model import Finding, Violation, sizing_raised
 from fuzz.targets.base import Target, TargetCallError
 from strategies.scenarios import decode_scenarios
@@ -70,11 +70,13 @@ def attribute(target: Target, scenario: DecodeScenario, v: Violation) -> Violati
         return v
     _, found = _run(target, other, (Property(v.prop),))
     same = [w for w in found if w.prop == v.prop]
-    if not same:
+    code = REGIMES.index(Regime(v.regime))
+    moved = moved_regime(code, REGIMES.index(Regime(same[0].regime)) if same else code, bool(same))
+    if moved == code:
         return v
     return replace(
         v,
-        regime=same[0].regime,
+        regime=REGIMES[moved].value,
         details=v.details + [f"cause: fails without DCP too (attn_dcp_size=1: {same[0].headline})"],
     )
 
