@@ -30,16 +30,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from . import algorithms as algo
 from .defaults import DEFAULT_ADAPTIVE_CANDIDATE_STEPS, adaptive_launch_steps, chain_draft_tokens, fill_spec_defaults
-from .pools import UNIFIED_SPEC, KVPool
+from .launch_rules import RULES, UNO_MAX_DRAFT_TOKENS, UNO_MAX_TREE_NODES, Launch, first_broken, holding
+from .pools import KVPool
 
-# UNO's limits (server_args): Q = D <= 128 draft slots, Q * K <= 2048 tree nodes.
-UNO_MAX_DRAFT_TOKENS = 128
-UNO_MAX_TREE_NODES = 2048
 # Adaptive candidate step sets as bitmasks (the closed form's grids): bit s set <=> s is a candidate.
 MAX_CANDIDATE_BITS = 63
 
@@ -118,8 +115,8 @@ class ServingConfig:
         return dataclasses.replace(self, **changes)
 
     def __post_init__(self) -> None:
+        _check_limits(self)  # sizes first: a value past a bound is refused as that, whatever else is wrong
         _validate(self)
-        _check_limits(self)
         a = self.speculative_algorithm
         if a is not None and not isinstance(a, algo.Algorithm):  # a valid name: its enum member
             object.__setattr__(self, "speculative_algorithm", algo.Algorithm(a))
@@ -229,8 +226,11 @@ def _check_limits(c: ServingConfig) -> None:
             shown = str(value) if value < 10**15 else f"~1e{len(str(value)) - 1}"
             raise ConfigError(f"{name} {shown} is past this tool's limit of {most}")
     steps = c.speculative_adaptive_candidate_steps or ()
-    if len(steps) > MAX_CANDIDATE_BITS or any(s >= MAX_CANDIDATE_BITS for s in steps):
+    if len(steps) > MAX_CANDIDATE_BITS or any(isinstance(s, int) and s >= MAX_CANDIDATE_BITS for s in steps):
         raise ConfigError(f"speculative_adaptive_candidate_steps: at most {MAX_CANDIDATE_BITS} steps, each below it")
+    sizes = (c.max_running_requests, c.context_len)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+        return  # not sizes at all: validation names the field
     entries = (c.max_running_requests + 1) * c.context_len
     if entries > TENSOR_BUDGET:
         raise ConfigError(
@@ -242,18 +242,18 @@ def _check_limits(c: ServingConfig) -> None:
 def _validate(c: ServingConfig) -> None:
     """server_args' validation: ConfigError, one line naming the argument, for what it would reject.
 
-    Its tensor twin is ``valid_launch_mask`` (below), for the closed form's
-    grids of launch configurations; ``allocator_model.twins`` registers the
-    pair and ``tests/test_twins.py`` checks that they accept the same
-    configurations.
+    First what only a Python value can get wrong (a type, a field set where
+    it means nothing, the candidate list itself), then the launch rules of
+    ``launch_rules.RULES``, whose tensor reading is ``valid_launch_mask``
+    (held equal by ``tests/test_twins.py``).
     """
+    for name in ("context_len", "page_size", "attn_dcp_size", "max_running_requests"):
+        _integer(name, getattr(c, name))
     _positive("context_len", c.context_len)
-    _positive("page_size", c.page_size)
-    _positive("attn_dcp_size", c.attn_dcp_size)
     _positive("max_running_requests", c.max_running_requests)
     if c.tp_size is not None:
         _positive("tp_size", c.tp_size)
-        if c.tp_size % c.attn_dcp_size:
+        if c.attn_dcp_size >= 1 and c.tp_size % c.attn_dcp_size:
             raise ConfigError(f"tp_size ({c.tp_size}) must be divisible by attn_dcp_size ({c.attn_dcp_size})")
     if c.max_total_num_tokens is not None:
         _positive("max_total_num_tokens", c.max_total_num_tokens)
@@ -261,78 +261,69 @@ def _validate(c: ServingConfig) -> None:
         raise ConfigError(f"enable_overlap must be true or false, got {c.enable_overlap!r}")
     if not isinstance(c.kv_pool, KVPool):
         raise ConfigError(f"kv_pool must be one of {', '.join(k.value for k in KVPool)}, got {c.kv_pool!r}")
-    refusal = pool_refusal(c.kv_pool, c.speculative_algorithm, c.attn_dcp_size, c.speculative_eagle_topk or 1)
-    if refusal:
-        raise ConfigError(refusal)
     a = c.speculative_algorithm
+    spec_fields = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
     if a is None:
-        for name in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+        for name in spec_fields:
             if getattr(c, name) is not None:
                 raise ConfigError(f"{name} is set but speculative_algorithm is None")
         if c.speculative_adaptive:
             raise ConfigError("speculative_adaptive needs speculative_algorithm EAGLE or EAGLE3")
-        return
-    if a not in algo.ALL:
-        raise ConfigError(f"unknown speculative_algorithm {a!r} (known: {', '.join(algo.ALL)})")
-    if a == algo.UNO and c.speculative_num_draft_tokens is None:  # 0.5.23 allocation_sizing.py 47-49 raises too
-        raise ConfigError("speculative_algorithm UNO needs speculative_num_draft_tokens (SGLang has no default for it)")
-    k = _positive("speculative_eagle_topk", c.speculative_eagle_topk)
-    d = _positive("speculative_num_draft_tokens", c.speculative_num_draft_tokens)
-    s = _positive(
-        "speculative_num_steps",
-        c.speculative_num_steps,
-        minimum=0 if (a == algo.NGRAM or c.speculative_adaptive) else 1,
+    else:
+        if a not in algo.ALL:
+            raise ConfigError(f"unknown speculative_algorithm {a!r} (known: {', '.join(algo.ALL)})")
+        if a == algo.UNO and c.speculative_num_draft_tokens is None:  # 0.5.23 allocation_sizing.py 47-49 raises too
+            raise ConfigError(
+                "speculative_algorithm UNO needs speculative_num_draft_tokens (SGLang has no default for it)"
+            )
+        for name in spec_fields:
+            _integer(name, getattr(c, name))
+    cand = c.speculative_adaptive_candidate_steps
+    if not c.speculative_adaptive and cand is not None:
+        raise ConfigError("speculative_adaptive_candidate_steps is set but speculative_adaptive is off")
+    if c.tp_size not in (None, 1) and a == algo.UNO:
+        raise ConfigError("UNO needs tp_size 1 (so attn_dcp_size 1)")
+    broken = first_broken(
+        Launch(
+            a,
+            c.kv_pool,
+            c.page_size,
+            c.attn_dcp_size,
+            c.speculative_num_steps or 0,
+            c.speculative_eagle_topk or 0,
+            c.speculative_num_draft_tokens or 0,
+            c.speculative_adaptive,
+            not cand or c.speculative_num_steps in cand,  # an empty list is its own error, below
+        )
     )
+    if broken:
+        if c.speculative_adaptive and "adaptive candidate steps" in broken:
+            broken = f"{broken} {list(cand or ())}"
+        raise ConfigError(broken)
     if c.speculative_adaptive:
-        if a not in algo.ADAPTIVE:
-            raise ConfigError(f"speculative_adaptive supports EAGLE and EAGLE3 only, not {a}")
-        if k != 1:
-            raise ConfigError(f"speculative_adaptive needs speculative_eagle_topk 1, got {k}")
-        cand = c.speculative_adaptive_candidate_steps
         if not cand:
             raise ConfigError("speculative_adaptive_candidate_steps must be a non-empty list")
         for steps in cand:
             _positive("speculative_adaptive_candidate_steps entries", steps, minimum=0)
-        if s not in cand:
-            raise ConfigError(f"speculative_num_steps ({s}) must be one of the adaptive candidate steps {list(cand)}")
-    elif c.speculative_adaptive_candidate_steps is not None:
-        raise ConfigError("speculative_adaptive_candidate_steps is set but speculative_adaptive is off")
-    if a in algo.EAGLE_FAMILY and k == 1 and d != chain_draft_tokens(s):
-        raise ConfigError(
-            f"{a} with speculative_eagle_topk 1 needs speculative_num_draft_tokens = num_steps + 1 "
-            f"({chain_draft_tokens(s)}), got {d}"
-        )
-    if a in algo.DFLASH_FAMILY and (s != 1 or k != 1):
-        raise ConfigError(f"{a} runs with speculative_num_steps 1 and speculative_eagle_topk 1, got ({s}, {k})")
-    if a == algo.DSPARK and d < 2:
-        raise ConfigError(f"DSPARK needs speculative_num_draft_tokens = gamma + 1 >= 2, got {d}")
-    if a == algo.UNO:
-        if c.attn_dcp_size != 1 or (c.tp_size or 1) != 1:
-            raise ConfigError("UNO needs tp_size 1 (so attn_dcp_size 1)")
-        if d < chain_draft_tokens(s):
-            raise ConfigError(
-                f"UNO needs speculative_num_draft_tokens >= num_steps + 1 ({chain_draft_tokens(s)}), got {d}"
-            )
-        if d > UNO_MAX_DRAFT_TOKENS:
-            raise ConfigError(f"UNO needs speculative_num_draft_tokens <= {UNO_MAX_DRAFT_TOKENS}, got {d}")
-        if d * k > UNO_MAX_TREE_NODES:
-            raise ConfigError(f"UNO needs num_draft_tokens * topk <= {UNO_MAX_TREE_NODES}, got {d * k}")
+
+
+def _integer(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
 
 
 def pool_refusal(kind: KVPool, algorithm: str | None, attn_dcp_size: int, topk: int) -> str | None:
     """Why SGLang (0.5.23's launch rules, ``allocator_model.pools``) refuses a kind with these settings; None: accepted.
 
-    Releases that accept less (``Revision.unified_spec``) narrow it further.
+    The pool rules of ``launch_rules.RULES``.  Releases that accept less (``Revision.unified_spec``) narrow it further.
     """
-    if kind.refuses_dcp and attn_dcp_size != 1:
-        return f"kv_pool {kind.value} refuses attn_dcp_size {attn_dcp_size} (unified memory with a hybrid SWA model)"
-    if algorithm is None:
-        return None
-    if kind.unified and algorithm not in UNIFIED_SPEC:
-        return f"kv_pool {kind.value} (unified memory) refuses speculative_algorithm {algorithm}"
-    if kind.needs_topk_1 and topk != 1:
-        return f"kv_pool {kind.value} needs speculative_eagle_topk 1 under speculation, got {topk}"
-    return None
+    pool_rules = [r for r in RULES if r.applies(algorithm, kind) and "kv_pool" in r.message(_PROBE)]
+    f = Launch(algorithm, kind, 1, attn_dcp_size, 1, topk, 1, False, True)
+    broken = [r.message(f) for r in pool_rules if not bool(r.holds(f))]
+    return broken[0] if broken else None
+
+
+_PROBE = Launch(None, KVPool.STANDARD, 1, 1, 0, 0, 0, False, False)
 
 
 def valid_launch_mask(
@@ -345,39 +336,14 @@ def valid_launch_mask(
     candidates: Tensor,
     kv_pool: KVPool = KVPool.STANDARD,
 ) -> Tensor:
-    """Tensor twin of ``_validate`` (above): which launch configurations of one algorithm exist.
+    """Tensor reading of ``_validate``'s launch rules (``launch_rules.RULES``): which launch configurations of one
+    algorithm exist.
 
     One element per configuration, fields with SGLang's names; unused ones
     (no speculation) hold 0 and ``candidates`` is the adaptive candidate
-    step set as a bitmask (0: not adaptive).  The rules are ``_validate``'s,
-    in the same order; registered in ``allocator_model.twins``.
+    step set as a bitmask (0: not adaptive).
     """
-    ok = (page_size >= 1) & (attn_dcp_size >= 1)
-    a = algorithm
     adaptive = candidates != 0
-    if kv_pool.refuses_dcp:  # pool_refusal, per element
-        ok &= attn_dcp_size == 1
-    if a is None:
-        return ok & ~adaptive & (num_steps == 0) & (topk == 0) & (draft_tokens == 0)
-    if kv_pool.unified and a not in UNIFIED_SPEC:
-        ok &= False
-    if kv_pool.needs_topk_1:
-        ok &= topk == 1
-    s, k, d = num_steps, topk, draft_tokens
-    min_steps = 0 if a == algo.NGRAM else torch.where(adaptive, 0, 1)  # adaptive may run 0 steps
-    ok &= (k >= 1) & (d >= 1) & (s >= min_steps)
-    if a in algo.ADAPTIVE:
-        in_candidates = (candidates >> s.clamp(0, MAX_CANDIDATE_BITS - 1)) & 1 == 1
-        ok &= ~adaptive | ((k == 1) & in_candidates)
-    else:
-        ok &= ~adaptive
-    if a in algo.EAGLE_FAMILY:
-        ok &= (k != 1) | (d == chain_draft_tokens(s))
-    if a in algo.DFLASH_FAMILY:
-        ok &= (s == 1) & (k == 1)
-    if a == algo.DSPARK:
-        ok &= d >= 2
-    if a == algo.UNO:
-        ok &= (attn_dcp_size == 1) & (d >= chain_draft_tokens(s)) & (d <= UNO_MAX_DRAFT_TOKENS)
-        ok &= d * k <= UNO_MAX_TREE_NODES
-    return ok
+    in_candidates = (candidates >> num_steps.clamp(0, MAX_CANDIDATE_BITS - 1)) & 1 == 1
+    f = Launch(algorithm, kv_pool, page_size, attn_dcp_size, num_steps, topk, draft_tokens, adaptive, in_candidates)
+    return holding(f, page_size)

@@ -21,10 +21,12 @@ from enum import StrEnum
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve, write_path
+from allocator_model.numeric import Int, full_like, where
 from allocator_model.sizing import ceil_to_page
 from allocator_model.surface import Entry, Surface
 from fuzz.targets.base import Target, TargetCallError
@@ -213,26 +215,41 @@ def finish_rows(
     return CalledRows(rows.select(keep), raised, unproven, errors, first_error)
 
 
-def row_alignment(cfg: ServingConfig, sizing: Surface, extra: int, page: int) -> tuple[int, int] | None:
-    """(A, E) in W = ceil_A(C + E), read from the target's row width at two context lengths; None: neither rule.
+def row_probe_context_len(page_size: Int, attn_dcp_size: Int, extra: Int) -> Int:
+    """The context length the row rule is probed at: C + extra = 0 mod page_size * attn_dcp_size (a multiple of
+    every kind's allocator page), two such multiples in, so C and C + 1 tell the two rules apart."""
+    upper = page_size * attn_dcp_size
+    return 2 * upper + (-extra) % upper
 
-    Every release sizes W = C + E (A = 1), E the headroom or a pool builder's
-    own extra (a unified pool: 4 + D); SGLang main aligns W = ceil_A(C + extra)
-    to page_size * attn_dcp_size, a multiple of the allocator page P.  Probed
-    where the two differ: C + extra = 0 mod page_size * attn_dcp_size, and
-    one past it (where ceil_A adds A - 1).  ``page``: the target's allocator page P for ``cfg``.
+
+def row_rule(extra: Int, width0: Int, width1: Int, page: Int) -> tuple[Int, Int, bool | Tensor]:
+    """(A, E, odd) in W = ceil_A(C + E), from the row width minus C at the probe length and one past it.
+
+    Every release sizes W = C + E (the two agree: A = 1), E the headroom or a
+    pool builder's own extra (a unified pool: 4 + D); SGLang main aligns
+    W = ceil_A(C + extra) to page_size * attn_dcp_size, a multiple of the
+    allocator page P (at the probe W - C = extra, one past it extra + A - 1).
+    ``odd``: neither rule.  Works on ints and on tensors (``calls`` and
+    ``traced_rows`` both read it here).
     """
-    upper = cfg.page_size * cfg.attn_dcp_size  # a multiple of every kind's allocator page
-    context_len = 2 * upper + (-extra) % upper
-    widths = []
-    for c in (context_len, context_len + 1):
-        widths.append(int(sizing.req_to_token_row_width(dataclasses.replace(cfg, context_len=c))) - c)
-    if widths[0] == widths[1]:
-        return 1, widths[0]  # W = C + E
-    align = widths[1] - extra + 1
-    if widths[0] == extra and align > 1 and align % page == 0:
-        return align, extra
-    return None
+    same = width0 == width1
+    align_if = width1 - extra + 1
+    page_rule = (width0 == extra) & (align_if > 1) & (align_if % page == 0)
+    other = same == 0  # not ``same``, on a bool and on a bool tensor alike
+    align = where(other & page_rule, align_if, full_like(align_if, 1))
+    return align, where(same, width0, extra), other & (page_rule == 0)
+
+
+def row_alignment(cfg: ServingConfig, sizing: Surface, extra: int, page: int) -> tuple[int, int] | None:
+    """(A, E) in W = ceil_A(C + E), read from the target's row width at two context lengths (``row_rule``);
+    None: neither rule.  ``page``: the target's allocator page P for ``cfg``."""
+    context_len = row_probe_context_len(cfg.page_size, cfg.attn_dcp_size, extra)
+    w0, w1 = (
+        int(sizing.req_to_token_row_width(dataclasses.replace(cfg, context_len=c))) - c
+        for c in (context_len, context_len + 1)
+    )
+    align, e, odd = row_rule(extra, w0, w1, page)
+    return None if odd else (int(align), int(e))
 
 
 def growth_kind(target: Target, sizing: Surface, path: WritePath, reserve: int, page: int) -> Growth:

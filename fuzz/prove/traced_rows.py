@@ -35,7 +35,7 @@ from torch import Tensor
 
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve
+from allocator_model.decode import decode_reserve
 from allocator_model.sizing import ceil_to_page
 from fuzz.targets.base import Target
 
@@ -45,13 +45,13 @@ from .calls import (
     CalledRows,
     Columns,
     CountingSizing,
-    Growth,
-    Pair,
     called_columns,
     finish_rows,
-    growth_kinds,
+    row_probe_context_len,
+    row_rule,
 )
 from .result import TraceStats
+from .traced_growth import traced_growth_kinds
 from .tracing import (
     Outcome,
     Run,
@@ -67,7 +67,6 @@ from .tracing import (
 )
 
 SAMPLE_SPREAD = 16  # configurations per block checked one by one besides one per path
-GROWTH_SPREAD = 4  # (reserve, page) pairs per block read plainly besides one per path (a whole page per call)
 
 # What a sizing function reads from a ServingConfig that never varies inside a launch grid.
 CONSTANT_FIELDS = frozenset(
@@ -192,7 +191,7 @@ def traced_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats:
     called = _called_subset(sizing, g, untraced)
     stats.configs_called += int(untraced.numel())
     stats.configs_traced += n - int(untraced.numel())
-    growth = functools.partial(traced_growth_kinds, stats=stats, block=_block_name(g))
+    growth = functools.partial(traced_growth_kinds, stats=stats, block=_block_name(g))  # (``traced_growth``)
     return finish_rows(target, sizing, g, *_merge(cols, odd, untraced, called), growth=growth)
 
 
@@ -241,9 +240,8 @@ def _traced_columns(
     )
     ok = ok & head.ok
     extra0 = head.values
-    # calls.row_alignment over the grid: the row width at C and C + 1, C + extra = 0 mod page_size * attn_dcp_size.
-    upper = g.page_size * g.attn_dcp_size
-    context_len = 2 * upper + torch.remainder(-extra0, upper)
+    # calls.row_alignment over the grid: the row width at the probe length and one past it (``row_rule``).
+    context_len = row_probe_context_len(g.page_size, g.attn_dcp_size, extra0)
     widths = []
     for c in (context_len, context_len + 1):
 
@@ -258,12 +256,7 @@ def _traced_columns(
     )
     ok = ok & alloc_page.ok
     page = torch.where(alloc_page.ok, alloc_page.values, torch.ones_like(alloc_page.values))  # failed: dropped below
-    same = widths[0] == widths[1]
-    align_if = widths[1] - extra0 + 1
-    page_rule = (widths[0] == extra0) & (align_if > 1) & (torch.remainder(align_if, page) == 0)
-    align = torch.where(~same & page_rule, align_if, torch.ones_like(align_if))  # (1, extra) when neither rule
-    extra = torch.where(same, widths[0], extra0)
-    odd = ~same & ~page_rule
+    align, extra, odd = row_rule(extra0, widths[0], widths[1], page)
     width = ceil_to_page(SIZING_CONTEXT_LEN + extra, align)
     guard = traced(
         "row_guard_fires",
@@ -336,85 +329,3 @@ def _merge(cols: dict[str, Tensor], odd: Tensor, untraced: Tensor, called: Colum
     merged = {k: torch.cat([cols[k], ccols[k].to(cols[k].dtype)]) for k in ROW_COLUMNS}
     order = torch.argsort(merged["config"], stable=True)
     return {k: v[order] for k, v in merged.items()}, raised, odd, cerrors
-
-
-def traced_growth_kinds(
-    target: Target,
-    sizing: CountingSizing,
-    path: WritePath,
-    pairs: list[Pair],
-    *,
-    stats: TraceStats | None = None,
-    block: str = "",
-) -> tuple[list[Growth], dict[int, str]]:
-    """``calls.growth_kinds``, the growth rule traced once over every (pair, residue) row.
-
-    Pairs a plain call of this sweep read already come from the sweep's
-    memo (``CountingSizing.growth``; only plain reads go in it).  Each other
-    row is one fresh request (kv_allocated_len = kv_committed_len = 1024 P +
-    r) of one pair; a pair is aligned when every residue grows to max(c,
-    ceil_P(c + R)), exact when to max(c, c + R).  A pair some row of which did
-    not trace, the first pair of every path and a spread of others are read
-    with ``growth_kind`` (one plain call each, a whole page per call); a
-    sample that disagrees (counted in ``stats.diverged``), or more paths than
-    tracing follows, sends every pair to plain calls.
-    """
-    known = {j: sizing.growth_memo[(path, *pr)] for j, pr in enumerate(pairs) if (path, *pr) in sizing.growth_memo}
-    todo = [j for j in range(len(pairs)) if j not in known]
-    kinds: list[Growth] = [known.get(j, Growth.OTHER) for j in range(len(pairs))]
-    if not todo:
-        return kinds, {}
-    try:
-        traced, errors, diverged = _traced_growth(target, sizing, path, [pairs[j] for j in todo])
-    except TooManyPaths:
-        traced, errors = growth_kinds(target, sizing, path, [pairs[j] for j in todo])
-        diverged = False
-    if diverged and stats is not None:
-        stats.diverged.append(f"{block} growth rule")
-    for j, kind in zip(todo, traced, strict=True):
-        kinds[j] = kind
-    return kinds, {todo[k]: e for k, e in sorted(errors.items())}
-
-
-def _traced_growth(
-    target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
-) -> tuple[list[Growth], dict[int, str], bool]:
-    """(kinds, errors by pair index, whether the sample disagreed) of ``pairs``, traced (see the caller)."""
-    raw = target.sizing.plain()
-    assert raw is not None  # a traced sweep is a real target's
-    reserve = torch.tensor([r for r, _ in pairs], dtype=torch.int64)
-    page = torch.tensor([p for _, p in pairs], dtype=torch.int64)
-    pair = torch.repeat_interleave(torch.arange(len(pairs)), page)
-    residue = torch.arange(len(pair)) - torch.repeat_interleave(torch.cumsum(page, 0) - page, page)
-    committed = 1024 * page[pair] + residue
-    r, p = reserve[pair], page[pair]
-
-    def alloc_end(run: Run) -> Any:
-        c = leaf(committed, run)
-        return decode_alloc_ends(path, [(c, c)], leaf(r, run), leaf(p, run), raw, target.revision)[0]
-
-    paths = explore(alloc_end, torch.ones(len(pair), dtype=torch.bool))
-    sizing.count("page_aligned_decode_alloc_lens", len(paths))
-    out = combine(paths, len(pair), integer_result)
-    aligned_end = torch.maximum(committed, ceil_to_page(committed + r, p))
-    exact_end = torch.maximum(committed, committed + r)
-    per_pair = torch.zeros(len(pairs), dtype=torch.int64)
-
-    def every(rows: Tensor) -> Tensor:
-        return per_pair.scatter_add(0, pair, (~rows).to(torch.int64)) == 0
-
-    traced_ok = every(out.ok)
-    kinds = [
-        Growth.ALIGNED if a else Growth.EXACT if e else Growth.OTHER
-        for a, e in zip(every(out.values == aligned_end).tolist(), every(out.values == exact_end).tolist(), strict=True)
-    ]
-    firsts = {int(pair[p.mask.nonzero()[0, 0]]) for p in paths if bool(p.mask.any())}
-    spread = torch.linspace(0, len(pairs) - 1, min(len(pairs), GROWTH_SPREAD)).long().tolist()
-    plainly = sorted(firsts | set(spread) | {j for j in range(len(pairs)) if not traced_ok[j]})
-    got, plain_errors = growth_kinds(target, sizing, path, [pairs[j] for j in plainly])  # memoized: plain reads
-    if any(traced_ok[j] and kind is not kinds[j] for j, kind in zip(plainly, got, strict=True)):
-        kinds, errors = growth_kinds(target, sizing, path, pairs)  # tracing diverged: every pair plainly
-        return kinds, errors, True
-    for n, j in enumerate(plainly):
-        kinds[j] = got[n]
-    return kinds, {plainly[n]: e for n, e in plain_errors.items()}, False
