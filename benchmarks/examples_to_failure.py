@@ -40,7 +40,7 @@ class Found(Exception):
 def is_hit(violations, group: str) -> bool:
     if group == "any":
         return bool(violations)
-    return any(v.regime == group and v.prop == "write-within-row" for v in violations)
+    return any(v.group == group and v.prop == "write-within-row" for v in violations)
 
 
 def campaign(target, seed: int, group: str) -> int:

@@ -139,7 +139,7 @@ def test_fidelity_names_the_allocator_page_where_a_configurator_departs_from_the
     model = ModelSizing(REVISIONS["sglang-0.5.18"])
     cfg = swa_under_dcp().config
     found = disagreements(planted.sizing, model, FidelityCase(cfg, ((100, 100),)))
-    assert [v.regime for v in found] == ["allocator_page_size"], found
+    assert [v.group for v in found] == ["allocator_page_size"], found
     assert "real 512" in found[0].headline and "64" in found[0].headline
 
 
@@ -267,7 +267,7 @@ def test_a_fidelity_mismatch_names_a_planted_unified_page(tmp_path):
     cfg = ServingConfig.resolve(context_len=4093, page_size=64, attn_dcp_size=8, kv_pool="unified-mamba", **EAGLE_3_1_4)
     assert target.revision.refuses(cfg) is None
     found = disagreements(target.sizing, ModelSizing(REVISIONS["sglang-0.5.23"]), FidelityCase(cfg, ((100, 100),)))
-    assert [v.regime for v in found] == ["allocator_page_size"], found
+    assert [v.group for v in found] == ["allocator_page_size"], found
 
 
 MIXIN = (SHAPES / "model_runner_kv_cache_mixin.py").read_text()  # 0.5.15's shape, in this project's words

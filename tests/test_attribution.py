@@ -34,7 +34,7 @@ def test_a_case_that_fails_without_dcp_too_is_grouped_by_its_own_regime():
     cfg = ServingConfig.resolve(context_len=256, attn_dcp_size=2, speculative_algorithm="DFLASH", enable_overlap=False)
     scenario = DecodeScenario(cfg, 252)
     _, raw = check_scenario(V0518, scenario, (Property.WRITE_WITHIN_ROW,), attributed=False)
-    assert [v.regime for v in raw] == [Regime.DCP]
+    assert [v.group for v in raw] == [Regime.DCP]
     _, found = check_scenario(V0518, scenario, (Property.WRITE_WITHIN_ROW,))
     assert [str(v.signature) for v in found] == ["write-within-row/alloc-page-1"]
     assert any(d.startswith("cause: fails without DCP too") for d in found[0].details)

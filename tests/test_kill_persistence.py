@@ -38,7 +38,7 @@ def test_a_kill_mid_round_leaves_each_met_group_as_a_case_file_that_replays(tmp_
     monkeypatch.setenv("KVROW_FUZZ_DATABASE", str(tmp_path / "db"))
     monkeypatch.setattr(DecodeHunt, "cover", lambda self, tracker, progress: iter(()))  # the search alone
     met: list[str] = []
-    report, tick = Tracker.report, Progress.tick
+    report, tick = Tracker.fail, Progress.tick
 
     def reporting(self, f):
         met.append(str(f.signature))
@@ -49,7 +49,7 @@ def test_a_kill_mid_round_leaves_each_met_group_as_a_case_file_that_replays(tmp_
             raise Killed  # the first example after a group is met: Hypothesis has not shrunk it yet
         tick(self, groups)
 
-    monkeypatch.setattr(Tracker, "report", reporting)
+    monkeypatch.setattr(Tracker, "fail", reporting)
     monkeypatch.setattr(Progress, "tick", ticking)
     # One process: the kill is raised by this process's patched Progress (nightly would spawn a worker per core).
     argv = ["run", "--target", "reference@sglang-0.5.23", "--profile", "nightly", "--seed", "7", "--jobs", "1"]
@@ -57,7 +57,7 @@ def test_a_kill_mid_round_leaves_each_met_group_as_a_case_file_that_replays(tmp_
         main([*argv, "--max-examples", "40", "--quiet", "--cases", "cases", "--json", "report.json"])
     capsys.readouterr()
     monkeypatch.setattr(Progress, "tick", tick)
-    monkeypatch.setattr(Tracker, "report", report)
+    monkeypatch.setattr(Tracker, "fail", report)
 
     (group,) = met  # killed at the example after it: nothing else was met, nothing was shrunk
     (name,) = os.listdir(tmp_path / "cases")

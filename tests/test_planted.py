@@ -40,7 +40,7 @@ def test_property_catches_the_planted_revision(prop, revision, regime):
     assert result.findings, f"{prop} did not catch {revision}"
     assert {f.violation.prop for f in result.findings} == {prop}
     if regime:
-        assert regime in {f.violation.regime for f in result.findings}
+        assert regime in {f.violation.group for f in result.findings}
 
 
 @pytest.mark.parametrize(
@@ -62,6 +62,6 @@ def test_a_campaign_on_sglang_0_5_19_finds_the_bug_it_left_open_and_none_it_fixe
     standard = sorted(str(f.signature) for f in result.findings if f.config.kv_pool is KVPool.STANDARD)
     assert standard == ["write-within-row/alloc-page-1"], standard
     fixed = [
-        f.signature for f in result.findings if f.violation.regime == "dcp>1" or f.violation.prop == PAGE_ALIGNED_GROWTH
+        f.signature for f in result.findings if f.violation.group == "dcp>1" or f.violation.prop == PAGE_ALIGNED_GROWTH
     ]
     assert fixed == [], fixed

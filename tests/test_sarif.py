@@ -285,8 +285,8 @@ def test_each_property_indicts_the_row_width_or_the_reserve():
     width = {Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.KV_LENS_ORDERED}
 
     class F:  # just what sizing_functions reads of a Finding
-        def __init__(self, prop, regime="paged", headline=""):
-            self.violation = type("V", (), {"prop": prop, "regime": regime, "headline": headline})()
+        def __init__(self, prop, group="paged", headline=""):
+            self.violation = type("V", (), {"prop": prop, "group": group, "headline": headline})()
 
     for prop in Property:
         if prop in (Property.MODEL_MISMATCH, Property.SIZING_RAISED):

@@ -84,7 +84,7 @@ class Tracker:
         """Found in an earlier round, or by another worker of the campaign: passing now, so the search moves on."""
         return signature in self.found or bool(self.elsewhere and self.elsewhere(signature))
 
-    def report(self, f: Finding) -> None:
+    def fail(self, f: Finding) -> None:
         """Raise ``f`` as its group's failure (the caller skips groups ``is_known`` says are found)."""
         prior = self.latest.get(f.signature)
         if prior is not None:

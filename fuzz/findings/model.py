@@ -27,7 +27,7 @@ class Violation:
     """One broken property, as the check saw it."""
 
     prop: Property
-    regime: str  # the group: a Regime, or (model-mismatch) the sizing function
+    group: str  # the group: a Regime's value, or (model-mismatch) the surface entry that disagrees
     headline: str
     details: list[str] = field(default_factory=list)
     overshoot: int = 0  # columns past the row end (or past kv_allocated_len); what target() climbs
@@ -36,7 +36,7 @@ class Violation:
 
     @property
     def signature(self) -> Signature:
-        return Signature(Property(self.prop), group_name(str(self.regime), self.pool), self.outcome)
+        return Signature(Property(self.prop), group_name(str(self.group), self.pool), self.outcome)
 
     def describe(self) -> str:
         return "\n".join([f"{Property(self.prop).value}: {self.headline}"] + [f"  {d}" for d in self.details])
@@ -87,7 +87,7 @@ class Finding:
             "kind": self.kind.value,
             "class": self.violation.prop.value,
             "signature": str(self.signature),
-            "cause": self.violation.regime,  # what makes it fail (a DCP case failing without DCP too is not dcp>1)
+            "cause": self.violation.group,  # what makes it fail (a DCP case failing without DCP too is not dcp>1)
             "outcome": str(self.violation.outcome),  # silent, stale-read or guard:NAME
             "config": self.config.to_dict(),
             "case": self.case,

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from allocator_model.surface import SURFACE
+
 from .kinds import Property
 from .model import Finding
 from .render import counterexample_block
@@ -91,8 +93,10 @@ def sizing_functions(f: Finding) -> tuple[str, ...]:
     """SGLang's sizing functions a finding indicts, the one to show first (see the module docstring)."""
     prop = Property(f.violation.prop)
     if prop is Property.MODEL_MISMATCH:
-        fn = str(f.violation.regime)  # the sizing surface's name of the function that disagrees
-        return (fn if fn.startswith("get_") or fn == "page_aligned_decode_alloc_lens" else f"get_{fn}",)
+        entry = SURFACE.get(str(f.violation.group))  # the surface entry that disagrees: SGLang's function for it
+        if entry is None:
+            return ()
+        return entry.functions[:1] or (entry.name,)
     if prop is Property.SIZING_RAISED:
         m = _RAISED_IN.match(f.violation.headline)
         raised = (m.group(1),) if m else ()

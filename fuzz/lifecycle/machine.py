@@ -103,9 +103,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         if tracker.is_known(v.signature):
             return  # a bug an earlier round reported: this run counts as passing
         assert self.cfg is not None
-        tracker.report(
-            lifecycle_finding(self.plan.target.spec, v, self.cfg, list(self.steps), self.plan.stats.runs + 1)
-        )
+        tracker.fail(lifecycle_finding(self.plan.target.spec, v, self.cfg, list(self.steps), self.plan.stats.runs + 1))
 
     def _do(self, step: dict) -> None:
         assert self.meter is not None

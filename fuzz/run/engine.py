@@ -63,20 +63,20 @@ def attribute(target: Target, scenario: DecodeScenario, v: Violation) -> Violati
     Applied inside ``check_scenario``, so the shrinker (which keeps a case in
     its group) never slides a DCP bug onto a case that fails without DCP.
     """
-    if v.regime != Regime.DCP.value or v.prop == Property.SIZING_RAISED:
+    if v.group != Regime.DCP.value or v.prop == Property.SIZING_RAISED:
         return v
     other = without_dcp(scenario)
     if other is None or scenario_problem(other, target.revision) is not None:
         return v
     _, found = _run(target, other, (Property(v.prop),))
     same = [w for w in found if w.prop == v.prop]
-    code = REGIMES.index(Regime(v.regime))
-    moved = moved_regime(code, REGIMES.index(Regime(same[0].regime)) if same else code, bool(same))
+    code = REGIMES.index(Regime(v.group))
+    moved = moved_regime(code, REGIMES.index(Regime(same[0].group)) if same else code, bool(same))
     if moved == code:
         return v
     return replace(
         v,
-        regime=REGIMES[moved].value,
+        group=REGIMES[moved].value,
         details=v.details + [f"cause: fails without DCP too (attn_dcp_size=1: {same[0].headline})"],
     )
 
@@ -124,7 +124,7 @@ class DecodeHunt:
                 hypothesis_target(float(overshoot(run)), label="overshoot past the row width")
             for v in vs:
                 if not tracker.is_known(v.signature):  # a known group counts as passing: hunt for the next
-                    tracker.report(decode_finding(target.spec, v, scenario, progress.examples))
+                    tracker.fail(decode_finding(target.spec, v, scenario, progress.examples))
 
         # settings applied after seed: the seed's "no database" is overridden on purpose (see the driver)
         wrapped: Callable[[], None] = settings(seeded(given(decode_scenarios(target.revision, self.pins))(test), seed))
