@@ -41,6 +41,20 @@ def _at_bound(
     return DecodeScenario(cfg, max_committed_len_at_decode_alloc(cfg) - gap, num_steps, prior)
 
 
+def _unified_eagle_at_bound(kind: str) -> DecodeScenario:
+    """EAGLE (3, 1, 4) at page 64 on a unified pool, C = 4093, at the committed-length bound."""
+    return _at_bound(
+        _cfg(
+            context_len=4093,
+            page_size=64,
+            speculative_algorithm="EAGLE",
+            speculative_num_steps=3,
+            speculative_num_draft_tokens=4,
+            kv_pool=kind,
+        )
+    )
+
+
 def _cfg(**kw: Any) -> ServingConfig:
     kw.setdefault("enable_overlap", False)
     return ServingConfig.resolve(**kw)
@@ -189,32 +203,14 @@ CATALOG: tuple[KnownBug, ...] = (
         "(upstream's newer row-headroom test of the unified builders)",
         "sglang-0.5.23",
         WRITE_WITHIN_ROW,
-        _at_bound(
-            _cfg(
-                context_len=4093,
-                page_size=64,
-                speculative_algorithm="EAGLE",
-                speculative_num_steps=3,
-                speculative_num_draft_tokens=4,
-                kv_pool="unified-mamba-swa",
-            )
-        ),
+        _unified_eagle_at_bound("unified-mamba-swa"),
     ),
     KnownBug(
         "unified-rows",
         "unified Mamba p=64 dcp=1 EAGLE 3,1,4: the same narrow row",
         "sglang-0.5.23",
         WRITE_WITHIN_ROW,
-        _at_bound(
-            _cfg(
-                context_len=4093,
-                page_size=64,
-                speculative_algorithm="EAGLE",
-                speculative_num_steps=3,
-                speculative_num_draft_tokens=4,
-                kv_pool="unified-mamba",
-            )
-        ),
+        _unified_eagle_at_bound("unified-mamba"),
     ),
     KnownBug(
         "dcp-bare-page",

@@ -116,3 +116,11 @@ def test_nightly_is_a_matrix_of_shards_merged_into_one_report_and_one_database()
     assert "GITHUB_STEP_SUMMARY" in script and "cp -Rn" in script
     save = [s for s in merge["steps"] if s.get("uses", "").startswith("actions/cache/save")]
     assert [s["with"]["path"] for s in save] == [".hypothesis"]
+
+
+def test_the_nightly_runs_the_network_tier():
+    """Issue 22: the real wheels (and the citations checked against them) run every night, not never."""
+    with open(WORKFLOW) as f:
+        jobs = yaml.safe_load(f)["jobs"]
+    runs = [s.get("run", "") for s in jobs["slow-tests"]["steps"]]
+    assert any("--run-network" in r and "-m network" in r for r in runs)
