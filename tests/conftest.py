@@ -29,7 +29,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hermetic import NETWORK_ENV, PIP_SETTINGS, build_wheel_cache, offline_pip_env
+from hermetic import (
+    NETWORK_ENV,
+    PINNED_RELEASES,
+    PIP_SETTINGS,
+    build_wheel_cache,
+    offline_pip_env,
+    pinned_wheel,
+    real_wheel_dir,
+)
 
 from fuzz.targets.sglang.wheels import OFFLINE
 
@@ -94,3 +102,21 @@ def real_wheel_cache(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.setenv(name, _USER_ENV[name])
         else:
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def pinned_wheels(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A wheel cache of the pinned real wheels only, read offline (hermetic: the cache ``./kvrow test`` filled).
+
+    Skips, saying why, where a wheel is missing: they are fetched at set-up, never here.
+    """
+    cache = tmp_path / "pinned-wheels"
+    cache.mkdir()
+    for release in PINNED_RELEASES:
+        wheel = pinned_wheel(release)
+        if wheel is None:
+            pytest.skip(f"the sglang=={release} wheel is not in {real_wheel_dir()} (./kvrow test fetches it at set-up)")
+        (cache / wheel.name).symlink_to(wheel)
+    monkeypatch.setenv("KVROW_FUZZ_CACHE", str(cache))
+    monkeypatch.setenv(OFFLINE, "1")
+    return cache

@@ -78,3 +78,26 @@ def offline_pip_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` with no pip index, no find-links, no pip configuration file: pip can reach nothing."""
     clean = {k: v for k, v in env.items() if k not in PIP_SETTINGS}
     return {**clean, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
+
+
+# The releases whose real wheels ``./kvrow test`` fetches at set-up for the write-path tier (``kvrow``:
+# PINNED_WHEELS; ``tests/test_sglang_runtime.py`` holds the two equal).  Tests of any other release's real
+# wheel are marked network.
+PINNED_RELEASES = ("0.5.13", "0.5.16", "0.5.18", "0.5.19", "0.5.23")
+REAL_WHEELS_ENV = "KVROW_FUZZ_REAL_WHEELS"
+_ENV_AT_START = dict(os.environ)
+
+
+def real_wheel_dir() -> Path:
+    """Where the real wheels are: ``$KVROW_FUZZ_REAL_WHEELS`` (set by ``./kvrow test``), else the user's wheel cache."""
+    explicit = _ENV_AT_START.get(REAL_WHEELS_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = _ENV_AT_START.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kvrow-fuzz" / "wheels"
+
+
+def pinned_wheel(release: str) -> Path | None:
+    """The real wheel of ``release`` where ``./kvrow test`` put it (None: not there)."""
+    found = sorted(real_wheel_dir().glob(f"sglang-{release}-*.whl"))
+    return found[0] if found else None

@@ -1,0 +1,144 @@
+"""A time bound on every call into SGLang's code, and the record of which of its functions a call entered.
+
+``bounded(what, seconds, loader)``: on the main thread a ``SIGALRM`` timer
+(``signal.setitimer(ITIMER_REAL)``) raises ``SGLangTimeout`` in the running
+frame, which also interrupts a blocking system call; off the main thread a
+watchdog thread injects it with ``PyThreadState_SetAsyncExc``, which takes
+effect at the next bytecode (a C call that never returns to Python, such as
+a blocked lock, is then not interrupted).  The exception names the innermost
+executed SGLang function that was running: one line, never a stalled run.
+An earlier SIGALRM handler and timer are restored afterwards.
+
+``SGLangTimeout`` derives from ``BaseException`` so SGLang's own
+``except Exception`` blocks cannot swallow it.
+
+``Entered``: a ``sys.settrace`` hook (a global one only: no line events, so
+about 1 ms per step) recording, in order and once each, the
+functions defined in the executed SGLang files that a call entered (the
+kernels included: triton's interpreter calls their Python functions).  The
+previous trace function (a debugger's, coverage's) is restored afterwards,
+and is not called meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import signal
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+DEFAULT_SECONDS = 60.0
+
+
+class SGLangTimeout(BaseException):
+    """A call into SGLang's code ran past its time bound."""
+
+
+def _innermost(frame: types.FrameType | None, known: Callable[[str], str | None]) -> str:
+    while frame is not None:
+        module = known(frame.f_code.co_filename)
+        if module is not None:
+            return f"{frame.f_code.co_qualname} ({module} line {frame.f_lineno})"
+        frame = frame.f_back
+    return "no SGLang function (the harness)"
+
+
+@contextlib.contextmanager
+def bounded(what: str, seconds: float, known: Callable[[str], str | None]) -> Iterator[None]:
+    """Run the block with a time bound of ``seconds``; past it, ``SGLangTimeout`` naming the running function."""
+    if seconds <= 0:
+        yield
+        return
+    if threading.current_thread() is threading.main_thread():
+        with _alarm(what, seconds, known):
+            yield
+    else:
+        with _watchdog(what, seconds):
+            yield
+
+
+@contextlib.contextmanager
+def _alarm(what: str, seconds: float, known: Callable[[str], str | None]) -> Iterator[None]:
+    def handler(signum: int, frame: types.FrameType | None) -> None:
+        raise SGLangTimeout(f"{what} ran past its {seconds:g}s bound, in {_innermost(frame, known)}")
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if old_delay:
+            signal.setitimer(signal.ITIMER_REAL, old_delay, old_interval)
+
+
+@contextlib.contextmanager
+def _watchdog(what: str, seconds: float) -> Iterator[None]:
+    """Off the main thread: a watcher injects the timeout into this thread, once, only while the block runs.
+
+    The injection is never cleared with ``PyThreadState_SetAsyncExc(id, NULL)``: in CPython 3.11 that
+    leaves the interpreter's "async exception pending" flag up, and every later bytecode of every thread
+    then takes the slow path (with a trace function set, a step no longer finishes).
+    """
+    target = threading.get_ident()
+    done = threading.Event()
+    lock = threading.Lock()
+    running = [True]
+
+    class _Timeout(SGLangTimeout):
+        def __init__(self) -> None:
+            super().__init__(f"{what} ran past its {seconds:g}s bound (off the main thread: named by the caller)")
+
+    def watch() -> None:
+        if not done.wait(seconds):
+            with lock:
+                if running[0]:
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_Timeout))
+
+    watcher = threading.Thread(target=watch, name="kvrow-sglang-timebound", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        with lock:
+            running[0] = False
+        done.set()
+        watcher.join()
+
+
+class Entered:
+    """The executed SGLang functions a block entered, in order, each once (``names``)."""
+
+    def __init__(self, known: Callable[[str], str | None]) -> None:
+        self._known = known
+        self.names: list[str] = []
+        self._seen: set[tuple[str, str]] = set()
+        self._filenames: dict[str, bool] = {}
+
+    def _hook(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        # A global trace function: called once per new frame ("call"); returning None traces no lines.
+        code = frame.f_code
+        filename = code.co_filename
+        hit = self._filenames.get(filename)
+        if hit is None:
+            hit = self._filenames[filename] = self._known(filename) is not None
+        if not hit or code.co_name.startswith("<"):
+            return
+        key = (filename, code.co_qualname)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.names.append(code.co_qualname)
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        previous = sys.gettrace()
+        sys.settrace(self._hook)  # type: ignore[arg-type]
+        try:
+            yield
+        finally:
+            sys.settrace(previous)

@@ -1,0 +1,149 @@
+"""The runtime context and server args SGLang's accessors answer with, set per case.
+
+``RuntimeContext.bound(cfg, rt)`` publishes, for the duration of one step,
+what ``stubs.publish`` maps a ``ServingConfig`` and its run-time
+``SpecRuntime`` onto (``get_schedule()``, ``get_parallel()``,
+``get_spec()``, ``get_memory()``, ``get_server_args()``,
+``max_speculative_num_draft_tokens()``), plus what the decode write path
+reads beyond the sizing file:
+
+    get_exec().kernel      attention_backend (and the split prefill/decode ones, None: fall back), which
+                           ``attention_backends()`` pairs (0.5.23 runtime_context.py 2010-2022,
+                           arg_groups/model_override_base.py 138-152)
+    get_exec().mamba       the Mamba extra buffer off (no Mamba state is modeled): read by
+                           ``spec_prepare_for_decode`` (0.5.23 speculative/spec_utils.py 1253)
+    get_flags().attn       0.5.15: the same backends (runtime_context.py 281-288)
+    get_serving()          strip_thinking_cache False (0.5.23 mem_cache/common.py 456)
+    get_memory()           also disable_radix_cache (0.5.18 runtime_context.py 1385-1390 reads it)
+    get_global_server_args()  0.5.13-0.5.15's accessor: the server_args bag
+                           (0.5.13 speculative/eagle_info_v2.py 183)
+
+Reading a leaf that is not published raises naming it (``Bag``); reading
+any accessor outside ``bound`` raises ``NotPublished``, as SGLang's do
+before publish.  Environment variables: every ``SGLANG_*`` switch the path
+reads answers SGLang's declared default (``standins.Environment``), unless
+the case sets it in ``env``: the process environment never leaks in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from allocator_model.config import ServingConfig, SpecRuntime
+
+from ..stubs import Bag, NotPublished, StandInMissing, publish
+
+# The attention backend published when the case names none: a CUDA backend with triton dispatch
+# (any backend but "ascend"/"torch_native" takes get_last_loc's triton kernel: 0.5.23 mem_cache/allocation.py
+# 113-137; "torch_native"/"intel_amx" turn support_triton() off: 0.5.23 utils/common.py 1484-1488).
+DEFAULT_ATTENTION_BACKEND = "triton"
+
+
+class StrictBag(Bag):
+    """A published bag whose missing leaf is ``StandInMissing`` (exit 2), not a plain AttributeError.
+
+    SGLang's own bags have every leaf; a leaf kvrow-fuzz does not publish
+    means the path read a setting nobody decided, so the run stops naming it.
+    """
+
+    def _missing(self, leaf: str) -> Exception:
+        return StandInMissing(
+            f"the write path reads {self._name}.{leaf}, which kvrow-fuzz does not publish "
+            f"(published: {', '.join(sorted(self._leaves))})"
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a case sets beyond the ``ServingConfig``: the attention backends and environment switches."""
+
+    attention_backend: str = DEFAULT_ATTENTION_BACKEND
+    prefill_attention_backend: str | None = None
+    decode_attention_backend: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)  # SGLANG_* values; unset ones take SGLang's default
+
+
+def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict[str, Any]:
+    """Every bag of one call: ``stubs.publish``'s, made strict, and the write path's own."""
+    published = publish(cfg, rt)
+    out: dict[str, Any] = {"dmax": published["dmax"]}
+    backends = dict(
+        attention_backend=settings.attention_backend,
+        prefill_attention_backend=settings.prefill_attention_backend,
+        decode_attention_backend=settings.decode_attention_backend,
+    )
+    for name, bag in published.items():
+        if isinstance(bag, Bag):
+            leaves = dict(bag._leaves)
+            if name in ("memory", "server_args"):
+                leaves.setdefault("disable_radix_cache", False)
+            if (
+                name == "server_args"
+            ):  # 0.5.13-0.5.17 read the backends off server_args (0.5.16 mem_cache/allocation.py 68, 109)
+                leaves.update(backends, strip_thinking_cache=False)
+                # 0.5.17 server_args.py 8642-8646: true only for mamba_radix_cache_strategy "extra_buffer_lazy"
+                # (no Mamba state is modeled); spec_prepare_for_decode asks it (0.5.17 spec_utils.py 1031).
+                leaves["enable_mamba_extra_buffer_lazy"] = lambda: False
+            out[name] = StrictBag(name, **leaves)
+    kernel = StrictBag("exec.kernel", **backends)
+    mamba = StrictBag(
+        "exec.mamba",
+        enable_mamba_extra_buffer=False,
+        enable_mamba_extra_buffer_lazy=False,
+        mamba_radix_cache_strategy="no_buffer",
+    )
+    out["exec"] = StrictBag("exec", kernel=kernel, mamba=mamba)
+    # 0.5.15's flags: the resolved attention backends (runtime_context.py 281-288; mem_cache/common.py 137, 178).
+    attn = StrictBag(
+        "flags.attn",
+        backend=settings.attention_backend,
+        prefill_backend=settings.prefill_attention_backend,
+        decode_backend=settings.decode_attention_backend,
+    )
+    out["flags"] = StrictBag("flags", attn=attn)
+    # 0.5.23 mem_cache/common.py 456 (the tail free): no thinking-token stripping is modeled.
+    out["serving"] = StrictBag("serving", strip_thinking_cache=False)
+    return out
+
+
+class RuntimeContext:
+    """The published configuration of the current step; the accessors' stand-ins read it."""
+
+    def __init__(self) -> None:
+        self._bags: dict[str, Any] | None = None
+        self.cfg: ServingConfig | None = None
+        self.rt: SpecRuntime | None = None
+        self.settings = Settings()
+
+    @contextlib.contextmanager
+    def bound(self, cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings | None = None) -> Iterator[None]:
+        saved = self._bags, self.cfg, self.rt, self.settings
+        self.settings = settings or Settings()
+        self._bags, self.cfg, self.rt = bags(cfg, rt, self.settings), cfg, rt
+        try:
+            yield
+        finally:
+            self._bags, self.cfg, self.rt, self.settings = saved
+
+    @property
+    def is_bound(self) -> bool:
+        return self._bags is not None
+
+    def read(self, what: str) -> Any:
+        if self._bags is None:
+            raise NotPublished(f"{what} read before the runtime context was published (at import time?)")
+        return self._bags[what]
+
+    def attention_backends(self) -> tuple[str, str]:
+        """(prefill, decode): split fields fall back to attention_backend (0.5.23 model_override_base.py 138-152)."""
+        kernel = self.read("exec").kernel
+        prefill = kernel.prefill_attention_backend or kernel.attention_backend
+        decode = kernel.decode_attention_backend or kernel.attention_backend
+        return prefill, decode
+
+    def env(self, name: str) -> str | None:
+        """The case's value of an environment switch (None: unset, SGLang's default applies)."""
+        return self.settings.env.get(name)

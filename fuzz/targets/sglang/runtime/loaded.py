@@ -1,0 +1,200 @@
+"""One release's decode write path, loaded: its modules executed, its allocators and sizing functions at hand.
+
+``SGLangRuntime.load(source)`` (a version, a wheel, a checkout, ``installed``)
+executes the release's modules (``releases``) under a time bound and keeps
+what could not load, with why (the invariant checker is optional: the
+path runs without it).  Loading is ~0.5 s per release, plus ~4 s once per
+process where ``spec_utils`` first pulls in ``torch._dynamo`` (its
+module-level ``@torch.compile``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.pools import KVPool, pool_alloc_page
+
+from ...base import TargetError
+from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
+from ..stubs import StandInMissing
+from .bounds import DEFAULT_SECONDS, SGLangTimeout, bounded
+from .context import RuntimeContext, Settings
+from .modules import Loader, ensure_triton
+from .releases import CHECKER_MODULE, POOL_ALLOCATOR_NAMES, POOL_ALLOCATORS, Release, Where, release_for
+from .request import RequestStandIn, make_request
+from .standins import StandIns, slice_definitions
+from .tree import SourceTree, open_tree
+
+MEMORY_POOL = "sglang/srt/mem_cache/memory_pool.py"
+
+
+class SGLangRuntime:
+    """A loaded release; build with ``SGLangRuntime.load``."""
+
+    def __init__(self, tree: SourceTree, release: Release, timeout_s: float = DEFAULT_SECONDS) -> None:
+        self.tree = tree
+        self.release = release
+        self.version = tree.version or release.version
+        self.timeout_s = timeout_s
+        self.context = RuntimeContext()
+        self.standins = StandIns(tree, self.context, self._speculative_algorithm)
+        self.loader = Loader(tree, release.modules, self.standins.answer)
+        self.not_loaded: dict[str, str] = {}  # module -> why it could not be executed
+        self.import_seconds = 0.0
+        self._pool_methods: dict[str, Callable[..., Any]] | None = None
+        self._loaders: list[Loader] = [self.loader]
+
+    @classmethod
+    def load(
+        cls, source: str | SourceTree, wheel_dir: str | None = None, timeout_s: float = DEFAULT_SECONDS
+    ) -> SGLangRuntime:
+        tree = open_tree(source, wheel_dir)
+        ensure_triton()
+        runtime = cls(tree, release_for(tree.version), timeout_s)
+        runtime._execute()
+        return runtime
+
+    @property
+    def origin(self) -> str:
+        return self.tree.origin
+
+    def _execute(self) -> None:
+        start = time.perf_counter()
+        for dotted in self.release.modules:
+            try:
+                with bounded(f"importing {dotted} of {self.origin}", self.timeout_s, self.loader.sglang_name):
+                    self.loader.module(dotted)
+            except SGLangTimeout as e:
+                raise TargetError(str(e)) from None
+            except (TargetError, StandInMissing) as e:
+                if dotted != CHECKER_MODULE:
+                    raise
+                self.not_loaded[dotted] = str(e)
+        self.import_seconds = time.perf_counter() - start
+        compiled = self.loader.compiled_kernels()
+        if compiled:  # triton read TRITON_INTERPRET as unset at a @triton.jit: they would run compiled on CPU tensors
+            raise TargetError(f"{self.origin}: {compiled[0]} is a compiled triton kernel, not an interpreted one")
+
+    def close(self) -> None:
+        """Drop every private module of this runtime from ``sys.modules``."""
+        for loader in self._loaders:
+            loader.close()
+
+    # -- what SGLang defines ----------------------------------------------------
+
+    def resolve(self, where: Where) -> Any:
+        """The object ``where`` names in the executed module (a class's method: the plain function)."""
+        obj: Any = self.loader.module(where.module)
+        for part in where.name.split("."):
+            obj = getattr(obj, part) if not isinstance(obj, type) else obj.__dict__.get(part, getattr(obj, part))
+        return obj
+
+    def _speculative_algorithm(self) -> Any:
+        """SGLang's own ``SpeculativeAlgorithm`` where spec_info loaded, else the model's (``stubs``)."""
+        module = self.loader.modules.get("sglang.srt.speculative.spec_info")
+        if isinstance(module, types.ModuleType) and "SpeculativeAlgorithm" in module.__dict__:
+            return module.__dict__["SpeculativeAlgorithm"]
+        return ModelSpeculativeAlgorithm
+
+    def speculative_algorithm(self, name: str | None) -> Any:
+        return self._speculative_algorithm().from_string(None if name is None else str(name))
+
+    def pool_methods(self) -> dict[str, Callable[..., Any]]:
+        """``ReqToTokenPool.write`` (and ``alloc_aux_to_lengths``, 0.5.19+) sliced from the release's memory_pool.py."""
+        if self._pool_methods is None:
+            names = tuple(w.name for w in (self.release.pool_write, self.release.pool_aux) if w is not None)
+            found = slice_definitions(self.tree, MEMORY_POOL, names, {"torch": torch, "__name__": "memory_pool"})
+            self._pool_methods = {n.rpartition(".")[2]: fn for n, fn in found.items()}
+        return self._pool_methods
+
+    def request(self, req_pool_idx: int, kv_committed_len: int, kv_allocated_len: int, **kw: Any) -> RequestStandIn:
+        """A request shaped as this release's ``Req`` (``request.make_request``)."""
+        return make_request(self.version, req_pool_idx, kv_committed_len, kv_allocated_len, **kw)
+
+    # -- the allocator ---------------------------------------------------------
+
+    def allocator_page(self, cfg: ServingConfig) -> int:
+        """The page of the allocator ``cfg.kv_pool`` builds (``allocator_model.pools.pool_alloc_page``)."""
+        return int(pool_alloc_page(cfg.kv_pool, cfg.page_size, cfg.attn_dcp_size))
+
+    def allocator(self, cfg: ServingConfig, size: int) -> Any:
+        """The release's own allocator for ``cfg``, ``size`` tokens: paged above page 1, else the token allocator.
+
+        ``PagedTokenToKVPoolAllocator(size, page_size, dtype, device, kvcache, need_sort)`` (every release,
+        e.g. 0.5.23 mem_cache/allocator/paged.py 143) and ``TokenToKVPoolAllocator(size, dtype, device,
+        kvcache, need_sort)`` (allocator/token.py 31) with kvcache None, need_sort False, on "cpu".  Only
+        the standard kind's allocator is built here: the SWA, HiSparse and unified allocators need their
+        KV pool objects (``kvcache``), which are not executed.
+        """
+        if cfg.kv_pool is not KVPool.STANDARD:
+            raise StandInMissing(
+                f"the {cfg.kv_pool.value} pool's own allocator needs its KV pool object (not executed); "
+                "only the standard kind's PagedTokenToKVPoolAllocator/TokenToKVPoolAllocator are built"
+            )
+        page = self.allocator_page(cfg)
+        where = self.release.paged_allocator if page > 1 else self.release.token_allocator
+        cls = self.resolve(where)
+        args: tuple[Any, ...] = (size, page) if page > 1 else (size,)
+        with self.bound(cfg, cfg.launch_runtime, f"{where.name}(...) of {self.origin}"):
+            return cls(*args, torch.int64, "cpu", None, False)
+
+    def pool_allocator_classes(self) -> dict[str, Any]:
+        """Each non-standard kind's own allocator class, loaded (a class), or why it cannot be (a string).
+
+        Loaded in a loader of their own (their modules added to the allocator core, with
+        ``utils/invariants.py`` where the release has it), so the write path's modules stay as they are.
+        None is built: each constructor takes that kind's KV pool object (``kvcache``: an SWAKVPool,
+        a HiSparse pool, a unified pool), whose modules are not executed.
+        """
+        table = POOL_ALLOCATORS.get(self.release.version, {})
+        core = tuple(m for m in self.release.modules if ".allocator." in m or m.startswith("sglang.kernels.ops.memory"))
+        core += tuple(m for m in ("sglang.srt.mem_cache.triton_ops.allocator",) if m in self.release.modules)
+        out: dict[str, Any] = {}
+        for kind, cls_name in POOL_ALLOCATOR_NAMES.items():
+            if kind not in table:
+                out[kind] = f"sglang {self.release.version} has no {cls_name} in mem_cache/allocator/"
+                continue
+            module = f"sglang.srt.mem_cache.allocator.{table[kind][0]}"
+            extra = ("sglang.srt.utils.invariants",) if self.tree.has("sglang/srt/utils/invariants.py") else ()
+            loader = Loader(self.tree, core + extra + (module,), self.standins.answer)
+            self._loaders.append(loader)
+            try:
+                with bounded(f"importing {module}", self.timeout_s, loader.sglang_name):
+                    out[kind] = getattr(loader.module(module), cls_name)
+            except (TargetError, StandInMissing, SGLangTimeout) as e:
+                out[kind] = f"{cls_name} cannot load: {e}".splitlines()[0]
+        return out
+
+    # -- calls into SGLang -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def bound(
+        self, cfg: ServingConfig, rt: SpecRuntime | None, what: str, settings: Settings | None = None
+    ) -> Iterator[None]:
+        """Publish ``cfg``/``rt`` and bound the time of the block (``bounds.bounded``)."""
+        with self.context.bound(cfg, rt, settings), bounded(what, self.timeout_s, self.loader.sglang_name):
+            yield
+
+    def sizing(self, name: str) -> Callable[..., Any]:
+        """A function of this release's sizing module (``allocation_sizing``, ``common`` before 0.5.16)."""
+        fn = getattr(self.loader.module(self.release.sizing), name)
+        if not callable(fn) or getattr(fn, "__code__", None) is None:
+            raise TargetError(f"{self.origin} {self.release.sizing} defines no {name}()")
+        return fn  # type: ignore[no-any-return]
+
+    def call_sizing(self, name: str, cfg: ServingConfig, rt: SpecRuntime | None = None, **kwargs: Any) -> Any:
+        """Call a sizing function with ``cfg`` published; server_args-taking ones (to 0.5.17) get the bag."""
+        fn = self.sizing(name)
+        with self.bound(cfg, rt if rt is not None else cfg.launch_runtime, f"{name}() of {self.origin}"):
+            code = fn.__code__
+            params = code.co_varnames[: code.co_argcount]
+            if params and params[0] == "server_args" and "server_args" not in kwargs:
+                kwargs["server_args"] = self.context.read("server_args")
+            return fn(**kwargs)

@@ -1,0 +1,272 @@
+"""One request stand-in per release, shaped as that release's ``Req`` (``managers/schedule_batch.py``).
+
+Where a request keeps its KV bookkeeping moved twice (``LAYOUTS``, read in
+all 11 wheels; lines are the ``class``/``def``/assignment lines):
+
+    0.5.13-0.5.15  on the Req itself: kv_committed_len, kv_allocated_len, req_pool_idx (no ``req.kv``)
+    0.5.16-0.5.18  kv_committed_len and req_pool_idx on the Req; ``req.kv`` is a ``ReqKvInfo`` holding
+                   kv_allocated_len and swa_evicted_seqlen (both required, slots): 0.5.18's eagle_utils.py
+                   reads ``r.kv.kv_allocated_len`` and ``r.kv_committed_len`` (914, 923)
+    0.5.19-0.5.23  everything on ``req.kv`` (``ReqKvInfo``: req_pool_idx, cache_protected_len,
+                   kv_committed_len, kv_allocated_len, ..., ``holds_kv`` property); no Req property proxies them
+
+So ``r.kv.kv_allocated_len`` and ``r.kv_committed_len`` each work exactly
+where that release's ``Req`` supports them.  Reading a modeled name the
+release does not have (``r.kv_committed_len`` on 0.5.23, ``r.kv`` on
+0.5.13) raises ``ReqAttributeMissing``, an ``AttributeError`` naming the
+attribute and the release (as the real ``Req`` raises AttributeError:
+``hasattr`` stays truthful); a name the release has but this stand-in does
+not model raises ``StandInMissing`` (never a silent default).
+
+Besides the lengths the write path reads ``decode_batch_idx`` (every
+entry increments it) and, on DFLASH/DSPARK and UNO, ``sampling_params.top_k``
+(0.5.23 speculative/dflash_info_v2.py 164, speculative/uno_info.py 123).
+
+Light on purpose (no torch, no triton): the lead also hands these to a
+sizing file's ``page_aligned_decode_alloc_lens(reqs, reserve=, page_size=)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..stubs import StandInMissing
+
+SCHEDULE_BATCH = "managers/schedule_batch.py"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one release's ``Req`` keeps what the write path reads (line numbers in its schedule_batch.py)."""
+
+    req_class: int  # ``class Req``
+    req_init: int  # ``Req.__init__``
+    kv_class: int | None  # ``class ReqKvInfo`` (None: no such class)
+    on_req: dict[str, int]  # attribute set in Req.__init__ -> its line
+    on_kv: dict[str, int]  # ReqKvInfo field -> its line
+    kv_properties: dict[str, int]  # ReqKvInfo property -> its line
+    kv_fields: tuple[str, ...]  # every ReqKvInfo field, in order (slots: nothing else can be set)
+
+
+# Read from each wheel's sglang/srt/managers/schedule_batch.py (an AST scan; tests/test_sglang_runtime.py
+# checks this table against the wheels).
+# fmt: off
+LAYOUTS: dict[str, Layout] = {
+    "0.5.13": Layout(643, 646, None, {'rid': 690, 'kv_committed_len': 711, 'kv_allocated_len': 712, 'swa_evicted_seqlen': 724, 'decode_batch_idx': 728, 'sampling_params': 746, 'req_pool_idx': 761, 'mamba_pool_idx': 762, 'cache_protected_len': 838}, {}, {}, ()),  # noqa: E501
+    "0.5.14": Layout(666, 669, None, {'rid': 713, 'kv_committed_len': 737, 'kv_allocated_len': 738, 'swa_evicted_seqlen': 750, 'decode_batch_idx': 754, 'sampling_params': 772, 'req_pool_idx': 787, 'mamba_pool_idx': 788, 'cache_protected_len': 869}, {}, {}, ()),  # noqa: E501
+    "0.5.15": Layout(666, 669, None, {'rid': 714, 'kv_committed_len': 740, 'kv_allocated_len': 741, 'swa_evicted_seqlen': 753, 'swa_evict_floor': 756, 'decode_batch_idx': 760, 'sampling_params': 778, 'req_pool_idx': 793, 'mamba_pool_idx': 794, 'cache_protected_len': 871}, {}, {}, ()),  # noqa: E501
+    "0.5.16": Layout(714, 717, 704, {'rid': 763, 'kv_committed_len': 789, 'kv': 790, 'swa_evict_floor': 797, 'decode_batch_idx': 801, 'sampling_params': 819, 'req_pool_idx': 834, 'mamba_pool_idx': 835, 'cache_protected_len': 912}, {'kv_allocated_len': 705, 'swa_evicted_seqlen': 711}, {}, ('kv_allocated_len', 'swa_evicted_seqlen')),  # noqa: E501
+    "0.5.17": Layout(771, 774, 761, {'rid': 821, 'kv_committed_len': 849, 'kv': 850, 'swa_evict_floor': 857, 'decode_batch_idx': 861, 'sampling_params': 881, 'req_pool_idx': 899, 'mamba_pool_idx': 900, 'cache_protected_len': 980}, {'kv_allocated_len': 762, 'swa_evicted_seqlen': 768}, {}, ('kv_allocated_len', 'swa_evicted_seqlen')),  # noqa: E501
+    "0.5.18": Layout(803, 806, 793, {'rid': 854, 'kv_committed_len': 882, 'kv': 883, 'swa_evict_floor': 891, 'decode_batch_idx': 895, 'sampling_params': 915, 'req_pool_idx': 934, 'mamba_pool_idx': 935, 'cache_protected_len': 1016}, {'kv_allocated_len': 794, 'swa_evicted_seqlen': 800}, {}, ('kv_allocated_len', 'swa_evicted_seqlen')),  # noqa: E501
+    "0.5.19": Layout(904, 907, 849, {'rid': 955, 'kv': 983, 'decode_batch_idx': 990, 'sampling_params': 1010}, {'req_pool_idx': 853, 'cache_protected_len': 856, 'kv_committed_len': 857, 'kv_allocated_len': 858, 'swa_evict_floor': 861, 'swa_evicted_seqlen': 862, 'mamba_pool_idx': 868}, {'holds_kv': 888, 'holds_mamba': 892}, ('req_pool_idx', 'cache_protected_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'swa_evicted_seqlen', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
+    "0.5.20": Layout(932, 935, 877, {'rid': 983, 'kv': 1012, 'decode_batch_idx': 1023, 'sampling_params': 1043}, {'req_pool_idx': 881, 'cache_protected_len': 884, 'kv_committed_len': 885, 'kv_allocated_len': 886, 'swa_evict_floor': 889, 'swa_evicted_seqlen': 890, 'mamba_pool_idx': 896}, {'holds_kv': 916, 'holds_mamba': 920}, ('req_pool_idx', 'cache_protected_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'swa_evicted_seqlen', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
+    "0.5.21": Layout(999, 1002, 928, {'rid': 1053, 'kv': 1083, 'decode_batch_idx': 1094, 'sampling_params': 1114}, {'req_pool_idx': 932, 'cache_protected_len': 935, 'kv_committed_len': 936, 'kv_allocated_len': 937, 'swa_evict_floor': 940, 'component_evicted_seqlens': 941, 'mamba_pool_idx': 949}, {'holds_kv': 969, 'holds_mamba': 973}, ('req_pool_idx', 'cache_protected_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'component_evicted_seqlens', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
+    "0.5.22": Layout(1003, 1006, 926, {'rid': 1058, 'kv': 1092, 'decode_batch_idx': 1103, 'sampling_params': 1125}, {'req_pool_idx': 930, 'cache_protected_len': 933, 'kv_committed_len': 937, 'kv_allocated_len': 938, 'swa_evict_floor': 941, 'component_evicted_seqlens': 942, 'mamba_pool_idx': 950}, {'holds_kv': 973, 'holds_mamba': 977}, ('req_pool_idx', 'cache_protected_len', 'cache_inserted_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'component_evicted_seqlens', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_prev_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
+    "0.5.23": Layout(1033, 1036, 951, {'rid': 1088, 'kv': 1122, 'decode_batch_idx': 1133, 'sampling_params': 1157}, {'req_pool_idx': 955, 'cache_protected_len': 958, 'kv_committed_len': 962, 'kv_allocated_len': 963, 'swa_evict_floor': 966, 'component_evicted_seqlens': 967, 'mamba_pool_idx': 975}, {'holds_kv': 1003, 'holds_mamba': 1007}, ('req_pool_idx', 'cache_protected_len', 'cache_inserted_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'component_evicted_seqlens', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_ping_pong_empty', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_prev_track_seqlen', 'mamba_untracked_decode_batch_idx', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
+}
+# fmt: on
+# Every name some release's Req or ReqKvInfo models here: one a release lacks is known to be absent there.
+_MODELED = frozenset(n for lay in LAYOUTS.values() for n in (*lay.on_req, *lay.on_kv, *lay.kv_properties))
+
+
+class ReqAttributeMissing(AttributeError):
+    """The release's ``Req`` (or ``ReqKvInfo``) has no such attribute: the real object raises AttributeError too."""
+
+
+def release_of(version: str) -> str:
+    """The release whose layout a version uses: an exact release, or the newest one not after it."""
+    if version in LAYOUTS:
+        return version
+    try:
+        wanted = tuple(int(p) for p in version.split(".")[:3])
+    except ValueError:
+        raise StandInMissing(f"no Req layout for sglang {version!r} (known: {', '.join(LAYOUTS)})") from None
+    older = [r for r in LAYOUTS if tuple(map(int, r.split("."))) <= wanted]
+    if not older:
+        raise StandInMissing(f"no Req layout for sglang {version} (the oldest known is {next(iter(LAYOUTS))})")
+    return older[-1]
+
+
+class SamplingParams:
+    """``req.sampling_params``: only ``top_k`` (0.5.23 sampling/sampling_params.py 159); anything else stops."""
+
+    def __init__(self, top_k: int) -> None:
+        self.top_k = top_k
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise StandInMissing(f"the write path reads req.sampling_params.{name}, which kvrow-fuzz does not model")
+
+    def __repr__(self) -> str:
+        return f"SamplingParams(top_k={self.top_k})"
+
+
+class _Strict:
+    """Attributes in ``_values``; a missing one raises per the module docstring."""
+
+    _release: str
+    _what: str
+    _present: frozenset[str]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        values = self.__dict__.get("_values", {})
+        if name in values:
+            return values[name]
+        if name in _MODELED and name not in self._present:
+            raise ReqAttributeMissing(
+                f"sglang {self._release}'s {self._what} has no attribute {name!r} ({SCHEDULE_BATCH} {self._where()})"
+            )
+        raise StandInMissing(
+            f"the write path reads {self._what}.{name}, which kvrow-fuzz's sglang {self._release} stand-in "
+            "does not model"
+        )
+
+    def _where(self) -> str:
+        return ""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(getattr(type(self), name, None), property):
+            object.__setattr__(self, name, value)  # the harness's names (committed, allocated)
+        else:
+            self.__dict__["_values"][name] = value
+
+
+class KvInfo(_Strict):
+    """``req.kv``: the release's ``ReqKvInfo`` (a slots dataclass: only its fields can be set)."""
+
+    def __init__(self, release: str, **values: Any) -> None:
+        layout = LAYOUTS[release]
+        self.__dict__.update(
+            _release=release, _what="ReqKvInfo", _present=frozenset((*layout.on_kv, *layout.kv_properties))
+        )
+        self.__dict__["_values"] = dict(values)
+        self.__dict__["_fields"] = frozenset(layout.kv_fields)
+
+    def _where(self) -> str:
+        return f"class ReqKvInfo line {LAYOUTS[self._release].kv_class}"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self.__dict__["_fields"]:
+            raise ReqAttributeMissing(f"sglang {self._release}'s ReqKvInfo (slots) has no field {name!r}")
+        super().__setattr__(name, value)
+
+    @property
+    def holds_kv(self) -> bool:
+        """``req_pool_idx is not None`` (0.5.23 schedule_batch.py 1003-1004)."""
+        if "holds_kv" not in LAYOUTS[self._release].kv_properties:
+            raise ReqAttributeMissing(f"sglang {self._release}'s ReqKvInfo has no attribute 'holds_kv'")
+        return self.req_pool_idx is not None
+
+    @property
+    def holds_mamba(self) -> bool:
+        """``mamba_pool_idx is not None`` (0.5.23 schedule_batch.py 1007-1008)."""
+        if "holds_mamba" not in LAYOUTS[self._release].kv_properties:
+            raise ReqAttributeMissing(f"sglang {self._release}'s ReqKvInfo has no attribute 'holds_mamba'")
+        return self.mamba_pool_idx is not None
+
+    def __repr__(self) -> str:
+        return f"ReqKvInfo[{self._release}]({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+
+
+class RequestStandIn(_Strict):
+    """A running request as one release's ``Req``; build with ``make_request``."""
+
+    release: str  # set per release class (``request_class``)
+    __sglang_stands_for__ = frozenset({"Req", "ReqDllmMixin", "object"})  # 0.5.23 schedule_batch.py 1033
+
+    def __init__(self, **values: Any) -> None:
+        layout = LAYOUTS[self.release]
+        self.__dict__.update(_release=self.release, _what="Req", _present=frozenset(layout.on_req))
+        self.__dict__["_values"] = dict(values)
+
+    def _where(self) -> str:
+        return f"class Req line {LAYOUTS[self._release].req_class}"
+
+    # The same names whatever the layout: what the lead's harness reads and writes.
+    @property
+    def committed(self) -> int:
+        """kv_committed_len, wherever this release keeps it."""
+        return int(self.kv.kv_committed_len if "kv_committed_len" in self._kv_names() else self.kv_committed_len)
+
+    @committed.setter
+    def committed(self, value: int) -> None:
+        if "kv_committed_len" in self._kv_names():
+            self.kv.kv_committed_len = value
+        else:
+            self.kv_committed_len = value
+
+    @property
+    def allocated(self) -> int:
+        """kv_allocated_len, wherever this release keeps it."""
+        return int(self.kv.kv_allocated_len if "kv_allocated_len" in self._kv_names() else self.kv_allocated_len)
+
+    @allocated.setter
+    def allocated(self, value: int) -> None:
+        if "kv_allocated_len" in self._kv_names():
+            self.kv.kv_allocated_len = value
+        else:
+            self.kv_allocated_len = value
+
+    @property
+    def pool_idx(self) -> int:
+        """req_pool_idx (the row), wherever this release keeps it."""
+        return int(self.kv.req_pool_idx if "req_pool_idx" in self._kv_names() else self.req_pool_idx)
+
+    def _kv_names(self) -> dict[str, int]:
+        return LAYOUTS[self._release].on_kv
+
+    def __repr__(self) -> str:
+        return (
+            f"Req[{self._release}](row={self.pool_idx}, kv_committed_len={self.committed}, "
+            f"kv_allocated_len={self.allocated})"
+        )
+
+
+_CLASSES: dict[str, type[RequestStandIn]] = {}
+
+
+def request_class(version: str) -> type[RequestStandIn]:
+    """The stand-in class of one release's ``Req`` (a version past the table: the newest layout before it)."""
+    release = release_of(version)
+    if release not in _CLASSES:
+        _CLASSES[release] = type(f"Req_{release.replace('.', '_')}", (RequestStandIn,), {"release": release})
+    return _CLASSES[release]
+
+
+def make_request(
+    version: str,
+    req_pool_idx: int,
+    kv_committed_len: int,
+    kv_allocated_len: int,
+    *,
+    rid: str | int = 0,
+    top_k: int = 1,
+    decode_batch_idx: int = 0,
+    cache_protected_len: int = 0,
+) -> RequestStandIn:
+    """A running request of sglang ``version`` holding row ``req_pool_idx``, its lengths where that release keeps them.
+
+    ``top_k``: ``sampling_params.top_k`` (1: greedy; DFLASH and UNO read it, it never changes what is written).
+    ``cache_protected_len``: the prefix the tree cache owns (0: none; freeing keeps [0, it)).
+    """
+    release = release_of(version)
+    layout = LAYOUTS[release]
+    lens: dict[str, Any] = dict(
+        req_pool_idx=req_pool_idx,
+        kv_committed_len=kv_committed_len,
+        kv_allocated_len=kv_allocated_len,
+        cache_protected_len=cache_protected_len,
+        mamba_pool_idx=None,
+        swa_evicted_seqlen=0,
+        swa_evict_floor=0,
+        component_evicted_seqlens={},
+    )
+    values: dict[str, Any] = dict(rid=rid, decode_batch_idx=decode_batch_idx, sampling_params=SamplingParams(top_k))
+    values.update({k: v for k, v in lens.items() if k in layout.on_req})
+    if layout.kv_class is not None:
+        values["kv"] = KvInfo(release, **{k: v for k, v in lens.items() if k in layout.on_kv})
+    return request_class(release)(**values)

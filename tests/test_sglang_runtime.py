@@ -1,0 +1,430 @@
+"""SGLang's own decode write path on CPU (``fuzz.targets.sglang.runtime``), from the real released wheels.
+
+Hermetic: reads only the user's wheel cache of real releases
+(``$KVROW_FUZZ_REAL_WHEELS``, else ``~/.cache/kvrow-fuzz/wheels``; the session's
+``KVROW_FUZZ_CACHE`` points at test-made wheels and is not used here), never
+pip or the network.  A missing wheel or a missing triton skips, saying which.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
+
+from allocator_model.config import ServingConfig  # noqa: E402
+from fuzz.targets.base import TargetError  # noqa: E402
+from fuzz.targets.sglang.stubs import StandInMissing  # noqa: E402
+from hermetic import PINNED_RELEASES, pinned_wheel, real_wheel_dir  # noqa: E402
+
+RELEASES = tuple(f"0.5.{n}" for n in range(13, 24))
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+# Every release; those ./kvrow test does not fetch at set-up are the network tier's.
+EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
+
+
+def wheel(version: str) -> Path:
+    found = pinned_wheel(version)
+    if found is None:
+        pytest.skip(f"no wheel of sglang=={version} in {real_wheel_dir()} (./kvrow test fetches it at set-up)")
+    return found
+
+
+def need_triton() -> None:
+    if not HAS_TRITON:
+        pytest.skip("triton is not installed: the write path needs the triton==3.9.0 extra")
+
+
+@functools.cache
+def _runtime(version: str):  # type: ignore[no-untyped-def]
+    from fuzz.targets.sglang.runtime import SGLangRuntime
+
+    return SGLangRuntime.load(str(wheel(version)))
+
+
+def runtime(version: str):  # type: ignore[no-untyped-def]
+    need_triton()
+    wheel(version)
+    return _runtime(version)
+
+
+def eagle(**kw: object) -> ServingConfig:
+    args: dict[str, object] = dict(
+        context_len=300,
+        page_size=64,
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=3,
+        speculative_eagle_topk=1,
+        speculative_num_draft_tokens=4,
+    )
+    return ServingConfig.resolve(**{**args, **kw})
+
+
+def two_requests(rt, cfg: ServingConfig, width: int, subject_len: int, guard_rows: int = 1):  # type: ignore[no-untyped-def]
+    """Rows of ``width``; the subject in row 1 (``subject_len`` tokens), a neighbour in row 2 (30 tokens)."""
+    from fuzz.targets.sglang.runtime import Rows
+    from fuzz.targets.sglang.runtime.checks import prefill
+
+    rows = Rows(4, width, guard_rows=guard_rows)
+    allocator = rt.allocator(cfg, 64 * rt.allocator_page(cfg))
+    subject, neighbour = rt.request(1, 0, 0, rid="subject"), rt.request(2, 0, 0, rid="neighbour")
+    prefill(rt, cfg, subject, rows, allocator, subject_len)
+    prefill(rt, cfg, neighbour, rows, allocator, 30)
+    return rows, allocator, subject, neighbour
+
+
+def step(rt, cfg, reqs, rows, allocator):  # type: ignore[no-untyped-def]
+    from fuzz.targets.sglang.runtime import changed_outside, decode_step
+
+    before = rows.snapshot()
+    result = decode_step(rt, cfg, cfg.launch_runtime, reqs, rows, allocator)
+    return result, changed_outside(before, rows.snapshot(), result.windows), before
+
+
+# -- the spill, on SGLang's own kernel ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.5.18", "0.5.23"])
+def test_eagle_narrow_row_spills_into_the_next_row(version: str) -> None:
+    rt = runtime(version)
+    cfg = eagle()
+    rows, allocator, subject, neighbour = two_requests(rt, cfg, width=300, subject_len=274)
+    result, spills, before = step(rt, cfg, [subject], rows, allocator)
+    # reserve 2 * max(S*K, D) = 8; ceil_64(274 + 8) = 320 > 300: columns [300, 320) land in row 2's [0, 20)
+    assert result.requests[0].kv_allocated_len == 320
+    assert [str(s) for s in spills] == ["row 2 columns [0, 20)"]
+    assert "assign_req_to_token_pool" in result.entered
+    assert result.entered[-1] == "assign_req_to_token_pool"
+    assert not bool((rows.req_to_token[2, :20] == before[2, :20]).all())  # the neighbour's slot ids are gone
+    assert result.guard_spans == [] and not rows.guard_exhausted()
+    assert result.checker is not None and result.checker.startswith("violated")  # SGLang's own checker agrees
+    print(result.confirmed())
+
+
+@pytest.mark.parametrize("version", ["0.5.18", "0.5.23"])
+def test_eagle_wide_row_writes_only_its_own_window(version: str) -> None:
+    rt = runtime(version)
+    cfg = eagle()
+    width = cfg.context_len + rt.call_sizing("get_req_to_token_extra_context_len", cfg)
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=width, subject_len=274)
+    result, spills, _ = step(rt, cfg, [subject], rows, allocator)
+    assert result.windows == [(1, 274, 320)] and spills == []
+    assert result.guard is None and result.raised is None and result.checker == "ok"
+    assert result.guard_spans == []
+
+
+def test_the_last_row_spills_into_the_guard_row_only() -> None:
+    rt = runtime("0.5.23")
+    cfg = eagle()
+    from fuzz.targets.sglang.runtime import Rows
+    from fuzz.targets.sglang.runtime.checks import prefill
+
+    rows = Rows(1, 300)  # one request row: the spill goes to the guard row
+    allocator = rt.allocator(cfg, 64 * 64)
+    req = rt.request(1, 0, 0)
+    prefill(rt, cfg, req, rows, allocator, 274)
+    result, _, _ = step(rt, cfg, [req], rows, allocator)
+    assert [str(s) for s in result.guard_spans] == ["row 2 columns [0, 20)"]
+
+
+# -- the DCP seed bug -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version, spills", [("0.5.18", ["row 2 columns [0, 4)"]), ("0.5.19", [])])
+def test_dcp_allocator_page_outruns_the_row_until_0_5_19(version: str, spills: list[str]) -> None:
+    """attn_dcp_size 8: the allocator pages at page_size * 8 = 8; 0.5.18's row was sized at page 1."""
+    rt = runtime(version)
+    cfg = eagle(context_len=100, page_size=1, attn_dcp_size=8)
+    width = cfg.context_len + rt.call_sizing("get_req_to_token_extra_context_len", cfg)
+    assert width == {"0.5.18": 108, "0.5.19": 115}[version]
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=width, subject_len=99)
+    assert allocator.page_size == 8
+    result, found, _ = step(rt, cfg, [subject], rows, allocator)
+    assert result.requests[0].kv_allocated_len == 112  # ceil_8(99 + 8), on both
+    assert [str(s) for s in found] == spills
+
+
+# -- what each release's own path allocates ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version, allocated", [("0.5.16", 282), ("0.5.18", 282), ("0.5.19", 320), ("0.5.23", 320)])
+def test_dflash_rounds_to_the_page_from_0_5_19(version: str, allocated: int) -> None:
+    rt = runtime(version)
+    cfg = eagle(speculative_algorithm="DFLASH", speculative_num_steps=1, speculative_num_draft_tokens=4)
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=400, subject_len=274)
+    result, spills, _ = step(rt, cfg, [subject], rows, allocator)
+    assert result.requests[0].kv_allocated_len == allocated  # 274 + 2D = 282, ceil_64 -> 320
+    assert "DFlashDraftInputV2.prepare_for_decode" in result.entered and spills == []
+
+
+def test_0_5_13_neither_rounds_nor_waits_to_commit() -> None:
+    rt = runtime("0.5.13")
+    cfg = eagle()
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=400, subject_len=274)
+    result, _, _ = step(rt, cfg, [subject], rows, allocator)
+    assert result.entered[0] == "EagleDraftInputV2Mixin.prepare_for_decode"
+    assert result.requests[0].kv_allocated_len == 282  # 274 + 8, not page-rounded
+    assert result.requests[0].kv_committed_len == 275  # pre-claimed +1 in prepare
+    from fuzz.targets.sglang.runtime import verify
+
+    verify(rt, subject, 3)  # the resolve takes the pre-claim back
+    assert subject.committed == 277
+
+
+def test_non_speculative_decode_writes_one_column() -> None:
+    rt = runtime("0.5.23")
+    cfg = ServingConfig.resolve(context_len=300, page_size=64)
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=300, subject_len=100)
+    result, spills, before = step(rt, cfg, [subject], rows, allocator)
+    assert result.entered[:2] == ["alloc_for_decode", "_device_type"] and "alloc_decode_kernel" in result.entered
+    assert (result.requests[0].kv_committed_len, result.requests[0].kv_allocated_len) == (101, 101)
+    changed = (before != rows.snapshot()).nonzero().tolist()
+    assert changed == [[1, 100]] and spills == []
+
+
+# -- SGLang's guards are reported as guards ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.5.13", "0.5.23"])
+def test_eagle_tree_guard_stops_the_step(version: str) -> None:
+    rt = runtime(version)
+    cfg = eagle(speculative_eagle_topk=4, speculative_num_draft_tokens=8)
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=300, subject_len=274)
+    result, spills, _ = step(rt, cfg, [subject], rows, allocator)
+    assert result.guard is not None and result.guard.name == "eagle-tree-row"
+    assert result.raised is None and spills == []
+    assert str(result.guard).startswith(f"stopped by guard eagle-tree-row ({version} srt/speculative/")
+
+
+def test_uno_guard_stops_the_step() -> None:
+    rt = runtime("0.5.23")
+    cfg = eagle(speculative_algorithm="UNO", speculative_num_draft_tokens=8)
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=300, subject_len=274)
+    result, spills, _ = step(rt, cfg, [subject], rows, allocator)
+    assert result.guard is not None and result.guard.name == "uno-row"
+    assert result.guard.where == "0.5.23 srt/speculative/uno_info.py 143" and spills == []
+    assert "UnoDraftInput.prepare_for_decode" in result.entered
+
+
+# -- every release runs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_every_release_runs_its_own_eagle_and_decode_paths(version: str) -> None:
+    rt = runtime(version)
+    assert rt.not_loaded == {}
+    for cfg in (eagle(), ServingConfig.resolve(context_len=300, page_size=64)):
+        rows, allocator, subject, neighbour = two_requests(rt, cfg, width=400, subject_len=200)
+        result, spills, _ = step(rt, cfg, [subject, neighbour], rows, allocator)
+        assert result.raised is None and result.guard is None and spills == []
+        assert result.entered, result
+
+
+# -- refuse, never guess; bounded; private ------------------------------------------------------------------
+
+
+def _fake_tree(tmp_path: Path, body: str):  # type: ignore[no-untyped-def]
+    from fuzz.targets.sglang.runtime.tree import directory_tree
+
+    package = tmp_path / "python" / "sglang" / "srt"
+    package.mkdir(parents=True)
+    (package / "probe.py").write_text(body)
+    return directory_tree(str(tmp_path))
+
+
+def _loader(tree):  # type: ignore[no-untyped-def]
+    from fuzz.targets.sglang.runtime.context import RuntimeContext
+    from fuzz.targets.sglang.runtime.modules import Loader
+    from fuzz.targets.sglang.runtime.standins import ModelSpeculativeAlgorithm, StandIns
+
+    standins = StandIns(tree, RuntimeContext(), lambda: ModelSpeculativeAlgorithm)
+    return Loader(tree, ["sglang.srt.probe"], standins.answer)
+
+
+def test_a_name_without_stand_in_stops_in_one_line(tmp_path: Path) -> None:
+    need_triton()
+    tree = _fake_tree(
+        tmp_path, "from sglang.srt.utils import not_a_helper, is_cuda\n\ndef use():\n    return not_a_helper(3)\n"
+    )
+    module = _loader(tree).module("sglang.srt.probe")
+    assert module.is_cuda() is True  # answered (a CUDA deployment)
+    with pytest.raises(StandInMissing) as e:
+        module.use()
+    assert "\n" not in str(e.value) and "calls sglang.srt.utils.not_a_helper" in str(e.value)
+
+
+def test_a_hanging_sglang_function_hits_the_time_bound(tmp_path: Path) -> None:
+    need_triton()
+    from fuzz.targets.sglang.runtime.bounds import SGLangTimeout, bounded
+
+    tree = _fake_tree(tmp_path, "def spin():\n    while True:\n        pass\n")
+    loader = _loader(tree)
+    module = loader.module("sglang.srt.probe")
+    with pytest.raises(SGLangTimeout) as e, bounded("the probe", 0.2, loader.sglang_name):
+        module.spin()
+    assert "ran past its 0.2s bound, in spin (sglang.srt.probe line " in str(e.value)
+
+
+def test_a_step_past_its_bound_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    rt = runtime("0.5.23")
+    from fuzz.targets.sglang.runtime import StepTimeout
+
+    cfg = eagle()
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=400, subject_len=200)
+    monkeypatch.setattr(rt, "timeout_s", 0.001)
+    with pytest.raises(StepTimeout) as e:
+        step(rt, cfg, [subject], rows, allocator)
+    assert "\n" not in str(e.value) and "ran past its 0.001s bound, in " in str(e.value)
+
+
+def test_an_algorithm_a_release_lacks_is_refused() -> None:
+    rt = runtime("0.5.13")
+    cfg = eagle(speculative_algorithm="NGRAM", speculative_num_steps=0)
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=400, subject_len=200)
+    with pytest.raises(StandInMissing, match="0.5.13 has no NGRAM decode entry"):
+        step(rt, cfg, [subject], rows, allocator)
+
+
+def test_nothing_sglang_enters_sys_modules() -> None:
+    rt = runtime("0.5.23")
+    assert not [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]
+    assert not [k for k in sys.modules if k.startswith("sglang")]
+    module = rt.loader.modules["sglang.srt.mem_cache.allocation"]
+    assert module.__name__.startswith("_kvrow_sglang_") and sys.modules[module.__name__] is module
+    source = inspect.getsource(module.alloc_for_spec_decode)  # linecache serves the wheel's text
+    assert source.startswith("def alloc_for_spec_decode(")
+
+
+# -- the request stand-in -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_request_layouts_match_every_wheel(version: str) -> None:
+    import ast
+
+    from fuzz.targets.sglang.runtime.request import LAYOUTS
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        tree = ast.parse(z.read("sglang/srt/managers/schedule_batch.py"))
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    layout = LAYOUTS[version]
+    assert classes["Req"].lineno == layout.req_class
+    fields = (
+        {n.target.id: n.lineno for n in classes["ReqKvInfo"].body if isinstance(n, ast.AnnAssign)}
+        if ("ReqKvInfo" in classes)
+        else {}
+    )
+    assert tuple(fields) == layout.kv_fields
+    assert all(fields[k] == line for k, line in layout.on_kv.items())
+    init = next(f for f in classes["Req"].body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    assigned: dict[str, int] = {}
+    for node in ast.walk(init):
+        for t in (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        ):
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                assigned.setdefault(t.attr, node.lineno)
+    assert {k: assigned.get(k) for k in layout.on_req} == layout.on_req, version
+
+
+def test_request_shapes_per_release() -> None:
+    from fuzz.targets.sglang.runtime import ReqAttributeMissing, make_request
+
+    new = make_request("0.5.23", 3, 10, 12)
+    assert (new.kv.kv_committed_len, new.kv.kv_allocated_len, new.kv.req_pool_idx, new.kv.holds_kv) == (10, 12, 3, True)
+    with pytest.raises(ReqAttributeMissing, match="sglang 0.5.23's Req has no attribute 'kv_committed_len'"):
+        new.kv_committed_len  # noqa: B018
+    assert not hasattr(new, "kv_allocated_len")
+    mid = make_request("0.5.18", 3, 10, 12)
+    assert (mid.kv_committed_len, mid.kv.kv_allocated_len, mid.req_pool_idx) == (10, 12, 3)
+    with pytest.raises(ReqAttributeMissing, match="0.5.18's ReqKvInfo has no attribute 'kv_committed_len'"):
+        mid.kv.kv_committed_len  # noqa: B018
+    old = make_request("0.5.13", 3, 10, 12)
+    assert (old.kv_committed_len, old.kv_allocated_len) == (10, 12) and not hasattr(old, "kv")
+    with pytest.raises(StandInMissing, match="Req.origin_input_ids"):
+        old.origin_input_ids  # noqa: B018
+    old.committed += 2
+    assert old.kv_committed_len == 12 and mid.sampling_params.top_k == 1
+
+
+def test_trees_refuse_what_they_cannot_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fuzz.targets.sglang import wheels
+    from fuzz.targets.sglang.runtime.tree import directory_tree
+
+    tree = _fake_tree(tmp_path, "x = 1\n")
+    (tmp_path / "python" / "sglang" / "srt" / "latin.py").write_bytes(b"s = '\xe9'\n")
+    with pytest.raises(TargetError, match="not UTF-8"):
+        tree.read("sglang/srt/latin.py")
+    os.mkfifo(tmp_path / "python" / "sglang" / "srt" / "fifo.py")
+    with pytest.raises(TargetError, match="not a regular file"):
+        tree.read("sglang/srt/fifo.py")
+    monkeypatch.setattr(wheels, "MAX_SOURCE_BYTES", 4)
+    with pytest.raises(TargetError, match="larger than"):
+        directory_tree(str(tmp_path)).read("sglang/srt/probe.py")
+    assert tree.read("sglang/srt/missing.py") is None
+
+
+def test_triton_imported_without_the_interpreter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    need_triton()
+    import triton  # noqa: F401
+
+    from fuzz.targets.sglang.runtime.modules import ensure_triton
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(TargetError, match="imported without TRITON_INTERPRET=1"):
+        ensure_triton()
+
+
+def test_the_time_bound_holds_off_the_main_thread(tmp_path: Path) -> None:
+    need_triton()
+    import threading
+
+    from fuzz.targets.sglang.runtime.bounds import SGLangTimeout, bounded
+
+    loader = _loader(_fake_tree(tmp_path, "def spin():\n    while True:\n        pass\n"))
+    module = loader.module("sglang.srt.probe")
+    caught: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            with bounded("the probe", 0.2, loader.sglang_name):
+                module.spin()
+        except SGLangTimeout as e:
+            caught.append(e)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and caught and "ran past its 0.2s bound" in str(caught[0])
+
+
+def test_release_frees_the_tail_through_sglang() -> None:
+    rt = runtime("0.5.23")
+    from fuzz.targets.sglang.runtime import release_request
+
+    cfg = eagle()
+    rows, allocator, subject, _ = two_requests(rt, cfg, width=400, subject_len=200)
+    free_before = allocator.available_size()
+    step(rt, cfg, [subject], rows, allocator)  # allocates [200, 256)
+    assert allocator.available_size() == free_before  # 200 -> 256 stays in the prefill's last page
+    how = release_request(rt, cfg, subject, rows, allocator)
+    assert "by SGLang's _release_overallocated_kv_indices (0.5.23 srt/mem_cache/common.py 447)" in how
+    assert allocator.available_size() == free_before + 4 * 64
+
+
+def test_the_pinned_wheels_are_the_ones_kvrow_fetches() -> None:
+    text = (Path(__file__).parent.parent / "kvrow").read_text()
+    (line,) = [x for x in text.splitlines() if x.startswith("PINNED_WHEELS=")]
+    assert tuple(line.split("=", 1)[1].strip('"').split()) == PINNED_RELEASES
