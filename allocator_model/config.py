@@ -272,7 +272,7 @@ def _validate(c: ServingConfig) -> None:
     else:
         if a not in algo.ALL:
             raise ConfigError(f"unknown speculative_algorithm {a!r} (known: {', '.join(algo.ALL)})")
-        if a == algo.UNO and c.speculative_num_draft_tokens is None:  # 0.5.23 allocation_sizing.py 47-49 raises too
+        if a == algo.UNO and c.speculative_num_draft_tokens is None:  # SGLang raises too [cite: uno-needs-draft-tokens]
             raise ConfigError(
                 "speculative_algorithm UNO needs speculative_num_draft_tokens (SGLang has no default for it)"
             )

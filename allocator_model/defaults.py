@@ -30,11 +30,12 @@ def chain_draft_tokens(num_steps: Int) -> Int:
 def adaptive_launch_steps(candidates: tuple[int, ...]) -> int:
     """The step count adaptive spec launches with when ``speculative_num_steps`` is not given.
 
-    SGLang 0.5.23 ``srt/arg_groups/speculative_hook.py`` lines 1407-1413
-    (``_init_adaptive_speculative_params``) resolves it to
-    ``candidate_steps[len(candidate_steps) // 2]`` of the sorted candidate
-    union, and ``srt/speculative/adaptive_spec_params.py`` lines 178-181
-    (``AdaptiveStepSlot.__init__``) starts there; so launch is below the
+    SGLang's ``srt/arg_groups/speculative_hook.py``
+    (``_init_adaptive_speculative_params`` [cite: adaptive-launch-steps])
+    resolves it to ``candidate_steps[len(candidate_steps) // 2]`` of the
+    sorted candidate union, and ``srt/speculative/adaptive_spec_params.py``
+    (``AdaptiveStepSlot.__init__`` [cite: adaptive-initial-steps]) starts
+    there; so launch is below the
     largest candidate, and a headroom sized from the launch shape is short
     once adaptive spec switches up.
     """

@@ -12,11 +12,11 @@ from enum import StrEnum
 class Guard(StrEnum):
     """SGLang's own checks that stop a decode step whose allocation would leave the row (a crash, not a spill)."""
 
-    # 0.5.23 speculative/uno_info.py 141-146: RuntimeError when max(next_lengths) > req_to_token.shape[1].
+    # speculative/uno_info.py [cite: uno-row-guard]: RuntimeError when max(next_lengths) > req_to_token.shape[1].
     UNO_ROW = "uno_info.prepare_for_decode"
-    # 0.5.23 speculative/eagle_utils.py 891-898 (0.5.18: 940-947; 0.5.16: 847-854): when the allocator page > 1
-    # and topk > 1, assert max(nxt) <= req_to_token.shape[1] before allocating (every algorithm routed to
-    # eagle_prepare_for_decode: all but the DFLASH family and UNO, spec_utils.py 1259-1270).
+    # speculative/eagle_utils.py [cite: eagle-tree-row-assert]: when the allocator page > 1 and topk > 1, assert
+    # max(nxt) <= req_to_token.shape[1] before allocating (every algorithm routed to eagle_prepare_for_decode:
+    # all but the DFLASH family and UNO, spec_utils.py [cite: spec-decode-dispatch]).
     EAGLE_TREE_ROW = "eagle_utils.eagle_prepare_for_decode"
     # main's mem_cache/allocation_sizing.py: assert max_alloc_len <= row_width (the file's own function,
     # called through the real file when a target has it).

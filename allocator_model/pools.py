@@ -2,8 +2,9 @@
 
 SGLang builds a different ``req_to_token`` pool and token-to-KV allocator
 depending on the model and a few flags (``mem_cache/kv_cache_configurator.py``).
-Two numbers matter here, and they differ by kind (0.5.23 line numbers unless
-a release is named; read in the released wheels):
+Two numbers matter here, and they differ by kind (read in the released
+wheels; each ``[cite: KEY]`` is a release, file and line in
+``allocator_model.citations``):
 
 | kind              | selected by                                             | row width W         | alloc page |
 |-------------------|---------------------------------------------------------|---------------------|------------|
@@ -14,32 +15,41 @@ a release is named; read in the released wheels):
 | unified-mamba-swa | ``--enable-unified-memory``, Mamba + SWA (0.5.19+)      | C + 4 + D upstream  | P          |
 | unified-swa       | ``--enable-unified-memory``, hybrid SWA                 | C + 4 + D to 0.5.20 | P          |
 
-* Row widths: ``_build_req_to_token_pool`` 1571-1572 sizes every standard
-  row with ``get_req_to_token_extra_context_len()``; the unified builders
-  pass ``extra_max_context_len = 4 + speculative_num_draft_tokens`` (the
-  launch D, not Dmax; no reserve, no page term): ``_init_unified_mamba_pools``
-  883-886, ``_init_unified_mamba_swa_pools`` 972-975, and
-  ``_init_unified_swa_pools`` up to 0.5.20 (0.5.20: 843-845; from 0.5.21 it
-  calls ``_build_req_to_token_pool``).  ``unified_memory_pool.py`` 1717 makes
-  the row ``model_context_len + extra_max_context_len`` wide.
-* Allocator pages: ``_build_token_to_kv_pool_allocator`` 2795-2988: the paged
-  allocator at P * dcp (2924-2937); ``SWATokenToKVPoolAllocator`` /
-  ``PureSWA...`` at P (2865-2884); ``HiSparseTokenToKVPoolAllocator`` at P
-  (2886-2900); ``UnifiedMambaTokenToKVPoolAllocator`` at P * dcp
-  (``allocator/unified_mamba.py`` 62-74, 0.5.20+; before, DCP was refused);
-  the unified SWA allocators at P (``allocator/unified_hybrid_swa.py`` 100).
-  Decode rounds with the real allocator's page (``speculative/eagle_utils.py`` 865).
+* Row widths: ``_build_req_to_token_pool`` sizes every standard row with
+  ``get_req_to_token_extra_context_len()`` [cite: standard-row-extra]; the
+  unified builders pass ``extra_max_context_len = 4 +
+  speculative_num_draft_tokens`` (the launch D, not Dmax; no reserve, no page
+  term): ``_init_unified_mamba_pools`` [cite: unified-mamba-row-extra],
+  ``_init_unified_mamba_swa_pools`` [cite: unified-mamba-swa-row-extra], and
+  ``_init_unified_swa_pools`` up to 0.5.20 [cite: unified-swa-row-extra]
+  (from 0.5.21 it calls ``_build_req_to_token_pool``).
+  ``unified_memory_pool.py`` makes the row ``model_context_len +
+  extra_max_context_len`` wide [cite: unified-row-width].
+* Allocator pages: ``_build_token_to_kv_pool_allocator``
+  [cite: allocator-builder]: the paged allocator at P * dcp
+  [cite: paged-allocator-page-dcp]; ``SWATokenToKVPoolAllocator`` /
+  ``PureSWA...`` at P [cite: swa-allocator-page];
+  ``HiSparseTokenToKVPoolAllocator`` at P [cite: hisparse-allocator-page];
+  ``UnifiedMambaTokenToKVPoolAllocator`` at P * dcp
+  (``allocator/unified_mamba.py``, 0.5.20+; before, DCP was refused)
+  [cite: unified-mamba-allocator-page-dcp]; the unified SWA allocators at P
+  (``allocator/unified_hybrid_swa.py``) [cite: unified-swa-allocator-page].
+  Decode rounds with the real allocator's page
+  [cite: decode-rounds-with-allocator-page].
   A real target reads every kind's page out of its own code
   (``fuzz.targets.sglang.allocators``); ``pool_alloc_page`` is the twin held
   equal to it (``tests/test_allocator_pages.py``, ``fidelity``).
 * Launch rules (``arg_groups/kv_cache_hook.py``): unified memory takes only
   algorithms of ``Revision.unified_spec`` (0.5.23: DSPARK, EAGLE, EAGLE3,
-  DFLASH, 588-600), topk 1 (601-607), and DCP > 1 only for an MLA model
-  that is not hybrid SWA (719-760): never for the unified SWA kinds.
-  HiSparse under speculation needs topk 1 (``hisparse_hook.py`` 115-126).
+  DFLASH [cite: unified-spec-algorithms]), topk 1 [cite: unified-topk-1],
+  and DCP > 1 only for an MLA model that is not hybrid SWA
+  [cite: unified-dcp-mla-only]: never for the unified SWA kinds.  HiSparse
+  under speculation needs topk 1 (``hisparse_hook.py``)
+  [cite: hisparse-spec-topk-1].
 
 Not modeled as kinds: page-interleave (``--enable-kv-cache-sharding``) is
-PD-prefill only (``kv_shard_hook.py`` 99-104), so it never decodes; the MLX
+PD-prefill only (``kv_shard_hook.py``) [cite: kv-shard-prefill-only], so it
+never decodes; the MLX
 stub is not a CUDA deployment.
 """
 
@@ -100,8 +110,8 @@ FLAGS: dict[KVPool, str] = {
     KVPool.UNIFIED_SWA: "--enable-unified-memory with a hybrid sliding-window model",
 }
 
-# Algorithms unified memory accepts (0.5.23 ``arg_groups/kv_cache_hook.py`` 588-600); older releases
-# accept fewer (``Revision.unified_spec``).
+# Algorithms unified memory accepts (0.5.23, ``arg_groups/kv_cache_hook.py``) [cite: unified-spec-algorithms]; older
+# releases accept fewer (``Revision.unified_spec``).
 UNIFIED_SPEC = frozenset({"DSPARK", "EAGLE", "EAGLE3", "DFLASH"})
 
 ROW_BUILDERS: dict[KVPool, str] = {

@@ -25,8 +25,8 @@ class Headroom(StrEnum):
     ALWAYS = "always"  # spec on, at every page: the page-1 fix (#33579 closed); every run-time shape
     PAGED = "paged"  # only for alloc page > 1 or UNO, sized for the launch shape: upstream 0.5.16 to 0.5.23
     # Only for page > 1 with topk > 1 (the spec v2 tree), sized for the launch shape: upstream 0.5.13 to
-    # 0.5.15 (0.5.13 ``mem_cache/common.py:204-209``, 0.5.15 ``common.py:259-265``: ``page_size > 1 and
-    # (speculative_eagle_topk or 1) > 1``), so a paged topk-1 launch gets 4 + Dmax only.
+    # 0.5.15 (``mem_cache/common.py``: ``page_size > 1 and (speculative_eagle_topk or 1) > 1``
+    # [cite: common-headroom]), so a paged topk-1 launch gets 4 + Dmax only.
     TREE = "tree"
     NONE = "none"  # never: 4 + Dmax only, before #26972
 
@@ -49,13 +49,12 @@ class MemoryClamp(StrEnum):
     """
 
     # The allocator's own page P_a (page_size * attn_dcp_size, or page_size for a bare-page kind): 0.5.21+
-    # ``mem_cache/allocator/base.py`` ``max_new_tokens_for_memory`` (0.5.23 lines 88-105, 0.5.21 79-96), called
-    # from ``managers/scheduler.py`` (0.5.23 2723-2729, 0.5.21 2545) with the logical (DCP-wide) capacity.
+    # ``mem_cache/allocator/base.py`` ``max_new_tokens_for_memory`` [cite: allocator-memory-clamp], called from
+    # ``managers/scheduler.py`` [cite: scheduler-memory-clamp-allocator] with the logical (DCP-wide) capacity.
     ALLOCATOR_PAGE = "allocator-page"
     # The server's page_size, inline in ``managers/scheduler.py``: 0.5.17-0.5.20 with the capacity times the DCP
-    # size (0.5.20 2531-2543, 0.5.18 2197-2209, 0.5.17 2131-2141); 0.5.13-0.5.16 with the capacity alone
-    # (0.5.16 1906-1913, 0.5.15 1895-1906, 0.5.13 1770-1781), the per-rank one under DCP, which the model
-    # does not separate from the logical capacity.
+    # size [cite: scheduler-memory-clamp-dcp]; 0.5.13-0.5.16 with the capacity alone [cite: scheduler-memory-clamp],
+    # the per-rank one under DCP, which the model does not separate from the logical capacity.
     SERVER_PAGE = "server-page"
 
 

@@ -40,7 +40,8 @@ class Revision:
     #   NONE (never: 4 + Dmax only, before #26972).
     headroom: Headroom = Headroom.ALWAYS
     # The covered headroom adds page - 1 to the reserve, the most page-rounded growth adds (0.5.16+,
-    # ``allocation_sizing.py:55-62``); False: the reserve alone (0.5.13-0.5.15, whose growth is exact).
+    # ``allocation_sizing.py`` [cite: headroom-page-tail]); False: the reserve alone (0.5.13-0.5.15, whose growth
+    # is exact).
     headroom_page_tail: bool = True
     # The headroom sized from the launch shape and its draft count D, not every run-time shape
     # and Dmax (a planted bug: adaptive spec launches below its largest candidate).
@@ -56,7 +57,7 @@ class Revision:
     # Overlap mode drops requests the in-flight batch finishes by length (0.5.19).
     overlap_drops_finishing: bool = True
     # EAGLE's prepare-for-decode asserts the allocation end fits the row at allocator page > 1 and topk > 1
-    # (added with #26972: 0.5.13 eagle_info_v2.py 183-190 ... 0.5.23 eagle_utils.py 891-898).
+    # (added with #26972; 0.5.13 to 0.5.23 [cite: eagle-tree-row-assert]).
     eagle_tree_assert: bool = True
     # Algorithms this revision knows (UNO from 0.5.20).
     algorithms: frozenset[str] = frozenset(algo.ALL)
@@ -75,8 +76,8 @@ class Revision:
     # Kinds whose builder sizes the row C + 4 + D instead of C + extra (upstream's unified builders);
     # the reference sizes every row with the headroom.
     narrow_rows: frozenset[KVPool] = frozenset()
-    # Unified memory takes DCP > 1 (0.5.20+, MLA models: kv_cache_hook.py 719-760); 0.5.18-0.5.19 require
-    # dcp_size 1 (0.5.19 kv_cache_hook.py 256; 0.5.18 server_args.py 8344-8349).
+    # Unified memory takes DCP > 1 (0.5.20+, MLA models [cite: unified-dcp-mla-only]); 0.5.18-0.5.19 require
+    # dcp_size 1 [cite: unified-dcp-refused].
     unified_dcp: bool = True
 
     def __post_init__(self) -> None:
@@ -162,11 +163,13 @@ _UPSTREAM_0_5_23 = REFERENCE.but(
     headroom=Headroom.PAGED,
     narrow_rows=_UNIFIED_MAMBA_ROWS,
 )
+# The summary's lines: [cite: unified-spec-algorithms].
 _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
     "sglang-0.5.21",
     "upstream 0.5.21: as 0.5.23, but unified memory accepts DSPARK only (kv_cache_hook.py 546)",
     unified_spec=frozenset({algo.DSPARK}),
 )
+# The summary's lines: [cite: unified-swa-row-extra] [cite: scheduler-memory-clamp-dcp].
 _UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(
     "sglang-0.5.20",
     "upstream 0.5.20: as 0.5.21, but the unified SWA rows are C + 4 + D too (configurator 843-845), and the "
@@ -190,6 +193,7 @@ _UPSTREAM_0_5_18 = _UPSTREAM_0_5_19.but(
     overlap_drops_finishing=False,
     pools=frozenset(KVPool) - {KVPool.UNIFIED_MAMBA_SWA},
 )
+# The summary's lines: [cite: unified-spec-algorithms].
 _UPSTREAM_0_5_16 = _UPSTREAM_0_5_18.but(
     "sglang-0.5.16",
     "upstream 0.5.16-0.5.17: as 0.5.18, but unified memory refuses speculative decoding (server_args.py 6829-6832)",
@@ -206,26 +210,28 @@ _UPSTREAM_0_5_15 = _UPSTREAM_0_5_16.but(
     algorithms=frozenset(algo.ALL) - {algo.DSPARK, algo.UNO},
     narrow_rows=frozenset(),
 )
-"""0.5.14 and 0.5.15 (``mem_cache/common.py``; 0.5.15 cited, 0.5.14 the same at ``common.py:211-267``).
+"""0.5.14 and 0.5.15 (``mem_cache/common.py``, the same in both [cite: common-sizing-functions]).
 
-* alloc page: ``server_args.page_size`` alone (``common.py:226``), while the paged allocator is built
-  with ``page_size * dcp_size`` (``model_executor/model_runner_kv_cache_mixin.py:1141-1143``): #35424.
-* L (``common.py:215-240``): the tree term for page > 1, topk > 1 and an algorithm with draft KV
-  (``has_draft_kv``, 231), as 0.5.16.
-* headroom (``common.py:252-266``): 4 + Dmax, raised to R (no page - 1) only when spec is on,
+* alloc page: ``server_args.page_size`` alone [cite: alloc-page-server-page-size], while the paged allocator
+  is built with ``page_size * dcp_size`` (``model_executor/model_runner_kv_cache_mixin.py``)
+  [cite: paged-allocator-page-dcp]: #35424.
+* L [cite: alloc-len-per-decode]: the tree term for page > 1, topk > 1 and an algorithm with draft KV
+  (``has_draft_kv`` [cite: tree-term-condition]), as 0.5.16.
+* headroom [cite: common-headroom]: 4 + Dmax, raised to R (no page - 1) only when spec is on,
   page_size > 1 and topk > 1 (``Headroom.TREE``, ``headroom_page_tail`` off).
-* growth: ``nxt = max(cur, kv_committed_len + R)``, not page-rounded (``speculative/eagle_utils.py:794``;
-  0.5.14 ``eagle_info_v2.py:55``); DFLASH ``max(cur, committed + 2 * block)`` unrounded
-  (``dflash_info_v2.py:158``; 0.5.14: 186).
-* algorithms: ``SpeculativeAlgorithm`` has no DSPARK or UNO (``speculative/spec_info.py:35-41``);
-  every one runs a v2 worker (``spec_info.py`` ``create_worker``).
-* pools: unified memory refuses speculative decoding (``server_args.py:5889-5892``) and DCP (5900), as
-  0.5.16; no unified Mamba + SWA pool.  The unified builders' rows C + 4 + D
-  (``model_executor/model_runner_kv_cache_mixin.py:368-370, 433-438``) are C + 4 without speculation,
-  the standard row's width then, so no row is narrow (``narrow_rows`` empty; 0.5.15 has no
-  ``kv_cache_configurator.py`` to read them from).
-* overlap: 0.5.15 reads the honest ``kv_committed_len`` (``eagle_utils.py:791-794``: the bonus is committed
-  in resolve), 0.5.14 pre-claims it (``eagle_info_v2.py:61-62``: ``overlap_counts_in_flight``).
+* growth: ``nxt = max(cur, kv_committed_len + R)``, not page-rounded (0.5.15 ``speculative/eagle_utils.py``,
+  0.5.14 ``eagle_info_v2.py`` [cite: eagle-growth-unrounded]); DFLASH ``max(cur, committed + 2 * block)``
+  unrounded (``dflash_info_v2.py`` [cite: dflash-growth-unrounded]).
+* algorithms: ``SpeculativeAlgorithm`` has no DSPARK or UNO (``speculative/spec_info.py``)
+  [cite: spec-algorithms-enum]; every one runs a v2 worker (``spec_info.py`` ``create_worker``).
+* pools: unified memory refuses speculative decoding (``server_args.py`` [cite: unified-spec-algorithms]) and
+  DCP [cite: unified-dcp-refused], as 0.5.16; no unified Mamba + SWA pool.  The unified builders' rows
+  C + 4 + D (``model_executor/model_runner_kv_cache_mixin.py`` [cite: unified-mamba-row-extra]
+  [cite: unified-swa-row-extra]) are C + 4 without speculation, the standard row's width then, so no row is
+  narrow (``narrow_rows`` empty; 0.5.15 has no ``kv_cache_configurator.py`` to read them from).
+* overlap: 0.5.15 reads the honest ``kv_committed_len`` (the bonus is committed in resolve
+  [cite: eagle-decode-honest-committed]), 0.5.14 pre-claims it [cite: eagle-v2-preclaims-bonus]
+  (``overlap_counts_in_flight``).
 """
 _UPSTREAM_0_5_14 = _UPSTREAM_0_5_15.but(
     "sglang-0.5.14",
@@ -236,22 +242,26 @@ _UPSTREAM_0_5_14 = _UPSTREAM_0_5_15.but(
     pools=frozenset({KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE}),
 )
 """0.5.14: 0.5.15's sizing; no ``dcp_size`` server argument (``server_args.py`` has none; it first
-appears in 0.5.15 ``server_args.py:823``), so a launch with attn_dcp_size > 1 does not exist; no
-unified memory pool (``model_executor/model_runner_kv_cache_mixin.py`` builds none; 0.5.15: 368-370)."""
+appears in 0.5.15 [cite: dcp-size-argument]), so a launch with attn_dcp_size > 1 does not exist; no
+unified memory pool (``model_executor/model_runner_kv_cache_mixin.py`` builds none; 0.5.15's
+does [cite: unified-mamba-row-extra])."""
 _UPSTREAM_0_5_13 = _UPSTREAM_0_5_14.but(
     "sglang-0.5.13",
     "upstream 0.5.13: as 0.5.14; NGRAM, DFLASH and FROZEN_KV_MTP run v1 workers (not modeled)",
     algorithms=frozenset({algo.EAGLE, algo.EAGLE3, algo.STANDALONE}),
 )
-"""0.5.13 (``mem_cache/common.py:155-210``, the first release with all three sizing functions).
+"""0.5.13 (``mem_cache/common.py``, the first release with all three sizing functions [cite: common-sizing-functions]).
 
-* L (``common.py:155-182``): the tree term whenever page > 1 and topk > 1, NGRAM included (no
-  ``has_draft_kv`` check, 172); headroom and growth as 0.5.14 (``common.py:194-210``;
-  ``speculative/eagle_info_v2.py:165``, the bonus pre-claimed at 171-172).
-* algorithms: only EAGLE, EAGLE3 and STANDALONE run the v2 worker (``speculative/spec_info.py:192-210``).
-  DFLASH and FROZEN_KV_MTP refuse overlap and run v1 workers (168-190), NGRAM too (211-219): their
-  verify allocates exactly D at seq_len (``ngram_info.py:77-110``, ``dflash_info.py:180-220``) and sets
-  ``kv_allocated_len = kv_committed_len`` (``ngram_info.py:275``, ``dflash_info.py:460``): a write path
+* L [cite: alloc-len-per-decode]: the tree term whenever page > 1 and topk > 1, NGRAM included (no
+  ``has_draft_kv`` check [cite: tree-term-condition]); headroom and growth as 0.5.14 [cite: common-headroom]
+  (``speculative/eagle_info_v2.py`` [cite: eagle-growth-unrounded], the bonus pre-claimed
+  [cite: eagle-v2-preclaims-bonus]).
+* algorithms: only EAGLE, EAGLE3 and STANDALONE run the v2 worker (``speculative/spec_info.py``)
+  [cite: spec-v2-workers].  DFLASH and FROZEN_KV_MTP refuse overlap and run v1 workers
+  [cite: dflash-frozen-kv-mtp-v1-workers], NGRAM too [cite: ngram-v1-worker]: their verify allocates exactly
+  D at seq_len (``ngram_info.py`` [cite: ngram-v1-verify-alloc], ``dflash_info.py``
+  [cite: dflash-v1-verify-alloc]) and sets ``kv_allocated_len = kv_committed_len``
+  [cite: ngram-v1-allocated-is-committed] [cite: dflash-v1-allocated-is-committed]: a write path
   the model does not have (its NGRAM and DFLASH are v2's over-allocation), so they are left out rather
   than reported with v2's reserve.  That v1 write ends within seq_len + D <= C + Dmax, inside the
   4 + Dmax headroom, and 0.5.13's NGRAM tree term only widens the row.

@@ -49,11 +49,12 @@ def clamp_max_new_tokens(
 ) -> int:
     """Rule 1 applied to one request (0 when the prompt alone is too long), then the memory clamp.
 
-    0.5.23 ``managers/scheduler.py`` 2710-2716 clamps to ``max_req_len -
-    input - 1``, then ``mem_cache/allocator/base.py`` 102-105
+    ``managers/scheduler.py`` clamps to ``max_req_len - input - 1``
+    [cite: scheduler-max-req-len-clamp], then ``mem_cache/allocator/base.py``
     (``max_new_tokens_for_memory``) to ``capacity - ceil_p(input) - p - 1``
-    with p the allocator's page (0.5.21+); 0.5.13-0.5.20 clamp inline in the
-    scheduler with the server's page_size (``Revision.memory_clamp``).
+    with p the allocator's page (0.5.21+) [cite: allocator-memory-clamp];
+    0.5.13-0.5.20 clamp inline in the scheduler with the server's page_size
+    (``Revision.memory_clamp``).
     """
     clamped = min(max_new_tokens, max_total_len(cfg) - input_len)
     cap = cfg.kv_capacity()
@@ -92,12 +93,13 @@ def committed_len_at_alloc(input_len: int, output_len: int, *, overlap: bool, co
 
     From 0.5.15 on, prepare-for-decode reads ``req.kv.kv_committed_len``,
     which lags the device by the in-flight verify's accepted run in overlap
-    mode (0.5.23 ``speculative/eagle_utils.py`` 866-872; 0.5.18 915-917: "bonus
-    committed in resolve, not here ... 2*alloc absorbs"); 0.5.13-0.5.14
-    pre-claim the bonus token (0.5.14 ``eagle_info_v2.py`` 61-62):
-    ``counts_in_flight``.  Non-speculative decode allocates at the batch's
-    ``seq_lens``, which count the in-flight token (0.5.23
-    ``mem_cache/allocation.py`` 625-688): it always counts it.
+    mode (``speculative/eagle_utils.py``: "bonus committed in resolve, not
+    here ... 2*alloc absorbs" [cite: eagle-decode-honest-committed]);
+    0.5.13-0.5.14 pre-claim the bonus token (``eagle_info_v2.py``
+    [cite: eagle-v2-preclaims-bonus]): ``counts_in_flight``.
+    Non-speculative decode allocates at the batch's ``seq_lens``, which count
+    the in-flight token (``mem_cache/allocation.py``
+    [cite: decode-default-alloc-at-seq-lens]): it always counts it.
     """
     return committed_len(input_len + output_len + (1 if overlap and counts_in_flight else 0))
 
@@ -150,11 +152,12 @@ def decode_alloc_bound(cfg: ServingConfig, revision: Revision) -> int:
 def max_prompt_len(cfg: ServingConfig) -> int:
     """The longest prompt the scheduler admits: min(C, capacity) - 7.
 
-    SGLang 0.5.23 ``srt/managers/tp_worker.py`` lines 568-572 set
-    ``max_req_len = min(context_len - 1, kv_capacity - 1)`` and
-    ``max_req_input_len = max_req_len - 5``; ``srt/managers/scheduler.py``
-    line 3246 (``validate_input_length``, ``srt/managers/utils.py`` line 272)
-    aborts a prompt of ``max_req_input_len`` tokens or more.  A retracted
+    SGLang's ``srt/managers/tp_worker.py`` sets ``max_req_len =
+    min(context_len - 1, kv_capacity - 1)`` and ``max_req_input_len =
+    max_req_len - 5`` [cite: max-req-len]; ``srt/managers/scheduler.py``
+    [cite: validate-input-length-call] (``validate_input_length``,
+    ``srt/managers/utils.py`` [cite: validate-input-length]) aborts a prompt
+    of ``max_req_input_len`` tokens or more.  A retracted
     request re-enters the queue without that check, so its re-prefill (prompt
     plus outputs) can be longer.
     """

@@ -122,3 +122,38 @@ def test_every_repro_line_fidelity_prints_replays(tmp_path, capsys, monkeypatch)
         assert "FAILS model-mismatch/" in replayed
     docs = [json.loads((tmp_path / "cases" / f).read_text()) for f in os.listdir(tmp_path / "cases")]
     assert all(d["revision"]["name"].endswith("-no-uno") for d in docs)
+
+
+def _lens_variant(tmp_path: Path, name: str, committed: str, allocated: str) -> str:
+    text = (SHAPES / "uno.py").read_text()
+    text = text.replace("r.kv.kv_allocated_len", allocated).replace("r.kv.kv_committed_len", committed)
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("version", [None, "0.5.15", "0.5.18"])
+def test_a_file_reading_the_lengths_on_req_gets_the_verdict_of_one_reading_req_kv_or_exit_2(
+    tmp_path, capsys, version
+):
+    """Issue 22: the request handed to a real ``page_aligned_decode_alloc_lens`` is the release's own ``Req``
+    (``runtime.request``): both shapes of SGLang's history work where that release has them, and a field its
+    ``Req`` lacks is one line and exit 2 naming it; never a false ``sizing-raised``."""
+    on_kv = _lens_variant(tmp_path, "on_kv.py", "r.kv.kv_committed_len", "r.kv.kv_allocated_len")
+    on_req = _lens_variant(tmp_path, "on_req.py", "r.kv_committed_len", "r.kv_allocated_len")
+    verdicts = []
+    for path in (on_kv, on_req):
+        spec = path if version is None else f"{path}@{version}"
+        argv = ["run", "--target", spec, "--profile", "ci", "--max-examples", "30", "--quiet", "--cases", "c"]
+        code = main([*argv, "--json", str(tmp_path / "r.json")])
+        out, err = capsys.readouterr()
+        assert "sizing-raised" not in out
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1 and "'s Req has no attribute" in err, err
+            verdicts.append(None)
+        else:
+            (entry,) = json.loads((tmp_path / "r.json").read_text())["targets"]
+            verdicts.append((code, sorted(f["signature"] for f in entry["findings"])))
+    assert any(v is not None for v in verdicts) or version == "0.5.18"  # 0.5.18 splits them: neither shape
+    known = [v for v in verdicts if v is not None]
+    assert all(v == known[0] for v in known), verdicts

@@ -48,11 +48,8 @@ from .builders import RowExtra, builder_lines, extract_row_extras
 from .stubs import Published, StandInMissing, StandIns, private_builtins
 
 
-def kv_lengths_request(kv_committed_len: int, kv_allocated_len: int) -> Any:
-    """A request as ``page_aligned_decode_alloc_lens`` reads it (``req.kv.kv_committed_len``, ...)."""
-    return types.SimpleNamespace(
-        kv=types.SimpleNamespace(kv_committed_len=kv_committed_len, kv_allocated_len=kv_allocated_len)
-    )
+def _no_requests(kv_committed_len: int, kv_allocated_len: int) -> Any:
+    raise TargetError("the request stand-in of the target's release was not set (resolve sets it)")
 
 
 REQUIRED = ("get_alloc_len_per_decode", "get_alloc_reserve_per_decode", "get_req_to_token_extra_context_len")
@@ -108,7 +105,7 @@ class SizingModule:
     # The allocator page per kind, read where SGLang builds the allocator (``allocators``); None: not read.
     alloc_pages: AllocPages | None = None
     # A request as the file's page_aligned_decode_alloc_lens reads it, from (kv_committed_len, kv_allocated_len).
-    requests: Callable[[int, int], Any] = kv_lengths_request
+    requests: Callable[[int, int], Any] = _no_requests  # resolve: ``runtime.request`` of the target's release
 
     def read_builders(self, source: str, where: str, others: Sequence[Source] = ()) -> None:
         """Slice the pool builders' row extras and allocator pages out of ``kv_cache_configurator.py``.

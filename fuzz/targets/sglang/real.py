@@ -50,6 +50,7 @@ from allocator_model.surface import (
 
 from ..base import TargetCallError
 from .loader import MODEL_CONFIG, PAGE_SIZE, Generation, SizingModule, server_args_parameter
+from .runtime.request import ReqAttributeMissing
 from .stubs import Bag, StandInMissing, Unsupplied
 
 ROW_WIDTH_FUNCTION = "get_req_to_token_row_width"  # main: the row width is the file's, page-aligned
@@ -153,6 +154,8 @@ class RealSizing(Surface):
             if isinstance(e, StandInMissing):
                 raise StandInMissing(f"{caller.named(args)}: {e} {context(entry, args)}") from None
             raise
+        except ReqAttributeMissing as e:  # the file reads a request field its release's Req does not have: not a bug
+            raise StandInMissing(f"{caller.named(args)}: {e}") from None
         except Exception as e:  # noqa: BLE001 - whatever the real code raises is the finding
             where = raised_where(self.module, caller, args, e)
             raise TargetCallError(f"{where} {type(e).__name__}: {e} {context(entry, args)}".replace("\n", " ")) from e

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from typing import Any
 
 from allocator_model import algorithms as algo
 from allocator_model.revisions import RELEASE_REVISIONS, Revision
@@ -23,7 +25,19 @@ from . import wheels
 from .allocators import UNIFIED_MODULES, Source
 from .loader import Generation, load_sizing_module
 from .real import RealSizing
-from .versions import VersionError, known_releases, parse_version, semantics_for
+from .runtime.request import make_request
+from .versions import VersionError, known_releases, newest_release, parse_version, semantics_for
+
+
+def requests_of(version: str) -> Callable[[int, int], Any]:
+    """Requests shaped like ``version``'s own ``Req`` (``runtime.request``: the lengths where that release keeps
+    them), as a sizing file's ``page_aligned_decode_alloc_lens`` receives them."""
+
+    def request(kv_committed_len: int, kv_allocated_len: int) -> Any:
+        return make_request(version, 0, kv_committed_len, kv_allocated_len)
+
+    return request
+
 
 MEM_CACHE = os.path.dirname(wheels.CONFIGURATOR_MODULE)  # sglang/srt/mem_cache
 _AT_VERSION = re.compile(r"^(?P<base>.+?)@(?P<version>\d+\.\d+\.\d+[A-Za-z0-9.+\-]*)$")
@@ -83,6 +97,7 @@ def _target(
     except VersionError as e:
         raise TargetError(f"{spec}: {e}") from None
     module = load_sizing_module(source, spec, filename)
+    module.requests = requests_of(version or newest_release())
     if builders is not None:
         configurator, others = builders
         module.read_builders(configurator.text, configurator.where, others)
