@@ -149,7 +149,7 @@ def test_a_file_reading_the_lengths_on_req_gets_the_verdict_of_one_reading_req_k
         out, err = capsys.readouterr()
         assert "sizing-raised" not in out
         if code == 2:
-            assert len(err.strip().splitlines()) == 1 and "'s Req has no attribute" in err, err
+            assert len(err.strip().splitlines()) == 1 and "has no attribute 'kv" in err, err
             verdicts.append(None)
         else:
             (entry,) = json.loads((tmp_path / "r.json").read_text())["targets"]
