@@ -113,7 +113,13 @@ CITATIONS: dict[str, tuple[Cite, ...]] = {
     ),
     # The unified pool's row is model_context_len + extra_max_context_len wide.
     "unified-row-width": (
-        Cite("0.5.23", _SRT + "mem_cache/unified_memory_pool.py", 1717, None, "max_context_len=model_context_len + "),
+        Cite(
+            "0.5.23",
+            _SRT + "mem_cache/unified_memory_pool.py",
+            1717,
+            None,
+            "max_context_len=model_context_len + extra_max_context_len",
+        ),
     ),
     # The token-to-KV allocator of the standard, SWA and HiSparse kinds.
     "allocator-builder": (Cite("0.5.23", _CONFIGURATOR, 2795, 2988, "def _build_token_to_kv_pool_allocator"),),

@@ -159,6 +159,7 @@ class WriteObservation:
     kv_committed_len: int = 0
     device_seq_len: int = 0
     draft_end: int = 0  # exclusive end of what the draft/verify phases touch
+    slots_taken: int | None = None  # how many slots the allocator handed out for this write
 
 
 @dataclass
@@ -172,6 +173,7 @@ class ScenarioRun:
     writes: list[WriteObservation]
     sizing_page: int | None = None  # the alloc page the sizing module believes in (None: it has no accessor)
     skipped: str | None = None  # the scheduler would not run this (out of memory): nothing to check
+    sglang: Any = None  # a run on SGLang's own code: what only it has (``fuzz.targets.sglang.scenario``)
 
 
 def run_scenario(s: DecodeScenario, sizing: Surface, revision: Revision) -> ScenarioRun:
@@ -205,7 +207,7 @@ def run_scenario(s: DecodeScenario, sizing: Surface, revision: Revision) -> Scen
         steps.append(("prior decode", s.runtime(s.prior.num_steps), s.prior.accepted, 0))
     steps.append(("decode", s.runtime(s.num_steps), None, s.device_lag))
     for label, rt, accepted, lag in steps:
-        before = pool.snapshot()
+        before, free = pool.snapshot(), allocator.available_size()
         w = prepare_for_decode(pool, allocator, subject, cfg, rt, sizing, revision)
         if w.refusal is Refusal.OUT_OF_MEMORY:
             run.skipped = w.refused
@@ -222,6 +224,7 @@ def run_scenario(s: DecodeScenario, sizing: Surface, revision: Revision) -> Scen
                 subject.kv_committed_len,
                 device,
                 draft_extent(cfg, rt, device, page),
+                free - allocator.available_size(),
             )
         )
         if accepted:

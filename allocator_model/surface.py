@@ -45,6 +45,9 @@ class Shape(StrEnum):
     RUNTIME = "cfg, rt"  # the launch configuration and the batch's run-time spec shape (None: no speculation)
     GUARD = "cfg, max_alloc_len, row_width"  # a guard asked about one allocation end
     LENS = "lens, reserve, page"  # per-request (kv_committed_len, kv_allocated_len), the reserve, the page
+    # A decode scenario (``allocator_model.scenario.DecodeScenario``) run on a fresh pool; ``trace``: record
+    # what ran (SGLang's functions entered, its invariant checker), which costs time.
+    SCENARIO = "scenario, trace"
 
 
 class Result(StrEnum):
@@ -53,6 +56,7 @@ class Result(StrEnum):
     COUNT = "an integer"  # >= Entry.least
     FLAG = "a bool"
     LENS = "(cur, nxt, slots needed), one cur and nxt per request"
+    RUN = "the scenario's run: every row write and what changed outside it (``ScenarioRun``)"
 
 
 class Provenance(StrEnum):
@@ -216,6 +220,30 @@ ALIGNED_LENS = declare(
         Result.LENS,
         lambda m, lens, reserve, page: m.page_aligned_decode_alloc_lens(lens, reserve, page),
         functions=("page_aligned_decode_alloc_lens",),
+    )
+)
+
+
+def _model_decode_steps(m: Any, scenario: Any, trace: bool = False) -> Any:
+    """The model's write path over a scenario: ``allocator_model.scenario.run_scenario`` (imported here: it
+    imports this module)."""
+    from .scenario import run_scenario
+
+    return run_scenario(scenario, m, m.revision)
+
+
+DECODE_STEPS = declare(
+    Entry(
+        "decode_step",
+        "the decode step's write path: speculative/eagle_utils.py eagle_prepare_for_decode, the DFLASH/DSPARK and "
+        "UNO prepare_for_decode, mem_cache/allocation.py alloc_for_decode (0.5.13-0.5.14: eagle_info_v2.py's "
+        "mixin) -> alloc_for_spec_decode -> the allocator -> assign_req_to_token_pool",
+        "0.5.13",
+        EntryKind.STATEFUL,
+        Shape.SCENARIO,
+        Result.RUN,
+        _model_decode_steps,
+        compared=False,  # not a number: the write path is compared step by step (``fuzz.writepath``)
     )
 )
 

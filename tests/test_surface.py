@@ -12,6 +12,7 @@ import pytest
 
 from allocator_model.config import ServingConfig
 from allocator_model.revisions import REVISIONS, Revision
+from allocator_model.scenario import DecodeScenario
 from allocator_model.sizing import ModelSizing
 from allocator_model.surface import SURFACE, Entry, EntryKind, Provenance, Result, Shape, declared, entries
 from allocator_model.twins import surface_twins
@@ -53,6 +54,7 @@ def test_every_declared_entry_is_answered_by_the_model_and_named_once():
             Shape.RUNTIME: (cfg, cfg.launch_runtime),
             Shape.GUARD: (cfg, 10, 20),
             Shape.LENS: ([(10, 10)], 8, 16),
+            Shape.SCENARIO: (DecodeScenario(cfg, 90),),
         }[e.shape]
         assert model.call(e, *args) is not None, e
     assert len({e.name for e in entries()}) == len(SURFACE)
@@ -134,11 +136,12 @@ def _lens_variant(tmp_path: Path, name: str, committed: str, allocated: str) -> 
 
 @pytest.mark.parametrize("version", [None, "0.5.15", "0.5.18"])
 def test_a_file_reading_the_lengths_on_req_gets_the_verdict_of_one_reading_req_kv_or_exit_2(
-    tmp_path, capsys, version
+    tmp_path, capsys, monkeypatch, version
 ):
     """Issue 22: the request handed to a real ``page_aligned_decode_alloc_lens`` is the release's own ``Req``
     (``runtime.request``): both shapes of SGLang's history work where that release has them, and a field its
     ``Req`` lacks is one line and exit 2 naming it; never a false ``sizing-raised``."""
+    monkeypatch.chdir(tmp_path)
     on_kv = _lens_variant(tmp_path, "on_kv.py", "r.kv.kv_committed_len", "r.kv.kv_allocated_len")
     on_req = _lens_variant(tmp_path, "on_req.py", "r.kv_committed_len", "r.kv_allocated_len")
     verdicts = []

@@ -104,6 +104,8 @@ def document(f: Finding) -> dict[str, Any]:
         doc["revision"] = f.revision.to_dict()  # the whole revision: replay rebuilds exactly what was compared
     if f.reached_by is not None:
         doc["reached_by"] = f.reached_by
+    if f.sglang is not None:
+        doc["sglang"] = f.sglang  # what SGLang's own write path did with it (informational: replay runs it again)
     return doc
 
 

@@ -65,6 +65,10 @@ class Finding:
     case_path: str | None = None
     revision: Revision | None = None  # fidelity: the model revision the real module was compared with
     reached_by: str | None = None  # decode: how the scheduler gets a request into the case's first state
+    # What SGLang's own write path did with the case (``fuzz.run.sglang.confirmation``): confirmed, found only
+    # there, or not reproduced there (a model defect); None: the target's write path is the model's.
+    sglang: str | None = None
+    confirmed: bool | None = None
 
     @property
     def signature(self) -> Signature:
@@ -99,4 +103,7 @@ class Finding:
             d["revision"] = self.revision.name
         if self.reached_by is not None:
             d["reached_by"] = self.reached_by
+        if self.sglang is not None:
+            d["sglang"] = self.sglang
+            d["confirmed"] = self.confirmed
         return d

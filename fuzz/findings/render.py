@@ -68,6 +68,8 @@ def counterexample_block(f: Finding, word: str = "COUNTEREXAMPLE") -> str:
     if f.reached_by:
         lines.append(f"  reached: {f.reached_by}")
     lines += [f"  {line}" for line in f.violation.describe().splitlines()]
+    if f.sglang:
+        lines.append(f"  sglang: {f.sglang}")
     if f.case_path:
         lines.append(f"repro: {f.repro}")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ the matrix all go through it.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -26,6 +27,7 @@ from strategies.scenarios import decode_scenarios
 
 from .coverage import covering_set
 from .properties import PROPERTIES, overshoot, violations
+from .sglang import attributed_here, compared, confirmation, has_sglang_path, on_sglang
 
 
 def _run(
@@ -97,8 +99,24 @@ def decode_finding(target: str, v: Violation, scenario: DecodeScenario, found_at
     )
 
 
+def sglang_key(scenario: DecodeScenario) -> tuple[Any, ...]:
+    """The covering cells run on SGLang's own path: one per (pool, algorithm, page class, overlap)."""
+    cfg = scenario.config
+    return cfg.kv_pool, cfg.speculative_algorithm, cfg.page_size > 1, cfg.attn_dcp_size > 1, cfg.enable_overlap
+
+
+# One search example in this many is also run on SGLang's own path and held to the model's run.
+SGLANG_SAMPLE_EVERY = 64
+
+
 class DecodeHunt:
-    """The decode properties as a ``Hunt``: a ``@given`` test over decode scenarios."""
+    """The decode properties as a ``Hunt``: a ``@given`` test over decode scenarios.
+
+    On a target whose write path is SGLang's own (``sglang.has_sglang_path``), the covering set runs one cell
+    of each ``sglang_key`` there too, and one search example in ``SGLANG_SAMPLE_EVERY``: what SGLang's run
+    breaks that the model's does not is a finding of its own, a difference between the runs is
+    ``model-mismatch/decode_step``, and every finding's case is replayed there (``finish``).
+    """
 
     name = "run"
 
@@ -111,6 +129,30 @@ class DecodeHunt:
     ):
         self.target, self.props, self.pins = target, tuple(props), pins
         self.cover_part = cover_part  # (k, K): this worker runs covering cases k, k + K, ... (``fuzz.campaign``)
+        self.sglang = has_sglang_path(target)
+        self.counts = {"sglang_scenarios": 0, "sglang_decode_steps": 0, "sglang_seconds": 0.0}
+
+    def _on_sglang(
+        self, scenario: DecodeScenario, model: ScenarioRun | None, seen: list[Violation], at: int
+    ) -> Iterator[Finding]:
+        """The findings SGLang's own run of ``scenario`` adds to the model's (``seen``)."""
+        started = time.monotonic()
+        check = compared(self.target, scenario, model)
+        self.counts["sglang_scenarios"] += 1
+        self.counts["sglang_decode_steps"] += len(check.run.writes)
+        self.counts["sglang_seconds"] += time.monotonic() - started
+        known = {v.signature for v in seen}
+        for v in check.violations:
+            if v.signature not in known:
+                v = attributed_here(self.target, scenario, v)
+                f = decode_finding(self.target.spec, v, scenario, at)
+                f.confirmed, f.sglang = (
+                    True,
+                    f"found on sglang {check.version}'s own write path (the model's run passes)",
+                )
+                yield f
+        if check.mismatch is not None:
+            yield decode_finding(self.target.spec, check.mismatch, scenario, at)
 
     def round_test(
         self, settings: Settings, seed: int | None, tracker: Tracker, progress: Progress
@@ -125,6 +167,10 @@ class DecodeHunt:
             for v in vs:
                 if not tracker.is_known(v.signature):  # a known group counts as passing: hunt for the next
                     tracker.fail(decode_finding(target.spec, v, scenario, progress.examples))
+            if self.sglang and run is not None and progress.examples % SGLANG_SAMPLE_EVERY == 0:
+                for f in self._on_sglang(scenario, run, vs, progress.examples):
+                    if not tracker.is_known(f.signature):
+                        tracker.fail(f)
 
         # settings applied after seed: the seed's "no database" is overridden on purpose (see the driver)
         wrapped: Callable[[], None] = settings(seeded(given(decode_scenarios(target.revision, self.pins))(test), seed))
@@ -133,18 +179,32 @@ class DecodeHunt:
     def cover(self, tracker: Tracker, progress: Progress) -> Iterator[Finding]:
         """The covering set (``coverage``), before any search: the first case of each group it meets, as met."""
         k, parts = self.cover_part
+        on_sglang: set[tuple[Any, ...]] = set()
         for scenario in itertools.islice(covering_set(self.target, self.pins), k, None, parts):
             progress.tick(tracker.groups)
-            _, vs = check_scenario(self.target, scenario, self.props)
+            run, vs = check_scenario(self.target, scenario, self.props)
             for v in vs:
                 if not tracker.is_known(v.signature):
-                    yield decode_finding(self.target.spec, v, scenario, progress.examples)
+                    yield self.finish(decode_finding(self.target.spec, v, scenario, progress.examples))
+            if self.sglang and sglang_key(scenario) not in on_sglang:
+                on_sglang.add(sglang_key(scenario))
+                for f in self._on_sglang(scenario, run, vs, progress.examples):
+                    if not tracker.is_known(f.signature):
+                        yield f
 
     def finish(self, f: Finding) -> Finding:
+        """A decode finding replayed on SGLang's own path: it says there what that path did (``confirmation``)."""
+        if not self.sglang or f.sglang is not None or f.violation.prop is Property.MODEL_MISMATCH:
+            return f
+        scenario = DecodeScenario.from_dict(f.config, f.case)
+        check = on_sglang(self.target, scenario, trace=True)
+        f.confirmed, f.sglang = confirmation(check, f.violation)
         return f
 
     def stats(self) -> dict[str, Any]:
-        return {}
+        if not self.sglang:
+            return {"write_path": "model"}
+        return {"write_path": "sglang", **{k: round(v, 3) for k, v in self.counts.items()}}
 
 
 def campaign(

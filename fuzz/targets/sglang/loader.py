@@ -106,6 +106,9 @@ class SizingModule:
     alloc_pages: AllocPages | None = None
     # A request as the file's page_aligned_decode_alloc_lens reads it, from (kv_committed_len, kv_allocated_len).
     requests: Callable[[int, int], Any] = _no_requests  # resolve: ``runtime.request`` of the target's release
+    # Where SGLang's own files around the sizing module are (a wheel, a checkout root, "installed"): the write
+    # path runs from there (``scenario.SGLangPath``); None: the sizing file stands alone.
+    tree_source: str | None = None
 
     def read_builders(self, source: str, where: str, others: Sequence[Source] = ()) -> None:
         """Slice the pool builders' row extras and allocator pages out of ``kv_cache_configurator.py``.

@@ -26,6 +26,8 @@ outcome itself.
 from __future__ import annotations
 
 import copy
+import functools
+import importlib.util
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ from allocator_model.revisions import Revision
 from allocator_model.sizing import ModelSizing
 from allocator_model.surface import (
     ALLOCATOR_PAGE_SIZE,
+    DECODE_STEPS,
     ROW_GUARD,
     ROW_WIDTH,
     SIZING_ALLOC_PAGE,
@@ -48,9 +51,10 @@ from allocator_model.surface import (
     entries,
 )
 
-from ..base import TargetCallError
+from ..base import TargetCallError, TargetError
 from .loader import MODEL_CONFIG, PAGE_SIZE, Generation, SizingModule, server_args_parameter
 from .runtime.request import ReqAttributeMissing
+from .scenario import SGLangPath
 from .stubs import Bag, StandInMissing, Unsupplied
 
 ROW_WIDTH_FUNCTION = "get_req_to_token_row_width"  # main: the row width is the file's, page-aligned
@@ -87,6 +91,8 @@ def runtime_text(rt: SpecRuntime | None) -> str:
 
 def context(entry: Entry, args: tuple[Any, ...]) -> str:
     """The arguments of a call as its messages state them."""
+    if entry.shape is Shape.SCENARIO:
+        return f"(config: {args[0].config.short()}, case {args[0].describe()})"
     if entry.shape is Shape.LENS:
         lens, reserve, page = args
         return f"for (kv_committed_len, kv_allocated_len) {list(lens)}, reserve {reserve}, page_size {page}"
@@ -150,8 +156,8 @@ class RealSizing(Surface):
     def _checked_call(self, entry: Entry, caller: Caller, args: tuple[Any, ...]) -> Any:
         try:
             value = caller.run(*args)
-        except (Modeled, StandInMissing, TargetCallError) as e:
-            if isinstance(e, StandInMissing):
+        except (Modeled, TargetError) as e:  # TargetCallError and StandInMissing included
+            if isinstance(e, StandInMissing) and entry.shape is not Shape.SCENARIO:
                 raise StandInMissing(f"{caller.named(args)}: {e} {context(entry, args)}") from None
             raise
         except ReqAttributeMissing as e:  # the file reads a request field its release's Req does not have: not a bug
@@ -163,6 +169,8 @@ class RealSizing(Surface):
 
     def _result(self, entry: Entry, caller: Caller, value: Any, args: tuple[Any, ...]) -> Any:
         """``value`` if it is what ``entry`` declares; a ``TargetCallError`` (a finding) otherwise."""
+        if entry.result is Result.RUN:
+            return value
         where = caller.named(args)
         if isinstance(value, Unsupplied):  # a name the slice left out (a local it does not follow): not the code's
             raise StandInMissing(f"{where}: it reads {value!r}")
@@ -192,6 +200,7 @@ class RealSizing(Surface):
         special = {
             ALLOCATOR_PAGE_SIZE: self._allocator_page_caller,
             ROW_WIDTH: self._row_width_caller,
+            DECODE_STEPS: self._write_path_caller,
         }.get(entry)
         if special is not None:
             return special()
@@ -292,6 +301,32 @@ class RealSizing(Surface):
 
         return Caller(where, run)
 
+    def _write_path_caller(self) -> Caller | None:
+        """SGLang's own decode write path, where the target has a tree to run it from and triton to run it on."""
+        path = self.write_path
+        if path is None:
+            return None
+
+        def run(scenario: Any, trace: bool = False) -> Any:
+            return path.run(scenario, self, self.revision, trace=trace, check=trace)
+
+        return Caller(f"sglang's own write path ({path.source})", run)
+
+    @functools.cached_property
+    def write_path(self) -> SGLangPath | None:
+        """The target's own write path (``scenario.SGLangPath``), or None: see ``write_path_missing``."""
+        if self.write_path_missing() is not None or self.module.tree_source is None:
+            return None
+        return SGLangPath(self.module.tree_source, None)
+
+    def write_path_missing(self) -> str | None:
+        """Why the decode write path is the model's for this target (None: SGLang's own runs)."""
+        if self.module.tree_source is None:
+            return "the target has no tree of SGLang's files around its sizing module to run it from"
+        if importlib.util.find_spec("triton") is None:
+            return "triton is not installed (pip install 'kvrow-fuzz[writepath]': triton==3.9.0, its interpreter)"
+        return None
+
     def arguments(self, name: str, cfg: ServingConfig, page: int | None) -> tuple[list[Any], dict[str, Any]]:
         """The arguments a file function gets, by its parameter names (``loader``'s docstring)."""
         params = self.module.parameters[name]
@@ -348,8 +383,13 @@ class RealSizing(Surface):
 
     def modeled(self) -> list[str]:
         """What a run on this file still takes from the model (listed by ``targets`` and reports)."""
-        out = [e.name for e in entries() if self.source(e) is Provenance.MODELED and e is not ROW_GUARD]
-        out.append("the decode path, the allocator and the scheduler; which kind of pool a deployment builds")
+        out = [e.name for e in entries() if self.source(e) is Provenance.MODELED and e not in (ROW_GUARD, DECODE_STEPS)]
+        missing = self.write_path_missing()
+        if missing:
+            out.append(f"the decode write path ({missing})")
+        out.append(
+            "the scheduler (which requests a batch holds, the verify's accepts); which kind of pool a deployment builds"
+        )
         if self.module.row_extras is None:
             left = sorted(set(KVPool) - self.revision.pools)
             out.append(

@@ -40,6 +40,9 @@ def requests_of(version: str) -> Callable[[int, int], Any]:
 
 
 MEM_CACHE = os.path.dirname(wheels.CONFIGURATOR_MODULE)  # sglang/srt/mem_cache
+# A tree with this module (the paged allocator, 0.5.13+) has SGLang's decode write path around it to run
+# (``scenario.SGLangPath``); a lone sizing file, or a wheel of it alone, has not.
+WRITE_PATH_MODULE = "sglang/srt/mem_cache/allocator/paged.py"
 _AT_VERSION = re.compile(r"^(?P<base>.+?)@(?P<version>\d+\.\d+\.\d+[A-Za-z0-9.+\-]*)$")
 
 
@@ -90,6 +93,7 @@ def _target(
     filename: str,
     version: str | None,
     builders: tuple[Source, list[Source]] | None = None,
+    tree_source: str | None = None,
 ) -> Target:
     """``builders``: the target's ``kv_cache_configurator.py``, and the unified pool files it has, if any."""
     try:
@@ -98,6 +102,7 @@ def _target(
         raise TargetError(f"{spec}: {e}") from None
     module = load_sizing_module(source, spec, filename)
     module.requests = requests_of(version or newest_release())
+    module.tree_source = tree_source
     if builders is not None:
         configurator, others = builders
         module.read_builders(configurator.text, configurator.where, others)
@@ -146,6 +151,7 @@ def _resolve_release(spec: str) -> Target:
         f"{wheel}/{member}",
         version,
         None if configurator is None else (Source(configurator, f"{wheel}/{builders_member}"), others),
+        tree_source=wheel if wheels.read_member(wheel, WRITE_PATH_MODULE) is not None else None,
     )
 
 
@@ -155,7 +161,9 @@ def _resolve_installed(spec: str, version: str | None) -> Target:
     except wheels.SourceError as e:
         raise TargetError(f"{spec}: {e}") from None
     what = f"installed sglang {installed or '(version unknown)'} ({path})"
-    return _target(spec, TargetKind.INSTALLED, what, source, path, version or installed, _sibling_builders(path))
+    builders = _sibling_builders(path)
+    tree = "installed" if tree_root(path) else None
+    return _target(spec, TargetKind.INSTALLED, what, source, path, version or installed, builders, tree)
 
 
 def _resolve_file(path: str, version: str | None) -> Target:
@@ -164,7 +172,18 @@ def _resolve_file(path: str, version: str | None) -> Target:
     except wheels.SourceError as e:
         raise TargetError(str(e)) from None
     spec = resolved + (f"@{version}" if version else "")
-    return _target(spec, TargetKind.FILE, f"file {resolved}", source, resolved, version, _sibling_builders(resolved))
+    builders = _sibling_builders(resolved)
+    return _target(spec, TargetKind.FILE, f"file {resolved}", source, resolved, version, builders, tree_root(resolved))
+
+
+def tree_root(sizing_path: str) -> str | None:
+    """The root of the tree a sizing file sits in (the directory holding ``sglang/``), where that tree has
+    SGLang's write path beside it (``mem_cache/allocation.py``); None: the file stands alone."""
+    parts = os.path.normpath(sizing_path).split(os.sep)
+    if len(parts) < 4 or parts[-4:-1] != ["sglang", "srt", "mem_cache"]:
+        return None
+    root = os.sep.join(parts[:-4]) or os.sep
+    return root if os.path.isfile(os.path.join(root, *WRITE_PATH_MODULE.split("/"))) else None
 
 
 def _sibling_builders(sizing_path: str) -> tuple[Source, list[Source]] | None:

@@ -124,7 +124,7 @@ class SGLangRuntime:
         """The page of the allocator ``cfg.kv_pool`` builds (``allocator_model.pools.pool_alloc_page``)."""
         return int(pool_alloc_page(cfg.kv_pool, cfg.page_size, cfg.attn_dcp_size))
 
-    def allocator(self, cfg: ServingConfig, size: int) -> Any:
+    def allocator(self, cfg: ServingConfig, size: int, page: int | None = None) -> Any:
         """The release's own allocator for ``cfg``, ``size`` tokens: paged above page 1, else the token allocator.
 
         ``PagedTokenToKVPoolAllocator(size, page_size, dtype, device, kvcache, need_sort)`` (every release,
@@ -132,13 +132,16 @@ class SGLangRuntime:
         kvcache, need_sort)`` (allocator/token.py 31) with kvcache None, need_sort False, on "cpu".  Only
         the standard kind's allocator is built here: the SWA, HiSparse and unified allocators need their
         KV pool objects (``kvcache``), which are not executed.
+
+        ``page``: build it at that page instead, standing in for a kind whose own allocator class does not load
+        (the caller reports the allocator as substituted).
         """
-        if cfg.kv_pool is not KVPool.STANDARD:
+        if cfg.kv_pool is not KVPool.STANDARD and page is None:
             raise StandInMissing(
                 f"the {cfg.kv_pool.value} pool's own allocator needs its KV pool object (not executed); "
                 "only the standard kind's PagedTokenToKVPoolAllocator/TokenToKVPoolAllocator are built"
             )
-        page = self.allocator_page(cfg)
+        page = self.allocator_page(cfg) if page is None else page
         where = self.release.paged_allocator if page > 1 else self.release.token_allocator
         cls = self.resolve(where)
         args: tuple[Any, ...] = (size, page) if page > 1 else (size,)
