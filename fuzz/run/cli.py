@@ -19,10 +19,11 @@ from fuzz.findings.report import Command
 from fuzz.targets.base import Target
 
 from .engine import campaign
+from .sglang import WritePathMode, has_sglang_path
 
 
 def register(subparsers: Any) -> None:
-    add_command(
+    p = add_command(
         subparsers,
         "run",
         "fuzz one or more targets",
@@ -30,16 +31,27 @@ def register(subparsers: Any) -> None:
         cmd_run,
         parents=[campaign_options()],
     )
+    p.add_argument(
+        "--write-path",
+        choices=[m.value for m in WritePathMode],
+        default=WritePathMode.AUTO.value,
+        help="where decode steps also run: auto (SGLang's own code where the target has its tree and triton, "
+        "else the model's, said in one line), sglang (exit 2 if it cannot), model",
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
     s = setup_campaign(args, Command.RUN)
+    mode = WritePathMode(args.write_path)
+    for target in s.targets:
+        has_sglang_path(target, mode)  # asked for SGLang's own and it cannot: exit 2 before any work
     return drive_campaigns(
         args,
         Command.RUN,
         s,
         campaign_header(f"profile {s.profile}, {s.hyp.max_examples} examples per round", s.hyp, s.seed),
         fuzz_decode,
+        {"write_path": mode.value},
     )
 
 
@@ -53,4 +65,6 @@ def fuzz_decode(
     hooks: Any,
 ) -> CampaignResult:
     """The decode campaign on one target (module level: a ``--jobs`` worker finds it by name)."""
-    return campaign(target, hyp, seed=seed, pins=pins, cover_part=cover_part, **hooks)
+    return campaign(
+        target, hyp, seed=seed, pins=pins, cover_part=cover_part, write_path=options.get("write_path", "auto"), **hooks
+    )

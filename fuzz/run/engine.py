@@ -27,7 +27,7 @@ from strategies.scenarios import decode_scenarios
 
 from .coverage import covering_set
 from .properties import PROPERTIES, overshoot, violations
-from .sglang import attributed_here, compared, confirmation, has_sglang_path, on_sglang
+from .sglang import WritePathMode, attributed_here, compared, confirmation, has_sglang_path, on_sglang
 
 
 def _run(
@@ -126,10 +126,11 @@ class DecodeHunt:
         props: Iterable[Property] = PROPERTIES,
         pins: dict[str, Any] | None = None,
         cover_part: tuple[int, int] = (0, 1),
+        write_path: WritePathMode = WritePathMode.AUTO,
     ):
         self.target, self.props, self.pins = target, tuple(props), pins
         self.cover_part = cover_part  # (k, K): this worker runs covering cases k, k + K, ... (``fuzz.campaign``)
-        self.sglang = has_sglang_path(target)
+        self.sglang = has_sglang_path(target, write_path)
         self.counts = {"sglang_scenarios": 0, "sglang_decode_steps": 0, "sglang_seconds": 0.0}
 
     def _on_sglang(
@@ -214,6 +215,7 @@ def campaign(
     props: Iterable[Property] = PROPERTIES,
     pins: dict[str, Any] | None = None,
     cover_part: tuple[int, int] = (0, 1),
+    write_path: WritePathMode = WritePathMode.AUTO,
     **driver: Any,
 ) -> CampaignResult:
     """Fuzz ``target``'s decode properties until no new group turns up.
@@ -223,4 +225,5 @@ def campaign(
     ``driver``: the keywords of ``fuzz.campaign.driver.run_campaign`` (seed,
     max_rounds, on_progress, progress_every, on_finding).
     """
-    return run_campaign(target, DecodeHunt(target, props, pins, cover_part), hyp_settings, **driver)
+    hunt = DecodeHunt(target, props, pins, cover_part, WritePathMode(write_path))
+    return run_campaign(target, hunt, hyp_settings, **driver)

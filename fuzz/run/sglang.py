@@ -15,10 +15,12 @@ a finding's case on SGLang's path and says what it did there.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation, scenario_problem
 from allocator_model.surface import DECODE_STEPS, Provenance
+from fuzz.common.errors import BadInput
 from fuzz.findings.kinds import REGIMES, Property, Regime, moved_regime, regime
 from fuzz.findings.model import Violation
 from fuzz.targets.base import Target
@@ -26,9 +28,31 @@ from fuzz.targets.base import Target
 from .properties import PROPERTIES, violations
 
 
-def has_sglang_path(target: Target) -> bool:
-    """Whether the target runs decode steps on SGLang's own code (else they are the model's)."""
-    return target.sizing.source(DECODE_STEPS) is Provenance.READ
+class WritePathMode(StrEnum):
+    """``--write-path``: where decode steps run besides the model (the search itself is always the model's)."""
+
+    AUTO = "auto"  # SGLang's own where the target has it (its tree and triton), else the model's, said in one line
+    SGLANG = "sglang"  # SGLang's own, or exit 2 saying why not
+    MODEL = "model"  # the model's only
+
+
+def has_sglang_path(target: Target, mode: WritePathMode = WritePathMode.AUTO) -> bool:
+    """Whether the target runs decode steps on SGLang's own code (else they are the model's); BadInput when
+    ``mode`` asks for SGLang's and the target cannot."""
+    if mode is WritePathMode.MODEL:
+        return False
+    if target.sizing.source(DECODE_STEPS) is Provenance.READ:
+        return True
+    if mode is WritePathMode.SGLANG:
+        why = (
+            "a model target"
+            if target.is_model
+            else next(
+                (m for m in target.sizing.modeled() if m.startswith("the decode write path")), "no tree to run it from"
+            )
+        )
+        raise BadInput(f"--write-path sglang: {target.spec} has no SGLang write path to run ({why})")
+    return False
 
 
 @dataclass

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from allocator_model.revisions import REFERENCE, Revision
 from allocator_model.sizing import ModelSizing
-from allocator_model.surface import Surface
+from allocator_model.surface import DECODE_STEPS, Provenance, Surface
 
 
 class TargetError(Exception):
@@ -65,6 +65,15 @@ def model_target(revision: Revision) -> Target:
 
 
 def modeled_line(target: Target) -> str | None:
-    """The line every command prints for a real target: what it still takes from the model (None: nothing)."""
+    """The lines every command prints for a real target: what it still takes from the model, and where its
+    decode steps run (None: a model target, nothing to say)."""
     modeled = target.sizing.modeled()
-    return f"   modeled, not read from the target: {'; '.join(modeled)}" if modeled else None
+    if not modeled:
+        return None
+    line = f"   modeled, not read from the target: {'; '.join(modeled)}"
+    if target.sizing.source(DECODE_STEPS) is Provenance.READ:
+        line += (
+            "\n   write path: SGLang's own code (its entry points, allocator and triton kernels under triton's "
+            "interpreter) for the covering set, a sample of the search and every finding; the search is the model's"
+        )
+    return line
