@@ -49,6 +49,10 @@ class FreeProblem:
         return f"page {self.page} freed by request {self.freed_by} but {what}"
 
 
+class Unrunnable(Exception):
+    """The deployment cannot run on the target's own allocator (a page its kernels take no such size of)."""
+
+
 class TokenToKVPoolAllocator:
     """``num_tokens`` usable slots in pages 1..num_tokens // page_size (page 0 is padding on top)."""
 

@@ -84,7 +84,8 @@ class RunningBatch:
 
     allocator_class = OwnershipAllocator
 
-    def __init__(self, cfg: ServingConfig, sizing: Surface, revision: Revision) -> None:
+    def __init__(self, cfg: ServingConfig, sizing: Surface, revision: Revision, *, own_allocator: bool = True) -> None:
+        """``own_allocator``: the target's own allocator class (``Surface.kv_allocator``); False: the model's."""
         self.cfg, self.sizing, self.revision = cfg, sizing, revision
         self.page = sizing.allocator_page_size(cfg)
         self.extra = sizing.req_to_token_extra_context_len(cfg)
@@ -95,7 +96,11 @@ class RunningBatch:
         # Guard rows stand for the memory after the tensor: a runaway write is observed, not lost.
         self.pool = ReqToTokenPool(rows, self.width, guard_rows=1 + worst_end // self.width)
         # The scheduler's KV budget if set, else enough for every row at its worst.
-        self.allocator = self.allocator_class(cfg.kv_capacity() or rows * (worst_end + self.page), self.page)
+        capacity = cfg.kv_capacity() or rows * (worst_end + self.page)
+        if own_allocator and type(self).allocator_class is OwnershipAllocator:  # the target's own (or the model's)
+            self.allocator = sizing.kv_allocator(cfg, capacity, self.page)
+        else:  # a test's planted allocator
+            self.allocator = self.allocator_class(capacity, self.page)
         self.requests: dict[int, Request] = {}
         self.running: list[int] = []  # batch order: the order requests finished their prefill
         self.in_flight: dict[int, tuple[InFlight, int]] = {}  # overlap: rid -> (what, tokens it adds)

@@ -283,6 +283,14 @@ class Surface:
         """The API generation of the target's sizing module (``accessors``, ``uno``, ``row-width``...)."""
         return None
 
+    def kv_allocator(self, cfg: ServingConfig, num_tokens: int, page_size: int) -> Any:
+        """The token-to-KV allocator a request lifecycle runs on (an ``allocator.OwnershipAllocator``): the
+        model's, or a release's own class behind the same page-ownership bookkeeping
+        (``fuzz.targets.sglang.allocator_adapter``)."""
+        from .allocator import OwnershipAllocator  # (it imports the sizing module, which imports this one)
+
+        return OwnershipAllocator(num_tokens, page_size)
+
     # -- the built-in entries, typed ---------------------------------------------------------------
 
     # (No int() or bool() here: prove hands the plain surface traced values, which stay traced.)

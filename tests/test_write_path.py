@@ -2,7 +2,7 @@
 
 The write-path tier: the pinned real wheels (``./kvrow test`` fetches them at set-up) and triton; each test
 skips, saying which, where one is missing.  The fixture trees are 0.5.23's wheel laid out as a checkout with
-its two known row-sizing bugs fixed (``tests/sglang_tree.py``): clean on both paths, and each one-line plant
+its two known row-sizing bugs fixed (``tests/checkout_trees.py``): clean on both paths, and each one-line plant
 in its write path is found on SGLang's path while the model's run of the same case passes.
 """
 
@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
+from checkout_trees import KNOWN_BUGS, PLANTS, build_tree, sizing_file
 from hermetic import pinned_wheel
-from sglang_tree import KNOWN_BUGS, PLANTS, build_tree, sizing_file
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario

@@ -112,6 +112,14 @@ def campaign_options() -> argparse.ArgumentParser:
         "(0 or auto: every core; default 1, nightly: every core)",
     )
     add_shard_option(p, "this shard's seeds and share of the examples")
+    p.add_argument(
+        "--write-path",
+        choices=("auto", "sglang", "model"),
+        default="auto",
+        help="a real target's decode steps (run: the covering set, a sample of the search, every finding) and "
+        "allocator (lifecycle) on SGLang's own code: auto (where the target has its tree and triton, else the "
+        "model's, said in one line), sglang (exit 2 if it cannot), model",
+    )
     return p
 
 

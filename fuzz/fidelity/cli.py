@@ -47,6 +47,7 @@ from .matrix import (
     run_matrix,
 )
 from .matrix_report import CASES_DIR, MATRIX_JSON, MATRIX_MD, catalog_ids, write_matrix
+from .writepath import DEFAULT_STEPS
 
 
 def register(subparsers: Any) -> None:
@@ -86,8 +87,20 @@ def register_fidelity(subparsers: Any) -> None:
         metavar="N",
         help="N distinct configurations for each KV pool kind the release builds, drawn with the kind pinned",
     )
+    add_write_path_steps(p)
     add_output_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr)")
+
+
+def add_write_path_steps(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--write-path-steps",
+        type=non_negative_int,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"decode steps per KV pool kind also run on SGLang's own write path and held to the model's, where "
+        f"the target has it (its tree and triton) (default {DEFAULT_STEPS}; 0 skips it)",
+    )
 
 
 def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
@@ -103,7 +116,13 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
         if not args.quiet:
             say(what)
         with heartbeat(None if args.quiet else still(what)):
-            r = fidelity(target, revision=revision, configs=args.configs, per_kind=args.per_kind)
+            r = fidelity(
+                target,
+                revision=revision,
+                configs=args.configs,
+                per_kind=args.per_kind,
+                write_path_steps=args.write_path_steps,
+            )
         for f in r.findings:
             output.save(f)
             print(counterexample_block(f), flush=True)
@@ -153,6 +172,7 @@ def register_matrix(subparsers: Any) -> None:
             f"distinct configurations per KV pool kind for the fidelity check (default {DEFAULT_CONFIGS}; 0 skips it)"
         ),
     )
+    add_write_path_steps(p)
     p.add_argument(
         "--jobs",
         type=positive_int,
@@ -196,7 +216,7 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     except VersionError as e:
         raise BadInput(f"--releases: {e}") from None
     expected = load_expectations(args.expect, releases) if args.expect else None
-    settings = MatrixSettings(args.profile, args.max_examples, args.seed, args.fidelity_configs)
+    settings = MatrixSettings(args.profile, args.max_examples, args.seed, args.fidelity_configs, args.write_path_steps)
     known = catalog_ids()
     started = time.monotonic()
     progress = None if args.quiet else say

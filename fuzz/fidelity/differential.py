@@ -55,9 +55,11 @@ from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation, sizing_raised
 from fuzz.findings.report import Status
+from fuzz.run.sglang import has_sglang_path
 from fuzz.targets.base import Target, TargetCallError
 
 from .cases import FidelityCase, fidelity_cases, sample_cases
+from .writepath import PathTally, write_path_fidelity
 
 MODEL_MISMATCH = Property.MODEL_MISMATCH
 DEFAULT_CONFIGS = 10_000
@@ -162,6 +164,8 @@ class FidelityResult:
     differs_by_design: dict[str, str] = field(default_factory=dict)  # function -> why it is not compared
     per_kind: int | None = None  # configurations asked for each kind (None: one pool over every kind)
     kinds: dict[KVPool, KindTally] = field(default_factory=dict)  # in KVPool order
+    # The decode write path against SGLang's own, per kind (``writepath``); empty: not compared (no SGLang path).
+    write_path: dict[KVPool, PathTally] = field(default_factory=dict)
 
     @property
     def status(self) -> Status:
@@ -178,9 +182,18 @@ class FidelityResult:
             design = f"; differs by design in {', '.join(self.differs_by_design)} ({'; '.join(reasons)})"
         per_kind = f" (per KV pool kind, agreeing/compared: {self.kinds_text()})" if self.per_kind is not None else ""
         if not self.findings:
-            return f"agrees on {self.configs} configs ({len(self.functions)} functions){per_kind}{design}"
+            text = f"agrees on {self.configs} configs ({len(self.functions)} functions){per_kind}{design}"
+            return text + self.write_path_text()
         groups = ", ".join(str(f.signature) for f in self.findings)
-        return f"{len(self.findings)} mismatch group(s): {groups}{per_kind}{design}"
+        return f"{len(self.findings)} mismatch group(s): {groups}{per_kind}{design}{self.write_path_text()}"
+
+    def write_path_text(self) -> str:
+        """``; write path on SGLang's code: standard 1000/1000 steps agree (EAGLE 120, ...), ...`` ("" if not run)."""
+        if not self.write_path:
+            return ""
+        return "; write path on SGLang's code: " + "; ".join(
+            f"{k.value} {t.text()}" for k, t in self.write_path.items()
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The target's entry in a report (``fuzz.findings.report``)."""
@@ -194,6 +207,7 @@ class FidelityResult:
             "differs_by_design": self.differs_by_design,
             "per_kind": self.per_kind,
             "kinds": {k.value: t.to_json() for k, t in self.kinds.items()},
+            "write_path": {k.value: t.to_json() for k, t in self.write_path.items()},
             "findings": [f.to_json() for f in self.findings],
         }
 
@@ -227,6 +241,7 @@ def fidelity(
     revision: Revision | None = None,
     configs: int = DEFAULT_CONFIGS,
     per_kind: int | None = None,
+    write_path_steps: int = 0,
 ) -> FidelityResult:
     """Compare ``target``'s sizing with ``revision`` (default: the modeled revision of its version).
 
@@ -234,6 +249,8 @@ def fidelity(
     pool (drawn in the strategies' proportions); or, with ``per_kind``, that
     many for each kind both sides build, drawn with the kind pinned
     (``cases.sample_cases``).  Either way every kind's tally is kept.
+    ``write_path_steps``: that many decode steps per kind also run on SGLang's own write path and held to the
+    model's (``writepath``), where the target has it.
     """
     revision = revision or target.revision
     model = ModelSizing(revision)
@@ -281,6 +298,9 @@ def fidelity(
             )
         )
     result.configs = found_at
+    if write_path_steps and has_sglang_path(target) and revision is target.revision:
+        result.write_path, mismatches = write_path_fidelity(target, write_path_steps)
+        result.findings += mismatches
     result.seconds = time.monotonic() - started
     return result
 

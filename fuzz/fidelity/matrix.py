@@ -78,6 +78,7 @@ class MatrixSettings:
     max_examples: int | None  # examples per round (None: the profile's)
     seed: int | None
     fidelity_configs: int  # per kind of KV pool the release builds; 0 skips the fidelity check
+    write_path_steps: int = 0  # decode steps per kind held to SGLang's own write path (0: not compared)
 
 
 @dataclass
@@ -213,7 +214,9 @@ def _run_rows(
             assert row.target is not None
             beat = (lambda s: say(f"[{row.release}] fidelity: comparing, {s:.0f}s")) if progress else None
             with heartbeat(beat):
-                row.fidelity = fidelity(row.target, per_kind=settings.fidelity_configs)
+                row.fidelity = fidelity(
+                    row.target, per_kind=settings.fidelity_configs, write_path_steps=settings.write_path_steps
+                )
             say(f"[{row.release}] fidelity: {row.fidelity.summary()} ({row.fidelity.seconds:.1f}s)")
 
     def job(row: Row) -> tuple[str, str, int | None, int | None]:

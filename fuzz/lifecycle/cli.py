@@ -16,6 +16,7 @@ from fuzz.campaign.execute import drive_campaigns, setup_campaign
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options, positive_int
 from fuzz.findings.report import Command
+from fuzz.run.sglang import WritePathMode, has_sglang_path
 from fuzz.targets.base import Target
 
 from .machine import DEFAULT_STEPS, RUNS, lifecycle_campaign
@@ -58,6 +59,8 @@ def report_bound(result: CampaignResult, out: TextIO) -> None:
 
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
     s = setup_campaign(args, Command.LIFECYCLE)
+    for target in s.targets:
+        has_sglang_path(target, WritePathMode(args.write_path))  # asked for SGLang's own and it cannot: exit 2
     hyp = s.hyp if args.max_examples else Settings(s.hyp, max_examples=RUNS[s.profile])
     s.hyp = hyp  # the runs per round are the campaign's examples (shared out among --jobs workers)
     return drive_campaigns(
@@ -70,7 +73,7 @@ def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
             s.seed,
         ),
         fuzz_lifecycle,
-        {"steps": args.steps},
+        {"steps": args.steps, "write_path": args.write_path},
         after=report_bound,
     )
 
@@ -86,4 +89,7 @@ def fuzz_lifecycle(
 ) -> CampaignResult:
     """The lifecycle campaign on one target (module level: a ``--jobs`` worker finds it by name); it has no
     covering set to share out."""
-    return lifecycle_campaign(target, hyp, steps=options["steps"], seed=seed, pins=pins, **hooks)
+    mode = WritePathMode(options.get("write_path", "auto"))
+    return lifecycle_campaign(
+        target, hyp, steps=options["steps"], seed=seed, pins=pins, own_allocator=has_sglang_path(target, mode), **hooks
+    )

@@ -22,11 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase
+from hypothesis import HealthCheck, Phase, reject
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
+from allocator_model.allocator import Unrunnable
 from allocator_model.batch import RunningBatch
 from allocator_model.config import ServingConfig
 from allocator_model.requests import Op
@@ -81,6 +82,7 @@ class Plan:
     progress: Progress
     stats: LifecycleStats = field(default_factory=LifecycleStats)
     record: list[tuple[ServingConfig, list[dict[str, Any]]]] | None = None  # every run that ended normally
+    own_allocator: bool = True  # the target's own allocator class (a real release's), not the model's
 
 
 class LifecycleMachine(RuleBasedStateMachine):
@@ -145,7 +147,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.cfg = data.draw(self.plan.configs, label="config")
         self.meter = ReplayMeter(self.cfg.to_dict())
         try:
-            self.batch = self.plan.batch_class(self.cfg, self.plan.target.sizing, self.plan.target.revision)
+            self.batch = self.plan.batch_class(
+                self.cfg, self.plan.target.sizing, self.plan.target.revision, own_allocator=self.plan.own_allocator
+            )
+        except Unrunnable:
+            reject()  # not a deployment the target's own allocator runs
         except TargetCallError as e:
             self._found(sizing_raised(self.cfg, e))
             return
@@ -232,16 +238,26 @@ class LifecycleHunt:
         configs: Any,
         batch_class: type[RunningBatch],
         record: list[Any] | None,
+        own_allocator: bool = True,
     ):
         self.target, self.steps, self.checks = target, steps, tuple(checks)
         self.configs, self.batch_class, self.record = configs, batch_class, record
+        self.own_allocator = own_allocator
         self.counts = LifecycleStats()
 
     def round_test(
         self, settings: Settings, seed: int | None, tracker: Tracker, progress: Progress
     ) -> Callable[[], None]:
         plan = Plan(
-            self.target, self.checks, self.configs, self.batch_class, tracker, progress, self.counts, self.record
+            self.target,
+            self.checks,
+            self.configs,
+            self.batch_class,
+            tracker,
+            progress,
+            self.counts,
+            self.record,
+            self.own_allocator,
         )
         # No explain phase: it replays a shrunk run hundreds of times for notes a step script does not need.
         # Long runs are what --steps asks for (the replay budget stops each in time): not a health problem.
@@ -290,9 +306,13 @@ def lifecycle_campaign(
     batch_class: type[RunningBatch] = RunningBatch,
     record: list[Any] | None = None,
     pins: dict[str, Any] | None = None,
+    own_allocator: bool = True,
     **driver: Any,
 ) -> CampaignResult:
     """Run state machines against ``target`` until a round finds nothing new.
+
+    ``own_allocator``: a real target allocates and frees through its release's own allocator class where its
+    write path runs (``Surface.kv_allocator``); False: the model's.
 
     ``configs`` replaces the configuration strategy (tests pin one config);
     ``batch_class`` replaces the model (tests plant bugs in it); ``record``
@@ -302,6 +322,14 @@ def lifecycle_campaign(
     """
     if configs is None:
         configs = lifecycle_configs(target.revision.algorithms, pins, target.revision)
-    hunt = LifecycleHunt(target, steps=steps, checks=checks, configs=configs, batch_class=batch_class, record=record)
+    hunt = LifecycleHunt(
+        target,
+        steps=steps,
+        checks=checks,
+        configs=configs,
+        batch_class=batch_class,
+        record=record,
+        own_allocator=own_allocator,
+    )
     with one_torch_thread():
         return run_campaign(target, hunt, hyp_settings, **driver)

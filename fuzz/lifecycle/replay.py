@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from allocator_model.allocator import Unrunnable
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.requests import Op
@@ -167,6 +168,8 @@ def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) 
         raise CaseFileError(f"{where}: {target.spec} does not launch this configuration: {refusal}")
     try:
         run = run_case(target, cfg, steps)
+    except Unrunnable as e:
+        raise CaseFileError(f"{where}: not a deployment {target.spec} runs: {e}") from None
     except StepError as e:
         raise CaseFileError(f"{where}: not a valid step script for {target.spec}: {e}") from None
     prop = doc["property"]

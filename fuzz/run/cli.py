@@ -23,20 +23,13 @@ from .sglang import WritePathMode, has_sglang_path
 
 
 def register(subparsers: Any) -> None:
-    p = add_command(
+    add_command(
         subparsers,
         "run",
         "fuzz one or more targets",
         ("Fuzz targets with Hypothesis. Exit 0: no counterexample; 1: at least one; 2: bad input."),
         cmd_run,
         parents=[campaign_options()],
-    )
-    p.add_argument(
-        "--write-path",
-        choices=[m.value for m in WritePathMode],
-        default=WritePathMode.AUTO.value,
-        help="where decode steps also run: auto (SGLang's own code where the target has its tree and triton, "
-        "else the model's, said in one line), sglang (exit 2 if it cannot), model",
     )
 
 

@@ -319,6 +319,14 @@ class RealSizing(Surface):
             return None
         return SGLangPath(self.module.tree_source, None)
 
+    def kv_allocator(self, cfg: ServingConfig, num_tokens: int, page_size: int) -> Any:
+        """The release's own allocator class (``allocator_adapter``) where its write path runs, else the model's."""
+        if self.write_path is None:
+            return super().kv_allocator(cfg, num_tokens, page_size)
+        from .allocator_adapter import SGLangAllocator
+
+        return SGLangAllocator(self.write_path.runtime, cfg, num_tokens, page_size)
+
     def write_path_missing(self) -> str | None:
         """Why the decode write path is the model's for this target (None: SGLang's own runs)."""
         if self.module.tree_source is None:

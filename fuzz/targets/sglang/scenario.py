@@ -176,8 +176,8 @@ class SGLangPath:
             steps.slot_problem = steps.slot_problem or _slot_problem(rows, [neighbour, subject], page, allocator)
             if result.guard is not None:
                 return run
-            if accepted:
-                verify(rt_sglang, subject, accepted)
+            if accepted:  # the prepare's own pre-claim of the bonus slot (0.5.13-0.5.14's EAGLE), taken back
+                verify(rt_sglang, subject, accepted, preclaimed=outcome.kv_committed_len > outcome.committed_before)
         return run
 
 

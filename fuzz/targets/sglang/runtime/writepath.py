@@ -227,13 +227,15 @@ def after_decode(runtime: SGLangRuntime, reqs: Sequence[RequestStandIn]) -> None
                 r.decode_batch_idx += 1
 
 
-def verify(runtime: SGLangRuntime, req: RequestStandIn, accepted: int) -> None:
+def verify(runtime: SGLangRuntime, req: RequestStandIn, accepted: int, preclaimed: bool | None = None) -> None:
     """The verify step's commit of ``accepted`` tokens (the harness's; no entry point owns it).
 
-    0.5.13-0.5.14 pre-claim the bonus slot in prepare (``kv_committed_len += 1``, 0.5.13
-    speculative/eagle_info_v2.py 171-172: "resolve subtracts 1"), so the accept there first takes it back.
+    0.5.13-0.5.14's EAGLE mixin pre-claims the bonus slot in prepare (``kv_committed_len += 1``, 0.5.13
+    speculative/eagle_info_v2.py 171-172: "resolve subtracts 1"), so the accept there first takes it back;
+    their DFLASH prepare does not.  ``preclaimed``: whether the step's prepare did (None: the release's EAGLE
+    path's rule).
     """
-    if runtime.release.version in ("0.5.13", "0.5.14"):
+    if preclaimed if preclaimed is not None else runtime.release.version in ("0.5.13", "0.5.14"):
         req.committed -= 1
     req.committed += accepted
 
