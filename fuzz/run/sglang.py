@@ -106,13 +106,17 @@ def on_sglang(
 
 def _step_shape(obs: WriteObservation) -> tuple[Any, ...]:
     w = obs.write
+    if w.guard is not None:  # the server stops there (a crash): what the step left in the request is moot
+        return (obs.step, w.cur, w.nxt, w.guard, obs.kv_committed_len, None, (), 0)
     outside = tuple(sorted((str(s.victim_row), s.col_start, s.col_end) for s in obs.changed_outside))
     return (obs.step, w.cur, w.nxt, w.guard, obs.kv_committed_len, obs.req.kv_allocated_len, outside, obs.slots_taken)
 
 
 def _describe(shape: tuple[Any, ...]) -> str:
     step, cur, nxt, guard, committed, allocated, outside, taken = shape
-    stopped = f", stopped by {guard.value}" if guard else ""
+    if guard:
+        return f"kv_allocated_len {cur} asked {nxt}, kv_committed_len {committed}: stopped by {guard.value}"
+    stopped = ""
     spilled = "; ".join(f"row {r} [{a}, {b})" for r, a, b in outside) or "nothing"
     return (
         f"kv_allocated_len {cur} -> {allocated} (asked {nxt}), kv_committed_len {committed}, "
