@@ -21,6 +21,16 @@ The allocator page of each kind is read the same way (``allocators``).
 
 What stays modeled: the ``C + extra_max_context_len`` step, and which
 builder a deployment reaches (``KVPool``).
+
+Why a slice, not an execution (the write path's loader, ``runtime``, runs
+whole modules): a builder computes some thirty quantities of the model and
+the memory budget before the call that receives ``extra_max_context_len``
+(0.5.23 ``_init_unified_mamba_pools`` 866-930: ``model_config.get_num_kv_heads``,
+``mamba2_cache_params``, ``layer_info``, ``get_exec().features...``,
+``get_schedule().max_mamba_cache_size``), none of which a deployment of this
+tool has; executing it would need a stand-in for each, and a placeholder for
+any would be a guess.  The slice runs exactly the statements that assign the
+row's extra, with SGLang's own sizing functions, and refuses any other name.
 """
 
 from __future__ import annotations
