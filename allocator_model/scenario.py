@@ -227,6 +227,8 @@ def run_scenario(s: DecodeScenario, sizing: Surface, revision: Revision) -> Scen
                 free - allocator.available_size(),
             )
         )
+        if w.refusal is Refusal.GUARD:
+            return run  # SGLang's own check raised: the server stops there, so no later step runs
         if accepted:
             commit(subject, accepted)
     return run

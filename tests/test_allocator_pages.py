@@ -29,7 +29,8 @@ from fuzz.run.engine import check_scenario
 from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetCallError, TargetError
 from fuzz.targets.sglang.allocators import ALLOCATOR_KINDS, Source, extract_alloc_pages
-from fuzz.targets.sglang.stubs import Published, StandInMissing, StandIns
+from fuzz.targets.sglang.private_imports import StandIns
+from fuzz.targets.sglang.stubs import Published, StandInMissing
 from fuzz.targets.sglang.versions import known_releases
 from fuzz.targets.sglang.wheels import MAX_SOURCE_BYTES
 

@@ -26,7 +26,8 @@ from fuzz.prove.witness import confirm
 from fuzz.run.engine import check_scenario
 from fuzz.targets import resolve_target
 from fuzz.targets.sglang.builders import extract_row_extras
-from fuzz.targets.sglang.stubs import Published, StandIns
+from fuzz.targets.sglang.private_imports import StandIns
+from fuzz.targets.sglang.stubs import Published
 
 EAGLE_3_1_4 = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_num_draft_tokens=4)
 EAGLE_TREE = dict(

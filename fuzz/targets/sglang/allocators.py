@@ -55,7 +55,8 @@ from typing import Any
 from allocator_model.pools import ROW_BUILDERS, KVPool
 
 from .builders import compiled
-from .stubs import Published, StandInBag, StandInMissing, StandIns
+from .private_imports import StandIns
+from .stubs import Published, StandInBag, StandInMissing
 
 ALLOCATOR = "token_to_kv_pool_allocator"
 ALLOCATOR_BUILDER = "_build_token_to_kv_pool_allocator"

@@ -43,7 +43,8 @@ from typing import Any
 
 from allocator_model.pools import KVPool
 
-from .stubs import Published, StandIns, Unsupplied, private_builtins
+from .private_imports import StandIns, private_builtins
+from .stubs import Published, Unsupplied
 
 EXTRA = "extra_max_context_len"
 # The builder method of each kind that sizes its own rows; the others use the standard one.

@@ -45,7 +45,8 @@ from allocator_model.surface import ALIGNED_LENS, ROW_GUARD, SIZING_ALLOC_PAGE, 
 from ..base import TargetError
 from .allocators import AllocPages, Source, extract_alloc_pages
 from .builders import RowExtra, builder_lines, extract_row_extras
-from .stubs import Published, StandInMissing, StandIns, private_builtins
+from .private_imports import StandIns, private_builtins
+from .stubs import Published, StandInMissing
 
 
 def _no_requests(kv_committed_len: int, kv_allocated_len: int) -> Any:

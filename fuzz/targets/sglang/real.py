@@ -30,7 +30,6 @@ import functools
 import importlib.util
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.config import ServingConfig, SpecRuntime
@@ -52,6 +51,7 @@ from allocator_model.surface import (
 )
 
 from ..base import TargetCallError, TargetError
+from .callers import Caller, Modeled, context, integer, raised_where
 from .loader import MODEL_CONFIG, PAGE_SIZE, Generation, SizingModule, server_args_parameter
 from .runtime.request import ReqAttributeMissing
 from .scenario import SGLangPath
@@ -60,68 +60,12 @@ from .stubs import Bag, StandInMissing, Unsupplied
 ROW_WIDTH_FUNCTION = "get_req_to_token_row_width"  # main: the row width is the file's, page-aligned
 
 
-class Modeled(Exception):
-    """A plain caller's way to say: this call is not the target's to answer (the model of its version does)."""
-
-
-@dataclass(frozen=True)
-class Caller:
-    """One entry's plain caller: binds the configuration, calls SGLang's code, returns what it returned."""
-
-    where: str | Callable[..., str]  # how messages name it (of the call's arguments, when it depends on them)
-    run: Callable[..., Any]
-    function: str | None = None  # the file's function, to name the inner one that raised (``raised_where``)
-    what: str | None = None  # a slice's quantity ("allocator page"), in its messages
-
-    def named(self, args: tuple[Any, ...]) -> str:
-        return self.where(*args) if callable(self.where) else self.where
-
-
 # What a missing sizing function means, where SGLang's history says it (else the model of the version answers).
 ABSENT_MEANS: dict[str, Callable[..., Any]] = {
     # Before get_alloc_page_size (0.5.19) the sizing formulas round with page_size alone (0.5.18
     # allocation_sizing.py reads get_schedule().page_size; 0.5.13-0.5.15 common.py server_args.page_size).
     SIZING_ALLOC_PAGE.name: lambda cfg: cfg.page_size,
 }
-
-
-def runtime_text(rt: SpecRuntime | None) -> str:
-    return "" if rt is None else f", run-time num_steps={rt.num_steps} num_draft_tokens={rt.num_draft_tokens}"
-
-
-def context(entry: Entry, args: tuple[Any, ...]) -> str:
-    """The arguments of a call as its messages state them."""
-    if entry.shape is Shape.SCENARIO:
-        return f"(config: {args[0].config.short()}, case {args[0].describe()})"
-    if entry.shape is Shape.LENS:
-        lens, reserve, page = args
-        return f"for (kv_committed_len, kv_allocated_len) {list(lens)}, reserve {reserve}, page_size {page}"
-    if entry.shape is Shape.GUARD:
-        _, max_alloc_len, row_width = args
-        return f"(max_alloc_len={max_alloc_len}, row_width={row_width})"
-    cfg: ServingConfig = args[0]
-    rt = args[1] if entry.shape is Shape.RUNTIME else None
-    return f"(config: {cfg.short()}{runtime_text(rt)})"
-
-
-def raised_where(module: SizingModule, caller: Caller, args: tuple[Any, ...], exc: BaseException) -> str:
-    """'f() of ORIGIN raised', naming the file's innermost function in the traceback when it is not ``f``."""
-    where = caller.named(args)
-    if caller.function is None:
-        return f"{where} raised"
-    inner = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == module.filename:
-            inner = (tb.tb_frame.f_code.co_name, tb.tb_lineno)
-        tb = tb.tb_next
-    if inner and inner[0] != caller.function:
-        return f"{where} raised in {inner[0]}() line {inner[1]}"
-    return where + (f" raised (line {inner[1]})" if inner else " raised")
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class RealSizing(Surface):
@@ -183,14 +127,14 @@ class RealSizing(Surface):
                 cur, nxt = list(cur), list(nxt)
             except (TypeError, ValueError):
                 cur, nxt, need = value, [], None
-            if len(cur) != len(lens) or len(nxt) != len(lens) or not all(map(_integer, [*cur, *nxt, need])):
+            if len(cur) != len(lens) or len(nxt) != len(lens) or not all(map(integer, [*cur, *nxt, need])):
                 raise TargetCallError(f"{where} returned {value!r}, not per-request integers, {context(entry, args)}")
             return cur, nxt, need
-        if caller.what is not None and (not _integer(value) or value < entry.least):
+        if caller.what is not None and (not integer(value) or value < entry.least):
             raise TargetCallError(
                 f"{where} gave {caller.what} {value!r}, not an integer >= {entry.least} {context(entry, args)}"
             )
-        if not _integer(value):
+        if not integer(value):
             raise TargetCallError(f"{where} returned {value!r}, not an integer {context(entry, args)}")
         return value
 
