@@ -49,6 +49,30 @@ class FreeProblem:
         return f"page {self.page} freed by request {self.freed_by} but {what}"
 
 
+def release_owned(
+    page_owner: dict[int, object], slots: torch.Tensor, page_size: int, owner: object
+) -> tuple[list[int], list[FreeProblem]]:
+    """The pages ``owner`` frees with ``slots`` (page granular; page 0, an unwritten column, is never one), each
+    dropped from ``page_owner``, and every page among them it did not hold (another's, or already free).
+
+    Invariant: a page leaves the book only through its holder's free; a foreign page is reported and handed
+    back all the same (the allocator frees what it is given), a page already free is only reported.
+    """
+    freed: list[int] = []
+    problems: list[FreeProblem] = []
+    for page in torch.unique(slots.to(torch.int64) // page_size).tolist():
+        if page == 0:
+            continue
+        holder = page_owner.get(page)
+        if holder != owner:
+            problems.append(FreeProblem(page, owner, holder))
+            if holder is None:
+                continue
+        del page_owner[page]
+        freed.append(page)
+    return freed, problems
+
+
 class Unrunnable(Exception):
     """The deployment cannot run on the target's own allocator (a page its kernels take no such size of)."""
 
@@ -127,17 +151,8 @@ class TokenToKVPoolAllocator:
 
     def free(self, slots: torch.Tensor, owner: object) -> list[FreeProblem]:
         """Free the pages holding ``slots`` (page granular, like the paged allocator's free)."""
-        problems: list[FreeProblem] = []
-        for page in torch.unique(slots.to(torch.int64) // self.page_size).tolist():
-            if page == 0:
-                continue  # an unwritten column: nothing to free
-            holder = self.page_owner.get(page)
-            if holder != owner:
-                problems.append(FreeProblem(page, owner, holder))
-                if holder is None:
-                    continue
-            del self.page_owner[page]
-            self._free_pages.append(page)
+        freed, problems = release_owned(self.page_owner, slots, self.page_size, owner)
+        self._free_pages.extend(freed)
         self.problems.extend(problems)
         return problems
 

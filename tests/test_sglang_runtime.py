@@ -20,10 +20,11 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 
+from hermetic import PINNED_RELEASES, pinned_wheel, real_wheel_dir  # noqa: E402
+
 from allocator_model.config import ServingConfig  # noqa: E402
 from fuzz.targets.base import TargetError  # noqa: E402
 from fuzz.targets.sglang.stubs import StandInMissing  # noqa: E402
-from hermetic import PINNED_RELEASES, pinned_wheel, real_wheel_dir  # noqa: E402
 
 RELEASES = tuple(f"0.5.{n}" for n in range(13, 24))
 HAS_TRITON = importlib.util.find_spec("triton") is not None
@@ -328,11 +329,7 @@ def test_request_layouts_match_every_wheel(version: str) -> None:
     assigned: dict[str, int] = {}
     for node in ast.walk(init):
         for t in (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AnnAssign)
-            else []
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         ):
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                 assigned.setdefault(t.attr, node.lineno)

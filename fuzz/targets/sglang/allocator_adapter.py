@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from allocator_model.allocator import FREE, FreeProblem, OwnershipAllocator, Unrunnable
+from allocator_model.allocator import FREE, FreeProblem, OwnershipAllocator, Unrunnable, release_owned
 from allocator_model.config import ServingConfig
 
 
@@ -65,16 +65,9 @@ class SGLangAllocator(OwnershipAllocator):
         """What SGLang's ``free`` does with ``slots`` (page granular), and who the harness says held them."""
         problems: list[FreeProblem] = []
         if slots.numel():
-            for page in torch.unique(slots.to(torch.int64) // self.page_size).tolist():
-                if page == 0:
-                    continue
-                holder = self.page_owner.get(page)
-                if holder != owner:
-                    problems.append(FreeProblem(page, owner, holder))
-                    if holder is None:
-                        continue
-                del self.page_owner[page]
-                self.page_owner_t[page] = FREE
+            freed, problems = release_owned(self.page_owner, slots, self.page_size, owner)
+            if freed:
+                self.page_owner_t[freed] = FREE
             real = slots[slots // self.page_size > 0].to(torch.int64)  # page 0 is padding, never handed out
             if real.numel():
                 with self._bound("free"):
