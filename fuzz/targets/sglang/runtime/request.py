@@ -29,7 +29,7 @@ sizing file's ``page_aligned_decode_alloc_lens(reqs, reserve=, page_size=)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from ..stubs import StandInMissing
 
@@ -129,7 +129,7 @@ class _Strict:
         return ""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(getattr(type(self), name, None), property):
+        if isinstance(getattr(type(self), name, None), (property, _KvLen)):
             object.__setattr__(self, name, value)  # the harness's names (committed, allocated)
         else:
             self.__dict__["_values"][name] = value
@@ -172,6 +172,29 @@ class KvInfo(_Strict):
         return f"ReqKvInfo[{self._release}]({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
 
 
+class _KvLen:
+    """One of the request's KV numbers by its SGLang name, on ``Req.kv`` where the release keeps it there (its
+    ``ReqKvInfo``) and on ``Req`` itself otherwise: the harness reads and writes one name across every layout."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, req: None, owner: type | None = None) -> _KvLen: ...
+    @overload
+    def __get__(self, req: RequestStandIn, owner: type | None = None) -> int: ...
+    def __get__(self, req: RequestStandIn | None, owner: type | None = None) -> int | _KvLen:
+        if req is None:
+            return self  # on the class: the descriptor itself (``_Strict.__setattr__`` looks for it)
+        return int(getattr(self._holder(req), self.name))
+
+    def __set__(self, req: RequestStandIn, value: int) -> None:
+        setattr(self._holder(req), self.name, value)
+
+    def _holder(self, req: RequestStandIn) -> Any:
+        return req.kv if self.name in req._kv_names() else req
+
+
 class RequestStandIn(_Strict):
     """A running request as one release's ``Req``; build with ``make_request``."""
 
@@ -187,34 +210,9 @@ class RequestStandIn(_Strict):
         return f"class Req line {LAYOUTS[self._release].req_class}"
 
     # The same names whatever the layout: what the lead's harness reads and writes.
-    @property
-    def committed(self) -> int:
-        """kv_committed_len, wherever this release keeps it."""
-        return int(self.kv.kv_committed_len if "kv_committed_len" in self._kv_names() else self.kv_committed_len)
-
-    @committed.setter
-    def committed(self, value: int) -> None:
-        if "kv_committed_len" in self._kv_names():
-            self.kv.kv_committed_len = value
-        else:
-            self.kv_committed_len = value
-
-    @property
-    def allocated(self) -> int:
-        """kv_allocated_len, wherever this release keeps it."""
-        return int(self.kv.kv_allocated_len if "kv_allocated_len" in self._kv_names() else self.kv_allocated_len)
-
-    @allocated.setter
-    def allocated(self, value: int) -> None:
-        if "kv_allocated_len" in self._kv_names():
-            self.kv.kv_allocated_len = value
-        else:
-            self.kv_allocated_len = value
-
-    @property
-    def pool_idx(self) -> int:
-        """req_pool_idx (the row), wherever this release keeps it."""
-        return int(self.kv.req_pool_idx if "req_pool_idx" in self._kv_names() else self.req_pool_idx)
+    committed = _KvLen("kv_committed_len")
+    allocated = _KvLen("kv_allocated_len")
+    pool_idx = _KvLen("req_pool_idx")
 
     def _kv_names(self) -> dict[str, int]:
         return LAYOUTS[self._release].on_kv
