@@ -138,7 +138,7 @@ def drive_campaigns(
     results: list[CampaignResult] = []
     for target in setup.targets:
         print(f"== {target.spec}: {target.label}", file=out, flush=True)
-        modeled = modeled_line(target)
+        modeled = modeled_line(target, (options or {}).get("write_path") != "model")
         if modeled:  # a real target: what it still takes from the model
             print(modeled, file=out, flush=True)
         found: dict[str, Finding] = {}

@@ -7,7 +7,7 @@ input; 130: interrupted before anything was found.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, TextIO
 
 from hypothesis import settings as Settings
 
@@ -45,7 +45,25 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         campaign_header(f"profile {s.profile}, {s.hyp.max_examples} examples per round", s.hyp, s.seed),
         fuzz_decode,
         {"write_path": mode.value},
+        after=report_stages,
     )
+
+
+def report_stages(result: CampaignResult, out: TextIO) -> None:
+    """What the verdict proved and what it sampled, and where its decode steps ran."""
+    from fuzz.prove.quick import proved_line
+
+    stats = result.stats
+    line = proved_line(stats)
+    if line:
+        print(line, file=out)
+    if stats.get("write_path") == "sglang":
+        print(
+            f"   write path: {stats.get('sglang_decode_steps', 0):,} decode steps of "
+            f"{stats.get('sglang_scenarios', 0):,} scenarios ran on SGLang's own code "
+            f"({stats.get('sglang_seconds', 0.0):.1f}s); every example ran on the model's",
+            file=out,
+        )
 
 
 def fuzz_decode(
@@ -58,6 +76,15 @@ def fuzz_decode(
     hooks: Any,
 ) -> CampaignResult:
     """The decode campaign on one target (module level: a ``--jobs`` worker finds it by name)."""
+    from fuzz.prove.quick import proof_stage  # prove sits above run: the command layer hands it in
+
     return campaign(
-        target, hyp, seed=seed, pins=pins, cover_part=cover_part, write_path=options.get("write_path", "auto"), **hooks
+        target,
+        hyp,
+        seed=seed,
+        pins=pins,
+        cover_part=cover_part,
+        write_path=options.get("write_path", "auto"),
+        proof=proof_stage if options.get("proof", True) else None,
+        **hooks,
     )

@@ -108,6 +108,10 @@ def sglang_key(scenario: DecodeScenario) -> tuple[Any, ...]:
 # One search example in this many is also run on SGLang's own path and held to the model's run.
 SGLANG_SAMPLE_EVERY = 64
 
+# A proof stage (``fuzz.prove.quick.proof_stage``, handed in by the command layer: prove sits above run):
+# (target, cover_part, pins) -> (its report fields, each proved group's worst witness as a decode finding).
+ProofStage = Callable[[Target, tuple[int, int], dict[str, Any]], tuple[dict[str, Any], list[Finding]]]
+
 
 class DecodeHunt:
     """The decode properties as a ``Hunt``: a ``@given`` test over decode scenarios.
@@ -127,8 +131,10 @@ class DecodeHunt:
         pins: dict[str, Any] | None = None,
         cover_part: tuple[int, int] = (0, 1),
         write_path: WritePathMode = WritePathMode.AUTO,
+        proof: ProofStage | None = None,
     ):
         self.target, self.props, self.pins = target, tuple(props), pins
+        self.proof, self.proof_stats = proof, dict[str, Any]()
         self.cover_part = cover_part  # (k, K): this worker runs covering cases k, k + K, ... (``fuzz.campaign``)
         self.sglang = has_sglang_path(target, write_path)
         self.counts = {"sglang_scenarios": 0, "sglang_decode_steps": 0, "sglang_seconds": 0.0}
@@ -192,6 +198,22 @@ class DecodeHunt:
                 for f in self._on_sglang(scenario, run, vs, progress.examples):
                     if not tracker.is_known(f.signature):
                         yield f
+        if self.proof is not None:
+            self.proof_stats, witnesses = self.proof(self.target, self.cover_part, self.pins or {})
+            yield from self.proved(witnesses, tracker, progress)
+
+    def proved(self, witnesses: list[Finding], tracker: Tracker, progress: Progress) -> Iterator[Finding]:
+        """Each proved group's worst witness, checked like a covering case; a group the checks do not show
+        (a sizing function that raised, a growth rule no closed form reads) is the witness itself."""
+        for w in witnesses:
+            progress.tick(tracker.groups)
+            _, vs = check_scenario(self.target, DecodeScenario.from_dict(w.config, w.case), self.props)
+            for v in vs:
+                if not tracker.is_known(v.signature):
+                    yield self.finish(decode_finding(self.target.spec, v, DecodeScenario.from_dict(w.config, w.case)))
+            if not tracker.is_known(w.signature) and w.signature not in {v.signature for v in vs}:
+                w.found_at = progress.examples
+                yield self.finish(w)
 
     def finish(self, f: Finding) -> Finding:
         """A decode finding replayed on SGLang's own path: it says there what that path did (``confirmation``)."""
@@ -204,8 +226,8 @@ class DecodeHunt:
 
     def stats(self) -> dict[str, Any]:
         if not self.sglang:
-            return {"write_path": "model"}
-        return {"write_path": "sglang", **{k: round(v, 3) for k, v in self.counts.items()}}
+            return {"write_path": "model", **self.proof_stats}
+        return {"write_path": "sglang", **{k: round(v, 3) for k, v in self.counts.items()}, **self.proof_stats}
 
 
 def campaign(
@@ -216,14 +238,17 @@ def campaign(
     pins: dict[str, Any] | None = None,
     cover_part: tuple[int, int] = (0, 1),
     write_path: WritePathMode = WritePathMode.AUTO,
+    proof: ProofStage | None = None,
     **driver: Any,
 ) -> CampaignResult:
     """Fuzz ``target``'s decode properties until no new group turns up.
 
     ``cover_part`` (k, K): worker k of K runs every K-th covering case from the k-th.
+    ``proof``: the bounded proof run after the covering set (``fuzz.prove.quick``), its witnesses checked as
+    covering cases; worker k of K proves the k-th K-th of its blocks.
 
     ``driver``: the keywords of ``fuzz.campaign.driver.run_campaign`` (seed,
     max_rounds, on_progress, progress_every, on_finding).
     """
-    hunt = DecodeHunt(target, props, pins, cover_part, WritePathMode(write_path))
+    hunt = DecodeHunt(target, props, pins, cover_part, WritePathMode(write_path), proof)
     return run_campaign(target, hunt, hyp_settings, **driver)

@@ -64,14 +64,17 @@ def model_target(revision: Revision) -> Target:
     return Target(spec, f"model {revision.name}: {revision.summary}", ModelSizing(revision), revision, TargetKind.MODEL)
 
 
-def modeled_line(target: Target) -> str | None:
+def modeled_line(target: Target, own_write_path: bool = True) -> str | None:
     """The lines every command prints for a real target: what it still takes from the model, and where its
-    decode steps run (None: a model target, nothing to say)."""
+    decode steps run (None: a model target, nothing to say); ``own_write_path`` False: the command was told
+    to keep the model's (``--write-path model``)."""
     modeled = target.sizing.modeled()
     if not modeled:
         return None
     line = f"   modeled, not read from the target: {'; '.join(modeled)}"
-    if target.sizing.source(DECODE_STEPS) is Provenance.READ:
+    if target.sizing.source(DECODE_STEPS) is Provenance.READ and not own_write_path:
+        line += "\n   write path: the model's (--write-path model; the target's own code was not run)"
+    elif target.sizing.source(DECODE_STEPS) is Provenance.READ:
         line += (
             "\n   write path: SGLang's own code (its entry points, allocator and triton kernels under triton's "
             "interpreter) for the covering set, a sample of the search and every finding; the search is the model's"

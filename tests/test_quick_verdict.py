@@ -1,0 +1,97 @@
+"""Every quick verdict proves the sizing first (``fuzz.prove.quick``): run, the plugin's proof test, the action.
+
+The two files the issue measured, in the UNO shape (``tests/sglang_shapes/uno.py``, with the page-1 headroom
+fixed so the base is clean): a spec-v2 tree footprint that rounds pages down, and a decode length sized from
+the run-time draft-token count instead of the launch-time bound (so the row, sized at launch, is short once
+adaptive spec raises it). Each is found by the proof stage ``run`` and the plugin share; the clean base is not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fuzz.cli import main
+from fuzz.prove.quick import QUICK_SPACE, proof_stage, quick_proof
+from fuzz.targets import resolve_target
+
+SHAPE = Path(__file__).parent / "sglang_shapes" / "uno.py"
+PAGE_1 = ("    if page > 1 or _algorithm().is_uno():\n", "    if True:\n")
+TREE_DOWN = (
+    "return max((page - 1 + steps + page - 1) // page * page * branches, verify)",
+    "return max(max(1, (page - 1 + steps) // page) * page * branches, verify)",
+)
+RUNTIME_D = ("    verify = max_speculative_num_draft_tokens()\n", "    verify = spec.speculative_num_draft_tokens\n")
+
+
+def shaped(tmp_path: Path, name: str, *edits: tuple[str, str]) -> str:
+    text = SHAPE.read_text()
+    for old, new in (PAGE_1, *edits):
+        assert text.count(old) == 1, f"uno.py no longer has {old!r}"
+        text = text.replace(old, new)
+    path = tmp_path / name / "allocation_sizing.py"
+    path.parent.mkdir()
+    path.write_text(text)
+    return f"{path}@0.5.23"
+
+
+def proved_groups(spec: str) -> set[str]:
+    proved, groups = quick_proof(resolve_target(spec))
+    assert proved.space == QUICK_SPACE and proved.configurations > 0
+    return {str(g.signature) for g in groups}
+
+
+def test_the_clean_base_proves_clean(tmp_path):
+    assert proved_groups(shaped(tmp_path, "base")) == set()
+
+
+def test_a_tree_footprint_rounded_down_is_proved(tmp_path):
+    groups = proved_groups(shaped(tmp_path, "tree", TREE_DOWN))
+    assert any(g.startswith("drafts-within-allocation/tree") for g in groups), groups
+
+
+def test_a_decode_length_from_the_runtime_draft_count_is_proved(tmp_path):
+    groups = proved_groups(shaped(tmp_path, "adaptive", RUNTIME_D))
+    assert any("adaptive" in g for g in groups), groups
+
+
+def test_the_plugin_proof_test_fails_on_the_tree_file_and_passes_on_the_base(tmp_path):
+    from fuzz.properties.test_kvrow_decode import test_the_sizing_holds_over_the_bounded_space as proof_test
+
+    proof_test(resolve_target(shaped(tmp_path, "base")))
+    with pytest.raises(AssertionError, match=r"WITNESS drafts-within-allocation/tree"):
+        proof_test(resolve_target(shaped(tmp_path, "tree", TREE_DOWN)))
+
+
+def test_run_reports_what_it_proved_and_each_proved_group(tmp_path, capsys):
+    spec = shaped(tmp_path, "tree", TREE_DOWN)
+    report = tmp_path / "r.json"
+    code = main(
+        ["run", "--target", spec, "--max-examples", "5", "--write-path", "model", "--quiet"]
+        + ["--cases", str(tmp_path / "cases"), "--json", str(report)]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "proved: the sizing arithmetic of every configuration of the small space" in out
+    entry = json.loads(report.read_text())["targets"][0]
+    assert entry["proof_space"] == QUICK_SPACE and entry["proof_groups"] >= 1
+    assert any(f["signature"].startswith("drafts-within-allocation/tree") for f in entry["findings"])
+
+
+def test_a_pinned_run_says_it_proved_nothing(tmp_path, capsys):
+    code = main(
+        ["run", "--target", "reference", "--max-examples", "5", "--pin", "page_size=16", "--quiet"]
+        + ["--cases", str(tmp_path / "cases")]
+    )
+    assert code == 0
+    assert "proved: nothing (--pin page_size narrows the space)" in capsys.readouterr().out
+
+
+def test_workers_prove_disjoint_shares_that_make_the_whole():
+    target = resolve_target("reference@sglang-0.5.18")
+    whole, _ = proof_stage(target, (0, 1), {})
+    parts = [proof_stage(target, (k, 3), {})[0] for k in range(3)]
+    assert sum(p["proved_configurations"] for p in parts) == whole["proved_configurations"]
+    assert all(p["proved_configurations"] > 0 for p in parts)
