@@ -20,7 +20,7 @@ and the pytest plugin line (``pytest --pyargs fuzz.properties
 --kvrow-target=FILE@VERSION``, a subprocess, as a user types it).
 
 ``--releases``: the unmutated releases, ``run --profile ci``'s groups against
-``prove``'s (what ``ci_vs_prove.py`` printed): a group ``run`` reports that
+``prove``'s (what the former ``ci_vs_prove.py`` printed): a group ``run`` reports that
 ``prove`` does not is a false alarm of the quick verdict or a finding outside
 prove's scope, and is printed as such. Exit 1 when a non-equivalent mutant
 survives an entry point, or a release's ci groups miss a proved group.
