@@ -40,6 +40,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from fuzz.common import interrupts
 from fuzz.common.profiles import database_dir
+from fuzz.findings.cause import Cause
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Status, status_of
@@ -148,6 +149,7 @@ class CampaignResult:
     error: str | None = None
     interrupted: bool = False
     stats: dict[str, Any] = field(default_factory=dict)  # what the kind of campaign counts besides examples
+    causes: list[Cause] = field(default_factory=list)  # the findings by root cause (``fuzz.causes``), once done
 
     @property
     def status(self) -> Status:
@@ -163,6 +165,8 @@ class CampaignResult:
             **self.stats,
             "findings": [f.to_json() for f in self.findings],
         }
+        if self.causes:
+            d["causes"] = [c.to_json() for c in self.causes]
         if self.error:
             d["error"] = self.error
         return d

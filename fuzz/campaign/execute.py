@@ -22,9 +22,11 @@ from typing import Any, TextIO, TypedDict
 
 from hypothesis import settings as Settings
 
+from fuzz.causes import root_causes
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins
 from fuzz.common.shards import WHOLE, Shard
+from fuzz.findings.cause import causes_block
 from fuzz.findings.model import Finding
 from fuzz.findings.output import Output
 from fuzz.findings.render import counterexample_block, summary_table
@@ -180,6 +182,9 @@ def drive_campaigns(
         results.append(result)
         if result.error:
             print(f"ERROR {target.spec}: {result.error}", file=out)
+        if result.findings and not result.interrupted:
+            result.causes = root_causes(target, result.findings)
+            print(causes_block(target.spec, result.causes), file=out, flush=True)
         if after:
             after(result, out)
         if result.interrupted:

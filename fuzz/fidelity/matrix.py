@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from allocator_model.revisions import REFERENCE
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.campaign.driver import CampaignResult
+from fuzz.causes import root_causes
 from fuzz.common.bounds import MAX_EXPECT_BYTES
 from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
@@ -140,10 +141,12 @@ def reference_check(row: Row) -> None:
 
 
 def _finish(row: Row, cases_dir: str) -> None:
-    """A complete release: a case file per finding (decode and fidelity), and the reference check."""
+    """A complete release: a case file per finding (decode and fidelity), the reference check, the root causes."""
     for f in row.findings:
         save_case(f, cases_dir)
     reference_check(row)
+    if row.campaign is not None and row.campaign.findings and row.target is not None:
+        row.campaign.causes = root_causes(row.target, row.campaign.findings)
 
 
 class MatrixInterrupted(KeyboardInterrupt):

@@ -20,6 +20,7 @@ from allocator_model.pools import KVPool
 from allocator_model.scenario import DecodeScenario
 from fuzz.catalog import CATALOG
 from fuzz.common.files import write_atomically
+from fuzz.findings.cause import Cause
 from fuzz.findings.kinds import CaseKind, Property, Signature, group_name, regime
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Command, write_report
@@ -81,7 +82,7 @@ def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
     lines = [
         heading,
         "",
-        "| release | API | status | KV pool | bug group | outcome | known as | minimal case | examples | seconds "
+        "| release | API | status | KV pool | bug group | outcome | root cause | minimal case | examples | seconds "
         "| fidelity |",
         "|---|---|---|---|---|---|---|---|---:|---:|---|",
     ]
@@ -90,6 +91,7 @@ def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
         first = [row.release, api_name(row.target) or "-", str(row.status)]
         tail = [str(c.examples if c else 0), f"{c.seconds:.1f}" if c else "-", fid.summary() if fid else "not run"]
         failures = by_pool(c.findings if c else [])
+        cause_of = causes_by_group(c.causes if c else [])
         if not failures:
             lines.append("| " + " | ".join(first + ["-", "-", "-", "-", row.error or "-"] + tail) + " |")
         for i, f in enumerate(failures):
@@ -99,7 +101,7 @@ def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
                     f.config.kv_pool.value,
                     f"`{f.signature}`",
                     str(f.violation.outcome),
-                    ", ".join(known.get(f.signature, [])) or "not catalogued",
+                    cause_of.get(f.signature) or ", ".join(known.get(f.signature, [])) or "not catalogued",
                     f"{case_text(f)} ([case]({CASES_DIR}/{os.path.basename(f.case_path or '')}))",
                 ]
                 + (tail if i == 0 else ["", "", ""])
@@ -113,6 +115,18 @@ def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
         else "Cases that do not pass on `reference` (or are outside the bound): " + "; ".join(odd),
     ]
     return "\n".join(lines) + "\n"
+
+
+def causes_by_group(causes: list[Cause]) -> dict[Signature, str]:
+    """Each group's root cause as the table names it (``#33579``; ``needs both: #33579 + new``)."""
+    out: dict[Signature, str] = {}
+    for c in causes:
+        for s in c.variants:
+            out[s] = c.label
+        for other, sigs in c.needs_both.items():
+            for s in sigs:
+                out.setdefault(s, f"needs both: {c.label} + {other}")
+    return out
 
 
 def by_pool(findings: list[Finding]) -> list[Finding]:
@@ -153,6 +167,8 @@ def target_entry(row: Row, known: Catalog) -> dict[str, Any]:
         "error": row.error,
         "fidelity": None,
     }
+    if c is not None and c.causes:
+        entry["causes"] = [cause.to_json() for cause in c.causes]
     if fid is not None:
         entry["fidelity"] = {
             "status": fid.status.value,

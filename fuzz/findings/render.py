@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from allocator_model.config import ServingConfig
 
+from .cause import Cause
 from .kinds import CaseKind
 from .model import Finding
 
@@ -81,19 +82,28 @@ class Summarized(Protocol):
     seconds: float
     findings: list[Finding]
     interrupted: bool
+    causes: list[Cause]
 
     @property
     def status(self) -> Any: ...
 
 
 def summary_table(results: Iterable[Summarized]) -> str:
-    """One line per target: status, examples, seconds and the groups found."""
-    lines = ["", f"{'target':<32} {'status':<28} {'examples':>9} {'seconds':>8}  groups"]
+    """One line per target: status, examples, seconds and what was found: its root causes (each group is
+    listed under its cause above), else the groups."""
+    lines = ["", f"{'target':<32} {'status':<28} {'examples':>9} {'seconds':>8}  found"]
     for r in results:
         groups = ", ".join(str(f.signature) for f in r.findings) or "-"
+        if r.causes:
+            groups = causes_cell(r.causes, len(r.findings))
         status = str(r.status) + (" (interrupted)" if r.interrupted else "")
         lines.append(f"{r.target:<32} {status:<28} {r.examples:>9} {r.seconds:>8.1f}  {groups}")
     return "\n".join(lines)
+
+
+def causes_cell(causes: list[Cause], groups: int) -> str:
+    """``2 root causes (13 groups): #33579, new``: what a summary line says of a target's findings."""
+    return f"{len(causes)} root cause(s) ({groups} groups): " + ", ".join(c.label for c in causes)
 
 
 def row_width_text(context_len: int, extra: int, width: int) -> str:

@@ -15,9 +15,11 @@ import sys
 from typing import Any, TextIO
 
 from allocator_model import algorithms as algo
+from fuzz.causes import root_causes
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, add_shard_option
 from fuzz.common.shards import WHOLE, Shard, parse_jobs
+from fuzz.findings.cause import Cause, causes_block
 from fuzz.findings.kinds import Property
 from fuzz.findings.output import Output
 from fuzz.findings.report import Command
@@ -131,6 +133,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         )
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     results = []
+    causes: dict[str, list[Cause]] = {}
     for t in targets:
         # The full space by default: a real target's functions run once per path (traced), not per configuration.
         space = args.space or ("small" if args.one_by_one and not t.is_model else "full")
@@ -155,6 +158,9 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 output.save(grp.witness, origin=WITNESS_ORIGIN)
         results.append(result)
         print_result(t, result, out)
+        if result.groups:
+            causes[t.spec] = root_causes(t, [g.witness for g in result.sorted_groups()])
+            print(causes_block(t.spec, causes[t.spec]), file=out)
         if args.heatmap:
             from .heatmap import write_heatmap
 
@@ -166,17 +172,20 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 axes=(result.space.page_sizes, result.space.dcp_sizes),
             )
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)
-    output.report([report_entry(r, args.shard) for r in results])
+    output.report([report_entry(r, args.shard, causes.get(r.target, [])) for r in results])
     output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets)
     return output.status(found=any(r.groups for r in results))
 
 
-def report_entry(r: ProveResult, shard: Shard | None = None) -> dict[str, Any]:
+def report_entry(r: ProveResult, shard: Shard | None = None, causes: list[Cause] | None = None) -> dict[str, Any]:
     """The target's report entry, each finding with its ``group`` (the group's full signature: a witness's own
-    may lack the group's outcome) and, for a shard, the shard (``merge`` combines the shards by both)."""
+    may lack the group's outcome), its root causes, and, for a shard, the shard (``merge`` combines the shards
+    by both)."""
     entry = r.to_json()
     for finding, grp in zip(entry["findings"], r.sorted_groups(), strict=True):
         finding["group"] = str(grp.signature)
+    if causes:
+        entry["causes"] = [c.to_json() for c in causes]
     return {**entry, "shard": str(shard)} if shard else entry
 
 

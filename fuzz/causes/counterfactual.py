@@ -1,0 +1,292 @@
+"""A finding's root cause: the smallest fix that makes its own case pass, tried in a fixed order.
+
+For each finding, replay its case (decode scenario or lifecycle step script)
+on the target with one fix applied, in this order, until the case passes:
+
+ 1. each known bug's fix alone, then each pair of them
+    (``allocator_model.known_bugs``: the bugs the target's release carries),
+    applied to the release's model revision and, on a real target, in place
+    of the target's answers to the functions the bug lives in, where the
+    target's code is its release's at the case (else it differs there in a
+    way no known bug names, and a known fix would hide it); a case only a
+    pair fixes is listed under both causes as "needs both";
+ 2. the reference's version of a sizing piece (a sizing function the target
+    answers, or the row its pool builder computes) and of every piece
+    computed after it, from the first that differs from the reference: a
+    case fixed here has a NEW cause, named for that piece, with its value
+    and the reference's.
+
+Findings with the same cause become one ``Cause`` with their groups as its
+variants. Never a table from group labels to causes: a group's name (its
+regime, ``dcp>1``) says where it fails, the counterfactual says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, NEW, KnownFix, fully_fixed, with_fixes
+from allocator_model.pools import KVPool
+from allocator_model.scenario import DecodeScenario
+from allocator_model.sizing import ModelSizing
+from allocator_model.surface import (
+    ALLOC_LEN_PER_DECODE,
+    ALLOC_RESERVE_PER_DECODE,
+    EXTRA_CONTEXT_LEN,
+    ROW_WIDTH,
+    SIZING_ALLOC_PAGE,
+    Entry,
+    Provenance,
+    Shape,
+    Surface,
+)
+from fuzz.findings.cause import Cause, CauseKind
+from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.model import Finding
+from fuzz.targets.base import Target, TargetCallError
+
+# The sizing pieces whose reference version may be tried alone (step 2), in SGLang's order of computation.
+PIECES: tuple[Entry, ...] = (
+    SIZING_ALLOC_PAGE,
+    ALLOC_LEN_PER_DECODE,
+    ALLOC_RESERVE_PER_DECODE,
+    EXTRA_CONTEXT_LEN,
+    ROW_WIDTH,
+)
+# How SGLang names each piece's value in a report.
+VALUE_NAMES = {
+    SIZING_ALLOC_PAGE: "alloc page",
+    ALLOC_LEN_PER_DECODE: "alloc_len_per_decode",
+    ALLOC_RESERVE_PER_DECODE: "alloc_reserve_per_decode",
+    EXTRA_CONTEXT_LEN: "extra_max_context_len (the headroom)",
+    ROW_WIDTH: "req_to_token row width",
+}
+
+
+class Patched(Surface):
+    """A target's answers with ``entries`` answered by ``model`` instead (everything else is the target's)."""
+
+    def __init__(self, base: Surface, model: Surface, entries: Iterable[Entry]):
+        self.base, self.model, self.entries = base, model, frozenset(entries)
+
+    def call(self, entry: Entry, *args: Any) -> Any:
+        return (self.model if entry in self.entries else self.base).call(entry, *args)
+
+    def source(self, entry: Entry) -> Provenance:
+        return self.base.source(entry)
+
+    def kv_allocator(self, cfg: ServingConfig, num_tokens: int, page_size: int) -> Any:
+        return self.base.kv_allocator(cfg, num_tokens, page_size)
+
+    def builder_location(self, kind: KVPool) -> tuple[str, str, int] | None:
+        return self.base.builder_location(kind)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A candidate fix: known bugs' fixes and reference pieces, applied together."""
+
+    known: tuple[KnownFix, ...] = ()
+    pieces: tuple[Entry, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The causes it names: each known bug, or the first piece (the rest are what that piece feeds)."""
+        return tuple(k.key for k in self.known) + tuple(p.name for p in self.pieces[:1])
+
+
+def fixed_target(target: Target, fix: Fix) -> Target:
+    """``target`` with ``fix`` applied (see the module docstring); a model target is its fixed revision."""
+    revision = with_fixes(target.revision, fix.known)
+    if target.is_model:
+        sizing: Surface = ModelSizing(revision)
+        if fix.pieces:
+            sizing = Patched(sizing, ModelSizing(fully_fixed(target.revision)), fix.pieces)
+    else:
+        sizing = target.sizing
+        known = [e for k in fix.known for e in k.entries]
+        if known:
+            sizing = Patched(sizing, ModelSizing(revision), known)
+        if fix.pieces:
+            sizing = Patched(sizing, ModelSizing(fully_fixed(target.revision)), fix.pieces)
+    return dataclasses.replace(target, sizing=sizing, revision=revision)
+
+
+def _runtime(f: Finding) -> SpecRuntime | None:
+    if f.kind is CaseKind.DECODE:
+        return DecodeScenario.from_dict(f.config, f.case).runtime(f.case.get("num_steps"))
+    return f.config.launch_runtime
+
+
+def piece_value(sizing: Surface, entry: Entry, cfg: ServingConfig, rt: SpecRuntime | None) -> int | None:
+    """What ``sizing`` answers for ``entry`` at the case (None: it raised)."""
+    try:
+        value = sizing.call(entry, cfg) if entry.shape is Shape.LAUNCH else sizing.call(entry, cfg, rt)
+    except TargetCallError:
+        return None
+    return int(value)
+
+
+def fails(target: Target, f: Finding) -> bool:
+    """Whether ``f``'s own case still breaks its property on ``target``."""
+    prop = Property(f.violation.prop)
+    if f.kind is CaseKind.DECODE:
+        from fuzz.run.engine import check_scenario
+
+        _, found = check_scenario(target, DecodeScenario.from_dict(f.config, f.case), (prop,), attributed=False)
+        return any(v.prop == prop for v in found)
+    if f.kind is CaseKind.LIFECYCLE:
+        from fuzz.lifecycle.replay import run_case
+
+        try:
+            run = run_case(target, f.config, list(f.case.get("steps", [])), story=False)
+        except Exception:  # noqa: BLE001 - a step the fixed target cannot run: the case does not fail there
+            return False
+        return any(v.prop == prop for _, v in run.violations)
+    return True  # another kind of case (fidelity's): no counterfactual
+
+
+def _read_pieces(target: Target) -> list[Entry]:
+    return [] if target.is_model else [e for e in PIECES if target.sizing.source(e) is Provenance.READ]
+
+
+def _differing(target: Target, f: Finding, model: Surface) -> list[Entry]:
+    """The target's pieces whose value at the case is not ``model``'s, in order of computation."""
+    rt = _runtime(f)
+    return [
+        e
+        for e in _read_pieces(target)
+        if piece_value(target.sizing, e, f.config, rt) != piece_value(model, e, f.config, rt)
+    ]
+
+
+def candidates(target: Target, f: Finding) -> list[Fix]:
+    """The fixes to try for ``f``, in order (the module docstring).
+
+    Known fixes only where the target's code is its release's at the case (every sizing piece it answers
+    equals the release model's there): where it is not, the code has changed in a way no known bug names,
+    and a known fix would paper over it. A piece's fix is the reference's version of it and of every piece
+    computed after it (a real function calls the next one itself: the row is sized from the headroom, the
+    headroom from the reserve), tried from the first piece that differs from the reference.
+    """
+    out: list[Fix] = []
+    if not _differing(target, f, ModelSizing(target.revision)):
+        known = [k for k in KNOWN_FIXES if k.applies(target.revision)]
+        out += [Fix(known=(k,)) for k in known] + [Fix(known=pair) for pair in itertools.combinations(known, 2)]
+    pieces = _read_pieces(target)
+    for first in _differing(target, f, ModelSizing(fully_fixed(target.revision))):
+        out.append(Fix(pieces=tuple(pieces[pieces.index(first) :])))
+    return out
+
+
+def cause_of(target: Target, f: Finding) -> Fix | None:
+    """The first fix (``candidates``) under which ``f``'s case passes; None: none does (or it is not a case the
+    model replays: a model mismatch, a finding only SGLang's own write path shows)."""
+    if f.violation.prop is Property.MODEL_MISMATCH or not fails(target, f):
+        return None
+    for fix in candidates(target, f):
+        if not fails(fixed_target(target, fix), f):
+            return fix
+    return None
+
+
+def _cause(target: Target, key: str, f: Finding) -> Cause:
+    known = {k.key: k for k in KNOWN_FIXES}
+    if key in known:
+        k = known[key]
+        return Cause(key, CauseKind.KNOWN, k.bug, k.title, k.fix)
+    entry = next((p for p in PIECES if p.name == key), None)
+    if entry is not None:
+        return Cause(
+            key,
+            CauseKind.PIECE,
+            "new",
+            f"{entry.mirrors}: differs from the reference, and the reference's alone makes the case pass",
+            "compute it as the reference does",
+        )
+    return Cause(key, CauseKind.UNEXPLAINED, "", _unexplained_title(f))
+
+
+def _unexplained_title(f: Finding) -> str:
+    if f.violation.prop is Property.MODEL_MISMATCH:
+        return f"the model and the target disagree ({f.violation.group}): a model defect or a new SGLang behaviour"
+    if f.sglang and "model's run passes" in f.sglang:
+        return "found on SGLang's own write path only (the model's run passes): the write path itself"
+    return "no known fix, no reference piece and no pair of them makes the case pass"
+
+
+def _values(target: Target, fix: Fix, f: Finding) -> list[str]:
+    """Each replaced piece's value in the case and the fixed one."""
+    fixed = fixed_target(target, fix)
+    rt = _runtime(f)
+    entries = [e for k in fix.known for e in k.entries if e in VALUE_NAMES] + [p for p in fix.pieces]
+    out = []
+    for e in dict.fromkeys(entries):
+        was, now = piece_value(target.sizing, e, f.config, rt), piece_value(fixed.sizing, e, f.config, rt)
+        if was != now:
+            out.append(f"e.g. {VALUE_NAMES.get(e, e.name)} {was}, fixed {now}, at {f.config.short()}")
+    return out
+
+
+def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[str]:
+    """The code each cause lives in: the target's functions, and for the row width each pool's builder that
+    sizes its own row (located as SARIF locates them)."""
+    from fuzz.findings.sarif import builder_location, locate
+
+    entries = [e for k in fix.known for e in k.entries] + list(fix.pieces)
+    out: list[str] = []
+    if entries == [ROW_WIDTH]:  # the cause lives in the builders (each that sizes its own row)
+        for f in {f.config.kv_pool: f for f in findings}.values():
+            found = builder_location(target, f)
+            if found is not None:
+                out.append(f"{found.uri}:{found.line} {found.function}")
+    functions = [fn for e in entries if e is not ROW_WIDTH for fn in e.functions[:1]]
+    if functions and not (fix.known and all(not k.entries for k in fix.known)):
+        out += [f"{s.uri}:{s.line} {s.function}" for s in locate(target, functions)]
+    return list(dict.fromkeys(out))
+
+
+def _label(key: str) -> str:
+    """How a report names another cause: its upstream number, else its key marked new."""
+    fix = KNOWN_FIX.get(key)
+    return fix.bug if fix is not None and fix.bug != NEW else f"{key} (new)"
+
+
+def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
+    """The target's findings grouped by root cause, worst outcome first (see the module docstring)."""
+    by_key: dict[str, Cause] = {}
+    seen: dict[str, list[Finding]] = {}
+    fixes: dict[str, Fix] = {}
+    for f in findings:
+        fix = cause_of(target, f)
+        keys = fix.keys if fix is not None else ("unexplained",)
+        for key in keys:
+            cause = by_key.setdefault(key, _cause(target, key, f))
+            seen.setdefault(key, []).append(f)
+            if fix is not None:
+                fixes.setdefault(key, fix)
+            if len(keys) == 1:
+                cause.variants.append(f.signature)
+            else:
+                other = " + ".join(_label(k) for k in keys if k != key)
+                cause.needs_both.setdefault(other, []).append(f.signature)
+            if fix is not None and not cause.values:
+                cause.values = _values(target, fix, f)[:1]
+    for key, cause in by_key.items():
+        if key in fixes:
+            single = Fix(
+                known=tuple(k for k in fixes[key].known if k.key == key),
+                pieces=tuple(p for p in fixes[key].pieces[:1] if p.name == key),
+            )
+            cause.where = _where(target, single, seen[key])
+    return sorted(by_key.values(), key=lambda c: c.rank)
+
+
+def signatures(causes: list[Cause]) -> set[Signature]:
+    """Every group the causes explain (variants and needs-both)."""
+    return {s for c in causes for s in c.variants} | {s for c in causes for v in c.needs_both.values() for s in v}

@@ -1,0 +1,88 @@
+"""Root causes: the findings of one target grouped by what fixes them (``fuzz.causes`` decides it).
+
+A ``Cause`` is one known bug (its upstream number, or ``new``), one piece of
+the target's code that the reference computes differently (``new``, naming
+the piece), or nothing found (``unexplained``). Its variants are the bug
+groups it explains; a group fixed only by two fixes together is listed
+under both, marked ``needs both``. One type, one renderer (``causes_block``),
+one JSON shape (``Cause.to_json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .kinds import Signature
+
+
+class CauseKind(StrEnum):
+    KNOWN = "known"  # a known bug's fix alone removes the failure
+    PIECE = "piece"  # the reference's version of one sizing function (or builder row) alone removes it
+    UNEXPLAINED = "unexplained"  # no single fix nor pair of fixes does
+
+
+@dataclass
+class Cause:
+    """One root cause on one target and the bug groups it explains."""
+
+    key: str  # the known fix's key, the piece's entry name, or "unexplained"
+    kind: CauseKind
+    bug: str  # "#33579", "new", or "" (unexplained)
+    title: str
+    fix: str = ""
+    variants: list[Signature] = field(default_factory=list)  # groups this cause alone explains
+    needs_both: dict[str, list[Signature]] = field(default_factory=dict)  # other cause key -> groups fixed by both
+    values: list[str] = field(default_factory=list)  # "extra_max_context_len 8, the reference's 71" per piece
+    where: list[str] = field(default_factory=list)  # the code the cause lives in (file:line function)
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """Worst outcome first (a silent variant before stale reads and guards), then the most variants."""
+        groups = self.variants + [s for sigs in self.needs_both.values() for s in sigs]
+        worst = min((s.outcome.rank for s in groups), default=9)
+        return worst, -len(groups)
+
+    @property
+    def label(self) -> str:
+        """How a table names it: the upstream number, else ``new: KEY`` (or ``unexplained``)."""
+        if self.kind is CauseKind.KNOWN and self.bug and self.bug != "new":
+            return self.bug
+        return "unexplained" if self.kind is CauseKind.UNEXPLAINED else f"new: {self.key}"
+
+    def heading(self) -> str:
+        label = {CauseKind.KNOWN: self.bug, CauseKind.PIECE: "new", CauseKind.UNEXPLAINED: "unexplained"}[self.kind]
+        return f"{label}: {self.title}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "kind": self.kind.value,
+            "bug": self.bug,
+            "title": self.title,
+            "fix": self.fix,
+            "variants": [str(s) for s in self.variants],
+            "needs_both": {k: [str(s) for s in v] for k, v in sorted(self.needs_both.items())},
+            "values": self.values,
+            "where": self.where,
+        }
+
+
+def causes_block(target: str, causes: list[Cause]) -> str:
+    """The ROOT CAUSES block a command prints after its findings."""
+    groups = {s for c in causes for s in c.variants} | {s for c in causes for v in c.needs_both.values() for s in v}
+    lines = [f"ROOT CAUSES on {target}: {len(causes)} cause(s) for {len(groups)} bug group(s), worst first"]
+    for n, c in enumerate(sorted(causes, key=lambda c: c.rank), 1):
+        lines.append(f"  {n}. {c.heading()}")
+        for w in c.where:
+            lines.append(f"     in: {w}")
+        if c.fix:
+            lines.append(f"     fix: {c.fix}")
+        for v in c.values[:3]:
+            lines.append(f"     {v}")
+        if c.variants:
+            lines.append(f"     variants ({len(c.variants)}): {', '.join(str(s) for s in sorted(c.variants))}")
+        for other, sigs in sorted(c.needs_both.items()):
+            lines.append(f"     needs both (with {other}): {', '.join(str(s) for s in sorted(sigs))}")
+    return "\n".join(lines)
