@@ -41,6 +41,10 @@ ALL: tuple[Algorithm, ...] = tuple(Algorithm)
 EAGLE_FAMILY: frozenset[Algorithm] = frozenset({EAGLE, EAGLE3, STANDALONE, FROZEN_KV_MTP})
 # Adaptive speculative decoding moves num_steps per batch; EAGLE/EAGLE3 only.
 ADAPTIVE: frozenset[Algorithm] = frozenset({EAGLE, EAGLE3})
+# A draft that must fuse into a mamba-hybrid host's pages under unified memory: ``is_eagle()`` (EAGLE, EAGLE3,
+# FROZEN_KV_MTP; 0.5.23 ``speculative/spec_info.py``) or ``is_dflash()`` (``kv_cache_configurator.py``
+# ``_fused_draft_for_mamba_factory``).
+FUSED_DRAFT: frozenset[Algorithm] = frozenset({EAGLE, EAGLE3, FROZEN_KV_MTP, DFLASH})
 # Reserve 2 * current D, own code path (not the sizing module's reserve).
 DFLASH_FAMILY: frozenset[Algorithm] = frozenset({DFLASH, DSPARK})
 

@@ -103,4 +103,5 @@ REVISION_FIELDS: dict[str, Any] = {
     "unified_spec": frozenset(algo.ALL),
     "narrow_rows": frozenset(KVPool),
     "unified_dcp": bool,
+    "unified_dcp_draft_fusion": bool,
 }

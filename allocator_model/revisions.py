@@ -79,6 +79,11 @@ class Revision:
     # Unified memory takes DCP > 1 (0.5.20+, MLA models [cite: unified-dcp-mla-only]); 0.5.18-0.5.19 require
     # dcp_size 1 [cite: unified-dcp-refused].
     unified_dcp: bool = True
+    # A Mamba host under unified memory boots EAGLE/EAGLE3/DFLASH only with the draft's KV fused into its pages,
+    # and DCP > 1 declines that fusion, so those algorithms refuse DCP there (0.5.22+, ``kv_cache_configurator.py``
+    # ``_fused_draft_for_mamba_factory`` and ``_fused_draft_decision``); DSPARK keeps a private draft pool and
+    # boots (``tests/test_boot_rules.py`` holds this to the wheels).
+    unified_dcp_draft_fusion: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -137,14 +142,23 @@ class Revision:
             return f"{self.name} has no decode context parallelism (no --dcp-size): attn_dcp_size must be 1"
         if cfg.kv_pool.unified and not self.unified_dcp and cfg.attn_dcp_size != 1:
             return f"{self.name} refuses attn_dcp_size {cfg.attn_dcp_size} with unified memory"
+        if cfg.attn_dcp_size != 1 and self.fusion_refuses(cfg.kv_pool, a):
+            return (
+                f"{self.name} refuses --enable-unified-memory + {a} on a mamba-hybrid model under --dcp-size "
+                f"{cfg.attn_dcp_size}: the draft's KV must fuse into the target's pages, and DCP declines fusion"
+            )
         return None
+
+    def fusion_refuses(self, kind: KVPool, algorithm: str | None) -> bool:
+        """Whether DCP > 1 is refused for ``algorithm`` on ``kind`` because its draft cannot fuse (see the field)."""
+        return self.unified_dcp_draft_fusion and kind is KVPool.UNIFIED_MAMBA and algorithm in algo.FUSED_DRAFT
 
     def launch_mask(self, g: LaunchGrid) -> Tensor:
         """``refuses`` over a grid of launch configurations (one kind, one algorithm): True where it runs."""
         a = g.algorithm
         runs = g.kv_pool in self.pools and (a is None or a in self.pool_algorithms(g.kv_pool))
         ok = torch.full_like(g.attn_dcp_size, runs, dtype=torch.bool)
-        if not self.dcp or (g.kv_pool.unified and not self.unified_dcp):
+        if not self.dcp or (g.kv_pool.unified and not self.unified_dcp) or self.fusion_refuses(g.kv_pool, a):
             ok &= g.attn_dcp_size == 1
         return ok
 
@@ -168,6 +182,7 @@ _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
     "sglang-0.5.21",
     "upstream 0.5.21: as 0.5.23, but unified memory accepts DSPARK only (kv_cache_hook.py 546)",
     unified_spec=frozenset({algo.DSPARK}),
+    unified_dcp_draft_fusion=False,
 )
 # The summary's lines: [cite: unified-swa-row-extra] [cite: scheduler-memory-clamp-dcp].
 _UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(

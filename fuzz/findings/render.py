@@ -22,6 +22,7 @@ from allocator_model.config import ServingConfig
 
 from .cause import Cause
 from .kinds import CaseKind
+from .launch import launch_line
 from .model import Finding
 
 REPRO_COMMAND = "python -m fuzz repro"
@@ -65,6 +66,7 @@ def _suffix(f: Finding) -> str:
 def counterexample_block(f: Finding, word: str = "COUNTEREXAMPLE") -> str:
     """The block every command prints for a finding; ``word`` is WITNESS for prove's worst configurations."""
     lines = [f"{word} {f.signature} on {f.target}{_suffix(f)}", f"  config: {config_line(f.config, f.kind)}"]
+    lines.append(f"  launch: {launch_line(f.config)}")
     lines += [f"  {line}" for line in case_lines(f.kind, f.case)]
     if f.reached_by:
         lines.append(f"  reached: {f.reached_by}")
