@@ -540,12 +540,31 @@ def test_heatmap_writes_a_png_and_its_markdown_twin(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     heat = {(1, 1): -500, (2, 1): 4, (1, 2): 0}
     path = tmp_path / "sub" / "heat.png"
-    md = write_heatmap(str(path), heat, title="test", axes=([1, 2], [1, 2]))
+    md = write_heatmap(str(path), [("test", heat)], axes=([1, 2], [1, 2]))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert md == str(tmp_path / "sub" / "heat.md")
     table = (tmp_path / "sub" / "heat.md").read_text()
     assert table == markdown_table(heat, "test", axes=([1, 2], [1, 2]))
     assert "| 1 | **-500** | 4 |" in table and "| 2 | 0 | n/a |" in table
+
+
+def test_heatmap_has_one_panel_per_pool_with_a_violation_each_named() -> None:
+    """0.5.23's model: its unified Mamba rows are short everywhere, its standard pool only at page 1; the panels
+    name their pool, and a pool filter keeps its own panel alone."""
+    from allocator_model.pools import KVPool
+    from fuzz.prove.heatmap import pool_panels
+
+    result = prove_on(resolve_target("reference@sglang-0.5.23"), TINY, algorithm="EAGLE")
+    panels = pool_panels(result.pool_heat, "EAGLE")
+    titles = [t for t, _ in panels]
+    assert "EAGLE, kv_pool unified-mamba" in titles and "EAGLE, kv_pool standard" in titles
+    for title, heat in panels:
+        assert any(v < 0 for v in heat.values()), title
+    assert [t for t, _ in pool_panels(result.pool_heat, "EAGLE", KVPool.SWA)] == ["EAGLE, kv_pool swa"]
+    for kind, heat in result.pool_heat.items():  # the overall heat is the least over the pools
+        assert all(result.heat[cell] <= v for cell, v in heat.items()), kind
+    clean = prove_on(resolve_target("reference"), TINY, algorithm="EAGLE")
+    assert [t for t, _ in pool_panels(clean.pool_heat, "clean")] == ["clean, kv_pool standard"]
 
 
 def test_heatmap_table_has_the_sweeps_numbers() -> None:

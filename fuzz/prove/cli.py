@@ -15,6 +15,7 @@ import sys
 from typing import Any, TextIO
 
 from allocator_model import algorithms as algo
+from allocator_model.pools import KVPool
 from fuzz.causes import root_causes
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, add_shard_option
@@ -91,9 +92,26 @@ def register(subparsers: Any) -> None:
         help="write the min-slack heatmap over page_size x attn_dcp_size (and FILE.md, a markdown table); "
         "needs matplotlib (the plot extra)",
     )
+    p.add_argument(
+        "--heatmap-pool",
+        type=pool_arg,
+        default=None,
+        metavar="KIND",
+        help="with --heatmap: only this kind of KV pool's panel (default: one panel per kind with a violation)",
+    )
     add_output_options(p, cases="case files of each group's worst")
     add_shard_option(p, "a deterministic slice of the space's launch configurations (merge checks the shards cover it)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr, with the time left)")
+
+
+def pool_arg(text: str) -> KVPool:
+    """A kind of KV pool by its name (``unified-mamba``); argparse says which exist otherwise."""
+    try:
+        return KVPool(text.strip().lower())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind of KV pool {text!r} (known: {', '.join(k.value for k in KVPool)})"
+        ) from None
 
 
 def algorithm_arg(text: str) -> str | None:
@@ -162,13 +180,12 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             causes[t.spec] = root_causes(t, [g.witness for g in result.sorted_groups()])
             print(causes_block(t.spec, causes[t.spec]), file=out)
         if args.heatmap:
-            from .heatmap import write_heatmap
+            from .heatmap import pool_panels, write_heatmap
 
             label = "every algorithm" if only == ALL_ALGORITHMS else (only or "no speculation")
             md = write_heatmap(
                 args.heatmap,
-                result.heat,
-                title=f"{label} on {t.spec}",
+                pool_panels(result.pool_heat, f"{label} on {t.spec}", args.heatmap_pool),
                 axes=(result.space.page_sizes, result.space.dcp_sizes),
             )
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)

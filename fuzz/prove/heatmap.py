@@ -1,4 +1,8 @@
-"""The min-slack heatmap: row width minus worst write end, over page_size x attn_dcp_size.
+"""The min-slack heatmap: row width minus worst write end, over page_size x attn_dcp_size, per kind of pool.
+
+One panel per kind of pool with a violation (``--heatmap-pool KIND`` for one
+kind's alone), each titled with its pool: a red cell says which deployment's
+rows are short, not just that some pool's are.
 
 A PNG drawn with matplotlib (the optional ``plot`` extra: ``require_matplotlib``
 says so in one line before any work starts) and the same numbers as a
@@ -12,7 +16,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import Any
 
+from allocator_model.pools import KVPool
 from fuzz.common.errors import BadInput
 from fuzz.common.files import write_atomically
 
@@ -59,14 +65,37 @@ def markdown_table(heat: Heat, title: str, axes: Axes | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_png(path: str, heat: Heat, title: str, axes: Axes | None = None) -> None:
-    """Draw the heatmap into ``path``: columns page_size, rows attn_dcp_size, each cell its min slack."""
+Panels = list[tuple[str, Heat]]  # (title, heat): one panel each, top to bottom
+
+
+def pool_panels(pool_heat: dict[KVPool, Heat], title: str, pool: KVPool | None = None) -> Panels:
+    """The panels to draw: ``pool``'s alone when one is asked for, else one per kind of pool with a violation
+    (the standard pool alone when none has one), each titled with its pool."""
+    if pool is not None:
+        return [(f"{title}, kv_pool {pool.value}", pool_heat.get(pool, {}))]
+    kinds = [k for k in KVPool if k in pool_heat and any(v < 0 for v in pool_heat[k].values())]
+    kinds = kinds or [k for k in (KVPool.STANDARD,) if k in pool_heat] or list(pool_heat)[:1]
+    return [(f"{title}, kv_pool {k.value}", pool_heat[k]) for k in kinds]
+
+
+def render_png(path: str, panels: Panels, axes: Axes | None = None) -> None:
+    """Draw the heatmaps into ``path``, one panel per kind of pool: columns page_size, rows attn_dcp_size, each
+    cell its min slack."""
+    from matplotlib.figure import Figure
+
+    pages, dcps = _axes({c: v for _, heat in panels for c, v in heat.items()}, axes)
+    width, height = 1.0 + 0.7 * max(4, len(pages)), 1.8 + 0.45 * max(2, len(dcps))
+    fig = Figure(figsize=(width, height * len(panels)), layout="constrained")
+    for n, (title, heat) in enumerate(panels, 1):
+        _panel(fig, fig.add_subplot(len(panels), 1, n), heat, title, pages, dcps)
+    fig.savefig(path, format="png", dpi=100)
+
+
+def _panel(fig: Any, ax: Any, heat: Heat, title: str, pages: list[int], dcps: list[int]) -> None:
     import numpy as np
     from matplotlib import colormaps
     from matplotlib.colors import SymLogNorm
-    from matplotlib.figure import Figure
 
-    pages, dcps = _axes(heat, axes)
     grid = np.full((len(dcps), len(pages)), np.nan)
     for i, d in enumerate(dcps):
         for j, p in enumerate(pages):
@@ -75,8 +104,6 @@ def render_png(path: str, heat: Heat, title: str, axes: Axes | None = None) -> N
     reach = max([1] + [abs(v) for v in heat.values()])
     norm = SymLogNorm(linthresh=1, vmin=-reach, vmax=reach, base=10)
     cmap = colormaps["RdBu"].with_extremes(bad="lightgray")
-    fig = Figure(figsize=(1.0 + 0.7 * max(4, len(pages)), 1.8 + 0.45 * max(2, len(dcps))), layout="constrained")
-    ax = fig.add_subplot()
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto")
     for i, d in enumerate(dcps):
         for j, p in enumerate(pages):
@@ -101,16 +128,13 @@ def render_png(path: str, heat: Heat, title: str, axes: Axes | None = None) -> N
         fontsize=9,
     )
     fig.colorbar(image, ax=ax, label="slack (columns, symmetric log scale)")
-    fig.savefig(path, format="png", dpi=100)
 
 
-def write_heatmap(path: str, heat: Heat, *, title: str, axes: Axes | None = None) -> str:
-    """Write PATH (PNG) and PATH with .md (the table); returns the table's path.
-
-    ``axes``: (page sizes, dcp sizes) to lay out; default: those in ``heat``.
-    """
+def write_heatmap(path: str, panels: Panels, *, axes: Axes | None = None) -> str:
+    """Write PATH (PNG, one panel per entry of ``panels``) and PATH with .md (a table each); returns the table's
+    path. ``axes``: (page sizes, dcp sizes) to lay out; default: those in the heat."""
     md = os.path.splitext(path)[0] + ".md"
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    render_png(path, heat, title, axes)
-    write_atomically(md, markdown_table(heat, title, axes))
+    render_png(path, panels, axes)
+    write_atomically(md, "\n".join(markdown_table(heat, title, axes) for title, heat in panels))
     return md

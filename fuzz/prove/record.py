@@ -102,7 +102,8 @@ def record(
 
 
 def record_heat(result: ProveResult, g: cf.LaunchGrid, rows: cf.DecodeRows, slack: torch.Tensor) -> None:
-    """The min slack of the block per attn_dcp_size, into ``result.heat`` at (page_size, attn_dcp_size)."""
+    """The min slack of the block per attn_dcp_size, into ``result.heat`` at (page_size, attn_dcp_size), and into
+    its kind of pool's own heat."""
     dcp = g.attn_dcp_size[rows.config].long()  # an index
     top = torch.iinfo(cf.INT).max
     low = torch.full((int(dcp.max()) + 1,), top, dtype=cf.INT).scatter_reduce(0, dcp, slack, "amin")
@@ -110,6 +111,8 @@ def record_heat(result: ProveResult, g: cf.LaunchGrid, rows: cf.DecodeRows, slac
     for d in (low < top).nonzero().flatten().tolist():
         v = int(low[d])
         result.heat[p, d] = min(v, result.heat.get((p, d), v))
+        mine = result.pool_heat.setdefault(g.kv_pool, {})
+        mine[p, d] = min(v, mine.get((p, d), v))
 
 
 def record_configs(

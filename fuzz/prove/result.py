@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from allocator_model.pools import KVPool
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Status
@@ -77,6 +78,7 @@ class ProveResult:
     first_error: str | None = None
     # min slack (row width - worst write end) per (page_size, attn_dcp_size), write-within-row
     heat: dict[tuple[int, int], int] = field(default_factory=dict)
+    pool_heat: dict[KVPool, dict[tuple[int, int], int]] = field(default_factory=dict)  # the same, per kind of pool
     trace: TraceStats | None = None  # a traced sweep of a real target (``traced_rows``)
 
     @property
@@ -132,6 +134,10 @@ def merge_results(parts: list[ProveResult]) -> ProveResult:
             out.sizing_calls[name] = out.sizing_calls.get(name, 0) + n
         for cell, slack in p.heat.items():
             out.heat[cell] = min(slack, out.heat.get(cell, slack))
+        for kind, heat in p.pool_heat.items():
+            mine = out.pool_heat.setdefault(kind, {})
+            for cell, slack in heat.items():
+                mine[cell] = min(slack, mine.get(cell, slack))
         if p.trace is not None and out.trace is not None:
             out.trace.blocks += p.trace.blocks
             out.trace.configs_traced += p.trace.configs_traced
