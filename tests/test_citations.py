@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "allocator_model" / "citations.py"
 # Where ``[cite: KEY]`` may appear: the product code.
 PRODUCT = ("allocator_model", "strategies", "fuzz")
-# Where every SGLang line citation has been moved into the table.
-CONVERTED = ("allocator_model", "strategies", "fuzz/findings", "fuzz/prove")
+# Where every SGLang line citation has been moved into the table: the whole product.
+CONVERTED = PRODUCT
 
 CITE = re.compile(CITE_PATTERN)
 ANY_CITE = re.compile(r"\[cite:[^\]]*\]?")  # anything that looks like a citation, well formed or not
