@@ -177,18 +177,18 @@ _UPSTREAM_0_5_23 = REFERENCE.but(
     headroom=Headroom.PAGED,
     narrow_rows=_UNIFIED_MAMBA_ROWS,
 )
-# The summary's lines: [cite: unified-spec-algorithms].
+# Where the summary's files say so: [cite: unified-spec-algorithms].
 _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
     "sglang-0.5.21",
-    "upstream 0.5.21: as 0.5.23, but unified memory accepts DSPARK only (kv_cache_hook.py 546)",
+    "upstream 0.5.21: as 0.5.23, but unified memory accepts DSPARK only (kv_cache_hook.py)",
     unified_spec=frozenset({algo.DSPARK}),
     unified_dcp_draft_fusion=False,
 )
-# The summary's lines: [cite: unified-swa-row-extra] [cite: scheduler-memory-clamp-dcp].
+# Where the summary's files say so: [cite: unified-swa-row-extra] [cite: scheduler-memory-clamp-dcp].
 _UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(
     "sglang-0.5.20",
-    "upstream 0.5.20: as 0.5.21, but the unified SWA rows are C + 4 + D too (configurator 843-845), and the "
-    "max_new_tokens memory clamp rounds with the server page (scheduler.py 2531-2543)",
+    "upstream 0.5.20: as 0.5.21, but the unified SWA rows are C + 4 + D too (configurator), and the "
+    "max_new_tokens memory clamp rounds with the server page (scheduler.py)",
     narrow_rows=_UNIFIED_MAMBA_ROWS | {KVPool.UNIFIED_SWA},
     memory_clamp=MemoryClamp.SERVER_PAGE,
 )
@@ -208,10 +208,10 @@ _UPSTREAM_0_5_18 = _UPSTREAM_0_5_19.but(
     overlap_drops_finishing=False,
     pools=frozenset(KVPool) - {KVPool.UNIFIED_MAMBA_SWA},
 )
-# The summary's lines: [cite: unified-spec-algorithms].
+# Where the summary's files say so: [cite: unified-spec-algorithms].
 _UPSTREAM_0_5_16 = _UPSTREAM_0_5_18.but(
     "sglang-0.5.16",
-    "upstream 0.5.16-0.5.17: as 0.5.18, but unified memory refuses speculative decoding (server_args.py 6829-6832)",
+    "upstream 0.5.16-0.5.17: as 0.5.18, but unified memory refuses speculative decoding (server_args.py)",
     unified_spec=frozenset(),
 )
 _UPSTREAM_0_5_15 = _UPSTREAM_0_5_16.but(

@@ -50,7 +50,7 @@ OPTION_PREFIX = "--kvrow-"
 INSTRUMENTED: tuple[str, ...] = ("allocator_model", "strategies", "fuzz")
 # libFuzzer flags added unless given: Hypothesis reads a scenario from a buffer of tens of bytes, and libFuzzer's
 # default length control starts at 4 (every input too short to draw one); -len_control=0 lets inputs reach
-# -max_len at once (measured: the seed revision's first crash within ~30-120 inputs, none in 200 without it).
+# -max_len at once (measured: the seed revision's first crash within ~30 to 120 inputs, none in 200 without it).
 DEFAULT_LIBFUZZER_FLAGS: tuple[str, ...] = ("-len_control=0",)
 
 _ENTRY: Entry | None = None  # the entry TestOneInput runs, built once per process

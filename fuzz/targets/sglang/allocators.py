@@ -1,39 +1,41 @@
 """The page of each kind's token-to-KV allocator, read out of SGLang's own code without importing it.
 
 Every decode allocation is rounded to the page of the allocator the
-deployment built (``token_to_kv_pool_allocator.page_size``; 0.5.23
-``speculative/eagle_utils.py`` 865).  Two places build it:
+deployment built (``token_to_kv_pool_allocator.page_size``
+[cite: decode-rounds-with-allocator-page]).  Two places build it:
 
-* ``KVCacheConfigurator._build_token_to_kv_pool_allocator`` (0.5.23
-  ``mem_cache/kv_cache_configurator.py`` 2795-2960; 0.5.16 1368-1500) for the
+* ``KVCacheConfigurator._build_token_to_kv_pool_allocator``
+  (``mem_cache/kv_cache_configurator.py``, 0.5.16+) [cite: allocator-builder] for the
   standard, SWA and HiSparse pools.  The method is sliced to its ``if``
   statements, and each allocator it constructs becomes ``page = <its
   page_size= argument>``: the token allocator takes none and pages at 1
-  (0.5.23 ``mem_cache/allocator/token.py`` 39); DeepSeek V4's HiSparse
+  (``mem_cache/allocator/token.py``) [cite: token-allocator-page-1]; DeepSeek V4's HiSparse
   wrapper keeps the page of the allocator it wraps.  The slice runs with the
   configurator's attributes of the kind (``is_hybrid_swa`` for SWA), the
   published ``enable_hisparse``, the module's own platform probes
-  (``_is_npu = is_npu()``, 163: False on the CUDA machine the model stands
-  for) and an in-tree ``current_platform``.
+  (``_is_npu = is_npu()`` [cite: configurator-is-npu-probe]: False on the CUDA machine the model
+  stands for) and an in-tree ``current_platform``.
 * For the unified pools, three calls away: the configurator's
   ``_init_unified_*_pools`` hands ``page_size=self.page_size`` (the server's
-  page_size: ``model_executor/model_runner.py`` 399, 668) to
-  ``unified_memory_pool.py``'s ``init_unified_*_pools``, which hands its
-  ``page_size`` to the allocator class (0.5.23 1763, 2255, 2479), whose
-  ``__init__`` sets ``self.page_size``: ``page_size * dcp_size`` for unified
-  Mamba (``allocator/unified_mamba.py`` 62-74, 0.5.20+), ``page_size`` for
-  the unified SWA allocators (``allocator/unified_hybrid_swa.py`` 100; 0.5.15-
-  0.5.19 in ``multi_ended_allocator.py``).  Each hop is read: the
+  page_size: ``model_executor/model_runner.py`` [cite: model-runner-page-size]
+  [cite: configurator-handed-page-size]) to ``unified_memory_pool.py``'s
+  ``init_unified_*_pools``, which hands its ``page_size`` to the allocator class
+  ([cite: unified-mamba-allocator-built] [cite: unified-swa-allocator-built]
+  [cite: unified-mamba-swa-allocator-built]), whose ``__init__`` sets
+  ``self.page_size``: ``page_size * dcp_size`` for unified Mamba
+  (``allocator/unified_mamba.py``, 0.5.20+) [cite: unified-mamba-allocator-page-dcp], ``page_size`` for
+  the unified SWA allocators (``allocator/unified_hybrid_swa.py`` [cite: unified-swa-allocator-page];
+  0.5.15-0.5.19 in ``multi_ended_allocator.py``).  Each hop is read: the
   ``page_size=`` expression of the one call that builds the next, and of the
   class, its last top-level ``self.page_size =`` (with the assignments it
   reads) or, after it, a ``super().__init__(page_size=...)`` into a base
   class that is read the same way.
 
 Before the configurator (0.5.13-0.5.15) the ModelRunner built both
-(``model_executor/model_runner_kv_cache_mixin.py``): ``_init_pools`` (0.5.15
-503) assigns ``self.token_to_kv_pool_allocator`` from the ModelRunner's own
-``page_size``, ``dcp_size`` and ``enable_hisparse`` (1045-1160), and its
-``_init_unified_*_pools`` start the same unified chain (352-499).
+(``model_executor/model_runner_kv_cache_mixin.py``): ``_init_pools``
+[cite: mixin-init-pools] assigns ``self.token_to_kv_pool_allocator`` from the ModelRunner's own
+``page_size``, ``dcp_size`` and ``enable_hisparse`` [cite: mixin-allocator-built], and its
+``_init_unified_*_pools`` start the same unified chain [cite: mixin-unified-pools].
 
 What stays modeled: which kind a deployment builds (``KVPool``), and that
 no other attribute of the configurator changes the branch taken.  A name a
@@ -61,8 +63,8 @@ from .stubs import Published, StandInBag, StandInMissing
 ALLOCATOR = "token_to_kv_pool_allocator"
 ALLOCATOR_BUILDER = "_build_token_to_kv_pool_allocator"
 # Where the allocator is built: the configurator's method (0.5.16+), or, in 0.5.13-0.5.15, the ModelRunner mixin's
-# ``_init_pools`` (0.5.15 ``model_executor/model_runner_kv_cache_mixin.py`` 503, the allocator at 1045-1160),
-# which assigns ``self.token_to_kv_pool_allocator``.
+# ``_init_pools`` (``model_executor/model_runner_kv_cache_mixin.py``) [cite: mixin-init-pools], which assigns
+# ``self.token_to_kv_pool_allocator`` [cite: mixin-allocator-built].
 ALLOCATOR_BUILDERS = (ALLOCATOR_BUILDER, "_init_pools")
 PAGE = "page_size"
 PAGE_KEYWORDS = ("page_size", "physical_page_size")
@@ -70,7 +72,7 @@ SLICED_PAGE = "__kvrow_alloc_page"
 # The kinds whose allocator ``_build_token_to_kv_pool_allocator`` builds; the unified kinds' allocators are
 # built by ``unified_memory_pool.py``'s ``init_unified_*_pools``.
 ALLOCATOR_KINDS = frozenset({KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE})
-# ``TokenToKVPoolAllocator`` takes no page: ``super().__init__(size, 1, ...)`` (0.5.23 allocator/token.py 39).
+# ``TokenToKVPoolAllocator`` takes no page: ``super().__init__(size, 1, ...)`` [cite: token-allocator-page-1].
 TOKEN_ALLOCATOR_PAGE = 1
 TOKEN_ALLOCATOR = "TokenToKVPoolAllocator"
 # The files of mem_cache/ the unified chain runs through, besides kv_cache_configurator.py.
@@ -139,10 +141,11 @@ def _parse(source: Source) -> ast.Module | None:
 def configurator_of(kind: KVPool, published: Published) -> StandInBag:
     """``self`` of the configurator (or 0.5.13-0.5.15's ModelRunner) for a kind: what the allocator branches read.
 
-    Its page_size is the server's (0.5.23 ``model_executor/model_runner.py``
-    399, handed to the configurator at 668; 0.5.15 ModelRunner 407), as are
-    0.5.15's ``dcp_size`` (382) and ``enable_hisparse`` (426); no allocator
-    exists yet, and the full pool is not empty (not pure SWA).
+    Its page_size is the server's (``model_executor/model_runner.py``
+    [cite: model-runner-page-size], handed to the configurator
+    [cite: configurator-handed-page-size]), as are 0.5.15's ``dcp_size``
+    [cite: model-runner-dcp-size] and ``enable_hisparse`` [cite: model-runner-enable-hisparse]; no
+    allocator exists yet, and the full pool is not empty (not pure SWA).
     """
     server_args = published.read("server_args")
     return StandInBag(
@@ -270,7 +273,7 @@ def _touches_allocator(target: ast.expr) -> bool:
 def _module_probes(tree: ast.Module, known: dict[str, Any]) -> dict[str, Any]:
     """Module-level ``_is_npu = is_npu()``-style constants: a name bound to a platform probe's answer.
 
-    0.5.23 ``kv_cache_configurator.py`` 163: ``_is_npu = is_npu()``; the
+    ``kv_cache_configurator.py``: ``_is_npu = is_npu()`` [cite: configurator-is-npu-probe]; the
     probes answer as on the CUDA machine the model stands for (``stubs.HELPERS``).
     """
     out: dict[str, Any] = {}
@@ -323,8 +326,8 @@ def _allocator_builder(
         *kept,
         ast.Return(ast.Name(SLICED_PAGE, ast.Load())),
     ]
-    # 0.5.15's ``is_dsv4_model`` is a local of _init_pools (627, from the model's hf_config): no DeepSeek V4 here,
-    # as the configurator is handed (``_handed``).
+    # 0.5.15's ``is_dsv4_model`` is a local of _init_pools (from the model's hf_config) [cite: mixin-is-dsv4-model]:
+    # no DeepSeek V4 here, as the configurator is handed (``_handed``).
     names = {"is_dsv4_model": False, **_module_probes(tree, stand_ins.known)}
     builder = compiled(
         method, f"{method.name}__page", _without_annotations(method.args), body, filename, stand_ins, names

@@ -2,13 +2,14 @@
 
 Each kind of KV pool gets its ``req_to_token`` row width in a builder
 method of ``KVCacheConfigurator`` (``allocator_model.pools``): the standard
-pool in ``_build_req_to_token_pool`` (0.5.23 1571-1572:
-``extra_max_context_len = get_req_to_token_extra_context_len()``), the
-unified pools in ``_init_unified_mamba_pools`` (883-886),
-``_init_unified_mamba_swa_pools`` (972-975) and, up to 0.5.20,
-``_init_unified_swa_pools`` (0.5.20 843-845): ``extra_max_context_len = 4``
+pool in ``_build_req_to_token_pool`` (``extra_max_context_len =
+get_req_to_token_extra_context_len()`` [cite: standard-row-extra]), the
+unified pools in ``_init_unified_mamba_pools`` [cite: unified-mamba-row-extra],
+``_init_unified_mamba_swa_pools`` [cite: unified-mamba-swa-row-extra] and, up to 0.5.20,
+``_init_unified_swa_pools`` [cite: unified-swa-row-extra]: ``extra_max_context_len = 4``
 then ``+= D``.  The row is ``model_context_len + extra_max_context_len``
-wide (``unified_memory_pool.py`` 1717; ``memory_pool.py`` 402-407).
+wide (``unified_memory_pool.py`` [cite: unified-row-width]; ``memory_pool.py``
+[cite: req-to-token-row-width]).
 
 The module itself imports half of SGLang, so it is never run.  Its syntax
 tree is sliced instead: of each builder, only the statements that assign
@@ -25,7 +26,7 @@ builder a deployment reaches (``KVPool``).
 Why a slice, not an execution (the write path's loader, ``runtime``, runs
 whole modules): a builder computes some thirty quantities of the model and
 the memory budget before the call that receives ``extra_max_context_len``
-(0.5.23 ``_init_unified_mamba_pools`` 866-930: ``model_config.get_num_kv_heads``,
+(``_init_unified_mamba_pools`` [cite: unified-mamba-builder-inputs]: ``model_config.get_num_kv_heads``,
 ``mamba2_cache_params``, ``layer_info``, ``get_exec().features...``,
 ``get_schedule().max_mamba_cache_size``), none of which a deployment of this
 tool has; executing it would need a stand-in for each, and a placeholder for

@@ -187,7 +187,8 @@ def _slot_problem(rows: Any, reqs: list[Any], page: int, allocator: Any) -> str 
 
     SGLang's allocator hands out slots page by page, so a slot at column c sits at offset c mod P of its page
     (0.5.23 kernels/ops/memory/allocator.py ``alloc_extend_kernel``), and a page it handed out leaves its
-    ``free_pages`` (and ``release_pages``, where it has them: 0.5.23 mem_cache/allocator/paged.py 276, 380).
+    ``free_pages`` [cite: paged-alloc-extend-takes-pages] until freed back to them [cite: paged-release-page-ids]
+    (nor is it in ``release_pages``, where the allocator keeps them).
     """
     free: set[int] = set()
     for name in ("free_pages", "release_pages"):

@@ -11,7 +11,7 @@ What they publish, from a ``ServingConfig`` and the run-time spec shape:
 
     get_schedule().page_size            --page-size (the scheduled page, not the allocator's)
     get_parallel().attn_dcp_size        decode context parallel size
-    get_parallel().dcp_enabled          attn_dcp_size > 1 (0.5.23 ``runtime_context.py`` 169)
+    get_parallel().dcp_enabled          attn_dcp_size > 1 (``runtime_context.py`` [cite: runtime-context-dcp-enabled])
     get_memory().enable_hisparse        the HiSparse kind of pool (``allocator_model.pools``)
     get_spec().speculative_*            algorithm name, S, K, D of the run-time shape
     max_speculative_num_draft_tokens()  Dmax, fixed at launch (adaptive spec moves S and D, not Dmax)
@@ -197,20 +197,19 @@ class StandInMissing(TargetError):
     """
 
 
-# Small helpers of ``sglang.srt.utils.common`` with a documented meaning, answered faithfully
-# (0.5.23 ``sglang/srt/utils/common.py``: cdiv 3688, next_power_of_2 3693, round_up 3697,
-# ceil_align 4420, ceil_div 4452).  Each is the same arithmetic the model uses, written once there.
+# Small helpers of ``sglang.srt.utils.common`` with a documented meaning, answered faithfully (cdiv,
+# next_power_of_2, round_up, ceil_align, ceil_div).  Each is the same arithmetic the model uses, written once there.
 HELPERS: dict[str, Any] = {
     "ceil_div": ceil_div,
     "cdiv": ceil_div,
     "ceil_align": ceil_to_page,
     "round_up": ceil_to_page,
     "next_power_of_2": lambda n: 1 << (n - 1).bit_length() if n > 0 else 1,
-    # Platform probes, which 0.5.13-0.5.15 ``mem_cache/common.py`` call at import (0.5.15 lines 33-37:
-    # ``_is_npu = is_npu()``, ``_is_hip = is_hip()``, ``_is_cuda = is_cuda()``; 0.5.15
-    # ``utils/common.py``: is_hip 127, is_cuda 144, is_npu 175).  The model is a CUDA deployment: its
-    # allocator is the non-NPU branch's ``PagedTokenToKVPoolAllocator`` with page_size * dcp_size
-    # (0.5.15 ``model_executor/model_runner_kv_cache_mixin.py:1056`` NPU branch, 1141-1143 CUDA), so
+    # Platform probes, which 0.5.13-0.5.15 ``mem_cache/common.py`` call at import (``_is_npu = is_npu()``,
+    # ``_is_hip = is_hip()``, ``_is_cuda = is_cuda()`` [cite: common-platform-probes], the probes of
+    # ``utils/common.py``).  The model is a CUDA deployment: its allocator is the non-NPU branch's
+    # ``PagedTokenToKVPoolAllocator`` with page_size * dcp_size (``model_executor/model_runner_kv_cache_mixin.py``:
+    # the NPU branch [cite: mixin-npu-allocator-branch], the CUDA one [cite: paged-allocator-page-dcp]), so
     # CUDA answers True and ROCm (HIP) and Ascend (NPU) False.  The sizing functions never read them.
     "is_cuda": lambda: True,
     "is_hip": lambda: False,
@@ -256,7 +255,7 @@ class Unsupplied:
         """``isinstance(x, C)`` for an SGLang class C with no stand-in: False for ``NOT_MODELED``, else stop.
 
         The pool builders ask ``isinstance(pool, DeepSeekV4TokenToKVPool)``
-        (0.5.23 ``kv_cache_configurator.py`` 2854): no modeled deployment
+        (``kv_cache_configurator.py`` [cite: configurator-dsv4-isinstance]): no modeled deployment
         has that pool, so False is SGLang's answer.  For any other class the
         real object may well be one, so the run stops naming it rather than
         guess (``StandInMissing``).
@@ -310,10 +309,10 @@ KNOWN = frozenset(
 class CudaPlatform:
     """``sglang.srt.platforms.current_platform`` on the CUDA machine the model stands for.
 
-    In-tree (0.5.23 ``platforms/device_mixin.py`` 151-153: out of tree only
-    for an externally registered platform), with the default paged
-    allocator (``platforms/interface.py`` 164-165: None for the in-tree
-    default).  The pool builders ask both (``kv_cache_configurator.py``).
+    In-tree (``platforms/device_mixin.py``: out of tree only for an externally
+    registered platform [cite: platform-is-out-of-tree]), with the default paged
+    allocator (``platforms/interface.py``: None for the in-tree default
+    [cite: platform-paged-allocator-cls]).  The pool builders ask both (``kv_cache_configurator.py``).
     """
 
     def is_out_of_tree(self) -> bool:

@@ -13,9 +13,9 @@ from packaging.version import InvalidVersion, Version
 
 from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS, Revision
 
-# The oldest supported release: the first with all three sizing functions (0.5.13 ``mem_cache/common.py:155-210``;
-# mem_cache/allocation_sizing.py from 0.5.16).  0.5.9-0.5.12 have only get_alloc_len_per_decode
-# (``managers/utils.py``) and an inline 4 + D row headroom.
+# The oldest supported release: the first with all three sizing functions (``mem_cache/common.py``
+# [cite: common-sizing-functions]; mem_cache/allocation_sizing.py from 0.5.16).  0.5.9-0.5.12 have only
+# get_alloc_len_per_decode (``managers/utils.py``) and an inline 4 + D row headroom.
 FIRST_SIZING_RELEASE = "0.5.13"
 
 

@@ -24,7 +24,7 @@ import tempfile
 import zipfile
 
 SIZING_MODULE = "sglang/srt/mem_cache/allocation_sizing.py"
-# 0.5.13-0.5.15 keep the three sizing functions among the cache helpers (0.5.13 ``common.py:155-210``).
+# 0.5.13-0.5.15 keep the three sizing functions among the cache helpers (``common.py`` [cite: common-sizing-functions]).
 COMMON_MODULE = "sglang/srt/mem_cache/common.py"
 # Where a release keeps the sizing functions, the newest home first: the first one a wheel has is read.
 SIZING_MODULES = (SIZING_MODULE, COMMON_MODULE)

@@ -11,18 +11,17 @@ What they stand for:
 
 * the tree cache: a cache with no prefix sharing (``--disable-radix-cache``):
   ``is_chunk_cache()`` True (0.5.13-0.5.22 ``evict_from_tree_cache``
-  returns at once: 0.5.19 mem_cache/common.py 172-173),
-  ``supports_prefix_sharing()`` False (0.5.23 common.py 286), no SWA, no
+  returns at once [cite: evict-returns-for-chunk-cache]),
+  ``supports_prefix_sharing()`` False (0.5.23 [cite: evict-asks-prefix-sharing]), no SWA, no
   Mamba, no sessions; its page is the scheduled ``page_size`` (the
-  allocator's is page_size * attn_dcp_size under DCP: 0.5.23
-  mem_cache/allocation.py 352-360);
+  allocator's is page_size * attn_dcp_size under DCP [cite: alloc-page-size-dcp]);
 * ``ReqToTokenPool``: the caller's ``req_to_token`` view (row 0 is SGLang's
-  padding row: 0.5.23 mem_cache/memory_pool.py 400-402, 409), with the
+  padding row [cite: req-to-token-padding-row] [cite: req-to-token-free-slots]), with the
   release's own ``write`` and ``alloc_aux_to_lengths`` methods sliced from
   its memory_pool.py and bound to it;
 * ``ScheduleBatch``: the decode batch; ``maybe_evict_swa()`` does nothing
-  because the tree cache does not support SWA (the method's first test,
-  0.5.23 managers/schedule_batch.py 4068-4069), ``batch_size()`` is
+  because the tree cache does not support SWA (the method's first test
+  [cite: maybe-evict-swa]), ``batch_size()`` is
   ``len(reqs)`` (0.5.23 schedule_batch.py, every release), the penalizer
   is not required (no penalties are modeled).
 """
@@ -70,8 +69,8 @@ class TreeCache(Strict):
     """The tree cache of a deployment without prefix sharing (see the module docstring)."""
 
     # Names SGLang probes with hasattr/getattr(default) that such a cache does not have:
-    # 0.5.16 invariant_checker.py 331 getattr(tree_cache, "slots", None) (streaming sessions);
-    # 0.5.23 schedule_batch.py 4074 hasattr(tree_cache, "release_swa_prefix_lock").
+    # getattr(tree_cache, "slots", None) (streaming sessions) [cite: checker-probes-slots];
+    # hasattr(tree_cache, "release_swa_prefix_lock") [cite: maybe-evict-swa-probes-release-lock].
     ABSENT = frozenset({"slots", "dec_swa_lock_only", "release_swa_prefix_lock"})
     __sglang_stands_for__ = frozenset({"ChunkCache", "BasePrefixCache", "ABC", "object"})
 
@@ -92,14 +91,14 @@ class TreeCache(Strict):
         )
 
     def available_and_evictable_str(self) -> str:
-        """What the OOM messages print (0.5.23 common.py 479-480 asks the tree cache for it)."""
+        """What the OOM messages print (they ask the tree cache for it [cite: available-and-evictable-str])."""
         return f"Available tokens: {self.token_to_kv_pool_allocator.available_size()}, evictable: 0 (no tree cache)"
 
 
 class ReqToTokenPool(Strict):
     """SGLang's ``ReqToTokenPool`` around the caller's tensor; ``methods``: the release's own, bound here."""
 
-    __sglang_stands_for__ = frozenset({"ReqToTokenPool", "object"})  # 0.5.23 memory_pool.py 376: no base
+    __sglang_stands_for__ = frozenset({"ReqToTokenPool", "object"})  # no base [cite: req-to-token-pool-class]
 
     def __init__(self, req_to_token: Any, methods: dict[str, Callable[..., Any]]) -> None:
         super().__init__(
@@ -108,7 +107,7 @@ class ReqToTokenPool(Strict):
             device="cpu",
             size=req_to_token.shape[0] - 1,
             max_context_len=req_to_token.shape[1],
-            _aux_cache=None,  # 0.5.23 memory_pool.py 411: no auxiliary cache on a plain pool
+            _aux_cache=None,  # no auxiliary cache on a plain pool [cite: req-to-token-aux-cache]
         )
         for name, fn in methods.items():
             self.__dict__[name] = fn.__get__(self)
@@ -117,7 +116,7 @@ class ReqToTokenPool(Strict):
 class ScheduleBatch(Strict):
     """The decode batch handed to an entry point (see the module docstring)."""
 
-    # 0.5.23 schedule_batch.py 2456: ScheduleBatch(ScheduleBatchDisaggregationDecodeMixin), a dataclass.
+    # ScheduleBatch(ScheduleBatchDisaggregationDecodeMixin), a dataclass [cite: schedule-batch-class].
     __sglang_stands_for__ = frozenset({"ScheduleBatch", "ScheduleBatchDisaggregationDecodeMixin", "object"})
     ABSENT = frozenset({"attn_cp_metadata"})
 
@@ -138,7 +137,10 @@ def sampling_info() -> Strict:
 
 
 def model_config() -> Strict:
-    """``batch.model_config``: a decoder-only model (0.5.23 alloc_for_decode_default 658 reads it)."""
+    """``batch.model_config``: a decoder-only model (as alloc_for_decode_default asks it).
+
+    [cite: decode-default-reads-encoder-decoder]
+    """
     return Strict("model_config", is_encoder_decoder=False)
 
 

@@ -1,28 +1,28 @@
 """Beside the step: SGLang's own KV-page invariant checker, and freeing a finished request.
 
 Checker (0.5.15+): ``SchedulerInvariantChecker._check_kv_page_invariants``
-(managers/scheduler_components/invariant_checker.py; 0.5.23 line 350), the
+(managers/scheduler_components/invariant_checker.py [cite: checker-kv-page-invariants]), the
 check ``SGLANG_CHECK_KV_PAGE_INVARIANTS=1`` turns on in the idle/busy self
-checks (0.5.23 line 347).  It is called unbound on a stand-in scheduler
+checks [cite: checker-kv-page-switch].  It is called unbound on a stand-in scheduler
 carrying what it reads (req_to_token_pool, token_to_kv_pool_allocator,
 tree_cache, page_size, get_last_batch/get_running_batch/get_chunked_req,
 its warning counters; 0.5.22+ its own ``_requests_owning_rows``), with
 ``SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE=1`` so that its
-``raise_error_or_warn`` raises (0.5.23 utils/common.py 5064-5066) instead of
+``raise_error_or_warn`` raises [cite: raise-error-or-warn] instead of
 logging.  Verdict: "ok", or "violated: <its assertion or message>".
 
 Freeing (``release_request``): from 0.5.16 the over-allocated tail
 [kv_committed_len, kv_allocated_len) goes through SGLang's own
-``_release_overallocated_kv_indices`` (0.5.23 mem_cache/common.py 447; it
-aligns the start up to the allocator's page from 0.5.17, 0.5.17 common.py 182-193, but to the
-server's ``page_size`` in 0.5.16, common.py 181-192: under DCP a start aligned only to
+``_release_overallocated_kv_indices`` (mem_cache/common.py [cite: tail-free]; it
+aligns the start up to the allocator's page from 0.5.17 [cite: tail-free-allocator-page], but to the
+server's ``page_size`` in 0.5.16 [cite: tail-free-server-page]: under DCP a start aligned only to
 ``page_size`` frees the widened page its committed head still uses), which frees through the tree cache's
 ``free_kv_row`` (0.5.19+) or ``allocator.free`` directly.  The rest, and
 everything before 0.5.16 (where the tail free is inline in
 ``release_kv_cache`` after the tree cache's ``cache_finished_req``), is the
 harness's: ``allocator.free`` (SGLang's own method) of the row's slots, then
 the row is given back.  ``free_kv_row`` itself is the harness's: the real
-one (0.5.23 mem_cache/base_prefix_cache.py 497-512) frees the same row
+one (mem_cache/base_prefix_cache.py [cite: free-kv-row]) frees the same row
 slices through ``free_kv_row_segments``.
 """
 
@@ -51,7 +51,7 @@ def free_kv_row(pool: Any, allocator: Any) -> Callable[[Any, list[tuple[int, int
         row = pool.req_to_token[kv.req_pool_idx]
         for start, end in ranges:
             if start < end:
-                allocator.free(row[start:end])  # int32, as SGLang passes req_to_token slices (0.5.18 common.py 258-261)
+                allocator.free(row[start:end])  # int32: SGLang passes req_to_token slices [cite: tail-free-row-slice]
 
     return free
 
@@ -65,10 +65,11 @@ def _scheduler(runtime: Any, cfg: ServingConfig, batch: Any, allocator: Any, poo
         req_to_token_pool=pool,
         token_to_kv_pool_allocator=allocator,
         tree_cache=tree,
-        # The scheduler hands the checker its own page_size, the scheduled one (0.5.19 managers/scheduler.py
-        # 476 ``get_schedule().page_size``, 2235). Through 0.5.20 the checker divides slot ids by it (0.5.19
-        # invariant_checker.py 371), so under DCP, whose free list counts page_size * dcp pages, it reports
-        # use-after-free on a healthy pool; 0.5.21+ divide by the allocator's page (0.5.21 line 441).
+        # The scheduler hands the checker its own page_size, the scheduled one (``get_schedule().page_size``
+        # [cite: scheduler-page-size] [cite: checker-handed-page-size]). Through 0.5.20 the checker divides slot
+        # ids by it [cite: checker-divides-by-server-page], so under DCP, whose free list counts page_size * dcp
+        # pages, it reports use-after-free on a healthy pool; 0.5.21+ divide by the allocator's page
+        # [cite: checker-divides-by-allocator-page].
         page_size=cfg.page_size,
         get_last_batch=lambda: batch,
         get_running_batch=lambda: batch,
@@ -160,9 +161,9 @@ def _kv(req: RequestStandIn) -> dict[str, int]:
 def prefill(runtime: Any, cfg: ServingConfig, req: RequestStandIn, rows: Rows, allocator: Any, length: int) -> None:
     """Give a request ``length`` tokens of KV as a prefill leaves it (the harness's, not SGLang's extend path).
 
-    The allocator's own ``alloc`` (whole pages for the paged one: 0.5.23 allocator/paged.py 181-202) hands
+    The allocator's own ``alloc`` (whole pages for the paged one [cite: paged-alloc]) hands
     out the slots, written into ``[0, length)`` of the row; then kv_committed_len = kv_allocated_len =
-    length, as ``alloc_for_extend`` leaves them (0.5.23 mem_cache/allocation.py 484-485).
+    length, as ``alloc_for_extend`` leaves them [cite: alloc-for-extend-lengths].
     """
     page = int(allocator.page_size)
     need = -(-length // page) * page

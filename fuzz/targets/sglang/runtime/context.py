@@ -8,15 +8,16 @@ what ``stubs.publish`` maps a ``ServingConfig`` and its run-time
 reads beyond the sizing file:
 
     get_exec().kernel      attention_backend (and the split prefill/decode ones, None: fall back), which
-                           ``attention_backends()`` pairs (0.5.23 runtime_context.py 2010-2022,
-                           arg_groups/model_override_base.py 138-152)
+                           ``attention_backends()`` pairs [cite: attention-backends]
+                           [cite: attention-backends-of]
     get_exec().mamba       the Mamba extra buffer off (no Mamba state is modeled): read by
-                           ``spec_prepare_for_decode`` (0.5.23 speculative/spec_utils.py 1253)
-    get_flags().attn       0.5.15: the same backends (runtime_context.py 281-288)
-    get_serving()          strip_thinking_cache False (0.5.23 mem_cache/common.py 456)
-    get_memory()           also disable_radix_cache (0.5.18 runtime_context.py 1385-1390 reads it)
+                           ``spec_prepare_for_decode`` [cite: spec-prepare-reads-mamba-lazy]
+    get_flags().attn       0.5.15: the same backends [cite: attn-flags]
+    get_serving()          strip_thinking_cache False (the tail free [cite: tail-free-strip-thinking])
+    get_memory()           also disable_radix_cache (``mamba_extra_buffer_lazy_enabled`` reads it
+                           [cite: mamba-extra-buffer-lazy])
     get_global_server_args()  0.5.13-0.5.15's accessor: the server_args bag
-                           (0.5.13 speculative/eagle_info_v2.py 183)
+                           (speculative/eagle_info_v2.py [cite: eagle-tree-row-assert])
 
 Reading a leaf that is not published raises naming it (``Bag``); reading
 any accessor outside ``bound`` raises ``NotPublished``, as SGLang's do
@@ -37,8 +38,8 @@ from allocator_model.config import ServingConfig, SpecRuntime
 from ..stubs import Bag, NotPublished, StandInMissing, publish
 
 # The attention backend published when the case names none: a CUDA backend with triton dispatch
-# (any backend but "ascend"/"torch_native" takes get_last_loc's triton kernel: 0.5.23 mem_cache/allocation.py
-# 113-137; "torch_native"/"intel_amx" turn support_triton() off: 0.5.23 utils/common.py 1484-1488).
+# (any backend but "ascend"/"torch_native" takes get_last_loc's triton kernel [cite: get-last-loc-dispatch];
+# "torch_native"/"intel_amx" turn support_triton() off [cite: support-triton]).
 DEFAULT_ATTENTION_BACKEND = "triton"
 
 
@@ -82,10 +83,10 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
                 leaves.setdefault("disable_radix_cache", False)
             if (
                 name == "server_args"
-            ):  # 0.5.13-0.5.17 read the backends off server_args (0.5.16 mem_cache/allocation.py 68, 109)
+            ):  # 0.5.13-0.5.17 read the backends off server_args [cite: backend-triton-check] [cite: backend-last-loc]
                 leaves.update(backends, strip_thinking_cache=False)
-                # 0.5.17 server_args.py 8642-8646: true only for mamba_radix_cache_strategy "extra_buffer_lazy"
-                # (no Mamba state is modeled); spec_prepare_for_decode asks it (0.5.17 spec_utils.py 1031).
+                # true only for mamba_radix_cache_strategy "extra_buffer_lazy" [cite: mamba-extra-buffer-lazy]
+                # (no Mamba state is modeled); spec_prepare_for_decode asks it [cite: spec-prepare-reads-mamba-lazy].
                 leaves["enable_mamba_extra_buffer_lazy"] = lambda: False
             out[name] = StrictBag(name, **leaves)
     kernel = StrictBag("exec.kernel", **backends)
@@ -96,7 +97,8 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
         mamba_radix_cache_strategy="no_buffer",
     )
     out["exec"] = StrictBag("exec", kernel=kernel, mamba=mamba)
-    # 0.5.15's flags: the resolved attention backends (runtime_context.py 281-288; mem_cache/common.py 137, 178).
+    # 0.5.15's flags: the resolved attention backends [cite: attn-flags], read by mem_cache/common.py
+    # [cite: backend-triton-check] [cite: backend-last-loc].
     attn = StrictBag(
         "flags.attn",
         backend=settings.attention_backend,
@@ -104,7 +106,7 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
         decode_backend=settings.decode_attention_backend,
     )
     out["flags"] = StrictBag("flags", attn=attn)
-    # 0.5.23 mem_cache/common.py 456 (the tail free): no thinking-token stripping is modeled.
+    # The tail free asks it [cite: tail-free-strip-thinking]: no thinking-token stripping is modeled.
     out["serving"] = StrictBag("serving", strip_thinking_cache=False)
     return out
 
@@ -138,7 +140,7 @@ class RuntimeContext:
         return self._bags[what]
 
     def attention_backends(self) -> tuple[str, str]:
-        """(prefill, decode): split fields fall back to attention_backend (0.5.23 model_override_base.py 138-152)."""
+        """(prefill, decode): split fields fall back to attention_backend [cite: attention-backends-of]."""
         kernel = self.read("exec").kernel
         prefill = kernel.prefill_attention_backend or kernel.attention_backend
         decode = kernel.decode_attention_backend or kernel.attention_backend

@@ -128,8 +128,8 @@ class SGLangRuntime:
         """The release's own allocator for ``cfg``, ``size`` tokens: paged above page 1, else the token allocator.
 
         ``PagedTokenToKVPoolAllocator(size, page_size, dtype, device, kvcache, need_sort)`` (every release,
-        e.g. 0.5.23 mem_cache/allocator/paged.py 143) and ``TokenToKVPoolAllocator(size, dtype, device,
-        kvcache, need_sort)`` (allocator/token.py 31) with kvcache None, need_sort False, on "cpu".  Only
+        e.g. [cite: paged-allocator-init]) and ``TokenToKVPoolAllocator(size, dtype, device,
+        kvcache, need_sort)`` [cite: token-allocator-init] with kvcache None, need_sort False, on "cpu".  Only
         the standard kind's allocator is built here: the SWA, HiSparse and unified allocators need their
         KV pool objects (``kvcache``), which are not executed.
 

@@ -43,9 +43,9 @@ from .tree import SourceTree
 
 # The only packages besides the standard library the executed modules import for real; every other one
 # (SGLang's third-party dependencies: sgl_kernel, flashinfer, transformers, huggingface_hub, msgspec...) is
-# served inert and never imported: the CUDA branch imports some at module level (0.5.13
-# speculative/eagle_info_v2.py 69-74: ``if is_cuda() or is_musa(): from sgl_kernel import ...``; 0.5.23
-# speculative/spec_utils.py 11: ``from huggingface_hub import snapshot_download``) and the write path calls none.
+# served inert and never imported: the CUDA branch imports some at module level (``if is_cuda() or is_musa():
+# from sgl_kernel import ...`` [cite: eagle-v2-imports-sgl-kernel]; ``from huggingface_hub import
+# snapshot_download`` [cite: spec-utils-imports-hf-hub]) and the write path calls none.
 REAL_IMPORTS = frozenset({"torch", "numpy", "triton", "typing_extensions"})
 TRITON_EXTRA = "the write path needs triton: install kvrow-fuzz with the triton==3.9.0 extra"
 
@@ -62,8 +62,9 @@ def ensure_triton() -> types.ModuleType:
     """The real triton, in interpreter mode; refuse (one line) where that cannot be had.
 
     Sets ``TRITON_INTERPRET=1`` in the process environment when triton is
-    not imported yet (triton reads it at each ``@triton.jit``: 3.9.0
-    ``runtime/jit.py`` 998, ``knobs.py`` 473).  Already imported without
+    not imported yet (triton 3.9.0 reads it at each ``@triton.jit``: ``jit``
+    in ``runtime/jit.py`` asks ``knobs.runtime.interpret``, ``env_bool("TRITON_INTERPRET")``
+    in ``knobs.py``).  Already imported without
     it: refused, rather than run compiled-mode triton on CPU tensors.
     """
     if "triton" in sys.modules:

@@ -110,17 +110,20 @@ _TOKEN = "sglang.srt.mem_cache.allocator.token"
 _POOL = "sglang.srt.mem_cache.memory_pool"
 _SIZING = "sglang.srt.mem_cache.allocation_sizing"
 _CACHE_LOCS = "sglang.srt.speculative.triton_ops.cache_locs"
+# Why 0.5.13 has no decode entry for an algorithm (messages a run prints; the facts:
+# [cite: ngram-verify-input-class] [cite: ngram-v1-verify-alloc]; [cite: spec-v2-runs-draft-prepare]
+# [cite: supports-spec-v2]; [cite: dflash-v1-verify-alloc]).
 _NO_NGRAM_0513 = (
-    "0.5.13's NgramVerifyInput (speculative/ngram_info.py 51) does not mix in EagleDraftInputV2Mixin: "
-    "NGRAM allocates at verify (NgramVerifyInput.prepare_for_verify 77), not in a decode prepare"
+    "0.5.13's NgramVerifyInput (speculative/ngram_info.py) does not mix in EagleDraftInputV2Mixin: "
+    "NGRAM allocates at verify (NgramVerifyInput.prepare_for_verify), not in a decode prepare"
 )
 _NO_FROZEN_0513 = (
-    "0.5.13 runs the draft input's prepare_for_decode only for spec v2 (managers/schedule_batch.py 2508), and "
-    "supports_spec_v2 excludes FROZEN_KV_MTP (speculative/spec_info.py 148-149)"
+    "0.5.13 runs the draft input's prepare_for_decode only for spec v2 (managers/schedule_batch.py), and "
+    "supports_spec_v2 excludes FROZEN_KV_MTP (speculative/spec_info.py)"
 )
 _NO_DFLASH_0513 = (
     "0.5.13 has only DFLASH v1 (speculative/dflash_info.py: DFlashDraftInput has no prepare_for_decode; "
-    "its KV is allocated at verify, DFlashVerifyInput.prepare_for_verify 180)"
+    "its KV is allocated at verify, DFlashVerifyInput.prepare_for_verify)"
 )
 _NO_DSPARK = "DSPARK first ships in 0.5.16 (speculative/spec_info.py SpeculativeAlgorithm)"
 _NO_UNO = "UNO first ships in 0.5.20 (speculative/uno_info.py)"
@@ -261,7 +264,7 @@ def release_for(version: str | None) -> Release:
 
 # What ``ScheduleBatch.prepare_for_decode`` (managers/schedule_batch.py, not executed) adds to each request
 # after the non-speculative ``alloc_for_decode``: (field, line).  From 0.5.16 alloc_for_decode grows
-# kv_allocated_len itself, from 0.5.19 kv_committed_len too (0.5.19 mem_cache/allocation.py 581-582).
+# kv_allocated_len itself, from 0.5.19 kv_committed_len too [cite: decode-grows-both-lengths].
 AFTER_DECODE: dict[str, tuple[tuple[str, int], ...]] = {
     "0.5.13": (("decode_batch_idx", 2550), ("kv_committed_len", 2551), ("kv_allocated_len", 2552)),
     "0.5.14": (("decode_batch_idx", 2639), ("kv_committed_len", 2640), ("kv_allocated_len", 2641)),

@@ -6,7 +6,7 @@ all 11 wheels; lines are the ``class``/``def``/assignment lines):
     0.5.13-0.5.15  on the Req itself: kv_committed_len, kv_allocated_len, req_pool_idx (no ``req.kv``)
     0.5.16-0.5.18  kv_committed_len and req_pool_idx on the Req; ``req.kv`` is a ``ReqKvInfo`` holding
                    kv_allocated_len and swa_evicted_seqlen (both required, slots): 0.5.18's eagle_utils.py
-                   reads ``r.kv.kv_allocated_len`` and ``r.kv_committed_len`` (914, 923)
+                   reads ``r.kv.kv_allocated_len`` and ``r.kv_committed_len`` [cite: eagle-reads-req-lengths]
     0.5.19-0.5.23  everything on ``req.kv`` (``ReqKvInfo``: req_pool_idx, cache_protected_len,
                    kv_committed_len, kv_allocated_len, ..., ``holds_kv`` property); no Req property proxies them
 
@@ -20,7 +20,7 @@ not model raises ``StandInMissing`` (never a silent default).
 
 Besides the lengths the write path reads ``decode_batch_idx`` (every
 entry increments it) and, on DFLASH/DSPARK and UNO, ``sampling_params.top_k``
-(0.5.23 speculative/dflash_info_v2.py 164, speculative/uno_info.py 123).
+([cite: dflash-reads-top-k], [cite: uno-reads-top-k]).
 
 Light on purpose (no torch, no triton): the lead also hands these to a
 sizing file's ``page_aligned_decode_alloc_lens(reqs, reserve=, page_size=)``.
@@ -89,7 +89,7 @@ def release_of(version: str) -> str:
 
 
 class SamplingParams:
-    """``req.sampling_params``: only ``top_k`` (0.5.23 sampling/sampling_params.py 159); anything else stops."""
+    """``req.sampling_params``: only ``top_k`` [cite: sampling-params-top-k]; anything else stops."""
 
     def __init__(self, top_k: int) -> None:
         self.top_k = top_k
@@ -156,14 +156,14 @@ class KvInfo(_Strict):
 
     @property
     def holds_kv(self) -> bool:
-        """``req_pool_idx is not None`` (0.5.23 schedule_batch.py 1003-1004)."""
+        """``req_pool_idx is not None`` [cite: req-kv-holds-kv]."""
         if "holds_kv" not in LAYOUTS[self._release].kv_properties:
             raise ReqAttributeMissing(f"sglang {self._release}'s ReqKvInfo has no attribute 'holds_kv'")
         return self.req_pool_idx is not None
 
     @property
     def holds_mamba(self) -> bool:
-        """``mamba_pool_idx is not None`` (0.5.23 schedule_batch.py 1007-1008)."""
+        """``mamba_pool_idx is not None`` [cite: req-kv-holds-mamba]."""
         if "holds_mamba" not in LAYOUTS[self._release].kv_properties:
             raise ReqAttributeMissing(f"sglang {self._release}'s ReqKvInfo has no attribute 'holds_mamba'")
         return self.mamba_pool_idx is not None
@@ -199,7 +199,7 @@ class RequestStandIn(_Strict):
     """A running request as one release's ``Req``; build with ``make_request``."""
 
     release: str  # set per release class (``request_class``)
-    __sglang_stands_for__ = frozenset({"Req", "ReqDllmMixin", "object"})  # 0.5.23 schedule_batch.py 1033
+    __sglang_stands_for__ = frozenset({"Req", "ReqDllmMixin", "object"})  # [cite: req-class]
 
     def __init__(self, **values: Any) -> None:
         layout = LAYOUTS[self.release]

@@ -1,11 +1,11 @@
 """``req_to_token`` as SGLang builds it, with guard rows below, and the diff of two snapshots.
 
 ``Rows(size, width)`` holds ``size + 1`` rows (row 0 is SGLang's padding
-row: 0.5.23 mem_cache/memory_pool.py 400-402; requests take rows 1..size,
-409) of ``width`` int32 columns, plus ``guard_rows`` rows below filled with
+row [cite: req-to-token-padding-row]; requests take rows 1..size
+[cite: req-to-token-free-slots]) of ``width`` int32 columns, plus ``guard_rows`` rows below filled with
 ``GUARD_FILL``.  ``req_to_token`` is a view of the first ``size + 1`` rows:
-SGLang's kernels index it as ``row * shape[1] + col`` (``pool_len``: 0.5.23
-mem_cache/allocation.py 705, 761), so a column past the width lands in the
+SGLang's kernels index it as ``row * shape[1] + col`` (``pool_len``
+[cite: kernel-row-stride] [cite: kernel-pool-len-is-width]), so a column past the width lands in the
 next row, and past the last row in the guard rows, never in process memory
 (triton's interpreter stores through raw pointers, unchecked).  A write that
 reaches the last guard column may have gone further: ``guard_exhausted``.

@@ -6,11 +6,10 @@ the same spelling elsewhere stays inert: ``spec_registry.get_spec`` is not
 
 * answers of the deployment kvrow-fuzz stands for, a CUDA machine:
   ``is_cuda()`` True; ``is_hip/is_npu/is_xpu/is_cpu/is_musa/is_hpu()``
-  False (0.5.23 ``utils/common.py``: is_hip 141, is_cuda 158, is_hpu 168,
-  is_xpu 173, is_npu 189, is_cpu 221, is_musa 228: hardware probes, so
-  answered, never run); ``current_platform`` the in-tree CUDA platform
-  (``CudaPlatform``); ``is_confidential_compute()`` False (5085: an NVML
-  probe; no CC deployment is modeled);
+  False (``utils/common.py``'s hardware probes, so answered, never run);
+  ``current_platform`` the in-tree CUDA platform (``CudaPlatform``);
+  ``is_confidential_compute()`` False (an NVML probe [cite: is-confidential-compute];
+  no CC deployment is modeled);
 * helpers SLICED out of the tree's own ``utils/common.py`` and run as
   SGLang wrote them (``next_power_of_2``, ``get_num_new_pages``,
   ``support_triton``, ``get_bool_env_var``, ``is_pin_memory_available``,
@@ -49,22 +48,22 @@ from .tree import SourceTree
 
 UTILS = "sglang/srt/utils/common.py"
 ENVIRON = "sglang/srt/environ.py"
-# Functions of utils/common.py run from the tree itself (0.5.23 lines; every release 0.5.13-0.5.23 has them).
+# Functions of utils/common.py run from the tree itself (every release 0.5.13-0.5.23 has them).
 SLICED = (
-    "cdiv",  # 3688
-    "next_power_of_2",  # 3693
-    "round_up",  # 3697
-    "ceil_align",  # 4420
-    "ceil_div",  # 4452
-    "get_num_new_pages",  # 4840
-    "get_bool_env_var",  # 1424 (reads the case's environment through CaseOS)
-    "support_triton",  # 1484: current_platform.capabilities.supports_triton and backend not torch_native/intel_amx
-    "is_pin_memory_available",  # 579: CUDA platform, so False for a "cpu" device (platforms/cuda.py 60-63)
-    "raise_error_or_warn",  # 5064: strict raises ValueError, else warns and counts
+    "cdiv",
+    "next_power_of_2",
+    "round_up",
+    "ceil_align",
+    "ceil_div",
+    "get_num_new_pages",
+    "get_bool_env_var",  # reads the case's environment through CaseOS
+    "support_triton",  # capabilities.supports_triton and backend not torch_native/intel_amx [cite: support-triton]
+    "is_pin_memory_available",  # the platform's [cite: utils-pin-memory]: False for "cpu" [cite: cuda-pin-memory]
+    "raise_error_or_warn",  # strict raises ValueError, else warns and counts [cite: raise-error-or-warn]
 )
 PROBES: dict[str, bool] = {
     "is_cuda": True,
-    "is_cuda_alike": True,  # 0.5.23 utils/common.py 163: is_cuda() or is_hip() or is_sail()
+    "is_cuda_alike": True,  # is_cuda() or is_hip() or is_sail() [cite: is-cuda-alike]
     "is_hip": False,
     "is_npu": False,
     "is_xpu": False,
@@ -78,10 +77,10 @@ PROBES: dict[str, bool] = {
 }
 UTILS_MODULES = ("sglang.srt.utils", "sglang.srt.utils.common")
 # Decorators with no effect on a single-process, single-rank run: the function passes through.
-# ``scheduler_stage_method(stage)`` records stage metrics (used on 0.5.23
-# managers/scheduler_components/invariant_checker.py 312); ``rank_consensus`` asserts that all TP/PP
-# ranks call a function alike (0.5.23 utils/rank_consensus_checker.py 28-60; used on
-# mem_cache/allocator/unified_hybrid_swa.py 1222, 1865): with one rank there is nothing to compare.
+# ``scheduler_stage_method(stage)`` records stage metrics (used on the invariant checker
+# [cite: checker-stage-method]); ``rank_consensus`` asserts that all TP/PP ranks call a function alike
+# [cite: rank-consensus] (used on mem_cache/allocator/unified_hybrid_swa.py [cite: rank-consensus-unified-swa]
+# [cite: rank-consensus-unified-mamba-swa]): with one rank there is nothing to compare.
 PASS_THROUGH = {
     "sglang.srt.observability.scheduler_stage_metrics": ("scheduler_stage_method",),
     "sglang.srt.utils.rank_consensus_checker": ("rank_consensus",),
@@ -108,10 +107,10 @@ class CaseOS:
 class CudaRuntimePlatform(CudaPlatform):
     """``current_platform``: the in-tree CUDA platform (``stubs.CudaPlatform``), with what the write path asks.
 
-    ``capabilities.supports_triton`` True (0.5.23 platforms/cuda.py 106-107),
-    so the paged allocator takes its triton kernels (allocator/paged.py 155,
-    245, 303); ``is_pin_memory_available(device)`` False for a "cpu" device,
-    else True (platforms/cuda.py 60-63).
+    ``capabilities.supports_triton`` True [cite: cuda-supports-triton],
+    so the paged allocator takes its triton kernels [cite: paged-uses-triton-kernels]
+    [cite: paged-alloc-extend-triton] [cite: paged-alloc-decode-triton];
+    ``is_pin_memory_available(device)`` False for a "cpu" device, else True [cite: cuda-pin-memory].
     """
 
     capabilities = types.SimpleNamespace(supports_triton=True)
@@ -263,7 +262,7 @@ class StandIns:
             "get_global_server_args": lambda: c.read("server_args"),
             "max_speculative_num_draft_tokens": lambda: c.read("dmax"),
             "attention_backends": c.attention_backends,
-            # 0.5.18 runtime_context.py 1385-1390: disable_radix_cache is False and strategy "extra_buffer_lazy"
+            # disable_radix_cache is False and strategy "extra_buffer_lazy" [cite: mamba-extra-buffer-lazy]
             "mamba_extra_buffer_lazy_enabled": lambda: False,
             "mamba_extra_buffer_enabled": lambda: False,
             "ServerArgs": ServerArgs,

@@ -44,12 +44,13 @@ from .rows import Rows, Span
 from .standins import captured_logs
 
 EAGLE_GUARD, UNO_GUARD = "eagle-tree-row", "uno-row"
-# How each guard's message starts (0.5.23 speculative/eagle_utils.py 895, speculative/uno_info.py 144).
+# How each guard's message starts ([cite: eagle-tree-row-assert], [cite: uno-row-guard]).
 GUARD_WORDS = {EAGLE_GUARD: "spec v2 page>1 topk>1 draft over-allocation", UNO_GUARD: "UNO allocation exceeds"}
 # The order the scheduler runs a decode step's pieces in, overlap on and off. With overlap
-# (0.5.23 managers/scheduler.py ``event_loop_overlap`` 2061) batch N+1 is built (prepare_for_decode inside
-# get_next_batch_to_run, 2084) and launched (2108) before batch N's result is processed (2117-2119: its
-# verify commits the accepted tokens), so kv_committed_len lags the device by one accept run.
+# (managers/scheduler.py ``event_loop_overlap`` [cite: scheduler-overlap-loop]) batch N+1 is built
+# (prepare_for_decode inside get_next_batch_to_run [cite: overlap-builds-next-batch]) and launched
+# [cite: overlap-launches-batch] before batch N's result is processed [cite: overlap-processes-last-batch]
+# (its verify commits the accepted tokens), so kv_committed_len lags the device by one accept run.
 OVERLAP_ORDER = {
     True: ("decode_step(batch N+1)", "verify(batch N, accepted)"),
     False: ("verify(batch N, accepted)", "decode_step(batch N+1)"),
@@ -78,7 +79,7 @@ class RequestOutcome:
 @dataclass
 class GuardStop:
     name: str  # EAGLE_GUARD / UNO_GUARD
-    where: str  # "0.5.23 srt/speculative/eagle_utils.py 894"
+    where: str  # the guard's ``Where.cite`` ("<release> srt/<path>.py <line>"), or "<module> line <n>"
     message: str
 
     def __str__(self) -> str:
@@ -147,15 +148,15 @@ def _spec_info(runtime: SGLangRuntime, kind: str, reqs: Sequence[RequestStandIn]
     """The draft input SGLang's worker carries, built with SGLang's own classes."""
     if kind == DFLASH:
         cls = runtime.resolve(Where(runtime.release.entries[DFLASH].module, "DFlashDraftInputV2", 0))
-        return cls.create_idle_input("cpu")  # its own constructor (0.5.23 dflash_info_v2.py 105)
+        return cls.create_idle_input("cpu")  # its own constructor [cite: dflash-create-idle-input]
     if kind == UNO:
         cls = runtime.resolve(Where(runtime.release.entries[UNO].module, "UnoDraftInput", 0))
         committed = [r.committed for r in reqs]
         assert rt is not None
-        return cls(  # one seed token and frontier per request (uno_info.py 88-95 checks the counts)
+        return cls(  # one seed token and frontier per request (it checks the counts [cite: uno-checks-seed-counts])
             bonus_tokens=torch.zeros(len(reqs), dtype=torch.int64),
             new_seq_lens=torch.tensor(committed, dtype=torch.int64),
-            forward_width=rt.num_draft_tokens,  # >= 1 (0.5.23 uno_info.py 49-50); prepare never reads it
+            forward_width=rt.num_draft_tokens,  # >= 1 [cite: uno-forward-width-positive]; prepare never reads it
         )
     return Strict("spec_info")  # the EAGLE family's prepare reads nothing of it
 
@@ -195,7 +196,7 @@ def build_batch(
         model_config=model_config(),
         hisparse_coordinator=None,
         enable_overlap=cfg.enable_overlap,
-        is_spec_v2=True,  # 0.5.13 schedule_batch.py 2460-2463: EAGLE/EAGLE3/STANDALONE (the kinds it runs here)
+        is_spec_v2=True,  # EAGLE/EAGLE3/STANDALONE (the kinds it runs here) [cite: is-spec-v2] [cite: supports-spec-v2]
     )
 
 
@@ -230,8 +231,8 @@ def after_decode(runtime: SGLangRuntime, reqs: Sequence[RequestStandIn]) -> None
 def verify(runtime: SGLangRuntime, req: RequestStandIn, accepted: int, preclaimed: bool | None = None) -> None:
     """The verify step's commit of ``accepted`` tokens (the harness's; no entry point owns it).
 
-    0.5.13-0.5.14's EAGLE mixin pre-claims the bonus slot in prepare (``kv_committed_len += 1``, 0.5.13
-    speculative/eagle_info_v2.py 171-172: "resolve subtracts 1"), so the accept there first takes it back;
+    0.5.13-0.5.14's EAGLE mixin pre-claims the bonus slot in prepare (``kv_committed_len += 1``:
+    "resolve subtracts 1" [cite: eagle-v2-preclaims-bonus]), so the accept there first takes it back;
     their DFLASH prepare does not.  ``preclaimed``: whether the step's prepare did (None: the release's EAGLE
     path's rule).
     """

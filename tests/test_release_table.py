@@ -1,0 +1,168 @@
+"""Every line of the release table (``fuzz.targets.sglang.runtime.releases``) is where it says, in the real wheel.
+
+A ``Where(module, name, line)`` of ``RELEASES`` names, in that release's
+wheel, the line of ``def name`` / ``class Name`` (``Class.method``: the
+method's ``def``; a decorated one: its ``def`` line, as Python numbers it),
+except the two guards, whose line is the guard statement itself inside the
+named function: ``assert`` (``eagle_guard``) or ``raise`` (``uno_guard``),
+which ``writepath._guard`` matches against the traceback's line (within 3
+lines: a multi-line statement) and whose message starts with the words of
+``writepath.GUARD_WORDS``.  The side tables of the module are held the same
+way: ``POOL_ALLOCATORS`` (the line of each allocator's ``class``) and
+``AFTER_DECODE`` (the line of ``prepare_for_decode`` that updates the field).
+
+The pinned releases (``hermetic.PINNED_RELEASES``) run in the default tier
+from the real wheels ``./kvrow test`` fetches at set-up (``real_wheel_dir``),
+skipping, saying so, where one is absent; the other releases are the network
+tier's and read the user's wheel cache (``real_wheel_cache``; nothing is
+downloaded here).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hermetic import PINNED_RELEASES, pinned_wheel, real_wheel_dir
+
+from fuzz.targets.sglang.runtime.releases import (
+    AFTER_DECODE,
+    POOL_ALLOCATOR_NAMES,
+    POOL_ALLOCATORS,
+    RELEASES,
+    Release,
+    Where,
+)
+from fuzz.targets.sglang.runtime.writepath import EAGLE_GUARD, GUARD_WORDS, UNO_GUARD
+
+EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
+# The Where fields whose line is a guard statement, not a definition: (the statement's type, its message's words).
+GUARDS: dict[str, tuple[type[ast.stmt], str]] = {
+    "eagle_guard": (ast.Assert, GUARD_WORDS[EAGLE_GUARD]),
+    "uno_guard": (ast.Raise, GUARD_WORDS[UNO_GUARD]),
+}
+SCHEDULE_BATCH = "sglang/srt/managers/schedule_batch.py"
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def release_wheel(version: str, request: pytest.FixtureRequest) -> Path:
+    """The real wheel of ``version``: the pinned ones where ``./kvrow test`` put them, the others the user's cache."""
+    from fuzz.targets.sglang.wheels import cache_dir, cached_wheel
+
+    if version in PINNED_RELEASES:
+        found, where = pinned_wheel(version), str(real_wheel_dir())
+    else:
+        request.getfixturevalue("real_wheel_cache")
+        cached = cached_wheel(version)
+        found, where = (Path(cached) if cached else None), cache_dir()
+    if found is None:
+        pytest.skip(f"no wheel of sglang=={version} in {where} (this test downloads nothing)")
+    return found
+
+
+def member_of(module: str) -> str:
+    """``sglang.srt.mem_cache.allocation`` -> ``sglang/srt/mem_cache/allocation.py``."""
+    return module.replace(".", "/") + ".py"
+
+
+def wheres(release: Release) -> Iterator[tuple[str, Where]]:
+    """Every ``Where`` of a release's row, with the field that holds it (``entries[eagle]`` for a dict's)."""
+    for f in dataclasses.fields(release):
+        value = getattr(release, f.name)
+        if isinstance(value, Where):
+            yield f.name, value
+        elif isinstance(value, dict):
+            yield from ((f"{f.name}[{k}]", w) for k, w in value.items() if isinstance(w, Where))
+
+
+def _definitions(body: list[ast.stmt], name: str) -> list[Definition]:
+    """The definitions of ``name`` in a body, also those under an ``if``/``try``/``with`` (not inside a def)."""
+    found: list[Definition] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found += [stmt] if stmt.name == name else []
+            continue
+        blocks = [getattr(stmt, b, []) for b in ("body", "orelse", "finalbody")]
+        blocks += [h.body for h in getattr(stmt, "handlers", [])]
+        for block in blocks:
+            found += _definitions(block, name)
+    return found
+
+
+def definitions(tree: ast.Module, qualname: str) -> list[Definition]:
+    """Every definition ``qualname`` (``f``, ``Class.method``) may name in the module."""
+    scopes: list[ast.Module | Definition] = [tree]
+    found: list[Definition] = []
+    for part in qualname.split("."):
+        found = [d for scope in scopes for d in _definitions(scope.body, part)]
+        scopes = list(found)
+    return found
+
+
+def where_problem(field: str, where: Where, source: str) -> str | None:
+    """Why ``where`` does not name its line in ``source`` (None: it does)."""
+    lines = source.splitlines()
+    if not 1 <= where.line <= len(lines):
+        return f"line {where.line} is past the end of the file ({len(lines)} lines)"
+    found = definitions(ast.parse(source), where.name)
+    if not found:
+        return f"no definition of {where.name}"
+    if field in GUARDS:
+        kind, words = GUARDS[field]
+        stmts = [s for d in found for s in ast.walk(d) if isinstance(s, kind) and s.lineno == where.line]
+        if not stmts:
+            text = lines[where.line - 1].strip()
+            return f"line {where.line} is no {kind.__name__.lower()} statement of {where.name}: {text!r}"
+        if not any(words in (ast.get_source_segment(source, s) or "") for s in stmts):
+            return f"the {kind.__name__.lower()} at line {where.line} does not say {words!r}"
+        return None
+    starts = sorted(d.lineno for d in found)
+    if where.line not in starts:
+        return f"{where.name} is defined at line {', '.join(map(str, starts))}, not {where.line}"
+    return None
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_every_where_names_its_line_in_the_wheel(version: str, request: pytest.FixtureRequest) -> None:
+    wrong = []
+    with zipfile.ZipFile(release_wheel(version, request)) as z:
+        names = set(z.namelist())
+        for field, where in wheres(RELEASES[version]):
+            member = member_of(where.module)
+            if member not in names:
+                wrong.append(f"{field}: {where.cite(version)}: no {member} in the wheel")
+            elif problem := where_problem(field, where, z.read(member).decode("utf-8")):
+                wrong.append(f"{field}: {where.cite(version)}: {problem}")
+    assert not wrong, f"sglang {version}:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_every_pool_allocator_class_is_at_its_line(version: str, request: pytest.FixtureRequest) -> None:
+    wrong = []
+    with zipfile.ZipFile(release_wheel(version, request)) as z:
+        for kind, (module, line) in POOL_ALLOCATORS[version].items():
+            member = f"sglang/srt/mem_cache/allocator/{module}.py"
+            cls = POOL_ALLOCATOR_NAMES[kind]
+            starts = sorted(d.lineno for d in definitions(ast.parse(z.read(member).decode("utf-8")), cls))
+            if line not in starts:
+                wrong.append(f"{kind}: {cls} in {member} is at {starts or 'no line'}, not {line}")
+    assert not wrong, f"sglang {version}:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_every_after_decode_update_is_at_its_line(version: str, request: pytest.FixtureRequest) -> None:
+    """Each (field, line) is a ``+= 1`` of that field in ``ScheduleBatch.prepare_for_decode``."""
+    with zipfile.ZipFile(release_wheel(version, request)) as z:
+        source = z.read(SCHEDULE_BATCH).decode("utf-8")
+    (prepare,) = definitions(ast.parse(source), "ScheduleBatch.prepare_for_decode")
+    updates = {
+        (n.target.attr, n.lineno)
+        for n in ast.walk(prepare)
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Attribute)
+    }
+    missing = [entry for entry in AFTER_DECODE[version] if entry not in updates]
+    assert not missing, f"sglang {version}: no ``+=`` of the field at the line: {missing}"
