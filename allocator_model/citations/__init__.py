@@ -1,0 +1,37 @@
+"""Where SGLang says so: every release, file and line the project's prose cites, in one table.
+
+A docstring or comment that rests on SGLang's source names the fact, not the
+line: ``the unified builders size the row 4 + D [cite: unified-mamba-row-extra]``.
+``CITATIONS`` maps each fact's key (short, kebab-case) to its ``Cite`` in every
+release the prose relies on: one home per fact per release, so a line number
+is written once, here, and nowhere else.
+
+Each ``Cite`` names the wheel member (``sglang/srt/...``, the path inside the
+release's wheel), the 1-based line (and the last line of a range) and
+``text``, a short exact substring of line ``line`` in that release: a
+mis-typed or drifted number fails ``tests/test_citations.py``, whose network
+test reads every cited line out of the real wheels.  The same test holds
+every ``[cite: KEY]`` in the product code to a key here, every key here to a
+citation there, and the product code free of bare ``X.Y.Z file.py NNN``
+line citations.  ``text`` is a few characters, never more of SGLang's source.
+
+Pure data: this package imports nothing of the project (and nothing heavy).
+The table is kept in two modules, merged here (a key is in one only):
+``sizing`` (the sizing functions, the pools, the launch rules) and
+``write_path`` (the decode write path and its stand-ins); ``base`` holds
+``Cite`` and the wheel members they cite.
+"""
+
+from __future__ import annotations
+
+from .base import Cite
+from .sizing import FACTS as _SIZING
+from .write_path import FACTS as _WRITE_PATH
+
+__all__ = ["Cite", "CITATIONS", "CITE_PATTERN"]
+
+# How prose cites a fact: ``[cite: KEY]`` (one key each; several facts, several brackets).
+CITE_PATTERN = r"\[cite: ([a-z0-9]+(?:-[a-z0-9]+)*)\]"
+
+CITATIONS: dict[str, tuple[Cite, ...]] = {**_SIZING, **_WRITE_PATH}
+assert len(CITATIONS) == len(_SIZING) + len(_WRITE_PATH), set(_SIZING) & set(_WRITE_PATH)
