@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz.fidelity.cli",
     "fuzz.oss.cli",  # from-crash
     "fuzz.merge",  # merge: the shards' reports as one
+    "fuzz.causes.advisory",  # advisory: an upstream-ready issue per root cause
 )
 
 
