@@ -194,8 +194,11 @@ def test_run_locates_the_page_1_group_at_the_row_headroom_of_0_5_23(tmp_path, mo
     report = json.loads((tmp_path / "run.json").read_text())
     groups = [f["signature"] for t in report["targets"] for f in t["findings"]]
     results = doc["runs"][0]["results"]
-    assert sorted(r["properties"]["signature"] for r in results) == sorted(groups)  # one result per group
-    (page_1,) = [r for r in results if r["properties"]["signature"] == "write-within-row/alloc-page-1"]
+    causes = [c["bug"] if c["bug"] != "new" else f"new: {c['key']}" for t in report["targets"] for c in t["causes"]]
+    assert sorted(r["properties"]["rootCause"] for r in results) == sorted(causes)  # one result per root cause
+    assert sorted(v for r in results for v in r["properties"]["variants"]) == sorted(groups)  # every group once
+    (page_1,) = [r for r in results if r["properties"]["rootCause"] == "#33579"]
+    assert page_1["properties"]["signature"] == "write-within-row/alloc-page-1"  # the plainest variant stands
     source = wheels.read_from_wheel(wheels.release_wheel("0.5.23"))
     where = page_1["locations"][0]["physicalLocation"]
     assert where["artifactLocation"]["uri"] == CHECKOUT_PATH  # SGLang's repository path of the wheel's module
@@ -204,7 +207,8 @@ def test_run_locates_the_page_1_group_at_the_row_headroom_of_0_5_23(tmp_path, mo
     assert related["region"]["startLine"] == def_line(source, RESERVE)
     assert page_1["ruleId"] == "write-within-row" and page_1["level"] == "error"
     text = page_1["message"]["text"]
-    assert text.startswith("COUNTEREXAMPLE write-within-row/alloc-page-1 on sglang==0.5.23")
+    assert text.startswith("ROOT CAUSE #33579: the row headroom covers the decode reserve only")
+    assert "\nCOUNTEREXAMPLE write-within-row/alloc-page-1 on sglang==0.5.23" in text
     assert "columns past its end" in text
     assert "\nrepro: python -m fuzz repro cases/sglang-0.5.23--write-within-row-alloc-page-1.json" in text
 
@@ -228,7 +232,9 @@ def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_
         assert where["artifactLocation"]["uri"] == "allocator_model/sizing.py"
         expected = "req_to_token_extra_context_len" if width else "alloc_reserve_per_decode"
         assert where["region"]["startLine"] == def_line(model, expected), r["ruleId"]
-        assert r["message"]["text"].startswith(f"COUNTEREXAMPLE {r['properties']['signature']} on reference@")
+        text = r["message"]["text"]
+        assert text.startswith("ROOT CAUSE ") and r["properties"]["signature"] in r["properties"]["variants"]
+        assert f"\nCOUNTEREXAMPLE {r['properties']['signature']} on reference@" in text
     assert main(["prove", "--target", "reference", "--space", "tiny", "--sarif", "clean.sarif"]) == 0
     assert validated(tmp_path / "clean.sarif")["runs"][0]["results"] == []
 

@@ -191,7 +191,9 @@ def drive_campaigns(
             print("interrupted: reporting what was found so far", file=out)
             break
     setup.output.report([r.to_json() for r in results])
-    setup.output.sarif_log((f for r in results for f in r.findings), setup.targets)
+    setup.output.sarif_log(
+        (f for r in results for f in r.findings), setup.targets, {r.target: r.causes for r in results}
+    )
     print(summary_table(results), file=out)
     return exit_status(results)
 

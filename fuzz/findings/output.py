@@ -21,6 +21,7 @@ from fuzz.common.options import check_outputs
 from fuzz.common.text import printable
 
 from . import casefile
+from .cause import Cause
 from .model import Finding
 from .report import Command, report_document
 
@@ -81,12 +82,16 @@ class Output:
             text = json.dumps(report_document(self.command, entries, **fields), indent=2) + "\n"
             self.write(self.json, text, "the report")
 
-    def sarif_log(self, findings: Iterable[Finding], targets: list[Any]) -> None:
-        """``--sarif``: one result per group, at the sizing function it indicts."""
+    def sarif_log(
+        self, findings: Iterable[Finding], targets: list[Any], causes: dict[str, list[Cause]] | None = None
+    ) -> None:
+        """``--sarif``: one result per root cause (``causes``: target spec -> its causes), at the code it
+        indicts, its variants listed; a group no cause holds is a result of its own."""
         if self.sarif:
-            from .sarif import sarif_text, with_targets
+            from .sarif import by_cause, sarif_text, with_targets
 
-            text = sarif_text(self.command, with_targets(list(findings), targets))
+            pairs = by_cause(with_targets(list(findings), targets), causes or {})
+            text = sarif_text(self.command, pairs)
             self.write(self.sarif, text, "the SARIF log")
 
     @staticmethod

@@ -1,10 +1,12 @@
 """SARIF 2.1.0 (``--sarif FILE``): findings shown by GitHub code scanning on the sizing code they indict.
 
-One SARIF run (one tool, as code scanning wants), one result per bug group
-(``Finding``): ``ruleId`` is the property the group breaks, the message is
-the COUNTEREXAMPLE block with its repro line (``render.counterexample_block``),
-and the location is the line of the sizing function that computes what the
-group shows too small:
+One SARIF run (one tool, as code scanning wants), one result per root cause
+(``fuzz.causes``; a group no cause holds is a result of its own): the cause's
+plainest variant stands for it (silent first, then by name), ``ruleId`` is
+the property it breaks, the message is the cause (its heading, fix and
+variants) above that variant's COUNTEREXAMPLE block with its repro line
+(``render.counterexample_block``), and the location is the line of the
+sizing function that computes what the variant shows too small:
 
     the row width    write-within-row, neighbour-rows-untouched, kv-lens-ordered
                      -> get_req_to_token_extra_context_len()  (the headroom past context_len),
@@ -194,8 +196,33 @@ def builder_location(target: Any, f: Finding, cwd: str | None = None) -> SourceL
     return SourceLine(uri, line, function)
 
 
-def sarif_result(f: Finding, target: Any, rule_index: dict[Property, int], cwd: str | None = None) -> dict[str, Any]:
-    """One bug group as a SARIF result, located at the sizing function it indicts (a pool's builder first)."""
+Located = tuple[Finding, Any, Any]  # (a finding, its Target or None, the Cause it stands for or None)
+
+
+def by_cause(pairs: list[tuple[Finding, Any]], causes: dict[str, list[Any]]) -> list[Located]:
+    """One entry per root cause (its plainest variant's finding stands for it), then each group no cause of
+    its target holds."""
+    out: list[Located] = []
+    held: set[tuple[str, str]] = set()
+    for spec, found in causes.items():
+        mine = [(f, t) for f, t in pairs if f.target == spec]
+        for cause in found:
+            groups = set(cause.variants) | {s for v in cause.needs_both.values() for s in v}
+            members = [(f, t) for f, t in mine if f.signature in groups]
+            if not members:
+                continue
+            f, t = min(members, key=lambda p: (p[0].signature.outcome.rank, str(p[0].signature)))
+            out.append((f, t, cause))
+            held |= {(spec, str(m.signature)) for m, _ in members}
+    out += [(f, t, None) for f, t in pairs if (f.target, str(f.signature)) not in held]
+    return out
+
+
+def sarif_result(
+    f: Finding, target: Any, rule_index: dict[Property, int], cwd: str | None = None, cause: Any = None
+) -> dict[str, Any]:
+    """One root cause (or one bug group) as a SARIF result, located at the code it indicts (a pool's builder
+    first), its variants named."""
     prop = Property(f.violation.prop)
     where = locate(target, sizing_functions(f), cwd) if target is not None else []
     builder = builder_location(target, f, cwd) if target is not None else None
@@ -216,6 +243,16 @@ def sarif_result(f: Finding, target: Any, rule_index: dict[Property, int], cwd: 
             "caseFile": f.case_path,
         },
     }
+    if cause is not None:
+        groups = sorted({*cause.variants, *(s for v in cause.needs_both.values() for s in v)})
+        result["message"]["text"] = (
+            f"ROOT CAUSE {cause.heading()}\nfix: {cause.fix}\nvariants ({len(groups)}): "
+            + ", ".join(str(s) for s in groups)
+            + "\n\n"
+            + counterexample_block(f)
+        )
+        result["partialFingerprints"] = {FINGERPRINT: f"{f.target}|cause:{cause.key}"}
+        result["properties"].update(rootCause=cause.label, variants=[str(s) for s in groups])
     if len(where) > 1:
         result["relatedLocations"] = [
             {"id": i, **w.to_sarif(), "message": {"text": f"{w.function}()"}} for i, w in enumerate(where[1:], 1)
@@ -223,8 +260,9 @@ def sarif_result(f: Finding, target: Any, rule_index: dict[Property, int], cwd: 
     return result
 
 
-def sarif_log(command: Command, findings: Iterable[tuple[Finding, Any]], cwd: str | None = None) -> dict[str, Any]:
-    """The SARIF log of a command: ``findings`` are (finding, its resolved Target or None), one result each."""
+def sarif_log(command: Command, findings: Iterable[Any], cwd: str | None = None) -> dict[str, Any]:
+    """The SARIF log of a command: ``findings`` are (finding, its resolved Target or None[, its Cause]), one
+    result each."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -256,13 +294,16 @@ def sarif_log(command: Command, findings: Iterable[tuple[Finding, Any]], cwd: st
                     }
                 },
                 "automationDetails": {"id": f"{TOOL_NAME}/{command.value}/"},
-                "results": [sarif_result(f, t, rule_index, cwd) for f, t in findings],
+                "results": [
+                    sarif_result(entry[0], entry[1], rule_index, cwd, entry[2] if len(entry) > 2 else None)
+                    for entry in findings
+                ],
             }
         ],
     }
 
 
-def sarif_text(command: Command, findings: Iterable[tuple[Finding, Any]]) -> str:
+def sarif_text(command: Command, findings: Iterable[Any]) -> str:
     """The command's SARIF log as the text ``fuzz.findings.output`` writes."""
     return json.dumps(sarif_log(command, findings), indent=2) + "\n"
 

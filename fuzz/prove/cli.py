@@ -190,7 +190,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             )
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)
     output.report([report_entry(r, args.shard, causes.get(r.target, [])) for r in results])
-    output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets)
+    output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets, causes)
     return output.status(found=any(r.groups for r in results))
 
 
