@@ -40,7 +40,9 @@ MAX_REPORT_BYTES = 64 << 20
 MAX_TARGET_CHARS = 4096  # a target spec: a path and a version
 MAX_DEPTH = 8  # how deep a value of a target entry may nest (this tool writes at most 3)
 MERGED = (Command.RUN, Command.LIFECYCLE, Command.PROVE)
-OWN = ("target", "status", "seconds", "findings", "shard", "interrupted", "error", "space", "method")
+# A shard's own: never combined. Its ``causes`` are text a shard wrote: merge decides them again from the copied,
+# validated case files (``merged_causes``), never from what a report says.
+OWN = ("target", "status", "seconds", "findings", "shard", "interrupted", "error", "space", "method", "causes")
 
 
 def register(subparsers: Any) -> None:
@@ -85,6 +87,7 @@ class Merged:
 
     entry: dict[str, Any]
     missing: list[Shard] = field(default_factory=list)
+    note: str | None = None  # why its root causes were not decided here
 
 
 def load_report(path: str) -> dict[str, Any]:
@@ -313,6 +316,22 @@ def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str) -
     copy = os.path.join(out_dir, os.path.basename(source))
     write_atomically(copy, text)
     finding["repro"] = repro_line(copy, target if runs_named_code(target) else None)
+    finding["_case"] = doc
+
+
+def merged_causes(m: Merged) -> str | None:
+    """The target's root causes, decided here from its validated case files (``fuzz.causes``): each replayed on
+    the target and its cause found by counterfactual; None when the target resolves, else why not."""
+    from fuzz.causes.advisory import causes_of_cases
+
+    docs = [f.pop("_case") for f in m.entry["findings"] if "_case" in f]
+    try:
+        causes = causes_of_cases(docs)
+    except Exception as e:  # noqa: BLE001 - a target this machine cannot resolve (no wheel, no network)
+        return f"root causes not decided here: {printable(str(e).splitlines()[0], 200)}"
+    if causes:
+        m.entry["causes"] = [c.to_json() for c in causes]
+    return None
 
 
 def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
@@ -332,6 +351,12 @@ def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
             f"  {printable(f['signature'])}" + (f"  {printable(f['repro'])}" if f.get("repro") else "")
             for f in e["findings"]
         ]
+        for c in e.get("causes", []):  # decided by merge itself (``merged_causes``): its own text
+            label = c["bug"] if c["kind"] == "known" and c["bug"] != "new" else f"new: {c['key']}"
+            groups = len(c["variants"]) + sum(len(v) for v in c["needs_both"].values())
+            lines.append(f"  root cause {label}: {c['title']} ({groups} group(s))")
+        if m.note:
+            lines.append(f"  {m.note}")
     return lines
 
 
@@ -353,6 +378,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     for m in merged:  # case files first: a merged report names only copies that exist
         for f in m.entry["findings"]:
             copy_case(f, f.pop("_report"), m.entry["target"], args.cases_out)
+        m.note = merged_causes(m)
     if args.json:
         write_report(args.json, command, [m.entry for m in merged])
     lines = summary_lines(command, merged)

@@ -105,3 +105,43 @@ def test_the_causes_block_lists_each_cause_once_worst_first():
     assert block.startswith("ROOT CAUSES on reference@sglang-0.5.23: 2 cause(s)")
     assert block.count("#33579: the row headroom") == 1
     assert "needs both (with #33579)" in block
+
+
+def test_merge_decides_the_causes_itself_and_never_prints_a_shards(tmp_path, monkeypatch, capsys):
+    import json
+
+    from fuzz.catalog import CATALOG
+    from fuzz.cli import main
+    from fuzz.findings import casefile
+    from fuzz.findings.report import Command, write_report
+    from fuzz.run.engine import check_scenario, decode_finding
+
+    monkeypatch.chdir(tmp_path)
+    target = resolve_target("reference@sglang-0.5.18")
+    bug = next(b for b in CATALOG if b.bug == "#35424" and b.revision == "sglang-0.5.18")
+    _, found = check_scenario(target, bug.scenario)
+    f = decode_finding(target.spec, found[0], bug.scenario)
+    (tmp_path / "shard" / "cases").mkdir(parents=True)
+    casefile.save(f, str(tmp_path / "shard" / "cases"))
+    forged = {
+        "key": "x",
+        "kind": "known",
+        "bug": "#1",
+        "title": "FORGED \x1b[2J",
+        "fix": "",
+        "variants": [],
+        "needs_both": {},
+        "values": [],
+        "where": [],
+    }
+    entry = {
+        **{"target": target.spec, "status": "counterexample", "seconds": 1, "examples": 1, "shard": "1/1"},
+        "findings": [f.to_json()],
+        "causes": [forged],
+    }
+    write_report(str(tmp_path / "shard" / "run.json"), Command.RUN, [entry])
+    assert main(["merge", "shard/run.json", "--cases-out", "merged", "--json", "merged.json"]) == 1
+    out = capsys.readouterr().out
+    assert "FORGED" not in out and "root cause #35424:" in out
+    (merged,) = json.loads((tmp_path / "merged.json").read_text())["targets"]
+    assert [c["bug"] for c in merged["causes"]] == ["#35424"]

@@ -127,6 +127,12 @@ def replayed(doc: dict[str, Any]) -> tuple[Target, Finding] | None:
     return target, Finding(kind, target.spec, same[0], cfg, doc["case"], reached_by=reached)
 
 
+def causes_of_cases(docs: list[dict[str, Any]]) -> list[Cause]:
+    """The root causes of validated case documents of one target, each replayed there (``merge``)."""
+    rebuilt = [r for r in (replayed(d) for d in docs) if r is not None]
+    return root_causes(rebuilt[0][0], [f for _, f in rebuilt]) if rebuilt else []
+
+
 @dataclass
 class Advisory:
     """One root cause across the inputs' targets."""
