@@ -40,6 +40,16 @@ from .surface import (
 
 NEW = "new"  # no upstream report names it
 
+# The sizing pieces a real target answers, in SGLang's order of computation (each feeds the next): the reference's
+# version of one is the fix of a NEW cause (``fuzz.causes``).
+PIECES: tuple[Entry, ...] = (
+    SIZING_ALLOC_PAGE,
+    ALLOC_LEN_PER_DECODE,
+    ALLOC_RESERVE_PER_DECODE,
+    EXTRA_CONTEXT_LEN,
+    ROW_WIDTH,
+)
+
 
 @dataclass(frozen=True)
 class KnownFix:

@@ -30,42 +30,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, NEW, KnownFix, fully_fixed, with_fixes
+from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, NEW, PIECES, KnownFix, fully_fixed, with_fixes
 from allocator_model.pools import KVPool
 from allocator_model.scenario import DecodeScenario
 from allocator_model.sizing import ModelSizing
-from allocator_model.surface import (
-    ALLOC_LEN_PER_DECODE,
-    ALLOC_RESERVE_PER_DECODE,
-    EXTRA_CONTEXT_LEN,
-    ROW_WIDTH,
-    SIZING_ALLOC_PAGE,
-    Entry,
-    Provenance,
-    Shape,
-    Surface,
-)
+from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target, TargetCallError
 
-# The sizing pieces whose reference version may be tried alone (step 2), in SGLang's order of computation.
-PIECES: tuple[Entry, ...] = (
-    SIZING_ALLOC_PAGE,
-    ALLOC_LEN_PER_DECODE,
-    ALLOC_RESERVE_PER_DECODE,
-    EXTRA_CONTEXT_LEN,
-    ROW_WIDTH,
-)
 # How SGLang names each piece's value in a report.
-VALUE_NAMES = {
-    SIZING_ALLOC_PAGE: "alloc page",
-    ALLOC_LEN_PER_DECODE: "alloc_len_per_decode",
-    ALLOC_RESERVE_PER_DECODE: "alloc_reserve_per_decode",
-    EXTRA_CONTEXT_LEN: "extra_max_context_len (the headroom)",
-    ROW_WIDTH: "req_to_token row width",
-}
+VALUE_NAMES = dict(
+    zip(
+        PIECES,
+        (
+            "alloc page",
+            "alloc_len_per_decode",
+            "alloc_reserve_per_decode",
+            "extra_max_context_len (the headroom)",
+            "req_to_token row width",
+        ),
+        strict=True,
+    )
+)
 
 
 class Patched(Surface):
