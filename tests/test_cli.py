@@ -280,3 +280,26 @@ def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):
     (f,) = json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
     assert f["signature"] == "write-within-row/alloc-page-1"
     assert f["config"]["speculative_algorithm"] == "DFLASH" and f["config"]["page_size"] == 1
+
+
+@pytest.mark.parametrize(
+    "argv, suggestion",
+    [
+        (["rnu"], "did you mean 'run'?"),
+        (["run", "--target", "refrence"], "did you mean 'reference'?"),
+        (["run", "--target", "reference@sglang-0.5.2"], "did you mean 'sglang-0.5.23'?"),
+        (["prove", "--target", "reference", "--heatmap-pool", "unified-mambaa"], "unknown kind of KV pool"),
+    ],
+)
+def test_a_mistyped_name_is_one_line_with_the_closest_known(argv, suggestion, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert suggestion in err and len(err.strip().splitlines()) == 1
+
+
+def test_every_modeled_release_is_a_model_target():
+    from allocator_model.revisions import RELEASE_REVISIONS
+    from fuzz.targets import resolve_target
+
+    for release, revision in RELEASE_REVISIONS.items():
+        assert resolve_target(f"reference@sglang-{release}").revision.name == revision

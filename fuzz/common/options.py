@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from hypothesis import settings as Settings
@@ -33,7 +33,29 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sub = " ".join(self.prog.split()[1:])  # "fuzz run" -> "run"; the top parser has none
-        raise BadInput(f"{message} (see: {PROG} {sub + ' ' if sub else ''}--help)")
+        raise BadInput(f"{message}{did_you_mean_choice(message)} (see: {PROG} {sub + ' ' if sub else ''}--help)")
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``; did you mean 'run'?`` for the closest of ``known`` to a mistyped ``word`` ("" if none is close)."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def did_you_mean_choice(message: str) -> str:
+    """The suggestion for argparse's ``invalid choice: 'X' (choose from ...)`` (a command, an option's value)."""
+    import re
+
+    m = re.match(r"argument [^:]*: invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if not m:
+        return ""
+    return did_you_mean(
+        m.group(1),
+        re.findall(r"'([^']*)'|([\w.-]+)", m.group(2))
+        and [a or b for a, b in re.findall(r"'([^']*)'|([\w.-]+)", m.group(2))],
+    )
 
 
 def add_command(

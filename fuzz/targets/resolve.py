@@ -13,8 +13,9 @@ the scheduler rules come from the model, read with the semantics
 
 from __future__ import annotations
 
-from allocator_model.revisions import REFERENCE, REVISIONS
+from allocator_model.revisions import REFERENCE, RELEASE_REVISIONS, REVISIONS
 from fuzz.common.errors import BadInput
+from fuzz.common.options import did_you_mean
 
 from .base import Target, TargetError, model_target, runs_named_code
 from .sglang import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
@@ -25,11 +26,20 @@ def _is_model_spec(spec: str) -> bool:
 
 
 def _resolve_model(spec: str) -> Target:
+    """``reference``, ``reference@REVISION``, or ``reference@sglang-X.Y.Z`` for any modeled release (a release
+    that shares another's semantics, 0.5.22 say, resolves to that revision: the spec a case file records)."""
     if spec == "reference":
         return model_target(REFERENCE)
     name = spec.split("@", 1)[1]
+    release = name.removeprefix("sglang-")
+    if name not in REVISIONS and name.startswith("sglang-") and release in RELEASE_REVISIONS:
+        name = RELEASE_REVISIONS[release]
     if name not in REVISIONS:
-        raise TargetError(f"unknown revision {name!r} in target {spec!r} (known: {', '.join(REVISIONS)})")
+        known = [*REVISIONS, *(f"sglang-{r}" for r in RELEASE_REVISIONS)]
+        raise TargetError(
+            f"unknown revision {name!r} in target {spec!r}{did_you_mean(name, known)} (known: {', '.join(REVISIONS)}; "
+            f"and sglang-X.Y.Z for every modeled release {min(RELEASE_REVISIONS)}..{max(RELEASE_REVISIONS)})"
+        )
     return model_target(REVISIONS[name])
 
 
@@ -40,8 +50,8 @@ def resolve_target(spec: str) -> Target:
     if is_real_spec(spec):
         return resolve_real_target(spec)
     raise TargetError(
-        f"unknown target {spec!r}: use reference[@REVISION], sglang==X.Y.Z, sglang or a PATH "
-        "(see: python -m fuzz targets)"
+        f"unknown target {spec!r}{did_you_mean(spec, ['reference', 'sglang'])}: use reference[@REVISION], "
+        "sglang==X.Y.Z, sglang or a PATH (see: python -m fuzz targets)"
     )
 
 
