@@ -282,3 +282,19 @@ def test_p05_the_meter_counts_admissions_as_the_batch_names_them():
     from fuzz.common.bounds import ADMIT
 
     assert Op.ADMIT.value == ADMIT
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--target", "sglang==0.5." + "1" * 5000],
+        ["matrix", "--releases", "0.5." + "1" * 5000],
+        ["run", "--target", "reference", "--sglang-version", "0.5." + "1" * 5000],
+        ["run", "--target", "reference", "--sglang-version", "not-a-version"],
+    ],
+    ids=["p16-target-digits", "p16-releases-digits", "p16-sglang-version-digits", "p16-sglang-version-ignored"],
+)
+def test_p16_a_version_past_the_digit_limit_or_not_one_is_one_line_and_exit_2(argv, capsys) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

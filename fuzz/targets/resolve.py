@@ -78,6 +78,12 @@ def resolve_targets(specs: list[str], sglang_version: str | None = None) -> list
     """Resolve command-line specs (``--sglang-version`` applied to file and installed targets); BadInput on error."""
     try:
         if sglang_version:
+            from .sglang.versions import VersionError, parse_version
+
+            try:  # checked even where no target takes it (the reference): never silently ignored
+                parse_version(sglang_version)
+            except VersionError as e:
+                raise BadInput(f"--sglang-version: {e}") from None
             specs = [with_sglang_version(s, sglang_version) for s in specs]
         return [resolve_target(spec) for spec in specs]
     except TargetError as e:

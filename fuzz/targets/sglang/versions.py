@@ -23,10 +23,17 @@ class VersionError(ValueError):
     """A version string that is not X.Y.Z, or a release without the sizing module."""
 
 
+MAX_VERSION_CHARS = 64  # longer than any release number; Python's int() refuses past 4,300 digits anyway
+
+
 def parse_version(text: str) -> Version:
-    """A release number X.Y.Z[...], parsed and ordered as pip does (PEP 440, ``packaging``)."""
+    """A release number X.Y.Z[...], parsed and ordered as pip does (PEP 440, ``packaging``); a text too long to
+    be one is refused before it is parsed (one line, never int()'s digit-limit traceback)."""
+    text = (text or "").strip()
+    if len(text) > MAX_VERSION_CHARS:
+        raise VersionError(f"{text[:20]!r}... ({len(text)} characters) is not a version X.Y.Z")
     try:
-        version = Version((text or "").strip())
+        version = Version(text)
     except InvalidVersion:
         raise VersionError(f"{text!r} is not a version X.Y.Z") from None
     if len(version.release) < 3:
