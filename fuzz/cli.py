@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz.oss.cli",  # from-crash
     "fuzz.merge",  # merge: the shards' reports as one
     "fuzz.causes.advisory",  # advisory: an upstream-ready issue per root cause
+    "fuzz.causes.baseline_cli",  # baseline write: the known findings --baseline accepts
 )
 
 

@@ -151,6 +151,23 @@ PLANTS: dict[str, Change] = {
 }
 
 
+# -- plants in the sizing file (a new cause beside the known ones: the baseline and root-cause tests) ----------
+
+SIZING_PLANTS: dict[str, Change] = {
+    "dflash-reserve-r": Change(
+        "dflash-reserve-r",
+        "get_alloc_reserve_per_decode reserves L, not 2L, for DFLASH (a standard-pool reserve bug)",
+        (
+            Edit(
+                SIZING,
+                "    return 2 * get_alloc_len_per_decode()\n",
+                '    return (1 if get_spec().speculative_algorithm == "DFLASH" else 2) * get_alloc_len_per_decode()\n',
+            ),
+        ),
+    ),
+}
+
+
 @functools.cache
 def base_tree(release: str) -> Path:
     """The release's wheel laid out as a checkout, once per process (read-only by convention)."""
@@ -174,7 +191,7 @@ def build_tree(
 ) -> Path:
     """A checkout-shaped tree of ``release`` at ``dest`` with the ``fixed`` known bugs fixed and the ``plants``."""
     base = base_tree(release)
-    changes = [FIXES[n] for n in fixed] + [PLANTS[n] for n in plants]
+    changes = [FIXES[n] for n in fixed] + [PLANTS.get(n) or SIZING_PLANTS[n] for n in plants]
     edited = {e.member for c in changes for e in c.edits}
     for directory, _, files in os.walk(base):
         rel = Path(directory).relative_to(base)

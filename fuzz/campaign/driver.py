@@ -40,6 +40,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from fuzz.common import interrupts
 from fuzz.common.profiles import database_dir
+from fuzz.findings.baseline import Judged
 from fuzz.findings.cause import Cause
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
@@ -150,10 +151,18 @@ class CampaignResult:
     interrupted: bool = False
     stats: dict[str, Any] = field(default_factory=dict)  # what the kind of campaign counts besides examples
     causes: list[Cause] = field(default_factory=list)  # the findings by root cause (``fuzz.causes``), once done
+    baseline: Judged | None = None  # the causes against a --baseline (None: no baseline)
 
     @property
     def status(self) -> Status:
-        return status_of(error=self.error, found=bool(self.findings), interrupted=self.interrupted)
+        return status_of(error=self.error, found=self.failing(), interrupted=self.interrupted)
+
+    def failing(self, strict: bool = False) -> bool:
+        """Whether it found what fails a run: a finding; against a baseline, a new root cause (or, ``strict``,
+        an entry fixed since)."""
+        if self.baseline is None:
+            return bool(self.findings)
+        return bool(self.baseline.new) or (strict and bool(self.baseline.fixed))
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -167,6 +176,8 @@ class CampaignResult:
         }
         if self.causes:
             d["causes"] = [c.to_json() for c in self.causes]
+        if self.baseline is not None:
+            d["baseline"] = self.baseline.to_json()
         if self.error:
             d["error"] = self.error
         return d

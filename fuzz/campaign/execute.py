@@ -24,8 +24,9 @@ from hypothesis import settings as Settings
 
 from fuzz.causes import root_causes
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins
+from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins, read_baseline
 from fuzz.common.shards import WHOLE, Shard
+from fuzz.findings import baseline
 from fuzz.findings.cause import causes_block
 from fuzz.findings.model import Finding
 from fuzz.findings.output import Output
@@ -50,6 +51,8 @@ class CampaignSetup:
     pins: dict[str, Any]
     jobs: int = 1
     shard: Shard | None = None
+    baseline: Any = None  # --baseline: frozenset of fuzz.findings.baseline.Entry (None: every cause fails)
+    strict: bool = False  # --baseline-strict
 
     @property
     def split(self) -> bool:
@@ -78,7 +81,10 @@ def setup_campaign(args: argparse.Namespace, command: Command) -> CampaignSetup:
     jobs = campaign_jobs(args, profile)
     if seed is None and not hyp.derandomize and jobs > 1:
         seed = random.SystemRandom().randrange(2**32)
-    return CampaignSetup(output, targets, profile, hyp, seed, parse_pins(args.pin), jobs, args.shard)
+    base = read_baseline(args)
+    return CampaignSetup(
+        output, targets, profile, hyp, seed, parse_pins(args.pin), jobs, args.shard, base, args.baseline_strict
+    )
 
 
 class CampaignHooks(TypedDict):
@@ -89,10 +95,11 @@ class CampaignHooks(TypedDict):
     on_met: Callable[[Finding], None]
 
 
-def exit_status(results: list[CampaignResult]) -> ExitCode:
-    """0 clean, 1 findings (also when interrupted after some), 130 interrupted with none, 2 errors."""
+def exit_status(results: list[CampaignResult], strict: bool = False) -> ExitCode:
+    """0 clean, 1 findings (also when interrupted after some), 130 interrupted with none, 2 errors; against a
+    baseline, 1 only for a new root cause (or, ``strict``, a fixed entry)."""
     return Output.status(
-        found=any(r.findings for r in results),
+        found=any(r.failing(strict) for r in results),
         interrupted=any(r.interrupted for r in results),
         error=any(r.error for r in results),
     )
@@ -185,6 +192,9 @@ def drive_campaigns(
         if result.findings and not result.interrupted:
             result.causes = root_causes(target, result.findings)
             print(causes_block(target.spec, result.causes), file=out, flush=True)
+        if setup.baseline is not None and not result.interrupted:
+            result.baseline = baseline.judge(result.causes, setup.baseline)
+            print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
         if after:
             after(result, out)
         if result.interrupted:
@@ -195,7 +205,7 @@ def drive_campaigns(
         (f for r in results for f in r.findings), setup.targets, {r.target: r.causes for r in results}
     )
     print(summary_table(results), file=out)
-    return exit_status(results)
+    return exit_status(results, setup.strict)
 
 
 def fuzz_target(

@@ -221,22 +221,33 @@ def _values(target: Target, fix: Fix, f: Finding) -> list[str]:
     return out
 
 
-def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[str]:
-    """The code each cause lives in: the target's functions, and for the row width each pool's builder that
-    sizes its own row (located as SARIF locates them)."""
+def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
+    """The code each cause lives in (``SourceLine``s): the target's functions, and for the row width each pool's
+    builder that sizes its own row (located as SARIF locates them)."""
     from fuzz.findings.sarif import builder_location, locate
 
     entries = [e for k in fix.known for e in k.entries] + list(fix.pieces)
-    out: list[str] = []
+    out: list[Any] = []
     if entries == [ROW_WIDTH]:  # the cause lives in the builders (each that sizes its own row)
         for f in {f.config.kv_pool: f for f in findings}.values():
             found = builder_location(target, f)
             if found is not None:
-                out.append(f"{found.uri}:{found.line} {found.function}")
+                out.append(found)
     functions = [fn for e in entries if e is not ROW_WIDTH for fn in e.functions[:1]]
     if functions and not (fix.known and all(not k.entries for k in fix.known)):
-        out += [f"{s.uri}:{s.line} {s.function}" for s in locate(target, functions)]
+        out += locate(target, functions)
     return list(dict.fromkeys(out))
+
+
+def repository_path(uri: str) -> str:
+    """A located file as SGLang's repository names it (``python/sglang/srt/...``), whatever checkout or wheel it
+    was read from; the model's own files as they are (``allocator_model/sizing.py``)."""
+    for marker in ("python/sglang/", "sglang/srt/", "sglang/kernels/"):
+        at = uri.find(marker)
+        if at >= 0:
+            rest = uri[at:]
+            return rest if rest.startswith("python/") else "python/" + rest
+    return uri
 
 
 def _label(key: str) -> str:
@@ -271,7 +282,9 @@ def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
                 known=tuple(k for k in fixes[key].known if k.key == key),
                 pieces=tuple(p for p in fixes[key].pieces[:1] if p.name == key),
             )
-            cause.where = _where(target, single, seen[key])
+            located = _where(target, single, seen[key])
+            cause.where = [f"{s.uri}:{s.line} {s.function}" for s in located]
+            cause.code = list(dict.fromkeys((repository_path(s.uri), s.function) for s in located))
     return sorted(by_key.values(), key=lambda c: c.rank)
 
 

@@ -142,7 +142,34 @@ def campaign_options() -> argparse.ArgumentParser:
         "allocator (lifecycle) on SGLang's own code: auto (where the target has its tree and triton, else the "
         "model's, said in one line), sglang (exit 2 if it cannot), model",
     )
+    add_baseline_options(p)
     return p
+
+
+def add_baseline_options(p: argparse.ArgumentParser) -> None:
+    """``--baseline FILE`` (fail only on root causes not in it) and ``--baseline-strict``."""
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="known findings (kvrow-fuzz baseline write): exit 1 only for a root cause not in it; known ones are "
+        "listed, entries no cause makes any more reported as fixed",
+    )
+    p.add_argument("--baseline-strict", action="store_true", help="with --baseline: a fixed entry exits 1 too")
+
+
+def read_baseline(args: argparse.Namespace) -> Any:
+    """The ``--baseline`` entries (None without one); BadInput (exit 2) for a file that is not a baseline."""
+    if not getattr(args, "baseline", None):
+        if getattr(args, "baseline_strict", False):
+            raise BadInput("--baseline-strict needs --baseline FILE")
+        return None
+    from fuzz.common.jsonfile import JsonFileError, read_json
+    from fuzz.findings import baseline
+
+    try:
+        return baseline.parse(read_json(args.baseline, baseline.MAX_BYTES, "baseline"), args.baseline)
+    except (JsonFileError, baseline.BaselineError) as e:
+        raise BadInput(str(e)) from None
 
 
 def add_shard_option(p: argparse.ArgumentParser, what: str) -> None:

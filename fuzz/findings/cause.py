@@ -36,6 +36,9 @@ class Cause:
     needs_both: dict[str, list[Signature]] = field(default_factory=dict)  # other cause key -> groups fixed by both
     values: list[str] = field(default_factory=list)  # "extra_max_context_len 8, the reference's 71" per piece
     where: list[str] = field(default_factory=list)  # the code the cause lives in (file:line function)
+    # The same code without lines: (repository path, qualified function), what a baseline keys on.
+    code: list[tuple[str, str]] = field(default_factory=list)
+    baseline_state: str | None = None  # against a --baseline: "new" or "unchanged" (SARIF's baselineState)
 
     @property
     def rank(self) -> tuple[int, int]:
@@ -66,7 +69,15 @@ class Cause:
             "needs_both": {k: [str(s) for s in v] for k, v in sorted(self.needs_both.items())},
             "values": self.values,
             "where": self.where,
+            "code": [{"path": p, "function": f} for p, f in self.code],
+            **({"baseline": self.baseline_state} if self.baseline_state else {}),
         }
+
+    @property
+    def properties(self) -> list[str]:
+        """The properties its variants break (a baseline entry is one of these in one function)."""
+        groups = self.variants + [s for sigs in self.needs_both.values() for s in sigs]
+        return sorted({s.prop.value for s in groups})
 
 
 def causes_block(target: str, causes: list[Cause]) -> str:

@@ -253,6 +253,8 @@ def sarif_result(
         )
         result["partialFingerprints"] = {FINGERPRINT: f"{f.target}|cause:{cause.key}"}
         result["properties"].update(rootCause=cause.label, variants=[str(s) for s in groups])
+        if cause.baseline_state:
+            result["baselineState"] = cause.baseline_state
     if len(where) > 1:
         result["relatedLocations"] = [
             {"id": i, **w.to_sarif(), "message": {"text": f"{w.function}()"}} for i, w in enumerate(where[1:], 1)

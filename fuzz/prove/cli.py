@@ -18,8 +18,16 @@ from allocator_model import algorithms as algo
 from allocator_model.pools import KVPool
 from fuzz.causes import root_causes
 from fuzz.common.errors import BadInput, ExitCode
-from fuzz.common.options import TARGETS_HELP, add_command, add_output_options, add_shard_option
+from fuzz.common.options import (
+    TARGETS_HELP,
+    add_baseline_options,
+    add_command,
+    add_output_options,
+    add_shard_option,
+    read_baseline,
+)
 from fuzz.common.shards import WHOLE, Shard, parse_jobs
+from fuzz.findings import baseline
 from fuzz.findings.cause import Cause, causes_block
 from fuzz.findings.kinds import Property
 from fuzz.findings.output import Output
@@ -100,6 +108,7 @@ def register(subparsers: Any) -> None:
         help="with --heatmap: only this kind of KV pool's panel (default: one panel per kind with a violation)",
     )
     add_output_options(p, cases="case files of each group's worst")
+    add_baseline_options(p)
     add_shard_option(p, "a deterministic slice of the space's launch configurations (merge checks the shards cover it)")
     p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr, with the time left)")
 
@@ -133,6 +142,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             raise BadInput(f"--heatmap needs a .png file name, got {args.heatmap!r}")
         require_matplotlib()
     output = Output(args, Command.PROVE, "--heatmap")
+    known = read_baseline(args)
     for t in targets:
         try:
             target_algorithms(t, only)
@@ -152,6 +162,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     results = []
     causes: dict[str, list[Cause]] = {}
+    judged: dict[str, baseline.Judged] = {}
     for t in targets:
         # The full space by default: a real target's functions run once per path (traced), not per configuration.
         space = args.space or ("small" if args.one_by_one and not t.is_model else "full")
@@ -179,6 +190,9 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         if result.groups:
             causes[t.spec] = root_causes(t, [g.witness for g in result.sorted_groups()])
             print(causes_block(t.spec, causes[t.spec]), file=out)
+        if known is not None:
+            judged[t.spec] = baseline.judge(causes.get(t.spec, []), known)
+            print("\n".join(baseline.judged_lines(judged[t.spec])), file=out)
         if args.heatmap:
             from .heatmap import pool_panels, write_heatmap
 
@@ -189,8 +203,15 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 axes=(result.space.page_sizes, result.space.dcp_sizes),
             )
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)
-    output.report([report_entry(r, args.shard, causes.get(r.target, [])) for r in results])
+    entries = [report_entry(r, args.shard, causes.get(r.target, [])) for r in results]
+    for entry in entries:
+        if entry["target"] in judged:
+            entry["baseline"] = judged[entry["target"]].to_json()
+    output.report(entries)
     output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets, causes)
+    if known is not None:  # against a baseline: only a new root cause (or, strict, a fixed entry) fails
+        strict = args.baseline_strict
+        return output.status(found=any(j.new or (strict and j.fixed) for j in judged.values()))
     return output.status(found=any(r.groups for r in results))
 
 
