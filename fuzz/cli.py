@@ -28,7 +28,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz.oss.cli",  # from-crash
     "fuzz.merge",  # merge: the shards' reports as one
     "fuzz.causes.advisory",  # advisory: an upstream-ready issue per root cause
-    "fuzz.causes.baseline_cli",  # baseline write: the known findings --baseline accepts
+    "fuzz.ci.baseline",  # baseline write: the known findings --baseline accepts
+    "fuzz.ci.paths",  # paths: every SGLang file a target reads
 )
 
 

@@ -39,6 +39,7 @@ from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target, TargetCallError
+from fuzz.targets.sglang.wheels import repository_path
 
 # How SGLang names each piece's value in a report.
 VALUE_NAMES = dict(
@@ -237,17 +238,6 @@ def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
     if functions and not (fix.known and all(not k.entries for k in fix.known)):
         out += locate(target, functions)
     return list(dict.fromkeys(out))
-
-
-def repository_path(uri: str) -> str:
-    """A located file as SGLang's repository names it (``python/sglang/srt/...``), whatever checkout or wheel it
-    was read from; the model's own files as they are (``allocator_model/sizing.py``)."""
-    for marker in ("python/sglang/", "sglang/srt/", "sglang/kernels/"):
-        at = uri.find(marker)
-        if at >= 0:
-            rest = uri[at:]
-            return rest if rest.startswith("python/") else "python/" + rest
-    return uri
 
 
 def _label(key: str) -> str:

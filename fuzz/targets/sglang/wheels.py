@@ -249,3 +249,14 @@ def installed_sizing() -> tuple[str, str, str | None]:
     except importlib.metadata.PackageNotFoundError:
         version = None
     return source, path, version
+
+
+def repository_path(location: str) -> str:
+    """A file as SGLang's repository names it (``python/sglang/srt/...``), whatever checkout or wheel it was read
+    from; anything else (the model's own files) as it is."""
+    for marker in ("python/sglang/", "sglang/srt/", "sglang/kernels/"):
+        at = location.find(marker)
+        if at >= 0:
+            rest = location[at:]
+            return rest if rest.startswith("python/") else "python/" + rest
+    return location
