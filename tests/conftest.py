@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hermetic import (
@@ -120,3 +121,19 @@ def pinned_wheels(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("KVROW_FUZZ_CACHE", str(cache))
     monkeypatch.setenv(OFFLINE, "1")
     return cache
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Why tests were skipped, counted by reason (the opt-in tiers, a missing wheel or extra): a skip says so."""
+    import collections
+    import re
+
+    reasons: collections.Counter[str] = collections.Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reasons[re.sub(r"^Skipped: ", "", str(text)).strip()[:160]] += 1
+    if reasons:
+        terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
+        for reason, n in reasons.most_common():
+            terminalreporter.write_line(f"{n:>5}  {reason}")
