@@ -15,7 +15,7 @@ import sys
 
 from fuzz.common import interrupts
 from fuzz.common.bounds import check_case_sizes
-from fuzz.common.errors import BadInput, ExitCode, one_line
+from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line
 from fuzz.common.streams import ClosedPipeTolerant
 
 # Packages adding commands: each cli module has register(subparsers), which adds a parser
@@ -31,6 +31,63 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz.ci.baseline",  # baseline write: the known findings --baseline accepts
     "fuzz.ci.paths",  # paths: every SGLang file a target reads
 )
+
+
+# Each command's one-line summary, as its module registers it (``tests/test_cli.py`` holds the two equal): the
+# top-level help and a mistyped command are answered from here, before any command module (and so torch,
+# numpy or Hypothesis) is imported.
+COMMANDS: dict[str, str] = {
+    "run": "fuzz one or more targets",
+    "lifecycle": "stateful fuzzing of the request lifecycle",
+    "prove": "check every configuration of a bounded space (closed form)",
+    "fidelity": "compare the model with real SGLang sizing code",
+    "matrix": "fuzz every SGLang release's own sizing code, one table",
+    "from-crash": "turn a crash input of the Atheris fuzzers (ClusterFuzzLite, OSS-Fuzz) into a case file",
+    "merge": "combine the shards' reports (--shard I/N) into one",
+    "advisory": "write an upstream-ready issue (Markdown) per root cause of case files or reports",
+    "baseline": "record a target's root causes as known findings (baseline write FILE --target SPEC)",
+    "paths": "list every SGLang file a target reads (a CI workflow's paths: filter)",
+    "repro": "replay a case file",
+    "targets": "list what can be targeted",
+}
+
+
+def light_help() -> str:
+    """The top-level help, from ``COMMANDS`` alone."""
+    width = max(map(len, COMMANDS))
+    lines = [
+        f"usage: fuzz [-h] [--version] {{{','.join(COMMANDS)}}} ...",
+        "",
+        "Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.",
+        "",
+        "commands:",
+        *(f"  {name:<{width}}  {summary}" for name, summary in COMMANDS.items()),
+        "",
+        "options:",
+        "  -h, --help  show this help message and exit",
+        "  --version   show program's version number and exit",
+        "",
+        "Each command's own help: fuzz COMMAND --help.",
+    ]
+    return "\n".join(lines)
+
+
+def light_answer(argv: list[str]) -> int | None:
+    """The exit status of what needs no command module (the top-level help, the version, a command that does
+    not exist), having printed it; None: the full parser's work."""
+    if argv in (["-h"], ["--help"]):
+        print(light_help())
+        return ExitCode.CLEAN
+    if argv == ["--version"]:
+        print(f"kvrow-fuzz {tool_version()}")
+        return ExitCode.CLEAN
+    if not argv:
+        print(light_help(), file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    if not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        hint = did_you_mean(argv[0], COMMANDS)
+        raise BadInput(f"argument command: invalid choice: {argv[0]!r}{hint} (see: python -m fuzz --help)")
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = ClosedPipeTolerant(stdout)  # type: ignore[assignment]
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        light = light_answer(argv)
+        if light is not None:
+            return light
         if argv[:1] == ["repro"]:
             check_repro_early(argv[1:])
         args = build_parser().parse_args(argv)

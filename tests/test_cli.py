@@ -303,3 +303,27 @@ def test_every_modeled_release_is_a_model_target():
 
     for release, revision in RELEASE_REVISIONS.items():
         assert resolve_target(f"reference@sglang-{release}").revision.name == revision
+
+
+def test_the_light_command_table_is_what_the_commands_register():
+    import argparse
+
+    from fuzz.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert {c.dest: c.help for c in sub._choices_actions} == COMMANDS
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["rnu"], []])
+def test_the_top_level_help_and_a_mistyped_command_import_no_torch_numpy_or_hypothesis(argv):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom fuzz.cli import main\nstatus = main(sys.argv[1:])\n"
+        "heavy = [m for m in ('torch', 'numpy', 'hypothesis') if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)\nsys.exit(status)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
+    assert "HEAVY []" in done.stderr, done.stderr
+    assert done.returncode == (0 if argv in (["--help"], ["--version"]) else 2)

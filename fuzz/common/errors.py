@@ -7,6 +7,7 @@ on stderr, never a traceback), 130 interrupted before anything was found.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -30,3 +31,11 @@ def one_line(message: str, limit: int = MAX_ERROR_CHARS) -> str:
 
     text = "; ".join(part.strip() for part in message.splitlines() if part.strip())
     return printable(text, limit)
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``; did you mean 'run'?`` for the closest of ``known`` to a mistyped ``word`` ("" if none is close)."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import settings as Settings
@@ -19,7 +19,7 @@ from hypothesis import settings as Settings
 from allocator_model.config import ConfigError
 from strategies.space import check_pins
 
-from .errors import BadInput
+from .errors import BadInput, did_you_mean
 from .files import check_output_dir, check_output_file
 from .profiles import JOBS_EVERY_CORE, PROFILES, default_profile_name, get_profile
 from .shards import parse_jobs, parse_shard
@@ -34,14 +34,6 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         sub = " ".join(self.prog.split()[1:])  # "fuzz run" -> "run"; the top parser has none
         raise BadInput(f"{message}{did_you_mean_choice(message)} (see: {PROG} {sub + ' ' if sub else ''}--help)")
-
-
-def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """``; did you mean 'run'?`` for the closest of ``known`` to a mistyped ``word`` ("" if none is close)."""
-    import difflib
-
-    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def did_you_mean_choice(message: str) -> str:

@@ -14,8 +14,7 @@ the scheduler rules come from the model, read with the semantics
 from __future__ import annotations
 
 from allocator_model.revisions import REFERENCE, RELEASE_REVISIONS, REVISIONS
-from fuzz.common.errors import BadInput
-from fuzz.common.options import did_you_mean
+from fuzz.common.errors import BadInput, did_you_mean
 
 from .base import Target, TargetError, model_target, runs_named_code
 from .sglang import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
