@@ -265,7 +265,10 @@ def test_a_fidelity_mismatch_names_a_planted_unified_page(tmp_path):
         "        self.page_size = page_size * dcp_size\n", "        self.page_size = page_size\n"
     )
     target = resolve_target(checkout(tmp_path, CONFIGURATOR, sizing_shape="uno.py", allocators=planted) + "@0.5.23")
-    cfg = ServingConfig.resolve(context_len=4093, page_size=64, attn_dcp_size=8, kv_pool="unified-mamba", **EAGLE_3_1_4)
+    # DSPARK: the algorithm that boots under DCP on a unified Mamba host (EAGLE's draft must fuse, and DCP
+    # declines fusion: ``Revision.unified_dcp_draft_fusion``)
+    dspark = {"speculative_algorithm": "DSPARK", "speculative_num_draft_tokens": 17}
+    cfg = ServingConfig.resolve(context_len=4093, page_size=64, attn_dcp_size=8, kv_pool="unified-mamba", **dspark)
     assert target.revision.refuses(cfg) is None
     found = disagreements(target.sizing, ModelSizing(REVISIONS["sglang-0.5.23"]), FidelityCase(cfg, ((100, 100),)))
     assert [v.group for v in found] == ["allocator_page_size"], found
