@@ -27,39 +27,89 @@ def trees(tmp_path_factory):
     }
 
 
-def prove(tree, *extra, tmp_path):
-    return main(["prove", "--target", str(tree), "--space", "tiny", "--quiet", "--cases", str(tmp_path / "c"), *extra])
+def causes_of(tree):
+    """The tree's root causes over the tiny space (the sweep's witnesses, not replayed on SGLang's path)."""
+    from fuzz.causes import root_causes
+    from fuzz.prove.request import request
+    from fuzz.prove.sweep import prove
+    from fuzz.targets import resolve_target
+
+    target = resolve_target(str(tree))
+    return target, root_causes(target, [g.witness for g in prove(target, request(target, "tiny")).sorted_groups()])
 
 
-def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(pinned_wheels, trees, tmp_path, capsys):
-    base = tmp_path / "base.json"
-    write = ["baseline", "write", str(base), "--target", str(trees["tree"]), "--quiet", "--max-examples", "20"]
-    assert main([*write, "--write-path", "model"]) == 0
-    doc = json.loads(base.read_text())
+def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(pinned_wheels, trees):
+    target, causes = causes_of(trees["tree"])
+    doc = baseline.document(target.spec, causes)
     entries = {(e["function"], e["path"]) for e in doc["entries"]}
     assert ("get_req_to_token_extra_context_len", "python/sglang/srt/mem_cache/allocation_sizing.py") in entries
-    assert (
-        "KVCacheConfigurator._init_unified_mamba_pools",
-        "python/sglang/srt/mem_cache/kv_cache_configurator.py",
-    ) in entries
+    builder = ("KVCacheConfigurator._init_unified_mamba_pools", "python/sglang/srt/mem_cache/kv_cache_configurator.py")
+    assert builder in entries
     assert not any(ch.isdigit() for e in doc["entries"] for ch in e["function"])  # no line numbers
-    capsys.readouterr()
+    known = baseline.parse(doc, "the tree's baseline")
 
-    assert prove(trees["tree"], "--baseline", str(base), tmp_path=tmp_path) == 0
-    out = capsys.readouterr().out
-    assert "0 new root cause(s), 2 known" in out
+    judged = baseline.judge(causes_of(trees["tree"])[1], known)
+    assert (len(judged.new), len(judged.known), judged.fixed) == (0, 2, [])
 
-    assert prove(trees["planted"], "--baseline", str(base), "--json", str(tmp_path / "p.json"), tmp_path=tmp_path) == 1
-    out = capsys.readouterr().out
-    new = [line for line in out.splitlines() if line.startswith("  NEW: ")]
-    assert len(new) == 1 and "alloc_reserve_per_decode" in new[0], out
-    (entry,) = json.loads((tmp_path / "p.json").read_text())["targets"]
-    assert entry["baseline"]["new"] == ["alloc_reserve_per_decode"]
+    judged = baseline.judge(causes_of(trees["planted"])[1], known)  # the standard pool's reserve: a pool known
+    assert [c.key for c in judged.new] == ["alloc_reserve_per_decode"]  # ... and a property known: only it is new
 
-    assert prove(trees["fixed"], "--baseline", str(base), tmp_path=tmp_path) == 0
-    out = capsys.readouterr().out
-    assert "fixed: write-within-row in get_req_to_token_extra_context_len" in out
-    assert prove(trees["fixed"], "--baseline", str(base), "--baseline-strict", tmp_path=tmp_path) == 1
+    judged = baseline.judge(causes_of(trees["fixed"])[1], known)
+    assert not judged.new
+    assert [str(e) for e in judged.fixed] == [
+        "write-within-row in get_req_to_token_extra_context_len (python/sglang/srt/mem_cache/allocation_sizing.py)"
+    ]
+
+
+def test_the_commands_exit_on_new_causes_only_and_strict_on_fixed_ones(tmp_path, capsys):
+    base = tmp_path / "base.json"
+    write = ["baseline", "write", str(base), "--target", "reference@sglang-0.5.23", "--max-examples", "5"]
+    assert main([*write, "--quiet", "--write-path", "model"]) == 0
+    assert "2 root cause(s)" in capsys.readouterr().out
+    prove = ["prove", "--target", "reference@sglang-0.5.23", "--space", "tiny", "--quiet", "--cases", str(tmp_path)]
+    assert main([*prove, "--baseline", str(base), "--json", str(tmp_path / "r.json")]) == 0
+    assert "0 new root cause(s), 2 known" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["baseline"]["new"] == []
+    assert (
+        main(
+            [
+                "prove",
+                "--target",
+                "reference@sglang-0.5.18",
+                "--space",
+                "tiny",
+                "--quiet",
+                "--cases",
+                str(tmp_path),
+                "--baseline",
+                str(base),
+            ]
+        )
+        == 1
+    )  # 0.5.18's #35424 and #35265 are not in it
+    doc = json.loads(base.read_text())
+    doc["entries"].append({"property": "write-within-row", "function": "gone", "path": "python/sglang/x.py"})
+    base.write_text(json.dumps(doc))
+    assert main([*prove, "--baseline", str(base)]) == 0
+    assert "fixed: write-within-row in gone (python/sglang/x.py)" in capsys.readouterr().out
+    assert main([*prove, "--baseline", str(base), "--baseline-strict"]) == 1
+    assert (
+        main(
+            [
+                "run",
+                "--target",
+                "reference@sglang-0.5.23",
+                "--max-examples",
+                "5",
+                "--quiet",
+                "--cases",
+                str(tmp_path),
+                "--baseline",
+                str(base),
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.mark.parametrize(
