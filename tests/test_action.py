@@ -127,3 +127,21 @@ def test_action_fails_on_a_0_5_23_checkout_with_repro_lines_and_passes_on_the_re
     for name in ("run", "prove"):
         sarif = json.loads((reference / "kvrow-fuzz" / "sarif" / f"{name}.sarif").read_text())
         assert sarif["runs"][0]["results"] == []  # a clean log: code scanning closes the alerts
+
+
+@pytest.mark.slow
+def test_action_on_the_0_5_23_tree_passes_with_its_baseline_and_fails_without(pinned_wheels, tmp_path):
+    from checkout_trees import build_tree
+
+    from fuzz.cli import main
+
+    tree = build_tree(tmp_path / "ws", "0.5.23")
+    base = tree / "kvrow-baseline.json"
+    write = ["baseline", "write", str(base), "--target", str(tree), "--max-examples", "20", "--write-path", "model"]
+    assert main([*write, "--quiet"]) == 0
+    fast = {"target": "python/sglang", "max_examples": "20", "space": "tiny", "run_args": "--write-path model"}
+    statuses, summary = run_action(tree, baseline="kvrow-baseline.json", **fast)
+    assert statuses == {"run": 0, "prove": 0, "summary": 0, "verdict": 0}, (statuses, summary)
+    assert "baseline: 0 new root cause(s), 2 known" in summary
+    statuses, summary = run_action(tree, **fast)
+    assert statuses["verdict"] == 1 and "ROOT CAUSES on " in summary, (statuses, summary)

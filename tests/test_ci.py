@@ -50,4 +50,4 @@ def test_repository_paths_are_the_same_from_a_wheel_a_checkout_and_a_bare_tree()
 def test_the_readme_workflow_uploads_sarif_only_where_the_token_can_write():
     text = README.read_text()
     assert "github.event.pull_request.head.repo.full_name == github.repository" in text
-    assert "--baseline .github/kvrow-baseline.json" in text
+    assert "baseline: .github/kvrow-baseline.json" in text
