@@ -48,6 +48,7 @@ TARGET_OPTION = "--kvrow-target"
 TARGET_DEST = "kvrow_target"  # its dest: emitted regression tests read it too (fuzz/findings/regression.py)
 PROFILE_OPTION = "--kvrow-profile"
 MAX_EXAMPLES_OPTION = "--kvrow-max-examples"
+BASELINE_OPTION = "--kvrow-baseline"
 PROFILE_INI = "kvrow_profile"
 DEFAULT_TARGET = "reference"
 DEFAULT_PROFILE = "ci"
@@ -84,6 +85,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="N",
         help="examples per property (overrides the profile's; the lifecycle test runs at most 100)",
+    )
+    group.addoption(
+        BASELINE_OPTION,
+        dest="kvrow_baseline",
+        default=None,
+        metavar="FILE",
+        help="known findings (kvrow-fuzz baseline write): the decode properties and the proof fail only on a root "
+        "cause not in it",
     )
     parser.addini(PROFILE_INI, "kvrow Hypothesis profile of this project's sessions (ci, dev or nightly)", default="")
 
@@ -190,6 +199,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if FIXTURE in metafunc.fixturenames:
         specs = target_specs(metafunc.config)
         metafunc.parametrize(FIXTURE, specs, indirect=True, ids=specs, scope="session")
+
+
+@pytest.fixture(scope="session")
+def kvrow_baseline(request: pytest.FixtureRequest) -> Any:
+    """The ``--kvrow-baseline`` entries (a frozenset of ``baseline.Entry``), or None: every cause fails."""
+    path = request.config.getoption("kvrow_baseline", None)
+    if not path:
+        return None
+    from fuzz.common.jsonfile import JsonFileError, read_json
+    from fuzz.findings import baseline
+
+    try:
+        return baseline.parse(read_json(path, baseline.MAX_BYTES, "baseline"), path)
+    except (JsonFileError, baseline.BaselineError) as e:
+        raise pytest.UsageError(f"{BASELINE_OPTION}: {e}") from None
 
 
 @pytest.fixture(scope="session")

@@ -157,3 +157,24 @@ def test_a_written_baseline_reads_back_and_matches_the_published_schema(tmp_path
     schema = json.loads((Path(baseline.__file__).parent / "baseline.schema.json").read_text())
     jsonschema.validate(doc, schema)
     assert baseline.parse(doc, "doc") == frozenset().union(*(baseline.entries_of(c) for c in causes))
+
+
+def test_the_plugins_properties_pass_a_known_cause_and_fail_a_new_one(pinned_wheels, trees):
+    from allocator_model.scenario import DecodeScenario
+    from fuzz.properties.test_kvrow_decode import new_only
+
+    target, causes = causes_of(trees["tree"])
+    known = baseline.parse(baseline.document(target.spec, causes), "the tree's baseline")
+    f = next(c for c in causes if c.key == "unified-rows")
+    (case,) = [w for w in _witnesses(target) if w.signature == f.variants[0]]
+    scenario = DecodeScenario.from_dict(case.config, case.case)
+    assert new_only(target, known, [case.violation], scenario) == []  # known: the property test passes
+    assert new_only(target, frozenset(), [case.violation], scenario) == [case.violation]  # no baseline: it fails
+    assert new_only(target, None, [case.violation], scenario) == [case.violation]
+
+
+def _witnesses(target):
+    from fuzz.prove.request import request
+    from fuzz.prove.sweep import prove
+
+    return [g.witness for g in prove(target, request(target, "tiny")).sorted_groups()]

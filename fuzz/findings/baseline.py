@@ -46,9 +46,15 @@ class Entry:
         return f"{self.property} in {self.function} ({self.path})"
 
 
+# A write past the row and the neighbour's changed columns are one write seen twice: one entry.
+SAME_WRITE = {Property.NEIGHBOUR_ROWS_UNTOUCHED.value: Property.WRITE_WITHIN_ROW.value}
+
+
 def entries_of(cause: Cause) -> set[Entry]:
-    """The entries a cause makes: each property its variants break, in each function it lives in."""
-    return {Entry(p, function, path) for p in cause.properties for path, function in cause.code}
+    """The entries a cause makes: each property its variants break (``SAME_WRITE`` folded), in each function
+    it lives in."""
+    props = {SAME_WRITE.get(p, p) for p in cause.properties}
+    return {Entry(p, function, path) for p in props for path, function in cause.code}
 
 
 def document(target: str, causes: list[Cause]) -> dict[str, Any]:
