@@ -82,8 +82,7 @@ def light_answer(argv: list[str]) -> int | None:
         print(f"kvrow-fuzz {tool_version()}")
         return ExitCode.CLEAN
     if not argv:
-        print(light_help(), file=sys.stderr)
-        return ExitCode.BAD_INPUT
+        raise BadInput("the following arguments are required: command (see: python -m fuzz --help)")
     if not argv[0].startswith("-") and argv[0] not in COMMANDS:
         hint = did_you_mean(argv[0], COMMANDS)
         raise BadInput(f"argument command: invalid choice: {argv[0]!r}{hint} (see: python -m fuzz --help)")

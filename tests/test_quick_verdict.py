@@ -60,9 +60,9 @@ def test_a_decode_length_from_the_runtime_draft_count_is_proved(tmp_path):
 def test_the_plugin_proof_test_fails_on_the_tree_file_and_passes_on_the_base(tmp_path):
     from fuzz.properties.test_kvrow_decode import test_the_sizing_holds_over_the_bounded_space as proof_test
 
-    proof_test(resolve_target(shaped(tmp_path, "base")))
+    proof_test(resolve_target(shaped(tmp_path, "base")), None)
     with pytest.raises(AssertionError, match=r"WITNESS drafts-within-allocation/tree"):
-        proof_test(resolve_target(shaped(tmp_path, "tree", TREE_DOWN)))
+        proof_test(resolve_target(shaped(tmp_path, "tree", TREE_DOWN)), None)
 
 
 def test_run_reports_what_it_proved_and_each_proved_group(tmp_path, capsys):
