@@ -298,3 +298,11 @@ def test_p16_a_version_past_the_digit_limit_or_not_one_is_one_line_and_exit_2(ar
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag", ["--json", "--sarif", "--cases"])
+@pytest.mark.parametrize("command", ["run", "prove", "lifecycle"])
+def test_an_empty_output_path_is_refused_not_silently_skipped(command, flag, capsys) -> None:
+    assert main([command, "--target", "reference", flag, ""]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} '' names no" in err and len(err.strip().splitlines()) == 1

@@ -234,9 +234,13 @@ def add_output_options(p: argparse.ArgumentParser, cases: str = "case files") ->
 
 def check_outputs(args: argparse.Namespace, *files: str) -> None:
     """``--cases``, ``--json``, ``--sarif`` (and any other output file options named) can be written: checked first."""
+    if args.cases is not None and not args.cases.strip():
+        raise BadInput("--cases '' names no directory")
     check_output_dir(args.cases, "--cases")
     for flag in ("--json", "--sarif", *files):
         path = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if path is not None and not path.strip():  # given empty: never silently write nothing
+            raise BadInput(f"{flag} '' names no file")
         if path:
             check_output_file(path, flag)
 
