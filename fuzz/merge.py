@@ -119,7 +119,7 @@ FINDING_COUNTS = ("worst", "first_at", "configurations", "found_at")
 
 def _number(value: Any, integer: bool = True) -> bool:
     kinds = int if integer else int | float
-    return isinstance(value, kinds) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, kinds) and not isinstance(value, bool) and 0 <= value < float("inf")  # NaN fails too
 
 
 def _depth(value: Any, limit: int = 64) -> int:

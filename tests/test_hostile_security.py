@@ -306,3 +306,15 @@ def test_an_empty_output_path_is_refused_not_silently_skipped(command, flag, cap
     assert main([command, "--target", "reference", flag, ""]) == 2
     err = capsys.readouterr().err
     assert f"{flag} '' names no" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("seconds", ["Infinity", "NaN", "-1"])
+def test_merge_refuses_a_count_that_is_not_a_finite_number(seconds, tmp_path, capsys) -> None:
+    report = tmp_path / "r.json"
+    report.write_text(
+        '{"schema": "kvrow-fuzz/report", "schema_version": 1, "command": "run", "targets": [{"target": "reference", '
+        f'"status": "clean", "seconds": {seconds}, "examples": 1, "shard": "1/1", "findings": []}}]}}'
+    )
+    assert main(["merge", str(report), "--cases-out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert '"seconds" must be a number >= 0' in err and len(err.strip().splitlines()) == 1
