@@ -42,8 +42,7 @@ EAGLE_FAMILY: frozenset[Algorithm] = frozenset({EAGLE, EAGLE3, STANDALONE, FROZE
 # Adaptive speculative decoding moves num_steps per batch; EAGLE/EAGLE3 only.
 ADAPTIVE: frozenset[Algorithm] = frozenset({EAGLE, EAGLE3})
 # A draft that must fuse into a mamba-hybrid host's pages under unified memory: ``is_eagle()`` (EAGLE, EAGLE3,
-# FROZEN_KV_MTP; 0.5.23 ``speculative/spec_info.py``) or ``is_dflash()`` (``kv_cache_configurator.py``
-# ``_fused_draft_for_mamba_factory``).
+# FROZEN_KV_MTP [cite: spec-is-eagle]) or ``is_dflash()`` [cite: unified-mamba-draft-must-fuse].
 FUSED_DRAFT: frozenset[Algorithm] = frozenset({EAGLE, EAGLE3, FROZEN_KV_MTP, DFLASH})
 # Reserve 2 * current D, own code path (not the sizing module's reserve).
 DFLASH_FAMILY: frozenset[Algorithm] = frozenset({DFLASH, DSPARK})

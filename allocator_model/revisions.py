@@ -80,8 +80,8 @@ class Revision:
     # dcp_size 1 [cite: unified-dcp-refused].
     unified_dcp: bool = True
     # A Mamba host under unified memory boots EAGLE/EAGLE3/DFLASH only with the draft's KV fused into its pages,
-    # and DCP > 1 declines that fusion, so those algorithms refuse DCP there (0.5.22+, ``kv_cache_configurator.py``
-    # ``_fused_draft_for_mamba_factory`` and ``_fused_draft_decision``); DSPARK keeps a private draft pool and
+    # and DCP > 1 declines that fusion, so those algorithms refuse DCP there (0.5.22+
+    # [cite: unified-mamba-draft-must-fuse] [cite: dcp-declines-draft-fusion]); DSPARK keeps a private draft pool and
     # boots (``tests/test_boot_rules.py`` holds this to the wheels).
     unified_dcp_draft_fusion: bool = True
 

@@ -117,6 +117,12 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     # Unified memory takes a linear draft chain only (topk 1).
     "unified-topk-1": (Cite("0.5.23", _KV_CACHE_HOOK, 601, 607, "assert cfg.speculative_eagle_topk in (None, 1), ("),),
     # Unified memory with DCP > 1: MLA models only, never hybrid SWA.
+    # 0.5.22+: a mamba-hybrid host under unified memory needs an EAGLE/DFLASH draft fused, and DCP declines fusion.
+    "unified-mamba-draft-must-fuse": (
+        Cite("0.5.23", _CONFIGURATOR, 1401, None, "--enable-unified-memory + EAGLE/EAGLE3/DFLASH on a mamba-hybrid"),
+    ),
+    "dcp-declines-draft-fusion": (Cite("0.5.23", _CONFIGURATOR, 1146, None, "if get_parallel().attn_dcp_size > 1:"),),
+    "spec-is-eagle": (Cite("0.5.23", _SPEC_INFO, 102, None, "def is_eagle(self) -> bool:"),),
     "unified-dcp-mla-only": (Cite("0.5.23", _KV_CACHE_HOOK, 719, 760, "def _validate_unified_memory_dcp"),),
     # Unified memory requires dcp_size 1 (to 0.5.19).
     "unified-dcp-refused": (

@@ -33,6 +33,7 @@ from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.files import check_output_dir, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.options import add_command
+from fuzz.common.text import printable
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind, Property
@@ -151,7 +152,7 @@ def advisories(docs: list[tuple[str, dict[str, Any]]], say: Any) -> list[Advisor
         except (TargetError, ConfigError, ValueError, TypeError, KeyError) as e:  # a case no replay accepts
             raise BadInput(f"{where}: not a case this tool replays: {one_line(str(e))}") from None
         if got is None:
-            say(f"left out: {where}: no longer fails on its target")
+            say(f"left out: {printable(where, 300)}: no longer fails on its target")
             continue
         target, f = got
         by_target.setdefault(target.spec, (target, []))[1].append(f)
