@@ -162,7 +162,7 @@ def advisories(docs: list[tuple[str, dict[str, Any]]], say: Any) -> list[Advisor
             adv = out.setdefault(cause.key, Advisory(cause))
             adv.targets[spec] = target
             adv.where[spec] = cause.where
-            groups = set(cause.variants) | {s for v in cause.needs_both.values() for s in v}
+            groups = cause.groups
             adv.findings[spec] = [f for f in findings if f.signature in groups]
             if adv.cause is not cause:  # the same cause on another target: its variants too
                 adv.cause.variants += [s for s in cause.variants if s not in adv.cause.variants]

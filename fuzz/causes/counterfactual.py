@@ -280,4 +280,4 @@ def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
 
 def signatures(causes: list[Cause]) -> set[Signature]:
     """Every group the causes explain (variants and needs-both)."""
-    return {s for c in causes for s in c.variants} | {s for c in causes for v in c.needs_both.values() for s in v}
+    return {s for c in causes for s in c.groups}

@@ -41,9 +41,14 @@ class Cause:
     baseline_state: str | None = None  # against a --baseline: "new" or "unchanged" (SARIF's baselineState)
 
     @property
+    def groups(self) -> set[Signature]:
+        """Every bug group it explains: its variants and those it explains together with another cause."""
+        return {*self.variants, *(s for sigs in self.needs_both.values() for s in sigs)}
+
+    @property
     def rank(self) -> tuple[int, int]:
         """Worst outcome first (a silent variant before stale reads and guards), then the most variants."""
-        groups = self.variants + [s for sigs in self.needs_both.values() for s in sigs]
+        groups = self.groups
         worst = min((s.outcome.rank for s in groups), default=9)
         return worst, -len(groups)
 
@@ -76,13 +81,12 @@ class Cause:
     @property
     def properties(self) -> list[str]:
         """The properties its variants break (a baseline entry is one of these in one function)."""
-        groups = self.variants + [s for sigs in self.needs_both.values() for s in sigs]
-        return sorted({s.prop.value for s in groups})
+        return sorted({s.prop.value for s in self.groups})
 
 
 def causes_block(target: str, causes: list[Cause]) -> str:
     """The ROOT CAUSES block a command prints after its findings."""
-    groups = {s for c in causes for s in c.variants} | {s for c in causes for v in c.needs_both.values() for s in v}
+    groups = {s for c in causes for s in c.groups}
     lines = [f"ROOT CAUSES on {target}: {len(causes)} cause(s) for {len(groups)} bug group(s), worst first"]
     for n, c in enumerate(sorted(causes, key=lambda c: c.rank), 1):
         lines.append(f"  {n}. {c.heading()}")

@@ -207,7 +207,7 @@ def by_cause(pairs: list[tuple[Finding, Any]], causes: dict[str, list[Any]]) -> 
     for spec, found in causes.items():
         mine = [(f, t) for f, t in pairs if f.target == spec]
         for cause in found:
-            groups = set(cause.variants) | {s for v in cause.needs_both.values() for s in v}
+            groups = cause.groups
             members = [(f, t) for f, t in mine if f.signature in groups]
             if not members:
                 continue
@@ -244,7 +244,7 @@ def sarif_result(
         },
     }
     if cause is not None:
-        groups = sorted({*cause.variants, *(s for v in cause.needs_both.values() for s in v)})
+        groups = sorted(cause.groups)
         result["message"]["text"] = (
             f"ROOT CAUSE {cause.heading()}\nfix: {cause.fix}\nvariants ({len(groups)}): "
             + ", ".join(str(s) for s in groups)

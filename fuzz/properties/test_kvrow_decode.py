@@ -38,7 +38,7 @@ def new_only(kvrow_target, kvrow_baseline, found, scenario):
 
     findings = {v.signature: decode_finding(kvrow_target.spec, v, scenario) for v in found}
     judged = baseline.judge(root_causes(kvrow_target, list(findings.values())), kvrow_baseline)
-    new = {s for c in judged.new for s in (*c.variants, *(x for v in c.needs_both.values() for x in v))}
+    new = {s for c in judged.new for s in c.groups}
     return [v for v in found if v.signature in new]
 
 
@@ -78,7 +78,7 @@ def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):
         from fuzz.findings import baseline
 
         judged = baseline.judge(root_causes(kvrow_target, [g.witness for g in groups]), kvrow_baseline)
-        new = {s for c in judged.new for s in (*c.variants, *(x for v in c.needs_both.values() for x in v))}
+        new = {s for c in judged.new for s in c.groups}
         groups = [g for g in groups if g.signature in new]
     story = "\n".join(witness_block(g) for g in groups)
     assert not groups, (
