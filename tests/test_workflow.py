@@ -1,7 +1,9 @@
 """The CI workflow file is valid YAML and every fuzz command in it is one our command line accepts."""
 
 import os
+import re
 import shlex
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,6 +16,8 @@ from fuzz.targets import resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKFLOW = os.path.join(ROOT, ".github", "workflows", "fuzz.yml")
+WORKFLOWS = sorted(Path(ROOT, ".github", "workflows").glob("*.yml"))
+README = Path(ROOT, "README.md")
 
 
 def workflow():
@@ -124,3 +128,43 @@ def test_the_nightly_runs_the_network_tier():
         jobs = yaml.safe_load(f)["jobs"]
     runs = [s.get("run", "") for s in jobs["slow-tests"]["steps"]]
     assert any("--run-network" in r and "-m network" in r for r in runs)
+
+
+def ci_section() -> str:
+    """The README's "For the CI user", to its first subsection."""
+    return README.read_text().split("\n## For the CI user\n", 1)[1].split("\n### ", 1)[0]
+
+
+def readme_jobs() -> dict[str, str]:
+    """Each job the CI section describes (a ``- **NAME**`` bullet) -> its bullet's text."""
+    bullets = re.finditer(r"^- \*\*([\w-]+)\*\*(.*?)(?=^- \*\*|^\S|\Z)", ci_section(), re.M | re.S)
+    return {m[1]: " ".join(m[2].split()) for m in bullets}
+
+
+def test_the_readme_describes_every_job_of_every_workflow_and_no_other():
+    section = ci_section()
+    jobs: dict[str, dict] = {}
+    for path in WORKFLOWS:
+        assert f"`.github/workflows/{path.name}`" in section, path.name
+        doc = yaml.safe_load(path.read_text())
+        for job in doc["jobs"]:
+            assert job not in jobs, f"job {job} in two workflows"
+        jobs.update(doc["jobs"])
+        triggers = doc.get("on", doc.get(True))  # YAML 1.1 reads the key ``on`` as True
+        for cron in (t["cron"] for t in triggers.get("schedule", [])):
+            assert f"cron `{cron}`" in section, (path.name, cron)
+    described = re.findall(r"^- \*\*([\w-]+)\*\*", section, re.M)
+    assert sorted(described) == sorted(jobs) and len(described) == len(set(described)), described
+
+
+def test_the_readme_says_what_each_job_runs():
+    """Every fuzz command and pytest tier a job of fuzz.yml runs is named in its bullet."""
+    described = readme_jobs()
+    for job, argv in fuzz_commands_by_job():
+        assert re.search(rf"\b{argv[0]}\b", described[job]), (job, argv[0])
+    for name, job in workflow()["jobs"].items():
+        for step in job["steps"]:
+            for marker in re.findall(r"pytest .*?(-m \w+)", step.get("run", "")):
+                assert marker in described[name], (name, marker)
+            if "pytest" in step.get("run", "") and " -m " not in step["run"]:
+                assert "python -m pytest -n auto --dist worksteal" in described[name], name

@@ -1,0 +1,307 @@
+"""The README's sample output, regenerated from the commands themselves.
+
+    python docs/sample_output.py            # rewrite every sample block of README.md
+    python docs/sample_output.py --check    # exit 1 with a diff where README.md differs (nothing written)
+    python docs/sample_output.py --only repro-0.5.18 targets
+
+A sample is the block of README.md between ``<!-- sample: NAME: COMMAND -->`` and ``<!-- /sample -->``: the
+standard output of ``kvrow-fuzz COMMAND`` (``fuzz.cli.main``, in this process, in a fresh working directory:
+case files land in ``fuzz-cases/`` as a user's would), cut to the lines the README shows (``...`` marks lines
+left out) and made the same on every machine by ``normalise``: timings read ``…``, the working directory and
+the wheel cache their usual names.  Everything else is the command's output as it is, so a block edited by hand,
+or a change of the output, makes ``--check`` (and ``tests/test_readme_samples.py``) fail.
+
+Samples marked ``slow`` run whole campaigns or read the real SGLang wheels (the wheel cache ``./kvrow test``
+fills): the slow test tier checks them; the others are checked by the default tier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import io
+import os
+import re
+import shlex
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+ELLIPSIS = "…"  # a timing: different on every run
+CUT = "..."  # lines of the output the README leaves out
+CLOSE = "<!-- /sample -->"
+OPEN = re.compile(r"^<!-- sample: (?P<name>[\w.-]+)(?::[^\n]*)? -->$", re.M)
+SECONDS = re.compile(r"(?<![\w.])\d+(?:\.\d+)?s\b")
+TABLE_HEAD = re.compile(r"^target\s+status\s+examples\s+seconds\b")
+
+
+Part = Callable[[list[str]], range]  # which lines of a command's output a sample shows
+
+
+def lines_from(start: str, stop: Callable[[str], bool] | None = None) -> Part:
+    """The lines from the first that starts with ``start`` up to (not including) the next one ``stop`` accepts
+    (else to the end)."""
+
+    def part(lines: list[str]) -> range:
+        first = next((i for i, line in enumerate(lines) if line.startswith(start)), None)
+        if first is None:
+            raise ValueError(f"the output has no line that starts with {start!r}: the sample's cut needs one")
+        end = next((i for i in range(first + 1, len(lines)) if stop and stop(lines[i])), len(lines))
+        return range(first, end)
+
+    return part
+
+
+def whole(lines: list[str]) -> range:
+    return range(len(lines))
+
+
+header = lines_from("", lambda line: line.startswith("COUNTEREXAMPLE "))  # before the first finding
+summary = lines_from("target ")  # the summary table at the end
+root_causes = lines_from("ROOT CAUSES ", lambda line: not line.strip())  # and the lines after it, to the table
+
+
+def first_counterexample(lines: list[str]) -> range:
+    """The first COUNTEREXAMPLE block, through its repro line."""
+    block = lines_from("COUNTEREXAMPLE ", lambda line: line.startswith("repro: "))(lines)
+    return range(block.start, block.stop + 1)
+
+
+def joined(*parts: Part) -> Callable[[list[str]], list[str]]:
+    """The parts in turn; between two that are not adjacent, ``...`` (or the blank lines that separate them)."""
+
+    def cut(lines: list[str]) -> list[str]:
+        out: list[str] = []
+        last = None
+        for part in parts:
+            span = part(lines)
+            if last is not None and span.start != last:
+                gap = lines[last : span.start]
+                out.extend(gap if not any(line.strip() for line in gap) else [CUT])
+            out.extend(lines[i] for i in span)
+            last = span.stop
+        return out
+
+    return cut
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One README block: the output of ``kvrow-fuzz ARGV`` cut by ``cut``; ``after``: samples whose commands
+    run first in the same directory (a repro needs the case file the run wrote); ``slow``: the slow tier's."""
+
+    name: str
+    argv: tuple[str, ...]
+    cut: Callable[[list[str]], list[str]] = joined(whole)
+    after: tuple[str, ...] = ()
+    slow: bool = False
+
+    @property
+    def command(self) -> str:
+        return "kvrow-fuzz " + shlex.join(self.argv)
+
+
+RUN_0518 = ("run", "--target", "reference@sglang-0.5.18", "--profile", "ci")
+CASE_0518 = "fuzz-cases/reference-sglang-0.5.18--write-within-row-dcp-1.json"
+SAMPLES: tuple[Sample, ...] = (
+    Sample("run-0.5.18", RUN_0518, joined(header, first_counterexample, summary)),
+    Sample("run-reference", ("run", "--target", "reference", "--profile", "ci"), slow=True),
+    Sample("targets", ("targets",)),
+    Sample("repro-0.5.18", ("repro", CASE_0518), after=("run-0.5.18",)),
+    Sample("root-causes-0.5.18", RUN_0518, joined(root_causes)),
+    Sample(
+        "run-sglang-0.5.23",
+        ("run", "--target", "sglang==0.5.23", "--profile", "ci"),
+        joined(header, first_counterexample, root_causes, summary),
+        slow=True,
+    ),
+    Sample("prove-reference", ("prove", "--target", "reference"), slow=True),
+)
+BY_NAME = {s.name: s for s in SAMPLES}
+
+
+def normalise(text: str, workdir: str) -> str:
+    """The output made the same on every machine: the working directory and the wheel cache by their usual
+    names, the home directory ``~``, every timing (``35.1s``, the summary's seconds column) ``…``."""
+    from fuzz.targets.sglang.wheels import cache_dir
+
+    text = text.replace(cache_dir(), "~/.cache/kvrow-fuzz/wheels")
+    text = text.replace(workdir + os.sep, "").replace(workdir, ".")
+    home = os.path.expanduser("~")
+    if len(home) > 1:
+        text = text.replace(home + os.sep, "~" + os.sep)
+    text = SECONDS.sub(ELLIPSIS + "s", text)
+    return "\n".join(_table_seconds(text.splitlines()))
+
+
+def _table_seconds(lines: Iterable[str]) -> Iterator[str]:
+    """The summary table's seconds column (right-aligned under its header) as ``…``."""
+    end = None
+    for line in lines:
+        if TABLE_HEAD.match(line):
+            end = line.index("seconds") + len("seconds")
+        elif end is not None and line.strip():
+            number = re.search(r"\d+(?:\.\d+)?$", line[:end])
+            if number:
+                line = line[: number.start()] + ELLIPSIS.rjust(len(number.group())) + line[end:]
+        else:
+            end = None
+        yield line
+
+
+class Session:
+    """Runs each command once, in one fresh working directory, and keeps its standard output."""
+
+    def __init__(self, workdir: str):
+        self.workdir = workdir
+        self.outputs: dict[tuple[str, ...], str] = {}
+
+    def output(self, sample: Sample) -> str:
+        for name in sample.after:
+            self.output(BY_NAME[name])
+        if sample.argv not in self.outputs:
+            self.outputs[sample.argv] = normalise(self._run(sample.argv), self.workdir)
+        return self.outputs[sample.argv]
+
+    def _run(self, argv: tuple[str, ...]) -> str:
+        from fuzz.cli import main
+
+        out, err = io.StringIO(), io.StringIO()  # stderr (progress lines, elapsed time) is not shown
+        here = os.getcwd()
+        os.chdir(self.workdir)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = main(list(argv))
+        finally:
+            os.chdir(here)
+        if status not in (0, 1):
+            raise RuntimeError(f"kvrow-fuzz {shlex.join(argv)} exited {status}: {err.getvalue().strip()[-500:]}")
+        return out.getvalue()
+
+    def block(self, sample: Sample) -> str:
+        """The README block of ``sample``, markers included."""
+        body = "\n".join(f"    {line}".rstrip() for line in sample.cut(self.output(sample).splitlines()))
+        return f"<!-- sample: {sample.name}: {sample.command} -->\n\n{body}\n\n{CLOSE}"
+
+
+@contextlib.contextmanager
+def session() -> Iterator[Session]:
+    with tempfile.TemporaryDirectory(prefix="kvrow-samples-") as workdir:
+        yield Session(os.path.realpath(workdir))
+
+
+def blocks(text: str) -> dict[str, tuple[int, int]]:
+    """Each sample block of a README: its name -> (start, end) offsets, markers included; ValueError on a
+    block without its closing marker, a name used twice or not in ``SAMPLES``."""
+    found: dict[str, tuple[int, int]] = {}
+    for m in OPEN.finditer(text):
+        name = m["name"]
+        end = text.find(CLOSE, m.end())
+        if end < 0 or OPEN.search(text, m.end(), end):
+            raise ValueError(f"sample {name}: no {CLOSE} before the next sample")
+        if name in found or name not in BY_NAME:
+            raise ValueError(f"sample {name}: {'named twice' if name in found else 'not a sample of this script'}")
+        found[name] = (m.start(), end + len(CLOSE))
+    return found
+
+
+def rewrite(text: str, new: dict[str, str]) -> str:
+    """``text`` with the blocks named in ``new`` replaced by theirs."""
+    spans = blocks(text)
+    for name in sorted(new, key=lambda n: spans[n][0], reverse=True):
+        start, end = spans[name]
+        text = text[:start] + new[name] + text[end:]
+    return text
+
+
+TABLE_RULE = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+$")
+
+
+def align_tables(text: str) -> str:
+    """Every Markdown table of ``text`` with its columns padded to one width, so the pipes line up."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and TABLE_RULE.match(lines[i + 1]):
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            out.extend(_aligned(lines[i:j]))
+            i = j
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
+
+
+def _cells(row: str) -> list[str]:
+    """A table row's cells, stripped; a pipe inside backticks or escaped (``\\|``) is the cell's."""
+    cells, cell, code = [], "", False
+    for n, ch in enumerate(row.strip()[1:-1]):
+        if ch == "|" and not code and row.strip()[n] != "\\":
+            cells.append(cell.strip())
+            cell = ""
+            continue
+        code ^= ch == "`"
+        cell += ch
+    return [*cells, cell.strip()]
+
+
+def _aligned(rows: list[str]) -> list[str]:
+    table = [_cells(row) for row in rows]
+    if len({len(cells) for cells in table}) != 1:
+        return rows  # a row with more or fewer cells: not ours to guess
+    body = table[:1] + table[2:]
+    widths = [max(3, *(len(cells[k]) for cells in body)) for k in range(len(table[0]))]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
+    return [line(table[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, table[2:])]
+
+
+def diff(old: str, new: str, path: str = "README.md") -> str:
+    return "".join(
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"{path} (as it is)", f"{path} (regenerated)")
+    )
+
+
+def regenerate(text: str, names: Iterable[str]) -> str:
+    """``text`` with the samples ``names`` run again."""
+    with session() as s:
+        return rewrite(text, {name: s.block(BY_NAME[name]) for name in names})
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Regenerate (or --check) the README's sample output blocks.")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff where the README differs")
+    p.add_argument("--only", nargs="+", metavar="NAME", choices=list(BY_NAME), help="these samples only")
+    p.add_argument("--readme", type=Path, default=README, help="the file to rewrite (default: README.md)")
+    args = p.parse_args(argv)
+    text = args.readme.read_text()
+    try:
+        present = blocks(text)
+    except ValueError as e:
+        print(f"sample_output: error: {args.readme}: {e}", file=sys.stderr)
+        return 2
+    missing = sorted(set(args.only or BY_NAME) - set(present))
+    if missing:
+        print(f"sample_output: error: {args.readme} has no block for {', '.join(missing)}", file=sys.stderr)
+        return 2
+    new = align_tables(regenerate(text, args.only or [s.name for s in SAMPLES]))
+    if new == text:
+        return 0
+    if args.check:
+        print(diff(text, new, str(args.readme)), end="")
+        return 1
+    args.readme.write_text(new)
+    print(f"sample_output: rewrote {args.readme}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
