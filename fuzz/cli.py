@@ -5,6 +5,11 @@ Each command lives in its package (``fuzz.run``, ``fuzz.lifecycle``,
 ``fuzz.prove``, ``fuzz.fidelity``), whose ``cli.register`` adds its parser;
 ``repro`` and ``targets`` are small and live here.  Exit status: see
 ``fuzz.common.errors.ExitCode``; bad input is always one line on stderr.
+
+Every parser is light: a command's ``--help`` or usage error imports no
+torch, numpy or Hypothesis (``tests/test_cli.py``); each handler imports its
+engine, or is named ``"module:function"`` and imported when it runs
+(``fuzz.common.options.add_command``).
 """
 
 from __future__ import annotations
@@ -26,16 +31,14 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz.prove.cli",
     "fuzz.fidelity.cli",
     "fuzz.oss.cli",  # from-crash
-    "fuzz.merge",  # merge: the shards' reports as one
-    "fuzz.causes.advisory",  # advisory: an upstream-ready issue per root cause
+    "fuzz.report_commands",  # merge (the shards' reports as one), advisory (an upstream-ready issue per cause)
     "fuzz.ci.baseline",  # baseline write: the known findings --baseline accepts
     "fuzz.ci.paths",  # paths: every SGLang file a target reads
 )
 
 
 # Each command's one-line summary, as its module registers it (``tests/test_cli.py`` holds the two equal): the
-# top-level help and a mistyped command are answered from here, before any command module (and so torch,
-# numpy or Hypothesis) is imported.
+# top-level help and a mistyped command are answered from here, before any command module is imported.
 COMMANDS: dict[str, str] = {
     "run": "fuzz one or more targets",
     "lifecycle": "stateful fuzzing of the request lifecycle",

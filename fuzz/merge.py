@@ -10,7 +10,7 @@ must agree on N and appear once each; for ``prove`` they must also cover
 the space (every shard 1..N present, one space), or the verdict is not a
 proof: which shards are missing is said.  Exit 1: a finding; 0: clean;
 2: bad input, an error in a shard, or a proof whose shards are missing;
-130: a shard was interrupted with nothing found.
+130: a shard was interrupted with nothing found.  Its parser: ``fuzz.report_commands``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir, check_output_file, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_bytes, read_json
-from fuzz.common.options import DEFAULT_CASES_DIR, add_command
 from fuzz.common.shards import WHOLE, Shard, parse_shard
 from fuzz.common.text import markdown_block, printable
 from fuzz.findings import casefile
@@ -43,33 +42,6 @@ MERGED = (Command.RUN, Command.LIFECYCLE, Command.PROVE)
 # A shard's own: never combined. Its ``causes`` are text a shard wrote: merge decides them again from the copied,
 # validated case files (``merged_causes``), never from what a report says.
 OWN = ("target", "status", "seconds", "findings", "shard", "interrupted", "error", "space", "method", "causes")
-
-
-def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        "merge",
-        "combine the shards' reports (--shard I/N) into one",
-        (
-            "Combine run, lifecycle or prove reports of the shards of one campaign into one report: findings "
-            "deduplicated by group, counts summed, one case file per group. Exit 0: clean; 1: a finding; "
-            "2: bad input or, for prove, missing shards."
-        ),
-        cmd_merge,
-    )
-    p.add_argument("reports", nargs="+", metavar="REPORT.json", help="the shards' --json reports")
-    p.add_argument(
-        "--cases-out",
-        default=DEFAULT_CASES_DIR,
-        metavar="DIR",
-        help=f"where each group's case file is copied (default {DEFAULT_CASES_DIR})",
-    )
-    p.add_argument("--json", metavar="FILE", help="write the merged report")
-    p.add_argument(
-        "--markdown",
-        metavar="FILE",
-        help="write the summary as a Markdown code block no line can leave (for a CI job summary)",
-    )
 
 
 @dataclass

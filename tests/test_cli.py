@@ -327,3 +327,69 @@ def test_the_top_level_help_and_a_mistyped_command_import_no_torch_numpy_or_hypo
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
     assert "HEAVY []" in done.stderr, done.stderr
     assert done.returncode == (0 if argv in (["--help"], ["--version"]) else 2)
+
+
+# Usage errors whose value is checked by a light copy of a heavy module's names (profiles, spaces, pools).
+TYPED_USAGE_ERRORS = [
+    ["run", "--target", "reference", "--jobs", "abc"],
+    ["run", "--target", "reference", "--profile", "nite"],
+    ["lifecycle", "--target", "reference", "--steps", "0"],
+    ["prove", "--target", "reference", "--space", "ful"],
+    ["prove", "--target", "reference", "--heatmap-pool", "unified"],
+    ["matrix", "--profile", "cii"],
+    ["fidelity", "--target", "sglang", "--configs", "3", "--per-kind", "2"],
+    ["baseline", "write", "b.json", "--target", "reference", "--profile", "dve"],
+]
+
+
+def test_every_command_help_and_usage_error_imports_no_torch_numpy_or_hypothesis():
+    """Each command's parser is light (its engine is imported when it runs): one process runs them all."""
+    import contextlib
+    import io
+
+    from fuzz.cli import COMMANDS
+
+    runs = [[c, "--help"] for c in COMMANDS] + [[c, "--no-such-option"] for c in COMMANDS] + TYPED_USAGE_ERRORS
+    code = (
+        "import contextlib, io, json, sys\nfrom fuzz.cli import main\nstatuses = []\n"
+        "for argv in json.loads(sys.argv[1]):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "        try:\n            statuses.append(main(argv))\n"
+        "        except SystemExit as e:\n            statuses.append(e.code)\n"
+        "heavy = [m for m in ('torch', 'numpy', 'hypothesis') if m in sys.modules]\n"
+        "print(json.dumps({'statuses': statuses, 'heavy': heavy}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(runs)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["heavy"] == [], got["heavy"]
+    assert dict(zip(map(" ".join, runs), got["statuses"], strict=True)) == {
+        " ".join(argv): 0 if argv[1] == "--help" else 2 for argv in runs
+    }
+    with contextlib.redirect_stderr(io.StringIO()) as err:  # in-process: the messages the light parsers give
+        assert [main(argv) for argv in TYPED_USAGE_ERRORS[3:6]] == [2, 2, 2]
+    assert "did you mean 'full'?" in err.getvalue() and "did you mean 'ci'?" in err.getvalue()
+    assert "unknown kind of KV pool 'unified' (known: standard, swa," in err.getvalue()
+
+
+def test_the_parsers_light_copies_are_their_heavy_homes():
+    """What a parser names (choices, defaults) without importing the module that defines it, held equal."""
+    from allocator_model.pools import KVPool
+    from fuzz.common import options, profiles
+    from fuzz.fidelity import cli as fidelity_cli
+    from fuzz.fidelity import differential, matrix, writepath
+    from fuzz.lifecycle import cli as lifecycle_cli
+    from fuzz.lifecycle import machine
+    from fuzz.prove import cli as prove_cli
+    from fuzz.prove import grid, space
+
+    assert options.PROFILE_NAMES == profiles.PROFILES
+    assert lifecycle_cli.DEFAULT_STEPS == machine.DEFAULT_STEPS
+    assert prove_cli.ALL_ALGORITHMS == grid.ALL_ALGORITHMS
+    assert prove_cli.SPACE_NAMES == tuple(sorted(space.SPACES))
+    assert prove_cli.POOL_KINDS == tuple(k.value for k in KVPool)
+    assert (fidelity_cli.DEFAULT_CONFIGS, fidelity_cli.DEFAULT_STEPS) == (
+        differential.DEFAULT_CONFIGS,
+        writepath.DEFAULT_STEPS,
+    )
+    assert (fidelity_cli.DEFAULT_EXAMPLES, fidelity_cli.DEFAULT_OUT) == (matrix.DEFAULT_EXAMPLES, matrix.DEFAULT_OUT)

@@ -17,7 +17,7 @@ the victim); where the code is, per release; what SGLang's own write path
 did with the case, where the target has it; the fix as the reference
 states it; the variants; and the regression test ``repro --emit-test``
 writes for the example case. Exit 0: advisories written; 1: none of the
-cases reproduces; 2: bad input.
+cases reproduces; 2: bad input. Its parser: ``fuzz.report_commands``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.files import check_output_dir, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
-from fuzz.common.options import add_command
 from fuzz.common.text import printable
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
@@ -47,19 +46,6 @@ from .counterfactual import root_causes
 
 MAX_INPUT_BYTES = 64 << 20
 MAX_CASES = 2000
-
-
-def register(subparsers: Any) -> None:
-    p = add_command(
-        subparsers,
-        "advisory",
-        "write an upstream-ready issue (Markdown) per root cause of case files or reports",
-        "Write one Markdown advisory per root cause found in case files, directories of them, or JSON reports. "
-        "Exit 0: written; 1: no case reproduces; 2: bad input.",
-        cmd_advisory,
-    )
-    p.add_argument("inputs", nargs="+", metavar="CASE-or-REPORT", help="case files, directories of them, reports")
-    p.add_argument("--out", default="advisories", metavar="DIR", help="where DIR/<cause>.md go (default advisories)")
 
 
 def _documents(path: str) -> list[tuple[str, dict[str, Any]]]:

@@ -16,8 +16,14 @@ from typing import Any
 
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_file, write_atomically
-from fuzz.common.options import SGLANG_VERSION_HELP, TARGETS_HELP, add_command, campaign_settings, positive_int
-from fuzz.findings import baseline
+from fuzz.common.options import (
+    PROFILE_NAMES,
+    SGLANG_VERSION_HELP,
+    TARGETS_HELP,
+    add_command,
+    campaign_settings,
+    positive_int,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -31,7 +37,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("action", choices=("write",), help="write: run the campaign and record its causes")
     p.add_argument("file", metavar="FILE", help="the baseline to write (JSON)")
     p.add_argument("--target", required=True, metavar="SPEC", help=TARGETS_HELP)
-    p.add_argument("--profile", choices=("ci", "dev", "nightly"), default="ci", help="the campaign's (default ci)")
+    p.add_argument("--profile", choices=PROFILE_NAMES, default="ci", help="the campaign's (default ci)")
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per round (overrides the profile)")
     p.add_argument("--write-path", choices=("auto", "sglang", "model"), default="auto", help="as run's (default auto)")
     p.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
@@ -40,6 +46,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_baseline(args: argparse.Namespace) -> ExitCode:
     from fuzz.causes import root_causes
+    from fuzz.findings import baseline
     from fuzz.prove.quick import proof_stage
     from fuzz.run.engine import campaign
     from fuzz.run.sglang import WritePathMode, has_sglang_path

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import SGLANG_VERSION_HELP, TARGETS_HELP, add_command
-from fuzz.targets.base import Target
-from fuzz.targets.sglang.wheels import repository_path
+
+if TYPE_CHECKING:
+    from fuzz.targets.base import Target
 
 
 def register(subparsers: Any) -> None:
@@ -40,6 +41,7 @@ def read_paths(target: Target) -> list[str]:
     from fuzz.targets.sglang.real import RealSizing
     from fuzz.targets.sglang.runtime.releases import release_for
     from fuzz.targets.sglang.runtime.tree import open_tree
+    from fuzz.targets.sglang.wheels import repository_path
 
     if not isinstance(target.sizing, RealSizing):
         raise BadInput(f"{target.spec} is a model target: it reads no SGLang file")

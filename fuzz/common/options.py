@@ -3,29 +3,33 @@
 Commands build their parsers with ``parents=[campaign_options()]`` (the
 argparse way to share options), so ``run`` and ``lifecycle`` take exactly
 the same campaign options.
+
+Light at import, as every command's parser is (``tests/test_cli.py``): a
+``--help`` or a usage error imports no torch, numpy or Hypothesis; what
+needs them (the profiles' settings, the pins' check) is imported where used.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
 from collections.abc import Callable
-from typing import Any
-
-from hypothesis import settings as Settings
-
-from allocator_model.config import ConfigError
-from strategies.space import check_pins
+from typing import TYPE_CHECKING, Any
 
 from .errors import BadInput, did_you_mean
 from .files import check_output_dir, check_output_file
-from .profiles import JOBS_EVERY_CORE, PROFILES, default_profile_name, get_profile
 from .shards import parse_jobs, parse_shard
+
+if TYPE_CHECKING:
+    from hypothesis import settings as Settings
 
 DEFAULT_CASES_DIR = "fuzz-cases"
 PROG = "python -m fuzz"
+# ``fuzz.common.profiles.PROFILES``, whose module imports Hypothesis; ``tests/test_cli.py`` holds the two equal.
+PROFILE_NAMES = ("ci", "dev", "nightly")
 
 
 class Parser(argparse.ArgumentParser):
@@ -55,15 +59,30 @@ def add_command(
     name: str,
     summary: str,
     description: str,
-    func: Callable[..., Any],
+    func: Callable[..., Any] | str,
     parents: list[argparse.ArgumentParser] | None = None,
 ) -> argparse.ArgumentParser:
-    """A command's parser: its one-line summary, its description (what it does, its exit statuses), its handler."""
+    """A command's parser: its one-line summary, its description (what it does, its exit statuses), its handler.
+
+    ``func`` is the handler, or ``"module:function"`` naming it in a module imported only when the command
+    runs (its executor, which imports the engines: torch, Hypothesis).
+    """
     p: argparse.ArgumentParser = subparsers.add_parser(
         name, parents=parents or [], help=summary, description=description
     )
-    p.set_defaults(func=func)
+    p.set_defaults(func=func if callable(func) else handler(func))
     return p
+
+
+def handler(name: str) -> Callable[[argparse.Namespace], Any]:
+    """The handler ``"module:function"``, its module imported when it is called, not before."""
+    module, _, function = name.partition(":")
+
+    def run(args: argparse.Namespace) -> Any:
+        return getattr(importlib.import_module(module), function)(args)
+
+    run.__qualname__ = run.__name__ = function
+    return run
 
 
 def int_at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -105,7 +124,10 @@ def campaign_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--target", action="append", required=True, metavar="SPEC", help=TARGETS_HELP)
     p.add_argument(
-        "--profile", choices=PROFILES, default=None, help="Hypothesis profile (default: ci under CI=true, else dev)"
+        "--profile",
+        choices=PROFILE_NAMES,
+        default=None,
+        help="Hypothesis profile (default: ci under CI=true, else dev)",
     )
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per round (overrides the profile)")
     p.add_argument(
@@ -173,6 +195,8 @@ def add_shard_option(p: argparse.ArgumentParser, what: str) -> None:
 
 def campaign_jobs(args: argparse.Namespace, profile: str) -> int:
     """``--jobs`` as given, else every core for the profiles that say so (nightly), else 1."""
+    from .profiles import JOBS_EVERY_CORE
+
     if args.jobs:
         return int(args.jobs)
     return parse_jobs("auto") if profile in JOBS_EVERY_CORE else 1
@@ -180,6 +204,9 @@ def campaign_jobs(args: argparse.Namespace, profile: str) -> int:
 
 def parse_pins(items: list[str]) -> dict[str, Any]:
     """``NAME=VALUE`` pairs; VALUE is JSON when it parses (64, true, null, [1,3]), else a string."""
+    from allocator_model.config import ConfigError
+    from strategies.space import check_pins
+
     pins: dict[str, Any] = {}
     for item in items:
         name, sep, text = item.partition("=")
@@ -206,6 +233,10 @@ def campaign_settings(args: argparse.Namespace) -> tuple[str, Settings, int | No
     ``nightly`` without ``--seed`` picks one (printed in the header, so a
     night's run can be repeated).
     """
+    from hypothesis import settings as Settings
+
+    from .profiles import default_profile_name, get_profile
+
     name = args.profile or default_profile_name()
     try:
         hyp = get_profile(name)

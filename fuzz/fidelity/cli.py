@@ -12,13 +12,13 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from allocator_model.revisions import REVISIONS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir
 from fuzz.common.heartbeat import heartbeat
 from fuzz.common.options import (
+    PROFILE_NAMES,
     add_command,
     add_output_options,
     default_jobs,
@@ -26,28 +26,18 @@ from fuzz.common.options import (
     positive_int,
     seed_int,
 )
-from fuzz.common.profiles import PROFILES
-from fuzz.findings.output import Output
-from fuzz.findings.render import counterexample_block
-from fuzz.findings.report import Command
-from fuzz.targets.base import TargetError
-from fuzz.targets.resolve import resolve_targets
-from fuzz.targets.sglang.versions import VersionError
 
-from .differential import DEFAULT_CONFIGS, FidelityResult, fidelity
-from .matrix import (
-    DEFAULT_EXAMPLES,
-    DEFAULT_OUT,
-    MatrixInterrupted,
-    MatrixSettings,
-    Row,
-    compare_with_expectations,
-    load_expectations,
-    parse_releases,
-    run_matrix,
-)
-from .matrix_report import CASES_DIR, MATRIX_JSON, MATRIX_MD, catalog_ids, write_matrix
-from .writepath import DEFAULT_STEPS
+if TYPE_CHECKING:
+    from .differential import FidelityResult
+    from .matrix import Row
+
+# The engines' defaults, copied for the parser (``--help`` imports no torch or Hypothesis; ``tests/test_cli.py``
+# holds each equal to its home): ``differential.DEFAULT_CONFIGS``, ``writepath.DEFAULT_STEPS``,
+# ``matrix.DEFAULT_EXAMPLES`` and ``matrix.DEFAULT_OUT``.
+DEFAULT_CONFIGS = 10_000
+DEFAULT_STEPS = 1000
+DEFAULT_EXAMPLES = 300
+DEFAULT_OUT = "fuzz-matrix"
 
 
 def register(subparsers: Any) -> None:
@@ -104,6 +94,14 @@ def add_write_path_steps(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
+    from allocator_model.revisions import REVISIONS
+    from fuzz.findings.output import Output
+    from fuzz.findings.render import counterexample_block
+    from fuzz.findings.report import Command
+    from fuzz.targets.resolve import resolve_targets
+
+    from .differential import fidelity
+
     output = Output(args, Command.FIDELITY)
     if args.revision and args.revision not in REVISIONS:
         raise BadInput(f"unknown revision {args.revision!r} (known: {', '.join(REVISIONS)})")
@@ -154,7 +152,9 @@ def register_matrix(subparsers: Any) -> None:
     p.add_argument(
         "--releases", metavar="RANGE", help="e.g. 0.5.16..0.5.23 or 0.5.18,0.5.19 (default: every modeled release)"
     )
-    p.add_argument("--profile", choices=PROFILES, default="ci", help="Hypothesis profile (default ci: deterministic)")
+    p.add_argument(
+        "--profile", choices=PROFILE_NAMES, default="ci", help="Hypothesis profile (default ci: deterministic)"
+    )
     p.add_argument(
         "--max-examples",
         type=positive_int,
@@ -210,6 +210,19 @@ def still(what: str) -> Callable[[float], None]:
 
 
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:
+    from fuzz.targets.base import TargetError
+    from fuzz.targets.sglang.versions import VersionError
+
+    from .matrix import (
+        MatrixInterrupted,
+        MatrixSettings,
+        compare_with_expectations,
+        load_expectations,
+        parse_releases,
+        run_matrix,
+    )
+    from .matrix_report import CASES_DIR, MATRIX_JSON, MATRIX_MD, catalog_ids, write_matrix
+
     check_output_dir(args.out, "--out")
     try:
         releases = parse_releases(args.releases)

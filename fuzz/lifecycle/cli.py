@@ -2,24 +2,27 @@
 
 Exit status as ``run``: 0 no invariant broken, 1 at least one finding (a case
 file per finding, replayable with ``python -m fuzz repro``), 2 bad input.
+
+Light at import (its parser serves ``--help`` without torch or Hypothesis):
+the state machine is imported by the functions that run it.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from hypothesis import settings as Settings
-
-from fuzz.campaign.driver import CampaignResult
-from fuzz.campaign.execute import drive_campaigns, setup_campaign
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options, positive_int
-from fuzz.findings.report import Command
-from fuzz.run.sglang import WritePathMode, has_sglang_path
-from fuzz.targets.base import Target
 
-from .machine import DEFAULT_STEPS, RUNS, lifecycle_campaign
+if TYPE_CHECKING:
+    from hypothesis import settings as Settings
+
+    from fuzz.campaign.driver import CampaignResult
+    from fuzz.targets.base import Target
+
+# ``machine.DEFAULT_STEPS``, whose module imports Hypothesis; ``tests/test_cli.py`` holds the two equal.
+DEFAULT_STEPS = 50
 
 
 def register(subparsers: Any) -> None:
@@ -58,6 +61,14 @@ def report_bound(result: CampaignResult, out: TextIO) -> None:
 
 
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
+    from hypothesis import settings as Settings
+
+    from fuzz.campaign.execute import drive_campaigns, setup_campaign
+    from fuzz.findings.report import Command
+    from fuzz.run.sglang import WritePathMode, has_sglang_path
+
+    from .machine import RUNS
+
     s = setup_campaign(args, Command.LIFECYCLE)
     for target in s.targets:
         has_sglang_path(target, WritePathMode(args.write_path))  # asked for SGLang's own and it cannot: exit 2
@@ -89,6 +100,10 @@ def fuzz_lifecycle(
 ) -> CampaignResult:
     """The lifecycle campaign on one target (module level: a ``--jobs`` worker finds it by name); it has no
     covering set to share out."""
+    from fuzz.run.sglang import WritePathMode, has_sglang_path
+
+    from .machine import lifecycle_campaign
+
     mode = WritePathMode(options.get("write_path", "auto"))
     return lifecycle_campaign(
         target, hyp, steps=options["steps"], seed=seed, pins=pins, own_allocator=has_sglang_path(target, mode), **hooks

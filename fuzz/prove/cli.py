@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from allocator_model import algorithms as algo
-from allocator_model.pools import KVPool
-from fuzz.causes import root_causes
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import (
     TARGETS_HELP,
@@ -27,21 +24,18 @@ from fuzz.common.options import (
     read_baseline,
 )
 from fuzz.common.shards import WHOLE, Shard, parse_jobs
-from fuzz.findings import baseline
-from fuzz.findings.cause import Cause, causes_block
-from fuzz.findings.kinds import Property
-from fuzz.findings.output import Output
-from fuzz.findings.report import Command
-from fuzz.targets.base import Target, modeled_line
-from fuzz.targets.resolve import resolve_targets
 
-from .grid import ALL_ALGORITHMS, target_algorithms
-from .parallel import prove_in_parallel
-from .request import request
-from .result import NO_VIOLATION, ProveResult
-from .space import SPACES
-from .sweep import prove, require_device
-from .witness import confirm, witness_block
+if TYPE_CHECKING:
+    from fuzz.findings.cause import Cause
+    from fuzz.targets.base import Target
+
+    from .result import ProveResult
+
+# Light copies for the parser (``--help`` imports no torch or Hypothesis; ``tests/test_cli.py`` holds each equal
+# to its home): ``grid.ALL_ALGORITHMS``, the names of ``space.SPACES``, the values of ``allocator_model.pools.KVPool``.
+ALL_ALGORITHMS = "all"
+SPACE_NAMES = ("full", "small", "tiny")
+POOL_KINDS = ("standard", "swa", "hisparse", "unified-mamba", "unified-mamba-swa", "unified-swa")
 
 WITNESS_ORIGIN = "witness"  # case files of witnesses are named apart from run's
 
@@ -60,7 +54,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--target", action="append", required=True, metavar="SPEC", help=TARGETS_HELP)
     p.add_argument(
         "--space",
-        choices=sorted(SPACES),
+        choices=SPACE_NAMES,
         default=None,
         help="full (default; small with --one-by-one on a real target) or small, tiny",
     )
@@ -113,24 +107,38 @@ def register(subparsers: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr, with the time left)")
 
 
-def pool_arg(text: str) -> KVPool:
-    """A kind of KV pool by its name (``unified-mamba``); argparse says which exist otherwise."""
-    try:
-        return KVPool(text.strip().lower())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"unknown kind of KV pool {text!r} (known: {', '.join(k.value for k in KVPool)})"
-        ) from None
+def pool_arg(text: str) -> str:
+    """A kind of KV pool by its name (``unified-mamba``; ``KVPool`` in the handler); argparse says which exist
+    otherwise."""
+    name = text.strip().lower()
+    if name not in POOL_KINDS:
+        raise argparse.ArgumentTypeError(f"unknown kind of KV pool {text!r} (known: {', '.join(POOL_KINDS)})")
+    return name
 
 
 def algorithm_arg(text: str) -> str | None:
     """``all``, ``none`` (speculation off) or an algorithm name, upper-cased."""
+    from allocator_model import algorithms as algo
+
     if text.strip().lower() == ALL_ALGORITHMS:
         return ALL_ALGORITHMS
     return algo.normalize(text)
 
 
 def cmd_prove(args: argparse.Namespace) -> ExitCode:
+    from fuzz.causes import root_causes
+    from fuzz.findings import baseline
+    from fuzz.findings.cause import causes_block
+    from fuzz.findings.output import Output
+    from fuzz.findings.report import Command
+    from fuzz.targets.resolve import resolve_targets
+
+    from .grid import target_algorithms
+    from .parallel import prove_in_parallel
+    from .request import request
+    from .sweep import prove, require_device
+    from .witness import confirm
+
     targets = resolve_targets(args.target)
     only = algorithm_arg(args.algorithm)
     if args.heatmap:
@@ -194,12 +202,16 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             judged[t.spec] = baseline.judge(causes.get(t.spec, []), known)
             print("\n".join(baseline.judged_lines(judged[t.spec])), file=out)
         if args.heatmap:
+            from allocator_model.pools import KVPool
+
             from .heatmap import pool_panels, write_heatmap
 
             label = "every algorithm" if only == ALL_ALGORITHMS else (only or "no speculation")
             md = write_heatmap(
                 args.heatmap,
-                pool_panels(result.pool_heat, f"{label} on {t.spec}", args.heatmap_pool),
+                pool_panels(
+                    result.pool_heat, f"{label} on {t.spec}", KVPool(args.heatmap_pool) if args.heatmap_pool else None
+                ),
                 axes=(result.space.page_sizes, result.space.dcp_sizes),
             )
             print(f"heatmap: {args.heatmap} (table: {md})", file=out)
@@ -229,6 +241,12 @@ def report_entry(r: ProveResult, shard: Shard | None = None, causes: list[Cause]
 
 def print_result(target: Target, r: ProveResult, out: TextIO) -> None:
     """What was checked, the groups with their counts and worst values, and each group's WITNESS block."""
+    from fuzz.findings.kinds import Property
+    from fuzz.targets.base import modeled_line
+
+    from .result import NO_VIOLATION
+    from .witness import witness_block
+
     print(f"== prove {target.spec}: {target.label}", file=out)
     modeled = modeled_line(target)
     if modeled:  # a real target: what it still takes from the model

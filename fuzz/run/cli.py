@@ -2,24 +2,24 @@
 
 Exit 0: no counterexample; 1: at least one (a case file per group); 2: bad
 input; 130: interrupted before anything was found.
+
+Light at import (its parser serves ``--help`` without torch or Hypothesis):
+the engines are imported by the functions that run them.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from hypothesis import settings as Settings
-
-from fuzz.campaign.driver import CampaignResult
-from fuzz.campaign.execute import drive_campaigns, setup_campaign
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options
-from fuzz.findings.report import Command
-from fuzz.targets.base import Target
 
-from .engine import campaign
-from .sglang import WritePathMode, has_sglang_path
+if TYPE_CHECKING:
+    from hypothesis import settings as Settings
+
+    from fuzz.campaign.driver import CampaignResult
+    from fuzz.targets.base import Target
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +34,11 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
+    from fuzz.campaign.execute import drive_campaigns, setup_campaign
+    from fuzz.findings.report import Command
+
+    from .sglang import WritePathMode, has_sglang_path
+
     s = setup_campaign(args, Command.RUN)
     mode = WritePathMode(args.write_path)
     for target in s.targets:
@@ -77,6 +82,8 @@ def fuzz_decode(
 ) -> CampaignResult:
     """The decode campaign on one target (module level: a ``--jobs`` worker finds it by name)."""
     from fuzz.prove.quick import proof_stage  # prove sits above run: the command layer hands it in
+
+    from .engine import campaign
 
     return campaign(
         target,

@@ -1,0 +1,53 @@
+"""The parsers of ``merge`` and ``advisory``: the commands that read what the others wrote (reports, case files).
+
+Light, as every command's parser is (``tests/test_cli.py``): their executors,
+``fuzz.merge`` and ``fuzz.causes.advisory``, import the findings model and
+the engines (torch, Hypothesis), and are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fuzz.common.options import DEFAULT_CASES_DIR, add_command
+
+
+def register(subparsers: Any) -> None:
+    merge = add_command(
+        subparsers,
+        "merge",
+        "combine the shards' reports (--shard I/N) into one",
+        (
+            "Combine run, lifecycle or prove reports of the shards of one campaign into one report: findings "
+            "deduplicated by group, counts summed, one case file per group. Exit 0: clean; 1: a finding; "
+            "2: bad input or, for prove, missing shards."
+        ),
+        "fuzz.merge:cmd_merge",
+    )
+    merge.add_argument("reports", nargs="+", metavar="REPORT.json", help="the shards' --json reports")
+    merge.add_argument(
+        "--cases-out",
+        default=DEFAULT_CASES_DIR,
+        metavar="DIR",
+        help=f"where each group's case file is copied (default {DEFAULT_CASES_DIR})",
+    )
+    merge.add_argument("--json", metavar="FILE", help="write the merged report")
+    merge.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write the summary as a Markdown code block no line can leave (for a CI job summary)",
+    )
+    advisory = add_command(
+        subparsers,
+        "advisory",
+        "write an upstream-ready issue (Markdown) per root cause of case files or reports",
+        "Write one Markdown advisory per root cause found in case files, directories of them, or JSON reports. "
+        "Exit 0: written; 1: no case reproduces; 2: bad input.",
+        "fuzz.causes.advisory:cmd_advisory",
+    )
+    advisory.add_argument(
+        "inputs", nargs="+", metavar="CASE-or-REPORT", help="case files, directories of them, reports"
+    )
+    advisory.add_argument(
+        "--out", default="advisories", metavar="DIR", help="where DIR/<cause>.md go (default advisories)"
+    )
