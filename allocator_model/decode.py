@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from torch import Tensor
 
 from . import algorithms as algo
 from .allocator import TokenToKVPoolAllocator
+from .compat import StrEnum
 from .config import ServingConfig, SpecRuntime
 from .guards import Guard
 from .numeric import Int, full_like, maximum, or_one, where

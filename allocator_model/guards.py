@@ -6,7 +6,7 @@ A leaf module (no torch): the findings layer parses guard names against
 
 from __future__ import annotations
 
-from enum import StrEnum
+from .compat import StrEnum
 
 
 class Guard(StrEnum):

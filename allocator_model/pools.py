@@ -55,8 +55,7 @@ stub is not a CUDA deployment.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
+from .compat import StrEnum
 from .numeric import Int
 
 

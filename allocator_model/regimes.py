@@ -11,12 +11,12 @@ proof a block at a time).
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import torch
 
 from . import algorithms as algo
+from .compat import StrEnum
 from .config import ServingConfig
 from .numeric import Int, where
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import torch
 
 from .allocator import FreeProblem
+from .compat import StrEnum
 from .config import SpecRuntime
 from .decode import Req, RowWrite, WritePath
 from .req_to_token import GUARD

@@ -8,10 +8,10 @@ was compared with, and anything else is one line naming the field.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from . import algorithms as algo
+from .compat import StrEnum
 from .pools import KVPool
 
 

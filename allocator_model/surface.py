@@ -24,9 +24,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
+from .compat import StrEnum
 from .config import ServingConfig, SpecRuntime
 from .pools import KVPool, pool_alloc_page
 

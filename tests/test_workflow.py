@@ -168,3 +168,25 @@ def test_the_readme_says_what_each_job_runs():
                 assert marker in described[name], (name, marker)
             if "pytest" in step.get("run", "") and " -m " not in step["run"]:
                 assert "python -m pytest -n auto --dist worksteal" in described[name], name
+
+
+def test_the_suite_runs_on_every_python_requires_python_allows_up_to_3_12():
+    """SGLang supports 3.10 to 3.12: the pull-request job runs the suite on each Python from requires-python's floor
+    to 3.12, the classifiers name the same ones, and every other job stays on one Python (3.11)."""
+    from packaging.specifiers import SpecifierSet
+
+    pyproject = Path(ROOT, "pyproject.toml").read_text()
+    (requires,) = re.findall(r'^requires-python = "([^"]+)"', pyproject, re.M)
+    wanted = [f"3.{minor}" for minor in range(6, 13) if f"3.{minor}" in SpecifierSet(requires)]
+    assert wanted[0] == "3.10" and wanted[-1] == "3.12", requires
+    assert re.findall(r'"Programming Language :: Python :: (3\.\d+)"', pyproject) == wanted
+    jobs = workflow()["jobs"]
+    tests = jobs["pull-request"]
+    assert tests["strategy"]["matrix"]["python"] == wanted and tests["strategy"]["fail-fast"] is False
+    for name, job in jobs.items():
+        (setup,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python")]
+        assert setup["with"]["python-version"] == ("${{ matrix.python }}" if job is tests else "3.11"), name
+    suite = [s for s in tests["steps"] if s.get("run", "").startswith("python -m pytest")]
+    assert suite and all("if" not in s for s in suite)  # the suite on every Python of the matrix
+    upload = next(s for s in tests["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
+    assert "matrix.python" in upload["with"]["name"]  # one artifact per Python: upload-artifact@v4 refuses a name twice

@@ -38,6 +38,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as Settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from allocator_model.compat import BaseExceptionGroup  # novermin (on 3.10 the backport Hypothesis raises)
 from fuzz.common import interrupts
 from fuzz.common.profiles import database_dir
 from fuzz.findings.baseline import Judged

@@ -11,8 +11,9 @@ one JSON shape (``Cause.to_json``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
+
+from allocator_model.compat import StrEnum
 
 from .kinds import Signature
 

@@ -11,8 +11,8 @@ file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
+from allocator_model.compat import StrEnum
 from allocator_model.guards import Guard
 from allocator_model.pools import KVPool
 from allocator_model.regimes import REGIMES, Regime, moved_regime, regime, regime_codes

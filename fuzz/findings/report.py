@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-from enum import StrEnum
 from typing import Any
 
+from allocator_model.compat import StrEnum
 from fuzz.common.files import write_atomically
 
 REPORT_SCHEMA = "kvrow-fuzz/report"

@@ -17,13 +17,13 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from allocator_model import closed_form as cf
+from allocator_model.compat import StrEnum
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve, write_path
 from allocator_model.numeric import Int, full_like, where

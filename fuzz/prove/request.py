@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection
 from dataclasses import dataclass
-from enum import StrEnum
 
+from allocator_model.compat import StrEnum
 from allocator_model.pools import KVPool
 from fuzz.common.shards import WHOLE, Shard
 from fuzz.targets.base import Target

@@ -40,7 +40,9 @@ def traced_growth_kinds(
     sample that disagrees (counted in ``stats.diverged``), or more paths than
     tracing follows, sends every pair to plain calls.
     """
-    known = {j: sizing.growth_memo[(path, *pr)] for j, pr in enumerate(pairs) if (path, *pr) in sizing.growth_memo}
+    # the key made outside the subscript: mypy reads ``memo[(path, *pr)]`` as 3.11's ``memo[path, *pr]``
+    keys = [(path, *pr) for pr in pairs]
+    known = {j: sizing.growth_memo[key] for j, key in enumerate(keys) if key in sizing.growth_memo}
     todo = [j for j in range(len(pairs)) if j not in known]
     kinds: list[Growth] = [known.get(j, Growth.OTHER) for j in range(len(pairs))]
     if not todo:

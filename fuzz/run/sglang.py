@@ -15,9 +15,9 @@ a finding's case on SGLang's path and says what it did there.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any
 
+from allocator_model.compat import StrEnum
 from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation, scenario_problem
 from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.errors import BadInput

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 
+from allocator_model.compat import StrEnum
 from allocator_model.revisions import REFERENCE, Revision
 from allocator_model.sizing import ModelSizing
 from allocator_model.surface import DECODE_STEPS, Provenance, Surface

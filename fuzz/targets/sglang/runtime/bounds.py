@@ -31,6 +31,8 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from allocator_model.compat import code_qualname
+
 DEFAULT_SECONDS = 60.0
 
 
@@ -42,7 +44,7 @@ def _innermost(frame: types.FrameType | None, known: Callable[[str], str | None]
     while frame is not None:
         module = known(frame.f_code.co_filename)
         if module is not None:
-            return f"{frame.f_code.co_qualname} ({module} line {frame.f_lineno})"
+            return f"{code_qualname(frame.f_code)} ({module} line {frame.f_lineno})"
         frame = frame.f_back
     return "no SGLang function (the harness)"
 
@@ -129,10 +131,10 @@ class Entered:
             hit = self._filenames[filename] = self._known(filename) is not None
         if not hit or code.co_name.startswith("<"):
             return
-        key = (filename, code.co_qualname)
-        if key not in self._seen:
-            self._seen.add(key)
-            self.names.append(code.co_qualname)
+        name = code_qualname(code)
+        if (filename, name) not in self._seen:
+            self._seen.add((filename, name))
+            self.names.append(name)
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[None]:

@@ -32,6 +32,7 @@ import linecache
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from allocator_model.compat import code_qualname
 from allocator_model.config import ServingConfig, SpecRuntime
 
 from ..stubs import StandInMissing
@@ -126,7 +127,7 @@ def _failed(exc: BaseException, runtime: Any) -> str:
         return type(exc).__name__
     code = last.tb_frame.f_code
     statement = linecache.getline(code.co_filename, last.tb_lineno).strip()
-    return f"{statement} ({code.co_qualname}, {runtime.loader.sglang_name(code.co_filename)} line {last.tb_lineno})"
+    return f"{statement} ({code_qualname(code)}, {runtime.loader.sglang_name(code.co_filename)} line {last.tb_lineno})"
 
 
 def release_request(runtime: Any, cfg: ServingConfig, req: RequestStandIn, rows: Rows, allocator: Any) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from allocator_model.compat import code_qualname
 from allocator_model.config import ServingConfig, SpecRuntime
 
 from ...base import TargetError
@@ -116,7 +117,7 @@ def _innermost(exc: BaseException, runtime: SGLangRuntime) -> tuple[str, str, in
     while tb is not None:
         module = runtime.loader.sglang_name(tb.tb_frame.f_code.co_filename)
         if module is not None:
-            found = (module, tb.tb_frame.f_code.co_qualname, tb.tb_lineno)
+            found = (module, code_qualname(tb.tb_frame.f_code), tb.tb_lineno)
         tb = tb.tb_next
     return found
 
