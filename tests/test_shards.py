@@ -287,3 +287,20 @@ def test_jobs_2_finds_the_groups_of_jobs_1_one_case_file_each(tmp_path, monkeypa
     assert t["jobs"] == 2 and len(set(t["seeds"])) == 2 and t["examples"] > 0
     assert all(f["repro"] and os.path.isfile(f["repro"].split()[4]) for f in t["findings"])
     assert isinstance(Stream(0, 1, 7, 1).cover_part, tuple)
+
+
+def test_p25_a_proof_with_a_shard_missing_that_found_something_exits_1_and_names_the_gap(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """What the README states: the findings stand (exit 1), the missing shard is named on stderr; with nothing
+    found the same merge is exit 2 (the other test above): a lost shard may hold a finding, never "clean"."""
+    monkeypatch.chdir(tmp_path)
+    sig = "write-within-row/alloc-page-1"
+    (tmp_path / "c.json").write_text(_case_text(sig, target="reference@sglang-0.5.18"))
+    entry = {"target": "reference@sglang-0.5.18", "status": "counterexample", "seconds": 1, "space": "tiny"}
+    entry |= {"method": "m", "configurations": 3, "shard": "1/2", "findings": [_finding(sig, "c.json", worst=1)]}
+    p1 = _report(tmp_path / "p1.json", "prove", [entry])
+    assert main(["merge", p1, "--cases-out", "out"]) == 1
+    captured = capsys.readouterr()
+    assert "missing reference@sglang-0.5.18: 2/2" in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert "missing shards: 2/2" in captured.out

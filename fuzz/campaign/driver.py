@@ -323,9 +323,14 @@ def run_campaign(
                         break
         except KeyboardInterrupt:
             result.interrupted = True
-            for sig, f in list(tracker.latest.items()):
-                if sig not in tracker.found:
+            pending = [f for sig, f in tracker.latest.items() if sig not in tracker.found]
+            try:
+                for f in list(pending):
                     keep(hunt.finish(f))
+                    pending.remove(f)
+            except KeyboardInterrupt:  # a second signal while shrinking: keep the rest as the search met them
+                for f in pending:
+                    keep(f)
     result.examples = progress.examples
     result.seconds = time.monotonic() - progress.started
     result.stats = hunt.stats()

@@ -23,6 +23,7 @@ from typing import Any, TextIO, TypedDict
 from hypothesis import settings as Settings
 
 from fuzz.causes import root_causes
+from fuzz.common import interrupts
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins, read_baseline
 from fuzz.common.shards import WHOLE, Shard
@@ -185,27 +186,46 @@ def drive_campaigns(
 
         report_so_far()
         job = CampaignJob(fuzz, target.spec, args.sglang_version, setup.profile, setup.pins, options or {}, args.cases)
-        result = fuzz_target(target, setup, job, command, met, final, on_progress)
-        results.append(result)
-        if result.error:
-            print(f"ERROR {target.spec}: {result.error}", file=out)
-        if result.findings and not result.interrupted:
-            result.causes = root_causes(target, result.findings)
-            print(causes_block(target.spec, result.causes), file=out, flush=True)
-        if setup.baseline is not None and not result.interrupted:
-            result.baseline = baseline.judge(result.causes, setup.baseline)
-            print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
-        if after:
-            after(result, out)
-        if result.interrupted:
+        try:
+            result = fuzz_target(target, setup, job, command, met, final, on_progress)
+            results.append(result)
+            conclude(target, result, setup, out, after)
+        except KeyboardInterrupt:  # a signal the campaign did not take (a second Ctrl-C): what is on disk stands
+            if not results or results[-1].target != target.spec:
+                results.append(in_progress(target, found, started, examples))
+            results[-1].interrupted = True
+        if results[-1].interrupted:
             print("interrupted: reporting what was found so far", file=out)
             break
-    setup.output.report([r.to_json() for r in results])
-    setup.output.sarif_log(
-        (f for r in results for f in r.findings), setup.targets, {r.target: r.causes for r in results}
-    )
-    print(summary_table(results), file=out)
+    with interrupts.shielded():  # what was found is written, however many signals come now
+        setup.output.report([r.to_json() for r in results])
+        setup.output.sarif_log(
+            (f for r in results for f in r.findings), setup.targets, {r.target: r.causes for r in results}
+        )
+        print(summary_table(results), file=out, flush=True)
     return exit_status(results, setup.strict)
+
+
+def conclude(
+    target: Target,
+    result: CampaignResult,
+    setup: CampaignSetup,
+    out: TextIO,
+    after: Callable[[CampaignResult, TextIO], None] | None,
+) -> None:
+    """After a target's campaign: its root causes, the baseline's verdict on them, the command's own lines.
+
+    Skipped when the campaign was interrupted (the causes are replays: a stopped run reports what it met)."""
+    if result.error:
+        print(f"ERROR {target.spec}: {result.error}", file=out)
+    if result.findings and not result.interrupted:
+        result.causes = root_causes(target, result.findings)
+        print(causes_block(target.spec, result.causes), file=out, flush=True)
+    if setup.baseline is not None and not result.interrupted:
+        result.baseline = baseline.judge(result.causes, setup.baseline)
+        print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
+    if after:
+        after(result, out)
 
 
 def fuzz_target(

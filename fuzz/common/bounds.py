@@ -34,6 +34,11 @@ REPLAY_OUTPUT = 1 << 20  # bytes a replay prints at the most (its story: a line 
 REPLAY_LINE_BYTES = 256  # what one line of a story may take (they average ~175)
 ADMIT = "admit"  # allocator_model.requests.Op.ADMIT, as text (this module imports no torch; a test holds them equal)
 ROW_HEADROOM_BOUND = 4096 + 2 * 1024 + 4  # W - C at the most: a page tail, twice the draft tokens, 4
+# The largest integer a target's sizing answer may be (a page, a length, a reserve, a row width): the longest
+# row this tool could need (LIMITS' context_len, a page tail at the largest allocator page, page_size x
+# attn_dcp_size, twice the most draft tokens, 4).  Past it the answer sizes no tensor here: a finding
+# (``sizing-out-of-range``), never a 26 TB allocation (tests/test_hostile_security.py holds it to LIMITS).
+MAX_SIZING_ANSWER = (1 << 20) + 4096 * 64 + 2 * 1024 + 4
 
 
 class _NotAConstant(Exception):

@@ -49,7 +49,7 @@ def check_output_file(path: str, what: str) -> None:
     _probe_directory(os.path.dirname(real) or ".", what)
 
 
-def write_atomically(path: str, text: str) -> None:
+def write_atomically(path: str, text: str | bytes) -> None:
     """Write via a temporary file in the same directory and rename: readers see the old file or the new one.
 
     A symlink is written through (the link stays a link); a special file
@@ -65,7 +65,7 @@ def write_atomically(path: str, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o644 & ~umask)
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

@@ -7,6 +7,10 @@ goes on.  So while a campaign runs (``deferred``), a signal only sets a flag,
 and the campaign raises KeyboardInterrupt at its next example
 (``raise_if_requested``), where it always propagates.  A second signal
 interrupts at once; outside a campaign a signal interrupts at once.
+
+Writing what was found (``shielded``) is never interrupted: a signal then
+only sets the flag, however many arrive, so a second Ctrl-C after findings
+still leaves the report and the SARIF log on disk.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from types import FrameType
 
 class _State:
     deferred = 0
+    shielded = 0
     requested = False
 
 
 def handler(signum: int, frame: FrameType | None) -> None:
+    if _State.shielded:
+        _State.requested = True
+        return
     if _State.deferred and not _State.requested:
         _State.requested = True
         return
@@ -54,3 +62,19 @@ def deferred() -> Iterator[None]:
         _State.deferred -= 1
         if not _State.deferred:
             _State.requested = False
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """Signals during the block (a few writes: the report, the SARIF log) only set the flag, however many;
+    ``requested()`` afterwards tells whether one came."""
+    _State.shielded += 1
+    try:
+        yield
+    finally:
+        _State.shielded -= 1
+
+
+def requested() -> bool:
+    """Whether a signal is waiting to be taken (``raise_if_requested``)."""
+    return _State.requested

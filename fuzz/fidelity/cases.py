@@ -26,6 +26,7 @@ from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.pools import KVPool
 from allocator_model.revisions import Revision
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
+from fuzz.common import interrupts
 from fuzz.common.bounds import ROW_HEADROOM_BOUND
 from strategies import space
 from strategies.configs import serving_configs
@@ -166,6 +167,7 @@ def sample_cases(
     seen: set[ServingConfig] = set()
     i = 0
     while len(cases) < n and i < DRAWS_PER_CASE * max(n, 1):
+        interrupts.raise_if_requested()  # a safe point between draws (a no-op unless a signal is pending)
         cfg = stream.draw(i)
         i += 1
         if cfg is None or cfg in seen or revision.refuses(cfg) is not None:

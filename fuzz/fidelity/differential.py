@@ -51,6 +51,7 @@ from allocator_model.pools import KVPool
 from allocator_model.revisions import REVISIONS, Revision
 from allocator_model.sizing import ModelSizing
 from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface, entries
+from fuzz.common import interrupts
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation, sizing_raised
@@ -166,10 +167,13 @@ class FidelityResult:
     kinds: dict[KVPool, KindTally] = field(default_factory=dict)  # in KVPool order
     # The decode write path against SGLang's own, per kind (``writepath``); empty: not compared (no SGLang path).
     write_path: dict[KVPool, PathTally] = field(default_factory=dict)
+    interrupted: bool = False  # a signal stopped it: what it compared and found by then
 
     @property
     def status(self) -> Status:
-        return Status.COUNTEREXAMPLE if self.findings else Status.CLEAN
+        if self.findings:
+            return Status.COUNTEREXAMPLE
+        return Status.INTERRUPTED if self.interrupted else Status.CLEAN
 
     def kinds_text(self) -> str:
         """Per kind, the agreeing configurations of those compared: ``standard 10000/10000, swa 9998/10000``."""
@@ -227,12 +231,18 @@ def _minimal(
     try:
         found: FidelityCase = find(
             fidelity_cases(tuple(sorted(algorithms, key=str)), model.revision, kind),
-            lambda c: any(v.signature == signature for v in disagreements(real, model, c)),
+            lambda c: _at_a_safe_point() and any(v.signature == signature for v in disagreements(real, model, c)),
             settings=Settings(_settings(2_000), phases=[Phase.generate, Phase.shrink]),
         )
         return found
     except NoSuchExample:
         return first
+
+
+def _at_a_safe_point() -> bool:
+    """Take a pending signal here (``fuzz.common.interrupts``), between two comparisons; True to go on."""
+    interrupts.raise_if_requested()
+    return True
 
 
 def fidelity(
@@ -265,44 +275,56 @@ def fidelity(
     started = time.monotonic()
     algorithms = revision.algorithms & target.revision.algorithms  # what both sides size (main has no UNO branch)
     kinds = [k for k in KVPool if k in revision.pools and k in target.revision.pools]
-    if per_kind is None:
-        pools: list[tuple[KVPool | None, list[FidelityCase]]] = [(None, sample_cases(revision, algorithms, configs))]
-    else:
-        released = {k: target.revision.pool_algorithms(k) for k in kinds}  # what the release itself runs there
-        pools = [(k, sample_cases(revision, algorithms & released[k], per_kind, kind=k)) for k in kinds]
     first: dict[Signature, tuple[int, FidelityCase, KVPool | None]] = {}
-    found_at = 0
-    for kind, pool in pools:
-        for case in pool:
-            tally = result.kinds.setdefault(case.config.kv_pool, KindTally())
-            tally.configs += 1
-            found = disagreements(real, model, case)
-            tally.agree += not found
-            for v in found:
-                first.setdefault(v.signature, (found_at, case, kind))
-            found_at += 1
-    result.kinds = {k: result.kinds[k] for k in KVPool if k in result.kinds}
-    for sig in sorted(first, key=str):
-        at, pool_case, kind = first[sig]
-        case = _minimal(real, model, sig, algorithms, pool_case, kind)
-        v = next(v for v in disagreements(real, model, case) if v.signature == sig)  # sizing-raised: one per function
-        result.findings.append(
-            Finding(
-                CaseKind.FIDELITY,
-                target.spec,
-                v,
-                case.config,
-                case.to_dict(),
-                found_at=at,
-                revision=revision,
+    with interrupts.deferred():  # a signal is taken between two draws or comparisons, never lost in a gc callback
+        try:
+            if per_kind is None:
+                pools: list[tuple[KVPool | None, list[FidelityCase]]] = [
+                    (None, sample_cases(revision, algorithms, configs))
+                ]
+            else:
+                released = {k: target.revision.pool_algorithms(k) for k in kinds}  # what the release runs there
+                pools = [(k, sample_cases(revision, algorithms & released[k], per_kind, kind=k)) for k in kinds]
+            _compare(real, model, pools, result, first)
+        except KeyboardInterrupt:
+            result.interrupted = True
+        result.kinds = {k: result.kinds[k] for k in KVPool if k in result.kinds}
+        for sig in sorted(first, key=str):
+            at, pool_case, kind = first[sig]
+            try:
+                case = pool_case if result.interrupted else _minimal(real, model, sig, algorithms, pool_case, kind)
+            except KeyboardInterrupt:  # stopped while shrinking: this group and the rest as the sample met them
+                result.interrupted, case = True, pool_case
+            v = next(v for v in disagreements(real, model, case) if v.signature == sig)  # sizing-raised: one each
+            result.findings.append(
+                Finding(CaseKind.FIDELITY, target.spec, v, case.config, case.to_dict(), found_at=at, revision=revision)
             )
-        )
-    result.configs = found_at
-    if write_path_steps and has_sglang_path(target) and revision is target.revision:
+    if write_path_steps and has_sglang_path(target) and revision is target.revision and not result.interrupted:
         result.write_path, mismatches = write_path_fidelity(target, write_path_steps)
         result.findings += mismatches
     result.seconds = time.monotonic() - started
     return result
+
+
+def _compare(
+    real: Surface,
+    model: ModelSizing,
+    pools: list[tuple[KVPool | None, list[FidelityCase]]],
+    result: FidelityResult,
+    first: dict[Signature, tuple[int, FidelityCase, KVPool | None]],
+) -> None:
+    """Compare every case of every pool, counting in ``result`` (its configs, each kind's agreement) and keeping
+    each group's first case in ``first``: what a signal leaves stays counted."""
+    for kind, pool in pools:
+        for case in pool:
+            _at_a_safe_point()
+            tally = result.kinds.setdefault(case.config.kv_pool, KindTally())
+            found = disagreements(real, model, case)
+            tally.configs += 1
+            tally.agree += not found
+            for v in found:
+                first.setdefault(v.signature, (result.configs, case, kind))
+            result.configs += 1
 
 
 # -- replay -------------------------------------------------------------------

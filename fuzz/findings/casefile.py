@@ -35,6 +35,20 @@ class CaseFileError(Exception):
     """A case file that cannot be read or does not describe a case."""
 
 
+# The fields a case file may hold, as ``document`` writes them (``case.schema.json`` says the same, with
+# ``additionalProperties: false``; tests/test_schemas.py holds the two equal): an unknown field is refused, not
+# carried along, so a case file means exactly what this tool reads from it.
+REQUIRED_FIELDS = ("schema", "schema_version", "kind", "target", "property", "config", "case")
+TEXT_FIELDS = ("message", "reached_by", "sglang")  # strings when present
+FIELDS = frozenset((*REQUIRED_FIELDS, "signature", *TEXT_FIELDS, "revision"))
+# The fields of each kind's "case" object (its replayer reads no others).
+CASE_FIELDS: dict[CaseKind, frozenset[str]] = {
+    CaseKind.DECODE: frozenset({"committed_len", "num_steps", "prior", "device_lag"}),
+    CaseKind.LIFECYCLE: frozenset({"steps"}),
+    CaseKind.FIDELITY: frozenset({"lens"}),
+}
+
+
 @dataclass(frozen=True)
 class Replay:
     """A replay's verdict: whether the case's failure reproduced, as which group, and the story to print."""
@@ -138,19 +152,29 @@ def load_document(path: str) -> dict[str, Any]:
 
 
 def validate_document(doc: Any, where: str) -> dict[str, Any]:
+    """``doc`` itself if it is a case file this tool reads, field by field as ``case.schema.json`` states it
+    (no unknown field, exact types: ``schema_version`` the integer 1, never ``true``); CaseFileError otherwise."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise CaseFileError(f'{where} is not a kvrow-fuzz case file (no "schema": "{SCHEMA}")')
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise CaseFileError(
-            f"{where} has schema_version {doc.get('schema_version')!r}; this tool reads {SCHEMA_VERSION}"
-        )
-    for key in ("kind", "target", "property", "config", "case"):
+    version = doc.get("schema_version")
+    if type(version) is not int or version != SCHEMA_VERSION:
+        raise CaseFileError(f"{where} has schema_version {version!r:.40}; this tool reads {SCHEMA_VERSION}")
+    for key in REQUIRED_FIELDS:
         if key not in doc:
             raise CaseFileError(f"{where} is missing the field {key!r}")
-    if case_kind(doc) is None:
+    unknown = sorted(k for k in doc if k not in FIELDS)
+    if unknown:
+        raise CaseFileError(f"{where} has unknown field {unknown[0]!r:.60} (known: {', '.join(sorted(FIELDS))})")
+    kind = case_kind(doc)
+    if kind is None:
         raise CaseFileError(f"{where} has unknown kind {doc['kind']!r} (known: {', '.join(k.value for k in CaseKind)})")
     if not isinstance(doc["target"], str) or not doc["target"].strip():
         raise CaseFileError(f'{where}: "target" must be a target spec string, got {doc["target"]!r}')
+    for key in TEXT_FIELDS:
+        if key in doc and not isinstance(doc[key], str):
+            raise CaseFileError(f'{where}: "{key}" must be a string, got {doc[key]!r:.60}')
+    if "revision" in doc and kind is not CaseKind.FIDELITY:
+        raise CaseFileError(f'{where}: "revision" belongs to a fidelity case, not a {kind.value} case')
     try:
         Property(doc["property"])
     except (ValueError, TypeError):
@@ -159,13 +183,19 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
         ) from None
     if "signature" in doc:
         try:
-            sig = Signature.parse(doc["signature"]) if isinstance(doc["signature"], str) else None
+            sig = Signature.parse(doc["signature"])
         except ValueError:
             sig = None
         if sig is None or sig.prop != doc["property"]:
             raise CaseFileError(f"{where} has signature {doc['signature']!r}, not {doc['property']}/GROUP")
     if not isinstance(doc["config"], dict) or not isinstance(doc["case"], dict):
         raise CaseFileError(f'{where}: "config" and "case" must be JSON objects')
+    stray = sorted(k for k in doc["case"] if k not in CASE_FIELDS[kind])
+    if stray:
+        raise CaseFileError(
+            f'{where}: unknown field {stray[0]!r:.60} in a {kind.value} "case" '
+            f"(known: {', '.join(sorted(CASE_FIELDS[kind]))})"
+        )
     return doc
 
 

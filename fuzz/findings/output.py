@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from fuzz.common.errors import ExitCode
 from fuzz.common.files import write_atomically
@@ -24,6 +24,8 @@ from . import casefile
 from .cause import Cause
 from .model import Finding
 from .report import Command, report_document
+
+T = TypeVar("T")
 
 
 def write_failed(path: str, what: str, error: BaseException) -> None:
@@ -72,7 +74,19 @@ class Output:
 
     def write(self, path: str, text: str, what: str) -> bool:
         """Any other output file, atomically."""
-        return self._count(guarded(path, what, lambda: write_atomically(path, text)))
+
+        def put() -> bool:
+            write_atomically(path, text)
+            return True
+
+        return self.attempt(path, what, put) is not None
+
+    def attempt(self, path: str, what: str, write: Callable[[], T]) -> T | None:
+        """What ``write`` returns, having put an output on disk itself (atomically: a heatmap and its table);
+        None, with one line on stderr, if it could not."""
+        done: list[T] = []
+        ok = self._count(guarded(path, what, lambda: done.append(write())))
+        return done[0] if ok else None
 
     def report(self, entries: list[dict[str, Any]], **fields: Any) -> None:
         """``--json``: the shared report (rewritten whole each time)."""

@@ -207,14 +207,13 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             from .heatmap import pool_panels, write_heatmap
 
             label = "every algorithm" if only == ALL_ALGORITHMS else (only or "no speculation")
-            md = write_heatmap(
-                args.heatmap,
-                pool_panels(
-                    result.pool_heat, f"{label} on {t.spec}", KVPool(args.heatmap_pool) if args.heatmap_pool else None
-                ),
-                axes=(result.space.page_sizes, result.space.dcp_sizes),
+            panels = pool_panels(
+                result.pool_heat, f"{label} on {t.spec}", KVPool(args.heatmap_pool) if args.heatmap_pool else None
             )
-            print(f"heatmap: {args.heatmap} (table: {md})", file=out)
+            axes = (result.space.page_sizes, result.space.dcp_sizes)
+            md = output.attempt(args.heatmap, "the heatmap", lambda: write_heatmap(args.heatmap, panels, axes=axes))  # noqa: B023
+            if md is not None:
+                print(f"heatmap: {args.heatmap} (table: {md})", file=out)
     entries = [report_entry(r, args.shard, causes.get(r.target, [])) for r in results]
     for entry in entries:
         if entry["target"] in judged:

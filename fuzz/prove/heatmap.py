@@ -78,9 +78,11 @@ def pool_panels(pool_heat: dict[KVPool, Heat], title: str, pool: KVPool | None =
     return [(f"{title}, kv_pool {k.value}", pool_heat[k]) for k in kinds]
 
 
-def render_png(path: str, panels: Panels, axes: Axes | None = None) -> None:
-    """Draw the heatmaps into ``path``, one panel per kind of pool: columns page_size, rows attn_dcp_size, each
-    cell its min slack."""
+def render_png(panels: Panels, axes: Axes | None = None) -> bytes:
+    """The heatmaps as a PNG, one panel per kind of pool: columns page_size, rows attn_dcp_size, each cell its
+    min slack.  Drawn in memory: the file is then written whole or not at all (never a 0-byte PNG)."""
+    import io
+
     from matplotlib.figure import Figure
 
     pages, dcps = _axes({c: v for _, heat in panels for c, v in heat.items()}, axes)
@@ -88,7 +90,9 @@ def render_png(path: str, panels: Panels, axes: Axes | None = None) -> None:
     fig = Figure(figsize=(width, height * len(panels)), layout="constrained")
     for n, (title, heat) in enumerate(panels, 1):
         _panel(fig, fig.add_subplot(len(panels), 1, n), heat, title, pages, dcps)
-    fig.savefig(path, format="png", dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    return png.getvalue()
 
 
 def _panel(fig: Any, ax: Any, heat: Heat, title: str, pages: list[int], dcps: list[int]) -> None:
@@ -135,6 +139,6 @@ def write_heatmap(path: str, panels: Panels, *, axes: Axes | None = None) -> str
     path. ``axes``: (page sizes, dcp sizes) to lay out; default: those in the heat."""
     md = os.path.splitext(path)[0] + ".md"
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    render_png(path, panels, axes)
+    write_atomically(path, render_png(panels, axes))
     write_atomically(md, "\n".join(markdown_table(heat, title, axes) for title, heat in panels))
     return md

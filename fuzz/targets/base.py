@@ -16,6 +16,10 @@ from allocator_model.revisions import REFERENCE, Revision
 from allocator_model.sizing import ModelSizing
 from allocator_model.surface import DECODE_STEPS, Provenance, Surface
 
+# What compiling or parsing a target's source can raise for a file that is no Python this tool can read (a null
+# byte: ValueError; nesting past the compiler's stack: MemoryError or RecursionError): a file that does not parse.
+UNPARSABLE: tuple[type[Exception], ...] = (SyntaxError, ValueError, MemoryError, RecursionError)
+
 
 class TargetError(Exception):
     """A target spec that cannot be resolved (bad name, missing file, no network...)."""

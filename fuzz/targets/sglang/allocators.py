@@ -56,6 +56,7 @@ from typing import Any
 
 from allocator_model.pools import ROW_BUILDERS, KVPool
 
+from ..base import UNPARSABLE
 from .builders import compiled
 from .private_imports import StandIns
 from .stubs import Published, StandInBag, StandInMissing
@@ -134,7 +135,7 @@ def extract_alloc_pages(
 def _parse(source: Source) -> ast.Module | None:
     try:
         return ast.parse(source.text, source.where)
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         return None
 
 

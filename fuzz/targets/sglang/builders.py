@@ -44,6 +44,7 @@ from typing import Any
 
 from allocator_model.pools import KVPool
 
+from ..base import UNPARSABLE
 from .private_imports import StandIns, private_builtins
 from .stubs import Published, Unsupplied
 
@@ -93,7 +94,7 @@ def builder_lines(source: str) -> dict[KVPool, tuple[str, int]]:
     """Per kind with a builder of its own in ``source``: (Class.method, its ``def`` line); SARIF points there."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         return {}
     owner = {id(m): c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for m in c.body}
     return {
@@ -115,7 +116,7 @@ def extract_row_extras(
     """
     try:
         tree = ast.parse(source, filename)
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:
         return {}
     out: dict[KVPool, RowExtra] = {}
     for name, method in _methods(tree).items():

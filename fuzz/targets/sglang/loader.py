@@ -44,8 +44,10 @@ from allocator_model.surface import ALIGNED_LENS, ROW_GUARD, SIZING_ALLOC_PAGE, 
 
 from ..base import TargetError
 from .allocators import AllocPages, Source, extract_alloc_pages
+from .boundary import SIZING_SECONDS
 from .builders import RowExtra, builder_lines, extract_row_extras
 from .private_imports import StandIns, private_builtins
+from .runtime.bounds import SGLangTimeout, bounded
 from .stubs import Published, StandInMissing
 
 
@@ -208,6 +210,8 @@ def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
         raise TargetError(f"{origin}: syntax error at line {e.lineno}: {e.msg}") from None
     except ValueError as e:  # null bytes
         raise TargetError(f"{origin}: not Python source ({e})") from None
+    except (MemoryError, RecursionError) as e:  # nesting past the compiler's stack: no sizing file
+        raise TargetError(f"{origin}: does not compile ({type(e).__name__}: nested too deep)") from None
     published = Published()
     stand_ins = StandIns(published)
     namespace: dict[str, Any] = {
@@ -216,7 +220,12 @@ def load_sizing_module(source: str, origin: str, filename: str) -> SizingModule:
         "__builtins__": private_builtins(stand_ins),
     }
     try:
-        exec(code, namespace)  # noqa: S102 - running the target is the point
+        with bounded(
+            f"importing {origin}", SIZING_SECONDS, lambda name: "the sizing file" if name == filename else None
+        ):
+            exec(code, namespace)  # noqa: S102 - running the target is the point
+    except SGLangTimeout as e:
+        raise TargetError(f"{e}: a sizing file whose import never ends") from None
     except StandInMissing as e:
         raise TargetError(f"{origin} at import: {e}") from None
     except ImportError as e:

@@ -25,6 +25,7 @@ outcome itself.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib.util
@@ -51,8 +52,10 @@ from allocator_model.surface import (
 )
 
 from ..base import TargetCallError, TargetError
+from .boundary import RAISED_BY_TARGET, TARGET_BASE_EXCEPTIONS, TargetRaised, bounded_call, depth, out_of_range
 from .callers import Caller, Modeled, context, integer, raised_where
 from .loader import MODEL_CONFIG, PAGE_SIZE, Generation, SizingModule, server_args_parameter
+from .runtime.bounds import SGLangTimeout
 from .runtime.request import ReqAttributeMissing
 from .scenario import SGLangPath
 from .stubs import Bag, StandInMissing, Unsupplied
@@ -93,9 +96,21 @@ class RealSizing(Surface):
             absent = ABSENT_MEANS.get(entry.name)
             return absent(*args) if absent is not None else self._model.call(entry, *args)
         try:
-            return caller.run(*args) if not self._checked else self._checked_call(entry, caller, args)
+            with self._time_bound(entry, caller, args):
+                return caller.run(*args) if not self._checked else self._checked_call(entry, caller, args)
         except Modeled:
             return self._model.call(entry, *args)
+        except TARGET_BASE_EXCEPTIONS as e:  # the plain callers' too: never obeyed, passed on as what it raised
+            raise TargetRaised(f"{type(e).__name__}: {e}") from e
+        except SGLangTimeout as e:
+            raise TargetError(f"{e}: a sizing function that never returns") from None
+
+    def _time_bound(self, entry: Entry, caller: Caller, args: tuple[Any, ...]) -> Any:
+        """``SIZING_SECONDS`` on the outermost call into the sizing code (its inner calls share it); none on a
+        decode step, which SGLang's write path bounds itself."""
+        if entry.result is Result.RUN or depth():
+            return contextlib.nullcontext()
+        return bounded_call(caller.named(args), self.module.filename)
 
     def _checked_call(self, entry: Entry, caller: Caller, args: tuple[Any, ...]) -> Any:
         try:
@@ -106,7 +121,7 @@ class RealSizing(Surface):
             raise
         except ReqAttributeMissing as e:  # the file reads a request field its release's Req does not have: not a bug
             raise StandInMissing(f"{caller.named(args)}: {e}") from None
-        except Exception as e:  # noqa: BLE001 - whatever the real code raises is the finding
+        except RAISED_BY_TARGET as e:  # noqa: BLE001 - whatever the real code raises is the finding
             where = raised_where(self.module, caller, args, e)
             raise TargetCallError(f"{where} {type(e).__name__}: {e} {context(entry, args)}".replace("\n", " ")) from e
         return self._result(entry, caller, value, args)
@@ -136,6 +151,7 @@ class RealSizing(Surface):
             )
         if not integer(value):
             raise TargetCallError(f"{where} returned {value!r}, not an integer {context(entry, args)}")
+        out_of_range(where, value, context(entry, args))
         return value
 
     # -- the callers ------------------------------------------------------------------------------------

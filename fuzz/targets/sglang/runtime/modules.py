@@ -36,7 +36,7 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ...base import TargetError
+from ...base import UNPARSABLE, TargetError
 from ..stubs import StandInMissing
 from .inert import PRIVATE_PREFIX, InertModule
 from .tree import SourceTree
@@ -133,8 +133,9 @@ class Loader:
         filename = self.tree.register_source(member)
         try:
             code = compile(source, filename, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as e:
-            raise TargetError(f"{self.tree.origin}: {member} does not compile: {e}".splitlines()[0]) from None
+        except UNPARSABLE as e:
+            why = str(e) or type(e).__name__
+            raise TargetError(f"{self.tree.origin}: {member} does not compile: {why}".splitlines()[0]) from None
         private = f"{self.prefix}.{dotted}"
         module = types.ModuleType(private)
         module.__dict__.update(
