@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .defaults import PROFILES
 from .errors import BadInput, did_you_mean
 from .files import check_output_dir, check_output_file
 from .shards import parse_jobs, parse_shard
@@ -28,8 +29,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CASES_DIR = "fuzz-cases"
 PROG = "python -m fuzz"
-# ``fuzz.common.profiles.PROFILES``, whose module imports Hypothesis; ``tests/test_cli.py`` holds the two equal.
-PROFILE_NAMES = ("ci", "dev", "nightly")
+PROFILE_NAMES = PROFILES  # (``fuzz.common.defaults``: light, where fuzz.common.profiles imports Hypothesis)
 
 
 class Parser(argparse.ArgumentParser):

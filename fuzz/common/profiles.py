@@ -13,7 +13,8 @@ import os
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-PROFILES = ("ci", "dev", "nightly")
+from .defaults import PROFILES
+
 JOBS_EVERY_CORE = ("nightly",)  # profiles whose campaigns default to a worker per core (``--jobs``)
 DEFAULT_DATABASE = os.path.join(".hypothesis", "examples")
 

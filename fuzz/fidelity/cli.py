@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fuzz.common.defaults import FIDELITY_CONFIGS, WRITE_PATH_STEPS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir
 from fuzz.common.heartbeat import heartbeat
@@ -31,11 +32,11 @@ if TYPE_CHECKING:
     from .differential import FidelityResult
     from .matrix import Row
 
-# The engines' defaults, copied for the parser (``--help`` imports no torch or Hypothesis; ``tests/test_cli.py``
-# holds each equal to its home): ``differential.DEFAULT_CONFIGS``, ``writepath.DEFAULT_STEPS``,
-# ``matrix.DEFAULT_EXAMPLES`` and ``matrix.DEFAULT_OUT``.
-DEFAULT_CONFIGS = 10_000
-DEFAULT_STEPS = 1000
+# The engines' defaults, from their light home (``fuzz.common.defaults``), and, copied for the parser until
+# ``matrix`` imports them from there too (``tests/test_cli.py`` holds them equal): ``matrix.DEFAULT_EXAMPLES``
+# and ``matrix.DEFAULT_OUT``.
+DEFAULT_CONFIGS = FIDELITY_CONFIGS
+DEFAULT_STEPS = WRITE_PATH_STEPS
 DEFAULT_EXAMPLES = 300
 DEFAULT_OUT = "fuzz-matrix"
 

@@ -52,6 +52,7 @@ from allocator_model.revisions import REVISIONS, Revision
 from allocator_model.sizing import ModelSizing
 from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface, entries
 from fuzz.common import interrupts
+from fuzz.common.defaults import FIDELITY_CONFIGS
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation, sizing_raised
@@ -63,7 +64,7 @@ from .cases import FidelityCase, fidelity_cases, sample_cases
 from .writepath import PathTally, write_path_fidelity
 
 MODEL_MISMATCH = Property.MODEL_MISMATCH
-DEFAULT_CONFIGS = 10_000
+DEFAULT_CONFIGS = FIDELITY_CONFIGS
 
 
 def compared(real: Surface) -> list[Entry]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allocator_model.pools import KVPool
+from fuzz.common.defaults import WRITE_PATH_STEPS
 from fuzz.findings.model import Finding
 from fuzz.run.engine import check_scenario, decode_finding
 from fuzz.run.sglang import compared
@@ -29,7 +30,7 @@ from strategies import space
 
 from .cases import PreferringChooser
 
-DEFAULT_STEPS = 1000  # decode steps per kind of pool on SGLang's code
+DEFAULT_STEPS = WRITE_PATH_STEPS  # decode steps per kind of pool on SGLang's code
 DRAWS_PER_STEP = 20  # draws per wanted step before a kind's space counts as exhausted
 
 

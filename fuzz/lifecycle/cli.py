@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fuzz.common.defaults import LIFECYCLE_STEPS
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options, positive_int
 
@@ -21,8 +22,7 @@ if TYPE_CHECKING:
     from fuzz.campaign.driver import CampaignResult
     from fuzz.targets.base import Target
 
-# ``machine.DEFAULT_STEPS``, whose module imports Hypothesis; ``tests/test_cli.py`` holds the two equal.
-DEFAULT_STEPS = 50
+DEFAULT_STEPS = LIFECYCLE_STEPS  # ``fuzz.common.defaults``: the parser's and the machine's one home
 
 
 def register(subparsers: Any) -> None:

@@ -33,6 +33,7 @@ from allocator_model.config import ServingConfig
 from allocator_model.requests import Op
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.common.bounds import ReplayMeter
+from fuzz.common.defaults import LIFECYCLE_STEPS
 from fuzz.common.threads import one_torch_thread
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation, sizing_raised
@@ -42,7 +43,7 @@ from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, pre
 from .invariants import INVARIANTS, RowShadow, step_violations
 from .replay import first_violation, shorten
 
-DEFAULT_STEPS = 50  # Hypothesis' own stateful_step_count default
+DEFAULT_STEPS = LIFECYCLE_STEPS
 # State-machine runs per round by profile (each up to DEFAULT_STEPS steps).
 RUNS = {"ci": 100, "dev": 500, "nightly": 2000}
 

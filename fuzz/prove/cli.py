@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fuzz.common.defaults import ALL_ALGORITHMS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import (
     TARGETS_HELP,
@@ -32,8 +33,7 @@ if TYPE_CHECKING:
     from .result import ProveResult
 
 # Light copies for the parser (``--help`` imports no torch or Hypothesis; ``tests/test_cli.py`` holds each equal
-# to its home): ``grid.ALL_ALGORITHMS``, the names of ``space.SPACES``, the values of ``allocator_model.pools.KVPool``.
-ALL_ALGORITHMS = "all"
+# to its home): the names of ``space.SPACES``, the values of ``allocator_model.pools.KVPool``.
 SPACE_NAMES = ("full", "small", "tiny")
 POOL_KINDS = ("standard", "swa", "hisparse", "unified-mamba", "unified-mamba-swa", "unified-swa")
 

@@ -16,12 +16,11 @@ import torch
 from allocator_model import algorithms as algo
 from allocator_model import closed_form as cf
 from allocator_model.pools import KVPool
+from fuzz.common.defaults import ALL_ALGORITHMS
 from fuzz.common.shards import Shard
 from fuzz.targets.base import Target
 
 from .space import Space
-
-ALL_ALGORITHMS = "all"
 
 
 def target_algorithms(target: Target, only: str | None = ALL_ALGORITHMS) -> list[str | None]:

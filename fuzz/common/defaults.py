@@ -1,0 +1,11 @@
+"""The names and defaults a command's parser shows, in their one home: light (the engines import them from here,
+and so does the command line, which must not import the engines to print its help).
+"""
+
+from __future__ import annotations
+
+PROFILES = ("ci", "dev", "nightly")  # Hypothesis profiles (``fuzz.common.profiles`` builds their settings)
+LIFECYCLE_STEPS = 50  # steps per state-machine run at most: Hypothesis' own stateful_step_count default
+ALL_ALGORITHMS = "all"  # prove --algorithm: every speculative algorithm the target's release sizes
+FIDELITY_CONFIGS = 10_000  # fidelity: distinct configurations compared with the model
+WRITE_PATH_STEPS = 1000  # fidelity: decode steps per kind of pool on SGLang's own write path
