@@ -79,3 +79,19 @@ def test_the_case_files_fields_are_the_schemas():
     for kind in CaseKind:
         case = per_kind[kind.value]
         assert case["additionalProperties"] is False and set(case["properties"]) == CASE_FIELDS[kind], kind
+
+
+def test_a_fidelity_report_follows_the_strict_report_schema(tmp_path, capsys):
+    """Every top-level field a report carries is one the schema names (``additionalProperties: false``)."""
+    report = tmp_path / "f.json"
+    code = main(
+        ["fidelity", "--target", "reference@sglang-0.5.18", "--configs", "20", "--write-path-steps", "0"]
+        + ["--quiet", "--json", str(report), "--cases", str(tmp_path / "cases")]
+    )
+    capsys.readouterr()
+    doc = json.loads(report.read_text())
+    assert code == 0 and "configs" in doc
+    validate("report", doc)
+    for broken in ({**doc, "extra": 1}, {**doc, "schema_version": True}):
+        with pytest.raises(ValidationError):
+            validate("report", broken)
