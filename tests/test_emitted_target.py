@@ -16,7 +16,14 @@ import pytest
 from hypothesis import settings
 
 from fuzz.findings.casefile import Replay, load_document
-from fuzz.findings.regression import REGRESSIONS_DIR, TARGET_ENV, emit_test, replay_targets, reproduced_on
+from fuzz.findings.regression import (
+    POINT_AT_A_FIX,
+    REGRESSIONS_DIR,
+    TARGET_ENV,
+    emit_test,
+    replay_targets,
+    reproduced_on,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -60,18 +67,20 @@ def test_replay_targets_are_the_option_else_the_environment_else_the_case(monkey
 
 def test_the_failure_names_each_target_it_reproduces_on_only_when_several_ran():
     bad, good = Replay(True, ("FAILS x/y story",)), Replay(False, ("ok",))
-    assert reproduced_on({None: bad}) == "FAILS x/y story"
+    assert reproduced_on({None: bad}) == "FAILS x/y story" + POINT_AT_A_FIX
     assert reproduced_on({"reference": good}) == ""
     assert reproduced_on({"a": good, "b": good}) == ""
     several = reproduced_on({"a": bad, "b": good, "c": bad})
-    assert several == "--kvrow-target=a: reproduces\nFAILS x/y story\n--kvrow-target=c: reproduces\nFAILS x/y story"
+    both = "--kvrow-target=a: reproduces\nFAILS x/y story\n--kvrow-target=c: reproduces\nFAILS x/y story"
+    assert several == both + POINT_AT_A_FIX
+    assert "--kvrow-target=PATH@X.Y.Z" in POINT_AT_A_FIX and TARGET_ENV in POINT_AT_A_FIX
 
 
 def test_it_fails_on_its_own_target_and_on_the_buggy_release(emitted):
     for args in [(), ("--kvrow-target=sglang==0.5.18",)]:
         result = emitted(*args)
         result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines([f"*FAILS {SIGNATURE}*"])
+        result.stdout.fnmatch_lines([f"*FAILS {SIGNATURE}*", "*to check a fix: pytest --kvrow-target=PATH@X.Y.Z*"])
 
 
 def test_the_option_replays_it_on_the_fix(emitted, monkeypatch):

@@ -72,9 +72,18 @@ def replay_targets(config: Any) -> list[str | None]:
 def reproduced_on(replays: dict[str | None, Any]) -> str:
     """The story of every replay that reproduced, each headed by its target when several ran; "" when none did."""
     failed = {spec: r.text for spec, r in replays.items() if r.reproduced}
+    if not failed:
+        return ""
     if len(replays) == 1:
-        return "".join(failed.values())
-    return "\n".join(f"--kvrow-target={spec}: reproduces\n{text}" for spec, text in failed.items())
+        return "".join(failed.values()) + POINT_AT_A_FIX
+    return "\n".join(f"--kvrow-target={spec}: reproduces\n{text}" for spec, text in failed.items()) + POINT_AT_A_FIX
+
+
+# The last lines of an emitted test's failure: how to replay it on a fixed tree instead.
+POINT_AT_A_FIX = (
+    f"\n(to check a fix: pytest --kvrow-target=PATH@X.Y.Z, PATH a checkout of SGLang or its allocation_sizing.py,"
+    f" or ${TARGET_ENV}=PATH@X.Y.Z)"
+)
 
 
 def regression_test_name(doc: dict[str, Any]) -> str:

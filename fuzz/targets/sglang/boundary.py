@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from fuzz.common.bounds import MAX_SIZING_ANSWER
 
@@ -37,7 +37,7 @@ def depth() -> int:
 
 
 @contextlib.contextmanager
-def bounded_call(what: str, filename: str) -> Iterator[None]:
+def bounded_call(what: Callable[[], str], filename: str) -> Iterator[None]:
     """The time bound of one outermost sizing call (``runtime.bounds.bounded``), naming the running function."""
     _BOUND.depth += 1
     try:

@@ -110,7 +110,7 @@ class RealSizing(Surface):
         decode step, which SGLang's write path bounds itself."""
         if entry.result is Result.RUN or depth():
             return contextlib.nullcontext()
-        return bounded_call(caller.named(args), self.module.filename)
+        return bounded_call(lambda: caller.named(args), self.module.filename)
 
     def _checked_call(self, entry: Entry, caller: Caller, args: tuple[Any, ...]) -> Any:
         try:

@@ -65,6 +65,9 @@ def cache_dir() -> str:
     return os.path.join(base, "kvrow-fuzz", "wheels")
 
 
+WHEEL_PYTHON = "3.11"  # what pip download asks a release's wheel for: every release 0.5.13-0.5.23 supports it
+
+
 def cached_wheel(version: str, directory: str | None = None) -> str | None:
     found = sorted(glob.glob(os.path.join(directory or cache_dir(), f"sglang-{glob.escape(version)}-*.whl")))
     return found[0] if found else None
@@ -82,6 +85,10 @@ def _pip_download(version: str, directory: str) -> str:
             "--no-deps",
             "--only-binary",
             ":all:",
+            # The tool reads the wheel's source, never installs or runs it as a package: any Python the release
+            # supports will do (0.5.22+ require 3.11, which a Python 3.10 environment's pip would refuse).
+            "--python-version",
+            WHEEL_PYTHON,
             "--no-input",
             "--disable-pip-version-check",
             "--retries",

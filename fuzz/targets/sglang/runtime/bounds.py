@@ -49,9 +49,15 @@ def _innermost(frame: types.FrameType | None, known: Callable[[str], str | None]
     return "no SGLang function (the harness)"
 
 
+def _named(what: str | Callable[[], str]) -> str:
+    return what if isinstance(what, str) else what()
+
+
 @contextlib.contextmanager
-def bounded(what: str, seconds: float, known: Callable[[str], str | None]) -> Iterator[None]:
-    """Run the block with a time bound of ``seconds``; past it, ``SGLangTimeout`` naming the running function."""
+def bounded(what: str | Callable[[], str], seconds: float, known: Callable[[str], str | None]) -> Iterator[None]:
+    """Run the block with a time bound of ``seconds``; past it, ``SGLangTimeout`` naming the running function.
+
+    ``what``: the call, or a function naming it (worked out only when the bound is passed)."""
     if seconds <= 0:
         yield
         return
@@ -64,9 +70,9 @@ def bounded(what: str, seconds: float, known: Callable[[str], str | None]) -> It
 
 
 @contextlib.contextmanager
-def _alarm(what: str, seconds: float, known: Callable[[str], str | None]) -> Iterator[None]:
+def _alarm(what: str | Callable[[], str], seconds: float, known: Callable[[str], str | None]) -> Iterator[None]:
     def handler(signum: int, frame: types.FrameType | None) -> None:
-        raise SGLangTimeout(f"{what} ran past its {seconds:g}s bound, in {_innermost(frame, known)}")
+        raise SGLangTimeout(f"{_named(what)} ran past its {seconds:g}s bound, in {_innermost(frame, known)}")
 
     previous = signal.signal(signal.SIGALRM, handler)
     old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -80,7 +86,7 @@ def _alarm(what: str, seconds: float, known: Callable[[str], str | None]) -> Ite
 
 
 @contextlib.contextmanager
-def _watchdog(what: str, seconds: float) -> Iterator[None]:
+def _watchdog(what: str | Callable[[], str], seconds: float) -> Iterator[None]:
     """Off the main thread: a watcher injects the timeout into this thread, once, only while the block runs.
 
     The injection is never cleared with ``PyThreadState_SetAsyncExc(id, NULL)``: in CPython 3.11 that
@@ -94,7 +100,9 @@ def _watchdog(what: str, seconds: float) -> Iterator[None]:
 
     class _Timeout(SGLangTimeout):
         def __init__(self) -> None:
-            super().__init__(f"{what} ran past its {seconds:g}s bound (off the main thread: named by the caller)")
+            super().__init__(
+                f"{_named(what)} ran past its {seconds:g}s bound (off the main thread: named by the caller)"
+            )
 
     def watch() -> None:
         if not done.wait(seconds):
