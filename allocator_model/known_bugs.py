@@ -61,6 +61,7 @@ class KnownFix:
     fix: str  # the fix as the reference states it
     fields: tuple[str, ...]  # Revision fields reset to the reference's values
     entries: tuple[Entry, ...]  # the surface entries a real target's answers are replaced in
+    missing: str = ""  # the term the buggy formula lacks, where the catalog can name one ("": it does not)
 
     def applies(self, revision: Revision) -> bool:
         """Whether ``revision`` carries this bug (one of its fields differs from the reference)."""
@@ -76,6 +77,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "headroom = max(4 + Dmax, R + page - 1) whenever speculation is on, at every page",
         ("headroom", "headroom_page_tail"),
         (EXTRA_CONTEXT_LEN, ROW_WIDTH),
+        "the reserve term R + page - 1 of the headroom at allocator page 1",
     ),
     KnownFix(
         "alloc-page-dcp",
@@ -84,6 +86,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "page every sizing function at the allocator's page, page_size * attn_dcp_size (get_alloc_page_size)",
         ("alloc_page_with_dcp",),
         (SIZING_ALLOC_PAGE, ALLOC_LEN_PER_DECODE, ALLOC_RESERVE_PER_DECODE, EXTRA_CONTEXT_LEN, ROW_WIDTH),
+        "the attn_dcp_size factor of the allocator page",
     ),
     KnownFix(
         "tree-term",
@@ -92,6 +95,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "L = max(ceil((page - 1 + S) / page) * page * K, Dmax) for a paged tree; headroom R + page - 1",
         ("tree_alloc_len",),
         (ALLOC_LEN_PER_DECODE, ALLOC_RESERVE_PER_DECODE, EXTRA_CONTEXT_LEN, ROW_WIDTH),
+        "the page-duplicated tree term ceil((page - 1 + S) / page) * page * K",
     ),
     KnownFix(
         "page-aligned-growth",
@@ -100,6 +104,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "nxt = ceil_P(kv_committed_len + R) (page_aligned_decode_alloc_lens)",
         ("page_aligned_growth",),
         (ALIGNED_LENS,),
+        "the round-up of nxt to whole allocator pages",
     ),
     KnownFix(
         "dflash-page-rounding",
@@ -108,6 +113,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "round the DFLASH/DSPARK decode allocation up to the allocator page",
         ("dflash_page_rounded",),
         (),
+        "the round-up of the DFLASH/DSPARK reserve to the allocator page",
     ),
     KnownFix(
         "unified-rows",
@@ -116,6 +122,7 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "extra_max_context_len = get_req_to_token_extra_context_len() in each unified builder",
         ("narrow_rows",),
         (ROW_WIDTH,),
+        "the decode reserve's part of the headroom (R + page - 1): the builders add 4 + D only",
     ),
     KnownFix(
         "launch-shape-headroom",

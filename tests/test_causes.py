@@ -105,6 +105,17 @@ def test_the_causes_block_lists_each_cause_once_worst_first():
     assert block.startswith("ROOT CAUSES on reference@sglang-0.5.23: 2 cause(s)")
     assert block.count("#33579: the row headroom") == 1
     assert "needs both (with #33579)" in block
+    assert block.count("     missing: ") == 2  # the catalog names the term each lacks
+    assert "missing: the reserve term R + page - 1 of the headroom at allocator page 1" in block
+
+
+def test_a_cause_names_the_missing_term_only_where_the_catalog_states_it():
+    from fuzz.findings.cause import Cause, CauseKind
+
+    stated = [k for k in KNOWN_FIXES if k.missing]
+    assert {k.key for k in stated} >= {"page-1-headroom", "alloc-page-dcp", "unified-rows"}
+    unstated = Cause("x", CauseKind.PIECE, "new", "t", "f")
+    assert "missing" not in unstated.to_json() and "missing:" not in causes_block("t", [unstated])
 
 
 def test_merge_decides_the_causes_itself_and_never_prints_a_shards(tmp_path, monkeypatch, capsys):

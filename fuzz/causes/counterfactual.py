@@ -188,7 +188,7 @@ def _cause(target: Target, key: str, f: Finding) -> Cause:
     known = {k.key: k for k in KNOWN_FIXES}
     if key in known:
         k = known[key]
-        return Cause(key, CauseKind.KNOWN, k.bug, k.title, k.fix)
+        return Cause(key, CauseKind.KNOWN, k.bug, k.title, k.fix, k.missing)
     entry = next((p for p in PIECES if p.name == key), None)
     if entry is not None:
         return Cause(

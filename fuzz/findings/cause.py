@@ -33,6 +33,7 @@ class Cause:
     bug: str  # "#33579", "new", or "" (unexplained)
     title: str
     fix: str = ""
+    missing: str = ""  # the term the code lacks, where the known bug's catalog entry names one
     variants: list[Signature] = field(default_factory=list)  # groups this cause alone explains
     needs_both: dict[str, list[Signature]] = field(default_factory=dict)  # other cause key -> groups fixed by both
     values: list[str] = field(default_factory=list)  # "extra_max_context_len 8, the reference's 71" per piece
@@ -71,6 +72,7 @@ class Cause:
             "bug": self.bug,
             "title": self.title,
             "fix": self.fix,
+            **({"missing": self.missing} if self.missing else {}),
             "variants": [str(s) for s in self.variants],
             "needs_both": {k: [str(s) for s in v] for k, v in sorted(self.needs_both.items())},
             "values": self.values,
@@ -93,6 +95,8 @@ def causes_block(target: str, causes: list[Cause]) -> str:
         lines.append(f"  {n}. {c.heading()}")
         for w in c.where:
             lines.append(f"     in: {w}")
+        if c.missing:
+            lines.append(f"     missing: {c.missing}")
         if c.fix:
             lines.append(f"     fix: {c.fix}")
         for v in c.values[:3]:
