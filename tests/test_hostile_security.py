@@ -680,3 +680,30 @@ def shlex_quote(text: str) -> str:
     import shlex
 
     return shlex.quote(text)
+
+
+def test_p08_ctrl_c_twice_in_prove_after_its_witnesses_exits_1_with_the_report(tmp_path, capsys, monkeypatch) -> None:
+    import signal
+
+    import fuzz.causes
+
+    def interrupted_twice(target, findings):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        return []
+
+    monkeypatch.setattr(fuzz.causes, "root_causes", interrupted_twice)
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    try:
+        code = main(
+            ["prove", "--space", "tiny", "--target", "reference@sglang-0.5.18", "--quiet"]
+            + ["--cases", str(tmp_path / "cases"), "--json", str(tmp_path / "r.json")]
+            + ["--sarif", str(tmp_path / "r.sarif")]
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+    out = capsys.readouterr().out
+    assert code == 1 and "interrupted: reporting what was proved so far" in out
+    assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
+    assert json.loads((tmp_path / "r.sarif").read_text())["runs"][0]["results"]

@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from fuzz.common import interrupts
 from fuzz.common.defaults import ALL_ALGORITHMS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import (
@@ -171,59 +172,66 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     results = []
     causes: dict[str, list[Cause]] = {}
     judged: dict[str, baseline.Judged] = {}
-    for t in targets:
-        # The full space by default: a real target's functions run once per path (traced), not per configuration.
-        space = args.space or ("small" if args.one_by_one and not t.is_model else "full")
-        asked = request(
-            t,
-            space,
-            algorithm=only,
-            calls=True if args.calls else None,
-            traced=not args.one_by_one,
-            shard=shard,
-            device=device,
-        )
-        if args.jobs > 1:
-            if progress:
-                progress(f"[{t.spec}] prove: {args.jobs} worker processes, dealt the blocks round-robin")
-            result = prove_in_parallel(t.spec, asked, args.jobs, on_progress=progress)
-        else:
-            result = prove(t, asked, on_progress=progress)
-        confirm(t, result)
-        for grp in result.groups.values():
-            if grp.confirmed and not grp.mismatch:
-                output.save(grp.witness, origin=WITNESS_ORIGIN)
-        results.append(result)
-        print_result(t, result, out)
-        if result.groups:
-            causes[t.spec] = root_causes(t, [g.witness for g in result.sorted_groups()])
-            print(causes_block(t.spec, causes[t.spec]), file=out)
-        if known is not None:
-            judged[t.spec] = baseline.judge(causes.get(t.spec, []), known)
-            print("\n".join(baseline.judged_lines(judged[t.spec])), file=out)
-        if args.heatmap:
-            from allocator_model.pools import KVPool
-
-            from .heatmap import pool_panels, write_heatmap
-
-            label = "every algorithm" if only == ALL_ALGORITHMS else (only or "no speculation")
-            panels = pool_panels(
-                result.pool_heat, f"{label} on {t.spec}", KVPool(args.heatmap_pool) if args.heatmap_pool else None
+    interrupted = False
+    try:
+        for t in targets:
+            # The full space by default: a real target's functions run once per path (traced), not per configuration.
+            space = args.space or ("small" if args.one_by_one and not t.is_model else "full")
+            asked = request(
+                t,
+                space,
+                algorithm=only,
+                calls=True if args.calls else None,
+                traced=not args.one_by_one,
+                shard=shard,
+                device=device,
             )
-            axes = (result.space.page_sizes, result.space.dcp_sizes)
-            md = output.attempt(args.heatmap, "the heatmap", lambda: write_heatmap(args.heatmap, panels, axes=axes))  # noqa: B023
-            if md is not None:
-                print(f"heatmap: {args.heatmap} (table: {md})", file=out)
+            if args.jobs > 1:
+                if progress:
+                    progress(f"[{t.spec}] prove: {args.jobs} worker processes, dealt the blocks round-robin")
+                result = prove_in_parallel(t.spec, asked, args.jobs, on_progress=progress)
+            else:
+                result = prove(t, asked, on_progress=progress)
+            confirm(t, result)
+            for grp in result.groups.values():
+                if grp.confirmed and not grp.mismatch:
+                    output.save(grp.witness, origin=WITNESS_ORIGIN)
+            results.append(result)
+            print_result(t, result, out)
+            if result.groups:
+                causes[t.spec] = root_causes(t, [g.witness for g in result.sorted_groups()])
+                print(causes_block(t.spec, causes[t.spec]), file=out)
+            if known is not None:
+                judged[t.spec] = baseline.judge(causes.get(t.spec, []), known)
+                print("\n".join(baseline.judged_lines(judged[t.spec])), file=out)
+            if args.heatmap:
+                from allocator_model.pools import KVPool
+
+                from .heatmap import pool_panels, write_heatmap
+
+                label = "every algorithm" if only == ALL_ALGORITHMS else (only or "no speculation")
+                panels = pool_panels(
+                    result.pool_heat, f"{label} on {t.spec}", KVPool(args.heatmap_pool) if args.heatmap_pool else None
+                )
+                axes = (result.space.page_sizes, result.space.dcp_sizes)
+                md = output.attempt(args.heatmap, "the heatmap", lambda: write_heatmap(args.heatmap, panels, axes=axes))  # noqa: B023
+                if md is not None:
+                    print(f"heatmap: {args.heatmap} (table: {md})", file=out)
+    except KeyboardInterrupt:  # what was proved and saved stands: reported below, never lost to a second signal
+        interrupted = True
+        print("interrupted: reporting what was proved so far", file=out)
     entries = [report_entry(r, args.shard, causes.get(r.target, [])) for r in results]
     for entry in entries:
         if entry["target"] in judged:
             entry["baseline"] = judged[entry["target"]].to_json()
-    output.report(entries)
-    output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets, causes)
+    with interrupts.shielded():  # what was found is written, however many signals come now
+        output.report(entries)
+        output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets, causes)
     if known is not None:  # against a baseline: only a new root cause (or, strict, a fixed entry) fails
         strict = args.baseline_strict
-        return output.status(found=any(j.new or (strict and j.fixed) for j in judged.values()))
-    return output.status(found=any(r.groups for r in results))
+        found = any(j.new or (strict and j.fixed) for j in judged.values())
+        return output.status(found=found, interrupted=interrupted)
+    return output.status(found=any(r.groups for r in results), interrupted=interrupted)
 
 
 def report_entry(r: ProveResult, shard: Shard | None = None, causes: list[Cause] | None = None) -> dict[str, Any]:
