@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fuzz.common import interrupts
 from fuzz.common.defaults import FIDELITY_CONFIGS, WRITE_PATH_STEPS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir
@@ -127,11 +128,15 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
             print(counterexample_block(f), flush=True)
         print(f"{target.spec}: model {r.revision.name} {r.summary()} in {r.seconds:.1f}s", flush=True)
         results.append(r)
-    output.report(
-        [r.to_json() for r in results], configs=None if args.per_kind else args.configs, per_kind=args.per_kind
-    )
-    output.sarif_log((f for r in results for f in r.findings), targets)
-    return output.status(found=any(r.findings for r in results))
+        if r.interrupted:  # a signal, taken between two comparisons: what was compared and found stands
+            print(f"interrupted: {r.configs} configurations compared on {target.spec}; reported above", flush=True)
+            break
+    with interrupts.shielded():
+        output.report(
+            [r.to_json() for r in results], configs=None if args.per_kind else args.configs, per_kind=args.per_kind
+        )
+        output.sarif_log((f for r in results for f in r.findings), targets)
+    return output.status(found=any(r.findings for r in results), interrupted=any(r.interrupted for r in results))
 
 
 # -- matrix -------------------------------------------------------------------
