@@ -15,9 +15,12 @@ affected releases; the deployment as ``launch_server`` flags and the model
 family; what the write does (row width, rounded end, the columns written,
 the victim); where the code is, per release; what SGLang's own write path
 did with the case, where the target has it; the fix as the reference
-states it; the variants; and the regression test ``repro --emit-test``
-writes for the example case. Exit 0: advisories written; 1: none of the
-cases reproduces; 2: bad input. Its parser: ``fuzz.report_commands``.
+states it; the variants; the regression test ``repro --emit-test`` writes
+for the example case; and, for a cause a unified pool builder's row
+carries, the same check as a test in SGLang's own layout that imports
+nothing of this tool (``fuzz.causes.standalone``). Exit 0: advisories
+written; 1: none of the cases reproduces; 2: bad input. Its parser:
+``fuzz.report_commands``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
 
 from .counterfactual import root_causes
+from .standalone import standalone_test
 
 MAX_INPUT_BYTES = 64 << 20
 MAX_CASES = 2000
@@ -236,6 +240,19 @@ def render(adv: Advisory) -> str:
         "```",
         "",
     ]
+    standalone = standalone_test(c, sorted(adv.findings), f.config)
+    if standalone is not None:
+        lines += [
+            f"The same check in SGLang's own test layout, `{standalone.path}`: it calls SGLang's functions "
+            "only and imports nothing of kvrow-fuzz, so it runs in an SGLang checkout as it is "
+            f"(`python -m pytest {standalone.path} -v`); it fails on {', '.join(sorted(adv.findings))} and "
+            "passes once fixed:",
+            "",
+            "```python",
+            standalone.text.rstrip(),
+            "```",
+            "",
+        ]
     return "\n".join(lines)
 
 
