@@ -13,6 +13,7 @@ writepath  ``decode_step``: one decode step on SGLang's own code; hooks ``verify
 checks     SGLang's KV-page invariant checker; freeing a finished request
 rows       req_to_token with guard rows; snapshot diffs
 bounds     the time bound on every call into SGLang; the record of functions entered
+validators SGLang's own launch checks executed (``boots``): the boot rules held to them
 """
 
 from .bounds import SGLangTimeout
