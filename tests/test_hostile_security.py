@@ -381,6 +381,26 @@ def test_p20_schema_version_is_the_integer_one(tmp_path, capsys) -> None:
 
 
 # -- P08: a second Ctrl-C after findings still writes them ------------------------------------------
+def interrupted_twice_while_causes_are_found(monkeypatch, module: Any, argv: list[str], tmp_path: Path) -> int:
+    """``main(argv + outputs)`` with two real SIGINTs sent while the root causes are worked out (``module``'s
+    ``root_causes``, after the search met its groups); the signal handlers restored afterwards."""
+    import signal
+
+    def interrupted_twice(target, findings):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        return []
+
+    monkeypatch.setattr(module, "root_causes", interrupted_twice)
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    outputs = ["--quiet", "--cases", str(tmp_path / "cases"), "--json", str(tmp_path / "r.json")]
+    try:
+        return main([*argv, *outputs, "--sarif", str(tmp_path / "r.sarif")])
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+
+
 def test_p08_signals_while_the_findings_are_written_never_stop_the_writes() -> None:
     import signal
 
@@ -397,26 +417,14 @@ def test_p08_signals_while_the_findings_are_written_never_stop_the_writes() -> N
 def test_p08_ctrl_c_twice_after_findings_exits_1_with_the_sarif_log(tmp_path, capsys, monkeypatch) -> None:
     """Two real SIGINTs while the root causes are worked out (after the search met its groups): the run ends
     as interrupted, and still writes the report and the SARIF log and exits 1 (found), not 130."""
-    import signal
-
     import fuzz.campaign.execute as execute
 
-    def interrupted_twice(target, findings):
-        os.kill(os.getpid(), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGINT)
-        return []
-
-    monkeypatch.setattr(execute, "root_causes", interrupted_twice)
-    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    try:
-        code = main(
-            ["run", "--target", "reference@pre-26972", "--profile", "ci", "--max-examples", "30", "--quiet"]
-            + ["--cases", str(tmp_path / "cases"), "--json", str(tmp_path / "r.json")]
-            + ["--sarif", str(tmp_path / "r.sarif")]
-        )
-    finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
+    code = interrupted_twice_while_causes_are_found(
+        monkeypatch,
+        execute,
+        ["run", "--target", "reference@pre-26972", "--profile", "ci", "--max-examples", "30"],
+        tmp_path,
+    )
     out = capsys.readouterr().out
     assert code == 1, out[-2000:]
     sarif = json.loads((tmp_path / "r.sarif").read_text())
@@ -683,26 +691,11 @@ def shlex_quote(text: str) -> str:
 
 
 def test_p08_ctrl_c_twice_in_prove_after_its_witnesses_exits_1_with_the_report(tmp_path, capsys, monkeypatch) -> None:
-    import signal
-
     import fuzz.causes
 
-    def interrupted_twice(target, findings):
-        os.kill(os.getpid(), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGINT)
-        return []
-
-    monkeypatch.setattr(fuzz.causes, "root_causes", interrupted_twice)
-    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    try:
-        code = main(
-            ["prove", "--space", "tiny", "--target", "reference@sglang-0.5.18", "--quiet"]
-            + ["--cases", str(tmp_path / "cases"), "--json", str(tmp_path / "r.json")]
-            + ["--sarif", str(tmp_path / "r.sarif")]
-        )
-    finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
+    code = interrupted_twice_while_causes_are_found(
+        monkeypatch, fuzz.causes, ["prove", "--space", "tiny", "--target", "reference@sglang-0.5.18"], tmp_path
+    )
     out = capsys.readouterr().out
     assert code == 1 and "interrupted: reporting what was proved so far" in out
     assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
