@@ -7,6 +7,7 @@ runs the real libFuzzer loop, bounded by ``-runs``, where Atheris is installed.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -77,6 +78,57 @@ def test_a_known_group_passes(planted_crash, tmp_path):
     assert not os.listdir(tmp_path)
 
 
+def planted_baseline(crash: FindingRaised, path: Path, *, other: bool = False) -> str:
+    """A baseline file of the crash's root cause (``other``: the same entries in another function)."""
+    from fuzz.causes import root_causes
+    from fuzz.findings import baseline
+    from fuzz.targets.resolve import resolve_target
+
+    doc = baseline.document(PLANTED, root_causes(resolve_target(PLANTED), [crash.finding]))
+    assert doc["entries"], "the planted crash has a root cause in the model's code"
+    if other:
+        doc["entries"] = [{**e, "function": "somewhere_else"} for e in doc["entries"]]
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_a_baseline_passes_a_crash_whose_root_cause_it_knows(planted_crash, tmp_path):
+    data, crash, _ = planted_crash
+    cases = tmp_path / "cases"
+    known = planted_baseline(crash, tmp_path / "known.json")
+    entry = Entry(FuzzConfig.parse(PLANTED, None, str(cases), None, known), quiet=True)
+    assert entry.config.baseline and replay_bytes(entry, data) is None
+    assert replay_bytes(entry, data) is None  # the same case again: its verdict remembered
+    assert not os.listdir(cases)
+    other = planted_baseline(crash, tmp_path / "other.json", other=True)
+    entry = Entry(FuzzConfig.parse(PLANTED, None, str(cases), None, other), quiet=True)
+    finding = replay_bytes(entry, data)  # a cause the baseline does not know crashes, its case file written
+    assert finding is not None and finding.signature == crash.finding.signature and os.listdir(cases)
+
+
+def test_known_causes_judges_each_case_once(planted_crash):
+    from fuzz.causes.known import KnownCauses
+    from fuzz.targets.resolve import resolve_target
+
+    _, crash, _ = planted_crash
+    knows = KnownCauses(resolve_target(PLANTED), frozenset())
+    assert knows(crash.finding) is False and knows(crash.finding) is False and knows.judged == 1
+
+
+def test_the_baseline_comes_from_the_command_line_or_the_environment(tmp_path, capsys):
+    env = {atheris_entry.ENV_BASELINE: "env.json"}
+    options, _ = atheris_entry.split_argv(["fuzzer", "--kvrow-baseline=argv.json"])
+    assert atheris_entry.settings_strings(env, options)[4] == "argv.json"
+    assert atheris_entry.settings_strings(env)[4] == "env.json"
+    assert atheris_entry.settings_strings({}, baseline="baked.json")[4] == "baked.json"
+    missing = tmp_path / "missing.json"
+    with pytest.raises(BadInput, match=f"^KVROW_FUZZ_BASELINE {missing} does not exist$"):
+        FuzzConfig.parse(PLANTED, None, None, None, str(missing))
+    (tmp_path / "old.json").write_text('{"0.5.18": {"required": ["write-within-row/dcp>1"]}}')  # the old lists
+    with pytest.raises(BadInput, match="not a kvrow-fuzz baseline"):
+        FuzzConfig.parse(PLANTED, None, None, None, str(tmp_path / "old.json"))
+
+
 def test_test_one_input_reads_the_environment(planted_crash, tmp_path, monkeypatch):
     data, crash, _ = planted_crash
     monkeypatch.setattr(atheris_entry, "_ENTRY", None)
@@ -84,6 +136,7 @@ def test_test_one_input_reads_the_environment(planted_crash, tmp_path, monkeypat
     monkeypatch.setenv(atheris_entry.ENV_CASES, str(tmp_path))
     monkeypatch.delenv(atheris_entry.ENV_PROPERTY, raising=False)
     monkeypatch.delenv(atheris_entry.ENV_KNOWN, raising=False)
+    monkeypatch.delenv(atheris_entry.ENV_BASELINE, raising=False)
     with pytest.raises(FindingRaised) as raised:
         atheris_entry.TestOneInput(data)
     assert raised.value.finding.signature == crash.finding.signature
@@ -131,7 +184,7 @@ def test_settings_come_from_the_command_line_then_the_environment_then_the_scrip
     options, rest = atheris_entry.split_argv(["fuzzer", "--kvrow-property=page-aligned-growth", "-runs=5", "corpus"])
     assert rest == ["fuzzer", "-runs=5", "corpus"]
     got = atheris_entry.settings_strings(env, options, prop="write-within-row", target="reference")
-    assert got == ("reference@pre-31616", "page-aligned-growth", None, "write-within-row/paged")
+    assert got == ("reference@pre-31616", "page-aligned-growth", None, "write-within-row/paged", None)
     config = FuzzConfig.parse(*got)
     assert config.prop is Property.PAGE_ALIGNED_GROWTH and config.cases == "fuzz-cases"
     assert config.known == {Signature(Property.WRITE_WITHIN_ROW, "paged")}

@@ -1,44 +1,140 @@
-"""matrix: --expect (a missing required group and a new group both fail), --releases, and the per-release writes."""
+"""matrix: --expect BASELINE (causes by the baseline's key, per release: a new cause and a missing required entry
+both fail), --releases, and the per-release writes."""
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from fuzz.campaign.driver import CampaignResult
 from fuzz.cli import main
-from fuzz.fidelity import cli as fidelity_cli
-from fuzz.fidelity.matrix import Row, compare_with_expectations, parse_releases
+from fuzz.common.errors import BadInput
+from fuzz.fidelity import matrix
+from fuzz.fidelity.matrix import Row, compare_with_expectations, load_expectations, parse_releases
+from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Signature
 from fuzz.findings.schemas import validate
-from fuzz.targets.sglang.versions import VersionError
+from fuzz.targets.sglang.versions import VersionError, known_releases
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "fuzz" / "findings" / "baseline.schema.json"
 
 
-def row(release, *signatures, mismatches=()):
-    findings = [SimpleNamespace(signature=Signature.parse(s)) for s in signatures]
+SIZING = "python/sglang/srt/mem_cache/allocation_sizing.py"
+DCP = Cause("dcp", CauseKind.KNOWN, "#35424", "the DCP reserve", variants=[Signature.parse("write-within-row/dcp>1")])
+DCP.code = [(SIZING, "get_alloc_len_per_decode")]
+PAGE1 = Cause("page-1", CauseKind.KNOWN, "#33579", "the page-1 headroom")
+PAGE1.variants, PAGE1.code = [Signature.parse("write-within-row/alloc-page-1")], [(SIZING, "get_extra_len")]
+PIECE = Cause("alloc_len_per_decode", CauseKind.PIECE, "new", "a new alloc length")
+PIECE.variants, PIECE.code = [Signature.parse("write-within-row/tree")], [(SIZING, "get_alloc_len_per_decode")]
+
+
+def row(release, *causes, mismatches=()):
+    """A finished release whose campaign found ``causes`` (the matrix compares causes, not group labels)."""
+    findings = [SimpleNamespace(signature=s) for c in causes for s in c.variants]
     fidelity = SimpleNamespace(findings=[SimpleNamespace(signature=Signature.parse(s)) for s in mismatches])
-    return Row(release, campaign=SimpleNamespace(findings=findings, error=None), fidelity=fidelity)
+    campaign = SimpleNamespace(findings=findings, causes=list(causes), error=None)
+    return Row(release, campaign=campaign, fidelity=fidelity)
 
 
-EXPECTED = {"0.5.18": {"required": {"write-within-row/dcp>1"}, "allowed": {"page-aligned-growth/dflash"}}}
+def entry(prop, function, **extra):
+    return {"property": prop, "function": function, "path": SIZING, **extra}
 
 
-def test_expected_groups_are_met():
-    assert compare_with_expectations([row("0.5.18", "write-within-row/dcp>1")], EXPECTED) == []
-    both = row("0.5.18", "write-within-row/dcp>1", "page-aligned-growth/dflash")
-    assert compare_with_expectations([both], EXPECTED) == []
+DOC = {
+    "schema": "kvrow-fuzz/baseline",
+    "schema_version": 1,
+    "target": "sglang",
+    "releases": ["0.5.18", "0.5.19"],
+    "entries": [
+        entry("write-within-row", "get_alloc_len_per_decode", releases=["0.5.18"], required=True),
+        entry("write-within-row", "get_extra_len"),  # every release the document covers, allowed
+    ],
+}
 
 
-def test_missing_and_new_groups_and_mismatches_are_reported():
-    lines = compare_with_expectations([row("0.5.18", "write-within-row/tree")], EXPECTED)
+@pytest.fixture
+def expect_file(tmp_path):
+    path = tmp_path / "expect.json"
+    path.write_text(json.dumps(DOC))
+    return str(path)
+
+
+def test_known_causes_are_met_whatever_their_groups(expect_file):
+    expected = load_expectations(expect_file, ["0.5.18", "0.5.19"])
+    assert compare_with_expectations([row("0.5.18", DCP)], expected) == []
+    assert compare_with_expectations([row("0.5.18", DCP, PAGE1), row("0.5.19", PAGE1)], expected) == []
+    variant = Cause("dcp", CauseKind.KNOWN, "#35424", "the DCP reserve", code=DCP.code)
+    variant.variants = [Signature.parse("write-within-row/dcp>1@swa")]  # a new group of a known cause: known
+    assert compare_with_expectations([row("0.5.18", variant)], expected) == []
+
+
+def test_missing_and_new_causes_and_mismatches_are_reported(expect_file):
+    expected = load_expectations(expect_file, ["0.5.18", "0.5.19"])
+    lines = compare_with_expectations([row("0.5.18", PAGE1), row("0.5.19", DCP)], expected)
     assert lines == [
-        "MISSING 0.5.18: write-within-row/dcp>1 was not found (expected upstream bug)",
-        "NEW 0.5.18: write-within-row/tree (not in the expectations: a new finding)",
+        f"MISSING 0.5.18: write-within-row in get_alloc_len_per_decode ({SIZING}) was not found "
+        "(a required known finding: the tool regressed)",
+        f"NEW 0.5.19: #35424 (write-within-row/dcp>1): write-within-row in get_alloc_len_per_decode ({SIZING}) "
+        "not in the baseline (a new finding)",
     ]
+    # a new cause in a known function is new by its property; one in a known group label is new too
+    growth = Cause("growth", CauseKind.PIECE, "new", "growth", variants=[Signature.parse("page-aligned-growth/dcp>1")])
+    growth.code = DCP.code
     lines = compare_with_expectations(
-        [row("0.5.18", "write-within-row/dcp>1", mismatches=["model-mismatch/alloc_len_per_decode"])], EXPECTED
+        [row("0.5.18", DCP, growth, mismatches=["model-mismatch/alloc_len_per_decode"])], expected
     )
-    assert lines == ["MISMATCH 0.5.18: model-mismatch/alloc_len_per_decode (the model disagrees with the release)"]
+    assert [line.split(":")[0] for line in lines] == ["NEW 0.5.18", "MISMATCH 0.5.18"]
+    assert (
+        "page-aligned-growth in get_alloc_len_per_decode" in lines[0]
+        and "model-mismatch/alloc_len_per_decode" in lines[1]
+    )
+    assert compare_with_expectations([row("0.5.19", PIECE)], expected)[0].startswith("NEW 0.5.19: new: alloc_len")
+
+
+def test_a_v1_baseline_covers_its_targets_release_only(tmp_path):
+    """A schema_version 1 file without releases or required: every entry expected on its target, none required."""
+    path = tmp_path / "v1.json"
+    doc = {k: v for k, v in DOC.items() if k != "releases"}
+    doc["target"], doc["entries"] = "sglang==0.5.18", [entry("write-within-row", "get_alloc_len_per_decode")]
+    path.write_text(json.dumps(doc))
+    expected = load_expectations(str(path), ["0.5.18"])
+    assert compare_with_expectations([row("0.5.18", DCP)], expected) == []
+    assert compare_with_expectations([row("0.5.18")], expected) == []  # nothing required
+    with pytest.raises(BadInput, match=r"no entry for release 0\.5\.19 \(the baseline covers: 0\.5\.18\)"):
+        load_expectations(str(path), ["0.5.18", "0.5.19"])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"0.5.18": {"required": [], "allowed": []}}, "not a kvrow-fuzz baseline"),  # the old format
+        ({"releases": ["0.5"]}, "'0.5' is not a release X.Y.Z"),
+        ({"releases": []}, "must be a list of 1 to 256 releases"),
+        ({"entries": [entry("write-within-row", "f", releases=["0.5.20"])]}, "0.5.20 is not one of the document's"),
+        ({"entries": [entry("write-within-row", "f", required="yes")]}, "required must be true or false"),
+        ({"entries": [entry("write-within-row", "f", line=12)]}, "must have exactly property, function, path"),
+    ],
+)
+def test_a_bad_expect_file_is_one_line_and_exit_2_before_any_fuzzing(change, message, tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(change if "0.5.18" in change else {**DOC, **change}))
+    assert main(["matrix", "--releases", "0.5.18", "--expect", str(path), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m" / "matrix.json").exists()  # nothing fuzzed
+
+
+def test_the_shipped_matrix_baseline_covers_every_release_and_follows_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    path = ROOT / ".github" / "matrix-expected.json"
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    expected = load_expectations(str(path), known_releases())
+    for release in known_releases():
+        assert expected[release].required, release  # each release shows some known upstream bug
+        assert expected[release].required <= expected[release].entries
 
 
 @pytest.mark.parametrize("text", ["", ",", " , "])
@@ -67,7 +163,7 @@ def test_matrix_files_are_written_after_each_release(tmp_path, monkeypatch, caps
             seen.append((json.loads((out / "matrix.json").read_text()), (out / "matrix.md").read_text()))
         return rows
 
-    monkeypatch.setattr(fidelity_cli, "run_matrix", fake_run_matrix)
+    monkeypatch.setattr(matrix, "run_matrix", fake_run_matrix)  # the command imports it when it runs
     assert main(["matrix", "--releases", "0.5.18,0.5.19", "--out", str(out), "--fidelity-configs", "0"]) == 0
     (first, first_md), (second, _) = seen
     assert first["command"] == "matrix" and first["complete"] is False and first["requested"] == ["0.5.18", "0.5.19"]

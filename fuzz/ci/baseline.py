@@ -1,17 +1,24 @@
-"""``python -m fuzz baseline write FILE --target SPEC``: record a target's root causes as known findings.
+"""``python -m fuzz baseline write FILE --target SPEC | --releases RANGE``: record root causes as known findings.
 
 The campaign ``run`` runs (its proof stage first, the profile's search after,
 SGLang's write path where the target has it), its findings grouped by root
 cause (``fuzz.causes``), and each cause's entries (property, qualified
 function, repository path: ``fuzz.findings.baseline``) written to FILE. Then
 ``run``/``lifecycle``/``prove --baseline FILE`` fail only on causes not in
-it. Exit 0: written (also when the target is clean: an empty baseline);
-2: bad input.
+it. ``--releases``: that campaign on each SGLang release of the range, one
+document: each entry with the releases where it was found, required there
+(``matrix --expect FILE`` reports MISSING for a release that no longer
+shows it), and with ``--allow OTHER`` the entries of another baseline (one
+written with more examples, another seed) allowed where this run did not
+find them. Exit 0: written (also when the target is clean: an empty
+baseline); 2: bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import time
 from typing import Any
 
 from fuzz.common.errors import BadInput, ExitCode
@@ -31,12 +38,26 @@ def register(subparsers: Any) -> None:
         subparsers,
         "baseline",
         "record a target's root causes as known findings (baseline write FILE --target SPEC)",
-        "Record a target's root causes as known findings, for --baseline. Exit 0: written; 2: bad input.",
+        "Record a target's (or each release's) root causes as known findings, for --baseline and matrix --expect. "
+        "Exit 0: written; 2: bad input.",
         cmd_baseline,
     )
     p.add_argument("action", choices=("write",), help="write: run the campaign and record its causes")
     p.add_argument("file", metavar="FILE", help="the baseline to write (JSON)")
-    p.add_argument("--target", required=True, metavar="SPEC", help=TARGETS_HELP)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--target", metavar="SPEC", help=TARGETS_HELP)
+    what.add_argument(
+        "--releases",
+        metavar="RANGE",
+        help="instead of --target: each SGLang release of RANGE (0.5.13..0.5.23 or 0.5.18,0.5.19), one document: "
+        "each entry with the releases where it was found, required there (for matrix --expect)",
+    )
+    p.add_argument(
+        "--allow",
+        metavar="BASELINE",
+        help="with --releases: this baseline's entries are allowed (not required) at its releases in RANGE where "
+        "the campaign did not find them (e.g. one written with --profile nightly)",
+    )
     p.add_argument("--profile", choices=PROFILE_NAMES, default="ci", help="the campaign's (default ci)")
     p.add_argument("--max-examples", type=positive_int, metavar="N", help="examples per round (overrides the profile)")
     p.add_argument("--write-path", choices=("auto", "sglang", "model"), default="auto", help="as run's (default auto)")
@@ -45,25 +66,92 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_baseline(args: argparse.Namespace) -> ExitCode:
+    check_output_file(args.file, "FILE")
+    if args.releases is None:
+        if args.allow:
+            raise BadInput("--allow is for --releases (a document over releases)")
+        return write_target(args)
+    return write_releases(args)
+
+
+def causes_of(spec: str, args: argparse.Namespace, version: str | None = None) -> tuple[str, list[Any]]:
+    """(the target's spec, its root causes): the campaign ``run`` runs, with this command's settings."""
     from fuzz.causes import root_causes
-    from fuzz.findings import baseline
     from fuzz.prove.quick import proof_stage
     from fuzz.run.engine import campaign
     from fuzz.run.sglang import WritePathMode, has_sglang_path
     from fuzz.targets.resolve import resolve_targets
 
-    check_output_file(args.file, "FILE")
-    (target,) = resolve_targets([args.target], args.sglang_version)
+    (target,) = resolve_targets([spec], version)
     args.seed = None
     _, hyp, seed = campaign_settings(args)
     has_sglang_path(target, WritePathMode(args.write_path))  # asked for SGLang's own and it cannot: exit 2
     result = campaign(target, hyp, seed=seed, proof=proof_stage, write_path=WritePathMode(args.write_path))
     if result.error:
         raise BadInput(f"{target.spec}: the campaign failed: {result.error}")
-    causes = root_causes(target, result.findings)
-    write_atomically(args.file, baseline.text(target.spec, causes))
-    entries = len(baseline.document(target.spec, causes)["entries"])
-    print(f"{args.file}: {len(causes)} root cause(s) of {target.spec}, {entries} entr(ies)")
+    return target.spec, root_causes(target, result.findings)
+
+
+def write_target(args: argparse.Namespace) -> ExitCode:
+    from fuzz.findings import baseline
+
+    spec, causes = causes_of(args.target, args, args.sglang_version)
+    write_atomically(args.file, baseline.text(spec, causes))
+    entries = len(baseline.document(spec, causes)["entries"])
+    print(f"{args.file}: {len(causes)} root cause(s) of {spec}, {entries} entr(ies)")
     for c in causes:
         print(f"  {c.label}: {c.title}")
     return ExitCode.CLEAN
+
+
+def write_releases(args: argparse.Namespace) -> ExitCode:
+    """One document over the releases: what each release's campaign found (required), ``--allow``'s (allowed)."""
+    from fuzz.fidelity.matrix import parse_releases
+    from fuzz.findings import baseline
+    from fuzz.targets.sglang.versions import VersionError
+
+    if args.sglang_version:
+        raise BadInput("--sglang-version is for --target (each release of --releases has its own)")
+    try:
+        releases = parse_releases(args.releases)
+    except VersionError as e:
+        raise BadInput(f"--releases: {e}") from None
+    try:
+        allowed = baseline.load(args.allow, "--allow") if args.allow else None
+    except baseline.BaselineError as e:
+        raise BadInput(str(e)) from None
+    found: dict[str, dict[baseline.Entry, bool]] = {}
+    for release in releases:
+        started = time.monotonic()
+        _, causes = causes_of(f"sglang=={release}", args)
+        found[release] = dict.fromkeys(baseline.made_by(causes), True)
+        extra = allowed.expected(release).entries - found[release].keys() if allowed else frozenset()
+        found[release].update(dict.fromkeys(extra, False))
+        if not args.quiet:
+            labels = ", ".join(c.label for c in causes) or "clean"
+            print(
+                f"[{release}] {len(causes)} root cause(s) ({labels}), {len(found[release]) - len(extra)} entr(ies) "
+                f"required, {len(extra)} allowed, {time.monotonic() - started:.0f}s",
+                flush=True,
+            )
+    doc = baseline.releases_document("sglang", found, describe(args))
+    write_atomically(args.file, baseline.dumps(doc))
+    required = sum(1 for e in doc["entries"] if e["required"])
+    print(f"{args.file}: {len(releases)} release(s), {len(doc['entries'])} entr(ies), {required} required")
+    return ExitCode.CLEAN
+
+
+def describe(args: argparse.Namespace) -> str:
+    """The document's description: how it was written and what its fields mean to ``matrix --expect``."""
+    from fuzz.findings import baseline
+
+    how = f"--releases {args.releases} --profile {args.profile}"
+    how += f" --max-examples {args.max_examples}" if args.max_examples else ""
+    how += f" --allow {os.path.basename(args.allow)}" if args.allow else ""
+    text = (
+        f"Written by `python -m fuzz baseline write FILE {how}`. Each entry is a root cause's (property, function, "
+        "path) and the releases where it is expected; required: `matrix --expect` reports MISSING (the tool "
+        "regressed) for such a release that no longer shows it; a cause making an entry not listed for its "
+        "release is NEW (a new finding)."
+    )
+    return text[: baseline.MAX_DESCRIPTION]

@@ -6,7 +6,8 @@ group's minimal case is one the scheduler allows and that passes on the
 reference (so a group is the release's own bug).  ``run_matrix`` hands each
 release to ``on_release`` as soon as it is complete (the command writes the
 table then: ``fuzz.fidelity.matrix_report``); ``compare_with_expectations``
-holds the result against ``.github/matrix-expected.json``.
+holds each release's root causes against a baseline of known findings
+(``.github/matrix-expected.json``, ``fuzz.findings.baseline``).
 
 Every release runs with the same Hypothesis seed (default 0), so releases
 that share semantics explore the same inputs: a difference between two rows
@@ -26,9 +27,9 @@ from fuzz.causes import root_causes
 from fuzz.common.bounds import MAX_EXPECT_BYTES
 from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
-from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.profiles import get_profile
 from fuzz.common.workers import DONE, ERROR, STOPPED, Emit, WorkerPool
+from fuzz.findings import baseline
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
@@ -45,7 +46,7 @@ DEFAULT_OUT = "fuzz-matrix"
 # the limit, about 1 example in 60; 300 per round meets it in every release with room to spare.
 DEFAULT_EXAMPLES = 300
 
-Expectations = dict[str, dict[str, set[str]]]  # release -> {"required": signatures, "allowed": signatures}
+Expectations = dict[str, baseline.Expected]  # release -> the baseline's entries there, and its required ones
 
 
 def parse_releases(text: str | None) -> list[str]:
@@ -263,53 +264,43 @@ POLL_SECONDS = 0.5  # how often the parent looks at finished workers
 
 
 def load_expectations(path: str, releases: list[str]) -> Expectations:
-    """The groups each release must show (required) and may show (allowed), as signature text.
+    """What each release must show (required entries) and may show, from a baseline (``fuzz.findings.baseline``).
 
-    Read within ``MAX_EXPECT_BYTES``; every list must hold signatures
-    (``PROPERTY/GROUP``): a typo would otherwise be a group that is never
-    found.  Anything else is BadInput, one line.
+    Read within ``MAX_EXPECT_BYTES`` and checked as ``run --baseline`` checks
+    one; the document must cover every release asked for (a release it does
+    not name would make every cause there new).  Anything else is BadInput,
+    one line.
     """
     try:
-        data = read_json(path, MAX_EXPECT_BYTES, "--expect")
-    except JsonFileError as e:
+        known = baseline.load(path, "--expect", MAX_EXPECT_BYTES)
+    except baseline.BaselineError as e:
         raise BadInput(str(e)) from None
-    if not isinstance(data, dict):
-        raise BadInput(f"--expect {path}: expected an object of releases")
-    out: Expectations = {}
-    for release in releases:
-        entry = data.get(release)
-        if not isinstance(entry, dict):
-            raise BadInput(f"--expect {path}: no entry for release {release}")
-        out[release] = {k: _signatures(entry.get(k, []), f"--expect {path}: {release}.{k}") for k in EXPECT_KEYS}
-    return out
-
-
-EXPECT_KEYS = ("required", "allowed")
-
-
-def _signatures(items: object, where: str) -> set[str]:
-    """A JSON list of signature strings, as their canonical text; BadInput naming ``where`` otherwise."""
-    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
-        raise BadInput(f"{where}: expected a list of signatures (PROPERTY/GROUP), got {str(items)[:80]}")
-    try:
-        return {str(Signature.parse(s)) for s in items}
-    except ValueError as e:
-        raise BadInput(f"{where}: {str(e).splitlines()[0][:200]}") from None
+    missing = [r for r in releases if not known.covers(r)]
+    if missing:
+        covered = ", ".join(known.releases) or "none"
+        raise BadInput(f"--expect {path}: no entry for release {missing[0]} (the baseline covers: {covered})")
+    return {r: known.expected(r) for r in releases}
 
 
 def compare_with_expectations(rows: list[Row], expected: Expectations) -> list[str]:
-    """One line per difference: a required group not found (the tool regressed), a group not expected (news).
+    """One line per difference, by root cause (the baseline's key: property, function, path), release by release.
 
-    A model-mismatch is always a difference: the model must agree with every release.
+    NEW: a cause making an entry not expected on its release (a new finding);
+    MISSING: a required entry no cause of the release makes (the tool
+    regressed); MISMATCH: a model-mismatch, always (the model must agree with
+    every release).
     """
     lines = []
     for row in rows:
-        found = {str(f.signature) for f in (row.campaign.findings if row.campaign else [])}
         want = expected[row.release]
-        for sig in sorted(want["required"] - found):
-            lines.append(f"MISSING {row.release}: {sig} was not found (expected upstream bug)")
-        for sig in sorted(found - want["required"] - want["allowed"]):
-            lines.append(f"NEW {row.release}: {sig} (not in the expectations: a new finding)")
+        causes = row.campaign.causes if row.campaign else []
+        for c in causes:
+            if not baseline.is_known(c, want.entries):
+                unknown = "; ".join(str(e) for e in sorted(baseline.entries_of(c) - want.entries)) or "no code"
+                groups = ", ".join(sorted(map(str, c.groups))[:3]) + (", ..." if len(c.groups) > 3 else "")
+                lines.append(f"NEW {row.release}: {c.label} ({groups}): {unknown} not in the baseline (a new finding)")
+        for e in sorted(want.required - baseline.made_by(causes)):
+            lines.append(f"MISSING {row.release}: {e} was not found (a required known finding: the tool regressed)")
         for f in row.fidelity.findings if row.fidelity else []:
             lines.append(f"MISMATCH {row.release}: {f.signature} (the model disagrees with the release)")
     return lines

@@ -17,11 +17,17 @@ generated fuzzer script bakes in (``fuzz.oss.stubs``), else the default:
   KVROW_FUZZ_TARGET    target spec, as ``run --target`` (default ``reference``)
   KVROW_FUZZ_PROPERTY  decode property (default ``write-within-row``)
   KVROW_FUZZ_CASES     where case files go (default ``fuzz-cases``)
-  KVROW_FUZZ_KNOWN     comma-separated signatures that count as passing (a known, open bug)
+  KVROW_FUZZ_BASELINE  a baseline file (``kvrow-fuzz baseline write``): a violation whose root cause it
+                       knows counts as passing (a known, open bug), so the fuzzer hunts for the next
+  KVROW_FUZZ_KNOWN     deprecated: comma-separated group signatures that count as passing (a group's label,
+                       not its cause: a new bug that shows in a known group passes too)
 
-Bad input (an unknown property, target or signature; no Atheris) is one
-line on stderr and exit 2, before the loop starts.  Importing this module
-imports neither torch nor Atheris.
+A baseline's causes are computed per violating input (``fuzz.causes.known``:
+a few replays of the case, each case judged once); the known groups cost a
+set lookup.  Bad input (an unknown property, target or signature; a file
+that is not a baseline; no Atheris) is one line on stderr and exit 2,
+before the loop starts.  Importing this module imports neither torch nor
+Atheris.
 """
 
 from __future__ import annotations
@@ -41,9 +47,16 @@ DEFAULT_PROPERTY = "write-within-row"  # the seed bug's property (fuzz.findings.
 ENV_TARGET = "KVROW_FUZZ_TARGET"  # the variable an emitted regression test reads too (fuzz.findings.regression)
 ENV_PROPERTY = "KVROW_FUZZ_PROPERTY"
 ENV_CASES = "KVROW_FUZZ_CASES"
-ENV_KNOWN = "KVROW_FUZZ_KNOWN"
+ENV_KNOWN = "KVROW_FUZZ_KNOWN"  # deprecated: ENV_BASELINE keys on root causes, not group labels
+ENV_BASELINE = "KVROW_FUZZ_BASELINE"
 # --kvrow-NAME=VALUE on the command line -> the environment variable it overrides
-OPTIONS: dict[str, str] = {"target": ENV_TARGET, "property": ENV_PROPERTY, "cases": ENV_CASES, "known": ENV_KNOWN}
+OPTIONS: dict[str, str] = {
+    "target": ENV_TARGET,
+    "property": ENV_PROPERTY,
+    "cases": ENV_CASES,
+    "baseline": ENV_BASELINE,
+    "known": ENV_KNOWN,
+}
 OPTION_PREFIX = "--kvrow-"
 # Packages instrumented for libFuzzer's coverage feedback (torch and Hypothesis are not: the model's branches are
 # what the search should reach).
@@ -89,12 +102,15 @@ def settings_strings(
     prop: str | None = None,
     target: str | None = None,
     known: str | None = None,
-) -> tuple[str | None, str | None, str | None, str | None]:
-    """(target, property, cases, known): the command line's, else the environment's, else the keywords'."""
+    baseline: str | None = None,
+) -> tuple[str | None, str | None, str | None, str | None, str | None]:
+    """(target, property, cases, known, baseline): the command line's, else the environment's, else the
+    keywords'."""
     # A variable set but empty (``KVROW_FUZZ_TARGET=``) says nothing: it never overrides a baked-in setting.
     given = {k: v for k, v in {**dict(environ), **dict(options or {})}.items() if v != ""}
-    merged = {**{ENV_TARGET: target, ENV_PROPERTY: prop, ENV_KNOWN: known}, **given}
-    return merged.get(ENV_TARGET), merged.get(ENV_PROPERTY), merged.get(ENV_CASES), merged.get(ENV_KNOWN)
+    merged = {**{ENV_TARGET: target, ENV_PROPERTY: prop, ENV_KNOWN: known, ENV_BASELINE: baseline}, **given}
+    get = merged.get
+    return get(ENV_TARGET), get(ENV_PROPERTY), get(ENV_CASES), get(ENV_KNOWN), get(ENV_BASELINE)
 
 
 def entry_from_environment(environ: Mapping[str, str] | None = None, **defaults: Any) -> Entry:
@@ -122,11 +138,16 @@ def import_atheris() -> Any:
 
 
 def main(
-    argv: Sequence[str] | None = None, *, prop: str | None = None, target: str | None = None, known: str | None = None
+    argv: Sequence[str] | None = None,
+    *,
+    prop: str | None = None,
+    target: str | None = None,
+    known: str | None = None,
+    baseline: str | None = None,
 ) -> int:
     """Run the libFuzzer loop on ``TestOneInput``; returns only on bad input (2): libFuzzer exits the process.
 
-    ``prop``, ``target``, ``known``: what a generated fuzzer script bakes in (``fuzz.oss.stubs``).
+    ``prop``, ``target``, ``known``, ``baseline``: what a generated fuzzer script bakes in (``fuzz.oss.stubs``).
     """
     global _ENTRY
     argv = list(sys.argv if argv is None else argv)
@@ -136,12 +157,16 @@ def main(
         with atheris.instrument_imports(include=list(INSTRUMENTED)):
             from .target import entry_from_strings
 
-            _ENTRY = entry_from_strings(*settings_strings(os.environ, options, prop=prop, target=target, known=known))
+            baked = {"prop": prop, "target": target, "known": known, "baseline": baseline}
+            _ENTRY = entry_from_strings(*settings_strings(os.environ, options, **baked))
     except BadInput as e:
         print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    config = _ENTRY.config
+    passing = f"; {len(config.baseline)} baseline entr(ies) pass" if config.baseline is not None else ""
+    passing += f"; {len(config.known)} known group(s) pass (deprecated: KVROW_FUZZ_BASELINE)" if config.known else ""
     print(
-        f"kvrow-fuzz: fuzzing {_ENTRY.config.prop.value} on {_ENTRY.target.spec}; case files in {_ENTRY.config.cases}",
+        f"kvrow-fuzz: fuzzing {config.prop.value} on {_ENTRY.target.spec}; case files in {config.cases}{passing}",
         file=sys.stderr,
         flush=True,
     )

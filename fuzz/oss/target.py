@@ -25,9 +25,11 @@ from hypothesis import HealthCheck, given, settings
 
 from allocator_model.scenario import DecodeScenario
 from fuzz.campaign.driver import FindingRaised, failure_class
+from fuzz.causes.known import KnownCauses
 from fuzz.common.errors import BadInput
 from fuzz.common.files import check_output_dir
 from fuzz.common.options import DEFAULT_CASES_DIR
+from fuzz.findings import baseline as baseline_file
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
@@ -38,7 +40,7 @@ from fuzz.targets.resolve import resolve_target
 from strategies.scenarios import decode_scenarios
 
 from .atheris_entry import DEFAULT_PROPERTY as DEFAULT_PROPERTY_NAME
-from .atheris_entry import DEFAULT_TARGET
+from .atheris_entry import DEFAULT_TARGET, ENV_BASELINE
 
 FUZZ_PROPERTIES: tuple[Property, ...] = PROPERTIES  # one fuzzer each (the decode properties of ``run``)
 DEFAULT_PROPERTY = Property(DEFAULT_PROPERTY_NAME)
@@ -67,23 +69,38 @@ def parse_known(text: str) -> frozenset[Signature]:
     return frozenset(known)
 
 
+def read_baseline(path: str) -> frozenset[baseline_file.Entry]:
+    """The entries of the baseline file at ``path`` (``kvrow-fuzz baseline write``); BadInput (one line) if it is
+    not one."""
+    try:
+        return baseline_file.load(path, ENV_BASELINE).entries
+    except baseline_file.BaselineError as e:
+        raise BadInput(str(e)) from None
+
+
 @dataclass(frozen=True)
 class FuzzConfig:
-    """What one fuzzer checks: a target spec, one decode property, where case files go, the groups that pass."""
+    """What one fuzzer checks: a target spec, one decode property, where case files go, what passes: the groups
+    of ``known`` (deprecated) and the findings whose root cause ``baseline``'s entries know (None: no baseline)."""
 
     target: str = DEFAULT_TARGET
     prop: Property = DEFAULT_PROPERTY
     cases: str = DEFAULT_CASES
     known: frozenset[Signature] = field(default_factory=frozenset)
+    baseline: frozenset[baseline_file.Entry] | None = None
 
     @classmethod
-    def parse(cls, target: str | None, prop: str | None, cases: str | None, known: str | None) -> FuzzConfig:
-        """From strings (environment, argv); an empty or absent one takes its default; BadInput if one is wrong."""
+    def parse(
+        cls, target: str | None, prop: str | None, cases: str | None, known: str | None, baseline: str | None = None
+    ) -> FuzzConfig:
+        """From strings (environment, argv; ``baseline`` a file's path); an empty or absent one takes its default;
+        BadInput if one is wrong."""
         return cls(
             (target or "").strip() or DEFAULT_TARGET,
             fuzz_property(prop.strip()) if prop and prop.strip() else DEFAULT_PROPERTY,
             cases or DEFAULT_CASES,
             parse_known(known or ""),
+            read_baseline(baseline) if baseline else None,
         )
 
 
@@ -95,22 +112,32 @@ def resolved(spec: str) -> Target:
         raise BadInput(str(e)) from None
 
 
-def property_test(target: Target, prop: Property, known: frozenset[Signature] = frozenset()) -> Any:
+def property_test(
+    target: Target,
+    prop: Property,
+    known: frozenset[Signature] = frozenset(),
+    baseline: frozenset[baseline_file.Entry] | None = None,
+) -> Any:
     """A ``@given`` test of ``prop`` on ``target`` over ``run``'s decode scenarios, for ``fuzz_one_input``.
 
     It raises ``FindingRaised`` (its group's class, as the campaign raises
-    it) with the finding for the first violation of a group not in
-    ``known``; a known group passes, so the fuzzer hunts for the next.
-    No example database: a forkserver fuzzer keeps its corpus itself.
+    it) with the finding for the first violation that is new: of a group
+    not in ``known``, and whose root cause ``baseline`` does not know
+    (``fuzz.causes.known``); a known one passes, so the fuzzer hunts for the
+    next.  No example database: a forkserver fuzzer keeps its corpus itself.
     """
+    knows = KnownCauses(target, baseline) if baseline is not None else None
 
     @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(decode_scenarios(target.revision))
     def test(scenario: DecodeScenario) -> None:
         _, found = check_scenario(target, scenario, (prop,))
         for v in found:
-            if v.signature not in known:
-                raise failure_class(v.signature)(decode_finding(target.spec, v, scenario))
+            if v.signature in known:
+                continue
+            finding = decode_finding(target.spec, v, scenario)
+            if knows is None or not knows(finding):
+                raise failure_class(v.signature)(finding)
 
     return test
 
@@ -122,7 +149,8 @@ class Entry:
         check_output_dir(config.cases, "the case directory")  # before any input: a crash must find it writable
         self.config = config
         self.target = target or resolved(config.target)
-        self.fuzz_one = property_test(self.target, config.prop, config.known).hypothesis.fuzz_one_input
+        test = property_test(self.target, config.prop, config.known, config.baseline)
+        self.fuzz_one = test.hypothesis.fuzz_one_input
         self.inputs = 0  # inputs run so far, this one included
         self.started: float | None = None  # when the first input ran
         self.quiet = quiet
@@ -167,7 +195,13 @@ def replay_bytes(entry: Entry, data: bytes) -> Finding | None:
 
 
 def entry_from_strings(
-    target: str | None, prop: str | None, cases: str | None, known: str | None, *, quiet: bool = False
+    target: str | None,
+    prop: str | None,
+    cases: str | None,
+    known: str | None,
+    baseline: str | None = None,
+    *,
+    quiet: bool = False,
 ) -> Entry:
     """An ``Entry`` from the strings of the environment or a command line (BadInput: one is wrong)."""
-    return Entry(FuzzConfig.parse(target, prop, cases, known), quiet=quiet)
+    return Entry(FuzzConfig.parse(target, prop, cases, known, baseline), quiet=quiet)
