@@ -207,12 +207,11 @@ def kvrow_baseline(request: pytest.FixtureRequest) -> Any:
     path = request.config.getoption("kvrow_baseline", None)
     if not path:
         return None
-    from fuzz.common.jsonfile import JsonFileError, read_json
     from fuzz.findings import baseline
 
     try:
-        return baseline.parse(read_json(path, baseline.MAX_BYTES, "baseline"), path)
-    except (JsonFileError, baseline.BaselineError) as e:
+        return baseline.load(path).entries
+    except baseline.BaselineError as e:
         raise pytest.UsageError(f"{BASELINE_OPTION}: {e}") from None
 
 

@@ -214,10 +214,11 @@ ARGV: list[tuple[str, list[str], str]] = [
     ("matrix-expect-huge", ["matrix", "--releases", "0.5.18", "--expect", "huge.json"], f"over {MAX_EXPECT_BYTES}"),
     ("matrix-expect-not-json", ["matrix", "--releases", "0.5.18", "--expect", "afile"], "not valid JSON"),
     ("matrix-expect-deep", ["matrix", "--releases", "0.5.18", "--expect", "deep.json"], "nested too deeply"),
-    ("matrix-expect-list", ["matrix", "--releases", "0.5.18", "--expect", "list.json"], "an object of releases"),
+    ("matrix-expect-list", ["matrix", "--releases", "0.5.18", "--expect", "list.json"], "not a kvrow-fuzz baseline"),
     ("matrix-expect-no-release", ["matrix", "--releases", "0.5.18", "--expect", "other.json"], "no entry for"),
-    ("matrix-expect-number", ["matrix", "--releases", "0.5.18", "--expect", "number.json"], "list of signatures"),
-    ("matrix-expect-bad-signature", ["matrix", "--releases", "0.5.18", "--expect", "typo.json"], "'nope'"),
+    ("matrix-expect-number", ["matrix", "--releases", "0.5.18", "--expect", "number.json"], "required must be true"),
+    ("matrix-expect-old-format", ["matrix", "--releases", "0.5.18", "--expect", "old.json"], "not a kvrow-fuzz"),
+    ("matrix-expect-bad-property", ["matrix", "--releases", "0.5.18", "--expect", "typo.json"], "property 'nope'"),
 ]
 
 
@@ -235,9 +236,12 @@ def arena(tmp_path, monkeypatch):
     (tmp_path / "huge.json").write_text(" " * MAX_EXPECT_BYTES + "{}")
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp_path / "list.json").write_text("[]")
-    (tmp_path / "other.json").write_text('{"0.5.19": {"required": []}}')
-    (tmp_path / "number.json").write_text('{"0.5.18": {"required": 5}}')
-    (tmp_path / "typo.json").write_text('{"0.5.18": {"required": ["nope/dcp>1"]}}')
+    known = '{"schema": "kvrow-fuzz/baseline", "schema_version": 1, "target": "sglang==%s", "entries": [%s]}'
+    (tmp_path / "other.json").write_text(known % ("0.5.19", ""))  # a baseline of another release
+    entry = '{"property": "%s", "function": "f", "path": "p"%s}'
+    (tmp_path / "number.json").write_text(known % ("0.5.18", entry % ("write-within-row", ', "required": 5')))
+    (tmp_path / "typo.json").write_text(known % ("0.5.18", entry % ("nope", "")))
+    (tmp_path / "old.json").write_text('{"0.5.18": {"required": ["write-within-row/dcp>1"]}}')  # the old lists
     return tmp_path
 
 

@@ -177,12 +177,11 @@ def read_baseline(args: argparse.Namespace) -> Any:
         if getattr(args, "baseline_strict", False):
             raise BadInput("--baseline-strict needs --baseline FILE")
         return None
-    from fuzz.common.jsonfile import JsonFileError, read_json
     from fuzz.findings import baseline
 
     try:
-        return baseline.parse(read_json(args.baseline, baseline.MAX_BYTES, "baseline"), args.baseline)
-    except (JsonFileError, baseline.BaselineError) as e:
+        return baseline.load(args.baseline).entries
+    except baseline.BaselineError as e:
         raise BadInput(str(e)) from None
 
 

@@ -197,10 +197,10 @@ def register_matrix(subparsers: Any) -> None:
         "--expect",
         metavar="FILE",
         help=(
-            'JSON {release: {"required": [signatures], "allowed": [signatures]}}: exit 0 when every release finds '
-            "its required groups and nothing outside required + allowed, 1 otherwise "
-            "(CI: the tool still finds the known "
-            "upstream bugs, and a new one fails the job)"
+            "a baseline (python -m fuzz baseline write FILE --releases RANGE; fuzz/findings/baseline.schema.json): "
+            "exit 0 when every release's root causes are in its entries (by property, function, path) and each "
+            "required entry is found, 1 otherwise (CI: the tool still finds the known upstream bugs, and a new one "
+            "fails the job)"
         ),
     )
 

@@ -222,6 +222,8 @@ def _run_rows(
                     row.target, per_kind=settings.fidelity_configs, write_path_steps=settings.write_path_steps
                 )
             say(f"[{row.release}] fidelity: {row.fidelity.summary()} ({row.fidelity.seconds:.1f}s)")
+            if row.fidelity.interrupted:  # it took the signal between two comparisons: the matrix stops here
+                raise KeyboardInterrupt
 
     def job(row: Row) -> tuple[str, str, int | None, int | None]:
         assert row.target is not None
