@@ -700,3 +700,28 @@ def test_p08_ctrl_c_twice_in_prove_after_its_witnesses_exits_1_with_the_report(t
     assert code == 1 and "interrupted: reporting what was proved so far" in out
     assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
     assert json.loads((tmp_path / "r.sarif").read_text())["runs"][0]["results"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--target", "reference", "--seed", "1" * 5000],
+        ["run", "--target", "reference", "--max-examples", "1" * 5000],
+        ["run", "--target", "reference", "--shard", "1/" + "1" * 5000],
+        ["run", "--target", "reference", "--jobs", "1" * 5000],
+    ],
+    ids=["seed", "max-examples", "shard", "jobs"],
+)
+def test_p11_every_integer_option_is_one_parser_that_refuses_5000_digits_in_a_short_line(argv, capsys) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 300, err[:400]
+
+
+def test_the_one_integer_parser() -> None:
+    from fuzz.common.text import MAX_INT_DIGITS, parse_int
+
+    assert parse_int(" -12 ") == -12 and parse_int("9" * MAX_INT_DIGITS) == int("9" * MAX_INT_DIGITS)
+    for bad in ("1" * (MAX_INT_DIGITS + 1), "1.0", "", "0x10", "1_000", "١٢"):
+        with pytest.raises(ValueError):
+            parse_int(bad)

@@ -23,6 +23,7 @@ from .defaults import PROFILES
 from .errors import BadInput, did_you_mean
 from .files import check_output_dir, check_output_file
 from .shards import parse_jobs, parse_shard
+from .text import parse_int, printable
 
 if TYPE_CHECKING:
     from hypothesis import settings as Settings
@@ -90,9 +91,9 @@ def int_at_least(minimum: int, what: str) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = parse_int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected an integer, got {printable(text, 60)!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
         return value
@@ -106,9 +107,9 @@ non_negative_int = int_at_least(0, "an integer >= 0")
 
 def seed_int(text: str) -> int:
     try:
-        return int(text)
+        return parse_int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {printable(text, 60)!r}") from None
 
 
 TARGETS_HELP = "reference[@REVISION], sglang==X.Y.Z, sglang or PATH (repeatable; see `python -m fuzz targets`)"

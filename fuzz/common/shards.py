@@ -12,6 +12,8 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from .text import parse_int, printable
+
 MAX_SHARDS = 4096
 MAX_JOBS = 512
 
@@ -43,9 +45,10 @@ def parse_shard(text: str) -> Shard:
     """An argparse type: ``I/N`` with 1 <= I <= N (at most ``MAX_SHARDS``)."""
     index, sep, count = text.strip().partition("/")
     try:
-        i, n = int(index), int(count)
+        i, n = parse_int(index), parse_int(count)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected I/N (e.g. 2/3, shards numbered from 1), got {text!r}") from None
+        shown = printable(text, 60)
+        raise argparse.ArgumentTypeError(f"expected I/N (e.g. 2/3, shards numbered from 1), got {shown!r}") from None
     if not sep or not 1 <= n <= MAX_SHARDS or not 1 <= i <= n:
         raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N <= {MAX_SHARDS}, got {text!r}")
     return Shard(i, n)
@@ -64,9 +67,9 @@ def parse_jobs(text: str) -> int:
     if text.strip().lower() == "auto":
         return every_core()
     try:
-        n = int(text)
+        n = parse_int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of jobs, 0 or auto, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number of jobs, 0 or auto, got {printable(text, 60)!r}") from None
     if n < 0 or n > MAX_JOBS:
         raise argparse.ArgumentTypeError(f"expected 0 (every core) to {MAX_JOBS} jobs, got {n}")
     return n or every_core()

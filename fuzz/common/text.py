@@ -36,3 +36,16 @@ def markdown_block(lines: Iterable[str]) -> str:
     longest = max((len(run) for line in shown for run in re.findall(r"`+", line)), default=0)
     fence = "`" * max(3, longest + 1)
     return "\n".join([fence, *shown, fence]) + "\n"
+
+
+MAX_INT_DIGITS = 40  # an integer a user or a file gives this tool: far past any size, seed or count it takes
+_INT = re.compile(rf"\s*[+-]?[0-9]{{1,{MAX_INT_DIGITS}}}\s*", re.ASCII)
+
+
+def parse_int(text: str) -> int:
+    """The integer ``text`` spells (a sign, at most ``MAX_INT_DIGITS`` digits, spaces around): the one parser of
+    integers given as text, so a 5,000-digit value is refused here in one line, never by Python's digit limit
+    deep in a command; ValueError (its message names the value, shortened) otherwise."""
+    if not isinstance(text, str) or not _INT.fullmatch(text):
+        raise ValueError(f"not an integer of at most {MAX_INT_DIGITS} digits: {printable(text, 60)}")
+    return int(text)
