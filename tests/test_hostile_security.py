@@ -725,3 +725,14 @@ def test_the_one_integer_parser() -> None:
     for bad in ("1" * (MAX_INT_DIGITS + 1), "1.0", "", "0x10", "1_000", "١٢"):
         with pytest.raises(ValueError):
             parse_int(bad)
+
+
+def test_p23_a_long_step_budget_runs_or_says_why(tmp_path, capsys) -> None:
+    """``lifecycle --steps 1000`` was exit 2 with nothing on stderr (a Hypothesis health check on stdout); here
+    it runs (not reproduced at this test's commit: the test holds the rule, one line on stderr for any exit 2)."""
+    code = main(
+        ["lifecycle", "--target", "reference", "--steps", "1000", "--max-examples", "3", "--quiet"]
+        + ["--cases", str(tmp_path / "cases")]
+    )
+    err = capsys.readouterr().err
+    assert code in (0, 1) or (code == 2 and len(err.strip().splitlines()) == 1), (code, err)
