@@ -32,13 +32,11 @@ def new_only(kvrow_target, kvrow_baseline, found, scenario):
     """The violations whose root cause the baseline does not know (all of them without a baseline)."""
     if kvrow_baseline is None or not found:
         return found
-    from fuzz.causes import root_causes
-    from fuzz.findings import baseline
+    from fuzz.causes.known import new_findings
     from fuzz.run.engine import decode_finding
 
-    findings = {v.signature: decode_finding(kvrow_target.spec, v, scenario) for v in found}
-    judged = baseline.judge(root_causes(kvrow_target, list(findings.values())), kvrow_baseline)
-    new = {s for c in judged.new for s in c.groups}
+    findings = [decode_finding(kvrow_target.spec, v, scenario) for v in found]
+    new = {f.signature for f in new_findings(kvrow_target, kvrow_baseline, findings)}
     return [v for v in found if v.signature in new]
 
 
