@@ -344,3 +344,28 @@ def test_a_known_bug_outside_the_sizing_surface_is_keyed_by_its_fix_and_an_unexp
     assert baseline.is_known(dflash, frozenset({e}))
     unexplained = Cause("unexplained", CauseKind.UNEXPLAINED, "", "t", variants=dflash.variants)
     assert baseline.entries_of(unexplained) == set() and not baseline.is_known(unexplained, frozenset({e}))
+
+
+def test_a_baseline_written_on_a_lone_sizing_file_reads_back_and_names_sglangs_path(tmp_path, monkeypatch, capsys):
+    """A lone file (``--target my_sizing.py``) stands for SGLang's ``allocation_sizing.py``: its baseline names
+    that repository path, whatever directory it was written from (an absolute ``file://`` path made a baseline
+    that ``--baseline`` then refused, and a path under the working directory one that depended on it)."""
+    shape = Path(__file__).parent / "sglang_shapes" / "uno.py"  # 0.5.23's shape: #33579 open
+    sizing = tmp_path / "work" / "my_sizing.py"
+    sizing.parent.mkdir()
+    sizing.write_text(shape.read_text())
+    written = []
+    for where in (tmp_path / "work", tmp_path):  # the file under the working directory, then outside it
+        monkeypatch.chdir(where)
+        out = tmp_path / f"base-{len(written)}.json"
+        cmd = ["baseline", "write", str(out), "--target", f"{sizing}@0.5.23", "--max-examples", "5"]
+        assert main([*cmd, "--write-path", "model", "--quiet"]) == 0, capsys.readouterr()
+        written.append(baseline.load(str(out)).entries)
+    assert written[0] == written[1] and written[0], written
+    assert {e.path for e in written[0]} <= {
+        "python/sglang/srt/mem_cache/allocation_sizing.py",
+        "allocator_model/known_bugs.py",
+    }
+    prove = ["prove", "--target", f"{sizing}@0.5.23", "--space", "tiny", "--quiet", "--cases", str(tmp_path)]
+    assert main([*prove, "--baseline", str(tmp_path / "base-1.json")]) == 0, capsys.readouterr()
+    assert "0 new root cause(s)" in capsys.readouterr().out

@@ -487,6 +487,7 @@ def eagle_scenario():
     "line, says",
     [
         pytest.param("    headroom = 1 << 40\n", "returned 1099511627776, past this tool's bound", id="p16-1-shl-40"),
+        pytest.param("    return -(1 << 20)\n", "row width -1048512, not an integer >= 1", id="negative-row-width"),
         pytest.param("    raise GeneratorExit('boom')\n", "GeneratorExit: boom", id="p17-generator-exit"),
         pytest.param("    raise SystemExit(3)\n", "SystemExit: 3", id="p17-system-exit"),
     ],

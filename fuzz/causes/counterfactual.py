@@ -38,8 +38,8 @@ from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding
-from fuzz.targets.base import Target, TargetCallError
-from fuzz.targets.sglang.wheels import repository_path
+from fuzz.targets.base import Target, TargetCallError, TargetKind
+from fuzz.targets.sglang.wheels import lone_sizing_path, repository_path
 
 # How SGLang names each piece's value in a report.
 VALUE_NAMES = dict(
@@ -240,6 +240,13 @@ def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
     return list(dict.fromkeys(out))
 
 
+def code_path(target: Target, uri: str) -> str:
+    """Where a cause's code lives, as SGLang's repository names it: a lone sizing file's as the module it stands
+    for (``wheels.lone_sizing_path``), the model's own files as they are."""
+    path = repository_path(uri)
+    return lone_sizing_path(uri) if target.kind is TargetKind.FILE and path == uri else path
+
+
 def _label(key: str) -> str:
     """How a report names another cause: its upstream number, else its key marked new."""
     fix = KNOWN_FIX.get(key)
@@ -274,7 +281,7 @@ def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
             )
             located = _where(target, single, seen[key])
             cause.where = [f"{s.uri}:{s.line} {s.function}" for s in located]
-            cause.code = list(dict.fromkeys((repository_path(s.uri), s.function) for s in located))
+            cause.code = list(dict.fromkeys((code_path(target, s.uri), s.function) for s in located))
     return sorted(by_key.values(), key=lambda c: c.rank)
 
 

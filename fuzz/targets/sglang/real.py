@@ -259,7 +259,7 @@ class RealSizing(Surface):
             name = ROW_WIDTH_FUNCTION if width_fn is not None else "get_req_to_token_extra_context_len"
             return f"{name}() of {self.module.origin}"
 
-        return Caller(where, run)
+        return Caller(where, run, what="row width")  # a row under one column: SGLang's pool cannot be built
 
     def _write_path_caller(self) -> Caller | None:
         """SGLang's own decode write path, where the target has a tree to run it from and triton to run it on."""

@@ -258,6 +258,16 @@ def installed_sizing() -> tuple[str, str, str | None]:
     return source, path, version
 
 
+def lone_sizing_path(location: str) -> str:
+    """A lone sizing file (``--target my_sizing.py``, in no SGLang tree) as the module it stands for in SGLang's
+    repository: ``python/sglang/srt/mem_cache/common.py`` for a file named ``common.py`` (0.5.13-0.5.15's home of
+    the sizing functions), else ``allocation_sizing.py``'s path. A baseline written on a copy then names the code
+    as a checkout's run does, from any directory (an absolute path is no repository path: ``baseline`` refuses
+    it)."""
+    name = location.rstrip("/").rsplit("/", 1)[-1]
+    return "python/" + (COMMON_MODULE if name == "common.py" else SIZING_MODULE)
+
+
 def repository_path(location: str) -> str:
     """A file as SGLang's repository names it (``python/sglang/srt/...``), whatever checkout or wheel it was read
     from; anything else (the model's own files) as it is."""

@@ -1,0 +1,134 @@
+"""The mutation benchmark's verdicts on disk: JSON lines, appended and fsynced as each comes, read back to resume.
+
+A line is a base (``{"kind": "base", "shape", "base", "with_plugin", ...}``: its
+groups, causes and baseline) or a mutant (``{"kind": "mutant", "shape",
+"base", "key", "name", "with_plugin", "outcome", ...}``). ``base`` and ``key``
+are digests of the base's and the mutant's source, so a line recorded on
+another base (another wheel, another main shape) is never taken for this
+one; ``with_plugin`` says whether the plugin line was judged too (a verdict
+without it does not answer a run with it). A line that does not parse (a
+run killed mid-write) is skipped and judged again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mutator import Mutant
+
+ENTRIES = ("run ci", "plugin")  # the quick verdicts judged
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def base_key(source: str) -> str:
+    return digest(source)
+
+
+def mutant_key(source: str) -> str:
+    return digest(source)
+
+
+@dataclass
+class Results:
+    path: Path
+    bases: dict[tuple[str, str, bool], dict[str, Any]] = field(default_factory=dict)
+    mutants: dict[tuple[str, str, bool], dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path: Path) -> Results:
+        r = cls(path)
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    d = json.loads(line)
+                    r._take(d)
+                except (ValueError, KeyError, TypeError):
+                    continue
+        return r
+
+    def _take(self, d: dict[str, Any]) -> None:
+        if d["kind"] == "base":
+            self.bases[(d["shape"], d["base"], bool(d["with_plugin"]))] = d
+        elif d["kind"] == "mutant":
+            self.mutants[(d["base"], d["key"], bool(d["with_plugin"]))] = d
+
+    def _append(self, d: dict[str, Any]) -> dict[str, Any]:
+        self._take(d)
+        with self.path.open("a") as f:
+            f.write(json.dumps(d, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return d
+
+    def base(self, shape: str, key: str, plugin: bool) -> dict[str, Any] | None:
+        """The base's record; one judged with the plugin line also answers a run without it."""
+        return self.bases.get((shape, key, plugin)) or self.bases.get((shape, key, True))
+
+    def mutant(self, base: str, key: str, plugin: bool) -> dict[str, Any] | None:
+        """The mutant's record on ``base``; one judged with the plugin line also answers a run without it."""
+        return self.mutants.get((base, key, plugin)) or self.mutants.get((base, key, True))
+
+    def add_base(self, shape: str, key: str, plugin: bool, record: dict[str, Any]) -> dict[str, Any]:
+        return self._append({**record, "kind": "base", "shape": shape, "base": key, "with_plugin": plugin})
+
+    def add_mutant(self, shape: str, base: str, m: Mutant, plugin: bool, record: dict[str, Any]) -> dict[str, Any]:
+        return self._append(
+            {**record, "kind": "mutant", "shape": shape, "base": base, "key": mutant_key(m.source), "name": m.name}
+            | {"function": m.function, "with_plugin": plugin}
+        )
+
+    @staticmethod
+    def line(r: dict[str, Any]) -> str:
+        """One mutant's verdicts in a line of progress."""
+        took = ", ".join(f"{k} {v:.0f}s" for k, v in r.get("seconds", {}).items())
+        if r["outcome"] != "judged":
+            return f"{r['outcome']}{' (' + r['why'] + ')' if r.get('why') else ''} [{took}]"
+        words = [f"proof finds {', '.join(r['proof'][:2])}"]
+        for entry in ENTRIES:
+            if entry in r:
+                words.append(f"{entry} {'killed' if r[entry]['killed'] else 'SURVIVED'}")
+        if "run ci" in r and r["run ci"]["causes"]:
+            words.append(f"new cause {', '.join(r['run ci']['causes'][:2])}")
+        return f"{'; '.join(words)} [{took}]"
+
+
+def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, plugin: bool) -> bool:
+    """One shape's score: mutants, refused, equivalent, killed by each entry point, survivors by name, tool
+    crashes, seconds per verdict; whether every mutant is judged and none survives or crashed."""
+    records = [results.mutant(base, mutant_key(m.source), plugin) for m in chosen]
+    done = [r for r in records if r is not None]
+    by = {o: [r for r in done if r["outcome"] == o] for o in ("refused", "equivalent", "judged", "crashed")}
+    live = by["judged"]
+    print(
+        f"\n{shape}: {len(chosen)} mutants ({len(done)} judged), {len(by['refused'])} refused at load, "
+        f"{len(by['equivalent'])} equivalent, {len(live)} non-equivalent"
+    )
+    for r in by["crashed"]:
+        print(f"  KVROW-FUZZ CRASHED on {r['name']}: {r['why']}")
+    ok = len(done) == len(chosen) and not by["crashed"]
+    for entry in ENTRIES if plugin else ENTRIES[:1]:
+        survivors = [r["name"] for r in live if not r[entry]["killed"]]
+        named = sum(1 for r in live if r[entry].get("named")) if entry == "run ci" else None
+        print(
+            f"  killed by {entry}: {len(live) - len(survivors)}/{len(live)}"
+            + (f" ({named} by a new cause naming the mutated function)" if named is not None else "")
+            + (f"; SURVIVORS: {', '.join(survivors)}" if survivors else "")
+        )
+        ok &= not survivors
+    if elsewhere := [r["name"] for r in live if not r["run ci"].get("named")]:
+        print(f"  run ci's new causes name another function for: {', '.join(elsewhere)}")
+    seconds: dict[str, list[float]] = {}
+    for r in done:
+        for k, v in r.get("seconds", {}).items():
+            seconds.setdefault(k, []).append(v)
+    for k, xs in sorted(seconds.items()):
+        print(f"  {k}: {sum(xs) / len(xs):.1f}s per mutant (max {max(xs):.1f}s, {len(xs)} mutants)")
+    return ok

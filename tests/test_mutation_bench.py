@@ -1,0 +1,56 @@
+"""The mutation benchmark's own parts: the mutator's single-point edits and the verdict file it resumes from."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+SOURCE = (
+    "PAGE = 1 + 1\n\n\ndef f(a, b):\n    if a < b:\n        return max(a + 1, (b + 3 - 1) // 3)\n    return a * b\n"
+)
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import mutation_results
+    import mutator
+
+    return mutator, mutation_results
+
+
+def test_every_mutant_changes_one_point_of_a_function_and_compiles(bench) -> None:
+    mutator, _ = bench
+    found = mutator.mutants(SOURCE)
+    whats = {m.name.split(" ", 1)[1] for m in found}
+    for expected in ("Add -> Sub", "1 -> 0", "1 -> 2", "ceiling -> floor", "drop max, keep the first"):
+        assert expected in whats, whats
+    assert {"Lt -> LtE", "Mult -> FloorDiv", "drop the right term"} <= whats
+    base = ast.unparse(ast.parse(SOURCE))
+    for m in found:
+        assert m.function == "f" and m.source != base
+        compile(m.source, "<mutant>", "exec")
+        assert m.source.startswith("PAGE = 1 + 1\n"), m.name  # module-level statements are left alone
+    assert len({m.source for m in found}) == len(found)  # no mutant twice
+    assert [m.name for m in mutator.mutants(SOURCE)] == [m.name for m in found]  # the same order on every parse
+
+
+def test_the_verdict_file_resumes_and_never_takes_another_bases_line(bench, tmp_path) -> None:
+    mutator, results = bench
+    m = mutator.mutants(SOURCE)[0]
+    path = tmp_path / "r.jsonl"
+    r = results.Results.open(path)
+    r.add_base("main", "b1", True, {"prove small": [], "prove full": [], "baseline": "{}", "causes": []})
+    r.add_mutant("main", "b1", m, False, {"outcome": "equivalent", "seconds": {"prove small": 1.0}})
+    with path.open("a") as f:
+        f.write('{"kind": "mutant", "base": "b1", "key": "trunc')  # a run killed mid-write
+    again = results.Results.open(path)
+    key = results.mutant_key(m.source)
+    assert again.base("main", "b1", True) is not None and again.base("main", "b1", False) is not None
+    assert again.mutant("b1", key, False)["outcome"] == "equivalent"
+    assert again.mutant("b1", key, True) is None  # judged without the plugin line: no answer for a run with it
+    assert again.mutant("b2", key, False) is None  # another base
+    assert len(again.mutants) == 1
