@@ -18,10 +18,11 @@ does not have (``fuzz.causes``; the base's causes written as a baseline):
 findings grouped by root cause and judged against that baseline, counted
 also by whether a new cause names the mutated function; the pytest plugin
 line (``pytest --pyargs fuzz.properties --kvrow-target=FILE@VERSION
---kvrow-baseline BASE -x``, a subprocess, as a user types it plus the
-baseline): it fails. ``-x`` stops at the first failing test, so the plugin's
-verdict (fails or passes) is the full line's and its seconds are the time to
-that verdict.
+--kvrow-baseline BASE``, a subprocess, as a user types it plus the
+baseline): a test that passes on the base fails. The tests that fail on the
+base even against its causes (printed on the base's line) are left out
+(``-k``), and ``-x`` stops at the first failure, so the verdict is the full
+line's and its seconds the time to it.
 
 Every verdict is appended to ``--results`` (JSON lines, fsynced) as it
 comes: a killed or interrupted run resumes where it stopped, and a mutant
@@ -55,7 +56,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # --jobs workers share the cores: one thread each
 
-from mutation_results import Results, base_key, mutant_key, print_score  # noqa: E402
+from mutation_results import ENTRIES, Results, base_key, mutant_key, print_score  # noqa: E402
+from mutation_verdicts import (  # noqa: E402
+    base_or_error,
+    ci_findings,
+    judge_mutant,
+    one_thread,
+    plugin_groups,
+    prove_result,
+)
 from mutator import Mutant, mutants  # noqa: E402
 
 MAIN_SHAPE = ROOT / "tests" / "sglang_shapes" / "main.py"
@@ -66,161 +75,6 @@ PAGE_1_FIX = {  # #33579 fixed as the reference states it: the reserve term at e
     ),
     "0.5.23": ("        if page_size > 1 or spec_algo.is_uno():\n", "        if True:\n"),
 }
-
-
-# -- verdicts (run in the worker processes) --------------------------------------------------------------------
-
-
-def prove_result(spec: str, space: str) -> Any:
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove
-    from fuzz.targets import resolve_target
-
-    target = resolve_target(spec)
-    return prove(target, request(target, space))
-
-
-def ci_findings(spec: str) -> tuple[Any, list[Any], str]:
-    """(target, findings, error) of ``run --profile ci``: its proof stage, then the profile's search."""
-    from fuzz.common.profiles import get_profile
-    from fuzz.prove.quick import proof_stage
-    from fuzz.run.engine import campaign
-    from fuzz.run.sglang import WritePathMode
-    from fuzz.targets import resolve_target
-
-    target = resolve_target(spec)
-    result = campaign(target, get_profile("ci"), proof=proof_stage, write_path=WritePathMode.MODEL)
-    return target, list(result.findings), result.error or ""
-
-
-def plugin_fails(spec: str, baseline_file: str | None) -> tuple[bool, str]:
-    """Whether the plugin line fails on ``spec`` (against the base's causes), and its last line."""
-    import subprocess
-
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly"]
-    command += ["--pyargs", "fuzz.properties", f"--kvrow-target={spec}", "-o", "addopts=", "--tb=line"]
-    command += [f"--kvrow-baseline={baseline_file}"] if baseline_file else []
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=900, env=env)
-    last = (done.stdout.strip().splitlines() or [""])[-1][:160]
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"the plugin line exited {done.returncode}: {last} {done.stderr[-300:]}")
-    return done.returncode == 1, last
-
-
-def judge_base(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
-    """The base's groups by each proof and by run ci, its root causes written to ``baseline_file``; the plugin
-    line must pass against them (else the kill rule would be void)."""
-    from fuzz.causes import root_causes
-    from fuzz.findings import baseline
-
-    seconds: dict[str, float] = {}
-    t = time.monotonic()
-    small = prove_result(spec, "small")
-    seconds["prove small"] = time.monotonic() - t
-    t = time.monotonic()
-    full = prove_result(spec, "full")
-    seconds["prove full"] = time.monotonic() - t
-    t = time.monotonic()
-    target, found, error = ci_findings(spec)
-    if error:
-        raise RuntimeError(f"run ci failed on the base {spec}: {error}")
-    causes = root_causes(target, [*found, *(g.witness for g in full.groups.values())])
-    seconds["run ci"] = time.monotonic() - t
-    Path(baseline_file).write_text(baseline.text(target.spec, causes))
-    record: dict[str, Any] = {
-        "prove small": sorted(map(str, small.groups)),
-        "prove full": sorted(map(str, full.groups)),
-        "run ci": sorted({str(f.signature) for f in found}),
-        "causes": [c.label for c in causes],
-        "baseline": Path(baseline_file).read_text(),
-    }
-    if plugin:
-        t = time.monotonic()
-        failed, last = plugin_fails(spec, baseline_file)
-        seconds["plugin"] = time.monotonic() - t
-        if failed:
-            raise RuntimeError(f"the plugin line fails on the base {spec} against its own causes: {last}")
-    return {**record, "seconds": seconds}
-
-
-def base_or_error(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
-    """``judge_base``, or ``{"error": ...}``: a base that cannot be judged stops its shape, not the run."""
-    try:
-        return judge_base(spec, plugin, baseline_file)
-    except Exception as e:  # noqa: BLE001 - reported as the shape's one line
-        return {"error": f"{type(e).__name__}: {e}"[:400]}
-
-
-def names(cause: Any, function: str) -> bool:
-    """Whether a root cause names ``function``: the surface entry it is keyed by mirrors it, or the code it lives
-    in is it."""
-    from allocator_model.surface import ROW_WIDTH, entries
-    from fuzz.targets.sglang.real import ROW_WIDTH_FUNCTION
-
-    mirrors = {f for e in entries() if e.name == cause.key for f in e.functions}
-    mirrors |= {ROW_WIDTH_FUNCTION} if cause.key == ROW_WIDTH.name else set()
-    located = [f for _, f in cause.code] + [w.rsplit(" ", 1)[-1] for w in cause.where]
-    return function in mirrors or any(f.split(".")[-1] == function for f in located)
-
-
-def judge_mutant(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
-    """``verdicts``, and ``crashed`` (a traceback out of kvrow-fuzz itself: a defect of the tool, listed) when
-    one of them raised."""
-    import traceback
-
-    try:
-        return verdicts(spec, m, base, plugin, baseline_file)
-    except Exception as e:  # noqa: BLE001 - any exception here is the tool's own crash, recorded and listed
-        tb = traceback.extract_tb(e.__traceback__)[-1]
-        return {"outcome": "crashed", "why": f"{type(e).__name__}: {e} at {tb.filename}:{tb.lineno}"[:300]}
-
-
-def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
-    """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not) or, for the
-    others, the new groups proved, run ci's new root causes (and whether one names the mutated function),
-    the plugin line's failure; ``refused`` when the loader refuses the file (no verdict)."""
-    from fuzz.causes import root_causes
-    from fuzz.findings import baseline
-    from fuzz.targets.base import TargetError
-
-    seconds: dict[str, float] = {}
-    out: dict[str, Any] = {"seconds": seconds}
-    try:
-        t = time.monotonic()
-        new = sorted(set(map(str, prove_result(spec, "small").groups)) - set(base["prove small"]))
-        seconds["prove small"] = time.monotonic() - t
-        if not new:
-            t = time.monotonic()
-            new = sorted(set(map(str, prove_result(spec, "full").groups)) - set(base["prove full"]))
-            seconds["prove full"] = time.monotonic() - t
-    except TargetError as e:
-        return {**out, "outcome": "refused", "why": str(e).splitlines()[0][:160]}
-    if not new:
-        return {**out, "outcome": "equivalent"}
-    out.update(outcome="judged", proof=new)
-    t = time.monotonic()
-    target, found, error = ci_findings(spec)
-    known = baseline.load(baseline_file).entries
-    fresh = baseline.judge(root_causes(target, found), known).new
-    seconds["run ci"] = time.monotonic() - t
-    out["run ci"] = {
-        "killed": bool(fresh) or bool(error),
-        "named": any(names(c, m.function) for c in fresh),
-        "causes": [c.label for c in fresh] + ([f"error: {error[:80]}"] if error else []),
-    }
-    if plugin:
-        t = time.monotonic()
-        failed, last = plugin_fails(spec, baseline_file)
-        seconds["plugin"] = time.monotonic() - t
-        out["plugin"] = {"killed": failed, "last": last}
-    return out
-
-
-def _one_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)
 
 
 # -- bases and the run -----------------------------------------------------------------------------------------
@@ -294,7 +148,7 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
     """Every base, then every mutant not in ``results`` yet (in an order shuffled by ``seed``, so a stopped run
     has judged a sample of every shape), ``jobs`` at a time; each verdict recorded as it comes."""
     pool: Any = (
-        cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
+        cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=one_thread)
         if jobs > 1
         else None
     )
@@ -314,7 +168,10 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
             if base is None:
                 continue
             Path(s.baseline_file()).write_text(base["baseline"])
-            print(f"[{s.name}] base: proof {len(base['prove full'])} group(s), causes {base['causes'] or 'none'}")
+            fails = f", the plugin line fails {', '.join(base['plugin fails'])}" if base.get("plugin fails") else ""
+            print(
+                f"[{s.name}] base: proof {len(base['prove full'])} group(s), causes {base['causes'] or 'none'}{fails}"
+            )
             for i, m in enumerate(s.chosen, 1):
                 if results.mutant(s.key, mutant_key(m.source), plugin) is None:
                     tasks.append((s, m, (s.write(f"m{i}", m.source), m, base, plugin, s.baseline_file())))
@@ -329,25 +186,27 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def releases_section(releases: list[str]) -> bool:
-    """The unmutated releases: run ci's groups against prove's (the full space)."""
+def releases_section(releases: list[str], plugin: bool) -> bool:
+    """The unmutated releases: run ci's groups, and the plugin line's, against prove's (the full space)."""
     ok = True
     for release in releases:
         spec = f"sglang=={release}"
         t0 = time.monotonic()
-        _, found, _ = ci_findings(spec)
-        ran = frozenset(str(f.signature) for f in found)
-        t1 = time.monotonic()
         proved = frozenset(map(str, prove_result(spec, "full").groups))
-        t2 = time.monotonic()
-        missed, beyond = proved - ran, ran - proved
-        ok &= not missed
-        print(
-            f"{release}: run ci {len(ran)} groups ({t1 - t0:.1f}s), prove {len(proved)} ({t2 - t1:.1f}s)"
-            + (f"; MISSED by ci: {', '.join(sorted(missed))}" if missed else "; ci holds every proved group")
-            + (f"; beyond prove's scope: {', '.join(sorted(beyond))}" if beyond else ""),
-            flush=True,
-        )
+        line = [f"{release}: prove {len(proved)} groups ({time.monotonic() - t0:.1f}s)"]
+        for entry in ENTRIES if plugin else ENTRIES[:1]:
+            t = time.monotonic()
+            ran = (
+                frozenset(str(f.signature) for f in ci_findings(spec)[1]) if entry == "run ci" else plugin_groups(spec)
+            )
+            missed, beyond = proved - ran, ran - proved
+            ok &= not missed
+            line.append(
+                f"{entry} {len(ran)} ({time.monotonic() - t:.1f}s"
+                + (f", MISSED: {', '.join(sorted(missed))}" if missed else ", every proved group")
+                + (f", beyond prove's scope: {', '.join(sorted(beyond))})" if beyond else ")")
+            )
+        print("; ".join(line), flush=True)
     return ok
 
 
@@ -385,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.releases:
         from fuzz.fidelity.matrix import parse_releases
 
-        ok &= releases_section(parse_releases(args.releases))
+        ok &= releases_section(parse_releases(args.releases), plugin)
     return 0 if ok else 1
 
 

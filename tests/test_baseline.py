@@ -369,3 +369,21 @@ def test_a_baseline_written_on_a_lone_sizing_file_reads_back_and_names_sglangs_p
     prove = ["prove", "--target", f"{sizing}@0.5.23", "--space", "tiny", "--quiet", "--cases", str(tmp_path)]
     assert main([*prove, "--baseline", str(tmp_path / "base-1.json")]) == 0, capsys.readouterr()
     assert "0 new root cause(s)" in capsys.readouterr().out
+
+
+def test_the_plugins_lifecycle_test_fails_only_on_a_cause_the_baseline_does_not_know():
+    """``--kvrow-baseline`` holds for the lifecycle test as for the decode properties (it was ignored there:
+    a known cause failed the plugin line)."""
+    from hypothesis import settings
+
+    from fuzz.causes import root_causes
+    from fuzz.lifecycle.machine import lifecycle_campaign
+    from fuzz.properties.test_kvrow_lifecycle import new_only
+    from fuzz.targets import resolve_target
+
+    target = resolve_target("reference@sglang-0.5.18")
+    found = lifecycle_campaign(target, settings(max_examples=30, database=None), steps=30, max_rounds=1).findings
+    assert found
+    known = frozenset(baseline.made_by(root_causes(target, found)))
+    assert known and new_only(target, known, found) == []
+    assert new_only(target, None, found) == found and new_only(target, frozenset(), found) == found

@@ -1,0 +1,199 @@
+"""The mutation benchmark's verdicts, each run in a worker process: the proofs, ``run --profile ci``, the plugin line.
+
+A base's verdict (``judge_base``) is its groups by each proof and by run ci,
+and its root causes, written as the baseline its mutants are judged
+against; a mutant's (``judge_mutant``) is ``equivalent``, ``refused`` (the
+loader refuses it), ``judged`` (the new groups proved, run ci's new root
+causes and whether one names the mutated function, the plugin line's failed
+tests among those that pass on the base) or ``crashed`` (a traceback out of
+kvrow-fuzz itself).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mutator import Mutant
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def prove_result(spec: str, space: str) -> Any:
+    from fuzz.prove.request import request
+    from fuzz.prove.sweep import prove
+    from fuzz.targets import resolve_target
+
+    target = resolve_target(spec)
+    return prove(target, request(target, space))
+
+
+def ci_findings(spec: str) -> tuple[Any, list[Any], str]:
+    """(target, findings, error) of ``run --profile ci``: its proof stage, then the profile's search."""
+    from fuzz.common.profiles import get_profile
+    from fuzz.prove.quick import proof_stage
+    from fuzz.run.engine import campaign
+    from fuzz.run.sglang import WritePathMode
+    from fuzz.targets import resolve_target
+
+    target = resolve_target(spec)
+    result = campaign(target, get_profile("ci"), proof=proof_stage, write_path=WritePathMode.MODEL)
+    return target, list(result.findings), result.error or ""
+
+
+def plugin_line(
+    spec: str, baseline_file: str | None, first_failure: bool, skip: tuple[str, ...] = ()
+) -> tuple[list[str], str]:
+    """(the tests that failed, the output) of the plugin line on ``spec``: ``-x`` with ``first_failure``, the
+    tests named in ``skip`` deselected."""
+    import re
+    import subprocess
+
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    command += ["-o", "addopts=", "--pyargs", "fuzz.properties", f"--kvrow-target={spec}", "--tb=short"]
+    command += ["-x"] if first_failure else []
+    command += [f"--kvrow-baseline={baseline_file}"] if baseline_file else []
+    command += ["-k", " and ".join(f"not {t}" for t in skip)] if skip else []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=900, env=env)
+    if done.returncode not in (0, 1):
+        last = (done.stdout.strip().splitlines() or [""])[-1][:160]
+        raise RuntimeError(f"the plugin line exited {done.returncode}: {last} {done.stderr[-300:]}")
+    failed = re.findall(r"^(?:FAILED|ERROR) \S*?::(test_\w+)", done.stdout, re.MULTILINE)
+    if done.returncode == 1 and not failed:
+        raise RuntimeError(f"the plugin line exited 1 and named no failed test: {done.stdout[-300:]}")
+    return sorted(set(failed)), done.stdout
+
+
+def plugin_groups(spec: str) -> frozenset[str]:
+    """The bug groups the whole plugin line's failures name (``WITNESS <group> on`` and ``<group> on <spec>``)."""
+    import re
+
+    from fuzz.findings.kinds import Signature
+
+    found = set()
+    out = plugin_line(spec, None, first_failure=False)[1]
+    for m in re.finditer(r"(?:WITNESS )?([a-z][a-z-]*/\S+?) on \S", out):
+        try:
+            found.add(str(Signature.parse(m.group(1))))
+        except ValueError:
+            continue
+    return frozenset(found)
+
+
+def judge_base(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
+    """The base's groups by each proof and by run ci, its root causes (of both) written to ``baseline_file``, and
+    the tests of the plugin line that fail on it even against them (``plugin fails``: no verdict on a mutant)."""
+    from fuzz.causes import root_causes
+    from fuzz.findings import baseline
+
+    seconds: dict[str, float] = {}
+    t = time.monotonic()
+    small = prove_result(spec, "small")
+    seconds["prove small"] = time.monotonic() - t
+    t = time.monotonic()
+    full = prove_result(spec, "full")
+    seconds["prove full"] = time.monotonic() - t
+    t = time.monotonic()
+    target, found, error = ci_findings(spec)
+    if error:
+        raise RuntimeError(f"run ci failed on the base {spec}: {error}")
+    causes = root_causes(target, [*found, *(g.witness for g in full.groups.values())])
+    seconds["run ci"] = time.monotonic() - t
+    Path(baseline_file).write_text(baseline.text(target.spec, causes))
+    record: dict[str, Any] = {
+        "prove small": sorted(map(str, small.groups)),
+        "prove full": sorted(map(str, full.groups)),
+        "run ci": sorted({str(f.signature) for f in found}),
+        "causes": [c.label for c in causes],
+        "baseline": Path(baseline_file).read_text(),
+    }
+    if plugin:
+        t = time.monotonic()
+        record["plugin fails"], _ = plugin_line(spec, baseline_file, first_failure=False)
+        seconds["plugin"] = time.monotonic() - t
+    return {**record, "seconds": seconds}
+
+
+def base_or_error(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
+    """``judge_base``, or ``{"error": ...}``: a base that cannot be judged stops its shape, not the run."""
+    try:
+        return judge_base(spec, plugin, baseline_file)
+    except Exception as e:  # noqa: BLE001 - reported as the shape's one line
+        return {"error": f"{type(e).__name__}: {e}"[:400]}
+
+
+def names(cause: Any, function: str) -> bool:
+    """Whether a root cause names ``function``: the surface entry it is keyed by mirrors it, or the code it lives
+    in is it."""
+    from allocator_model.surface import ROW_WIDTH, entries
+    from fuzz.targets.sglang.real import ROW_WIDTH_FUNCTION
+
+    mirrors = {f for e in entries() if e.name == cause.key for f in e.functions}
+    mirrors |= {ROW_WIDTH_FUNCTION} if cause.key == ROW_WIDTH.name else set()
+    located = [f for _, f in cause.code] + [w.rsplit(" ", 1)[-1] for w in cause.where]
+    return function in mirrors or any(f.split(".")[-1] == function for f in located)
+
+
+def judge_mutant(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
+    """``verdicts``, and ``crashed`` (a traceback out of kvrow-fuzz itself: a defect of the tool, listed) when
+    one of them raised."""
+    import traceback
+
+    try:
+        return verdicts(spec, m, base, plugin, baseline_file)
+    except Exception as e:  # noqa: BLE001 - any exception here is the tool's own crash, recorded and listed
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        return {"outcome": "crashed", "why": f"{type(e).__name__}: {e} at {tb.filename}:{tb.lineno}"[:300]}
+
+
+def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
+    """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not) or, for the
+    others, the new groups proved, run ci's new root causes (and whether one names the mutated function),
+    the plugin line's failure; ``refused`` when the loader refuses the file (no verdict)."""
+    from fuzz.causes import root_causes
+    from fuzz.findings import baseline
+    from fuzz.targets.base import TargetError
+
+    seconds: dict[str, float] = {}
+    out: dict[str, Any] = {"seconds": seconds}
+    try:
+        t = time.monotonic()
+        new = sorted(set(map(str, prove_result(spec, "small").groups)) - set(base["prove small"]))
+        seconds["prove small"] = time.monotonic() - t
+        if not new:
+            t = time.monotonic()
+            new = sorted(set(map(str, prove_result(spec, "full").groups)) - set(base["prove full"]))
+            seconds["prove full"] = time.monotonic() - t
+    except TargetError as e:
+        return {**out, "outcome": "refused", "why": str(e).splitlines()[0][:160]}
+    if not new:
+        return {**out, "outcome": "equivalent"}
+    out.update(outcome="judged", proof=new)
+    t = time.monotonic()
+    target, found, error = ci_findings(spec)
+    known = baseline.load(baseline_file).entries
+    fresh = baseline.judge(root_causes(target, found), known).new
+    seconds["run ci"] = time.monotonic() - t
+    out["run ci"] = {
+        "killed": bool(fresh) or bool(error),
+        "named": any(names(c, m.function) for c in fresh),
+        "causes": [c.label for c in fresh] + ([f"error: {error[:80]}"] if error else []),
+    }
+    if plugin:
+        t = time.monotonic()
+        skip = tuple(base["plugin fails"])  # failing on the base too: no verdict on a mutant
+        failed, _ = plugin_line(spec, baseline_file, first_failure=True, skip=skip)
+        seconds["plugin"] = time.monotonic() - t
+        out["plugin"] = {"killed": bool(failed), "failed": failed, "skipped": list(skip)}
+    return out
+
+
+def one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
