@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from mutator import Mutant
 
 ENTRIES = ("run ci", "plugin")  # the quick verdicts judged
+BASE_FIELDS = ("run ci", "plugin fails", "plugin groups")  # a base record's, the plugin line's last
 
 
 def digest(text: str) -> str:
@@ -69,12 +71,23 @@ class Results:
         return d
 
     def base(self, shape: str, key: str, plugin: bool) -> dict[str, Any] | None:
-        """The base's record; one judged with the plugin line also answers a run without it."""
-        return self.bases.get((shape, key, plugin)) or self.bases.get((shape, key, True))
+        """The base's record; one judged with the plugin line also answers a run without it. A record without
+        a field this version reads (written by an earlier one) answers nothing: the base is judged again."""
+        d = self.bases.get((shape, key, plugin)) or self.bases.get((shape, key, True))
+        return d if d is not None and all(k in d for k in BASE_FIELDS[: 3 if plugin else 1]) else None
 
     def mutant(self, base: str, key: str, plugin: bool) -> dict[str, Any] | None:
-        """The mutant's record on ``base``; one judged with the plugin line also answers a run without it."""
-        return self.mutants.get((base, key, plugin)) or self.mutants.get((base, key, True))
+        """The mutant's record on ``base``; one judged with the plugin line also answers a run without it. An
+        earlier version's record without ``by`` killed by a new cause or test only: a kill stands (``by`` set),
+        a survivor answers nothing (it is judged again, by group too)."""
+        d = self.mutants.get((base, key, plugin)) or self.mutants.get((base, key, True))
+        if d is None or d["outcome"] != "judged":
+            return d
+        for e in (e for e in ENTRIES if e in d and "by" not in d[e]):
+            if not d[e]["killed"]:
+                return None
+            d[e]["by"] = "cause" if e == "run ci" else "test"
+        return d
 
     def add_base(self, shape: str, key: str, plugin: bool, record: dict[str, Any]) -> dict[str, Any]:
         return self._append({**record, "kind": "base", "shape": shape, "base": key, "with_plugin": plugin})
@@ -94,7 +107,7 @@ class Results:
         words = [f"proof finds {', '.join(r['proof'][:2])}"]
         for entry in ENTRIES:
             if entry in r:
-                words.append(f"{entry} {'killed' if r[entry]['killed'] else 'SURVIVED'}")
+                words.append(f"{entry} {'killed by a new ' + r[entry]['by'] if r[entry]['killed'] else 'SURVIVED'}")
         if "run ci" in r and r["run ci"]["causes"]:
             words.append(f"new cause {', '.join(r['run ci']['causes'][:2])}")
         return f"{'; '.join(words)} [{took}]"
@@ -116,10 +129,12 @@ def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, p
     ok = len(done) == len(chosen) and not by["crashed"]
     for entry in ENTRIES if plugin else ENTRIES[:1]:
         survivors = [r["name"] for r in live if not r[entry]["killed"]]
+        how = Counter(r[entry]["by"] for r in live if r[entry]["killed"])
         named = sum(1 for r in live if r[entry].get("named")) if entry == "run ci" else None
         print(
-            f"  killed by {entry}: {len(live) - len(survivors)}/{len(live)}"
-            + (f" ({named} by a new cause naming the mutated function)" if named is not None else "")
+            f"  killed by {entry}: {len(live) - len(survivors)}/{len(live)} ("
+            + ", ".join(f"{n} by a new {k}" for k, n in sorted(how.items()))
+            + (f"; {named} by a new cause naming the mutated function)" if named is not None else ")")
             + (f"; SURVIVORS: {', '.join(survivors)}" if survivors else "")
         )
         ok &= not survivors

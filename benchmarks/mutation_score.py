@@ -183,6 +183,8 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
             print(f"[{s.name}] {n}/{len(tasks)} {m.name}: {Results.line(record)}", flush=True)
     finally:
         if pool is not None:
+            for worker in list(getattr(pool, "_processes", {}).values()):  # a worker mid-verdict: stopped, not awaited
+                worker.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -59,7 +59,15 @@ def plugin_line(
     command += [f"--kvrow-baseline={baseline_file}"] if baseline_file else []
     command += ["-k", " and ".join(f"not {t}" for t in skip)] if skip else []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=900, env=env)
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        timeout=900,
+        env=env,
+        preexec_fn=_default_sigint,
+    )
     if done.returncode not in (0, 1):
         last = (done.stdout.strip().splitlines() or [""])[-1][:160]
         raise RuntimeError(f"the plugin line exited {done.returncode}: {last} {done.stderr[-300:]}")
@@ -86,8 +94,9 @@ def plugin_groups(spec: str) -> frozenset[str]:
 
 
 def judge_base(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
-    """The base's groups by each proof and by run ci, its root causes (of both) written to ``baseline_file``, and
-    the tests of the plugin line that fail on it even against them (``plugin fails``: no verdict on a mutant)."""
+    """The base's groups by each proof and by run ci, its root causes (of both) written to ``baseline_file``, the
+    tests of the plugin line that fail on it even against them (``plugin fails``: no verdict on a mutant), and
+    the groups the plugin line names on it without a baseline (``plugin groups``)."""
     from fuzz.causes import root_causes
     from fuzz.findings import baseline
 
@@ -115,6 +124,7 @@ def judge_base(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
     if plugin:
         t = time.monotonic()
         record["plugin fails"], _ = plugin_line(spec, baseline_file, first_failure=False)
+        record["plugin groups"] = sorted(plugin_groups(spec))
         seconds["plugin"] = time.monotonic() - t
     return {**record, "seconds": seconds}
 
@@ -176,24 +186,45 @@ def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_
     out.update(outcome="judged", proof=new)
     t = time.monotonic()
     target, found, error = ci_findings(spec)
-    known = baseline.load(baseline_file).entries
-    fresh = baseline.judge(root_causes(target, found), known).new
+    fresh = baseline.judge(root_causes(target, found), baseline.load(baseline_file).entries).new
+    groups = sorted({str(f.signature) for f in found} - set(base["run ci"]))
     seconds["run ci"] = time.monotonic() - t
     out["run ci"] = {
-        "killed": bool(fresh) or bool(error),
+        **killed_by("cause" if fresh or error else "group" if groups else None),
         "named": any(names(c, m.function) for c in fresh),
         "causes": [c.label for c in fresh] + ([f"error: {error[:80]}"] if error else []),
+        "groups": groups[:8],
     }
     if plugin:
         t = time.monotonic()
         skip = tuple(base["plugin fails"])  # failing on the base too: no verdict on a mutant
         failed, _ = plugin_line(spec, baseline_file, first_failure=True, skip=skip)
+        groups = [] if failed else sorted(plugin_groups(spec) - set(base["plugin groups"]))
         seconds["plugin"] = time.monotonic() - t
-        out["plugin"] = {"killed": bool(failed), "failed": failed, "skipped": list(skip)}
+        out["plugin"] = {**killed_by("test" if failed else "group" if groups else None), "failed": failed}
+        out["plugin"] |= {"skipped": list(skip), "groups": groups[:8]}
     return out
 
 
+def killed_by(how: str | None) -> dict[str, Any]:
+    """How an entry point killed a mutant: ``cause`` (a root cause the base's baseline does not know), ``test``
+    (a plugin test that passes on the base fails), ``group`` (neither, but a bug group the base's verdict by the
+    same entry point does not have: where the base's known causes already live in the mutated function, as in
+    0.5.18's base, a new bug there makes no new baseline entry); None: it survived."""
+    return {"killed": how is not None, "by": how}
+
+
 def one_thread() -> None:
+    """A worker's set-up: one torch thread, and Ctrl-C left to the main process (it stops the workers)."""
+    import signal
+
     import torch
 
     torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # the plugin line stops on Ctrl-C, though its worker ignores it

@@ -43,7 +43,9 @@ def test_the_verdict_file_resumes_and_never_takes_another_bases_line(bench, tmp_
     m = mutator.mutants(SOURCE)[0]
     path = tmp_path / "r.jsonl"
     r = results.Results.open(path)
-    r.add_base("main", "b1", True, {"prove small": [], "prove full": [], "baseline": "{}", "causes": []})
+    fields = {"prove small": [], "prove full": [], "run ci": [], "baseline": "{}", "causes": []}
+    r.add_base("main", "b1", True, {**fields, "plugin fails": [], "plugin groups": []})
+    r.add_base("main", "b0", True, {**fields, "plugin fails": []})  # an earlier version's: no plugin groups
     r.add_mutant("main", "b1", m, False, {"outcome": "equivalent", "seconds": {"prove small": 1.0}})
     with path.open("a") as f:
         f.write('{"kind": "mutant", "base": "b1", "key": "trunc')  # a run killed mid-write
@@ -53,4 +55,18 @@ def test_the_verdict_file_resumes_and_never_takes_another_bases_line(bench, tmp_
     assert again.mutant("b1", key, False)["outcome"] == "equivalent"
     assert again.mutant("b1", key, True) is None  # judged without the plugin line: no answer for a run with it
     assert again.mutant("b2", key, False) is None  # another base
+    assert again.base("main", "b0", True) is None and again.base("main", "b0", False) is not None
     assert len(again.mutants) == 1
+
+
+def test_an_earlier_versions_kill_stands_and_its_survivor_is_judged_again(bench, tmp_path) -> None:
+    mutator, results = bench
+    killed, survived = mutator.mutants(SOURCE)[:2]
+    r = results.Results.open(tmp_path / "r.jsonl")
+    old = {"outcome": "judged", "proof": ["g/x"], "plugin": {"killed": True}}
+    r.add_mutant("main", "b1", killed, True, {**old, "run ci": {"killed": True}})
+    r.add_mutant("main", "b1", survived, True, {**old, "run ci": {"killed": False}})
+    again = results.Results.open(tmp_path / "r.jsonl")
+    record = again.mutant("b1", results.mutant_key(killed.source), True)
+    assert record["run ci"]["by"] == "cause" and record["plugin"]["by"] == "test"
+    assert again.mutant("b1", results.mutant_key(survived.source), True) is None
