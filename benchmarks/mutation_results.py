@@ -26,16 +26,9 @@ ENTRIES = ("run ci", "plugin")  # the quick verdicts judged
 BASE_FIELDS = ("run ci", "plugin fails", "plugin groups")  # a base record's, the plugin line's last
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def base_key(source: str) -> str:
-    return digest(source)
-
-
-def mutant_key(source: str) -> str:
-    return digest(source)
+def digest(source: str) -> str:
+    """A base's or a mutant's key: the first 16 hex digits of its source's SHA-256."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -94,7 +87,7 @@ class Results:
 
     def add_mutant(self, shape: str, base: str, m: Mutant, plugin: bool, record: dict[str, Any]) -> dict[str, Any]:
         return self._append(
-            {**record, "kind": "mutant", "shape": shape, "base": base, "key": mutant_key(m.source), "name": m.name}
+            {**record, "kind": "mutant", "shape": shape, "base": base, "key": digest(m.source), "name": m.name}
             | {"function": m.function, "with_plugin": plugin}
         )
 
@@ -116,7 +109,7 @@ class Results:
 def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, plugin: bool) -> bool:
     """One shape's score: mutants, refused, equivalent, killed by each entry point, survivors by name, tool
     crashes, seconds per verdict; whether every mutant is judged and none survives or crashed."""
-    records = [results.mutant(base, mutant_key(m.source), plugin) for m in chosen]
+    records = [results.mutant(base, digest(m.source), plugin) for m in chosen]
     done = [r for r in records if r is not None]
     by = {o: [r for r in done if r["outcome"] == o] for o in ("refused", "equivalent", "judged", "crashed")}
     live = by["judged"]
@@ -131,10 +124,11 @@ def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, p
         survivors = [r["name"] for r in live if not r[entry]["killed"]]
         how = Counter(r[entry]["by"] for r in live if r[entry]["killed"])
         named = sum(1 for r in live if r[entry].get("named")) if entry == "run ci" else None
+        parts = [f"{n} by a new {k}" for k, n in sorted(how.items())]
+        parts += [f"{named} by a new cause naming the mutated function"] if named else []
         print(
-            f"  killed by {entry}: {len(live) - len(survivors)}/{len(live)} ("
-            + ", ".join(f"{n} by a new {k}" for k, n in sorted(how.items()))
-            + (f"; {named} by a new cause naming the mutated function)" if named is not None else ")")
+            f"  killed by {entry}: {len(live) - len(survivors)}/{len(live)}"
+            + (f" ({'; '.join(parts)})" if parts else "")
             + (f"; SURVIVORS: {', '.join(survivors)}" if survivors else "")
         )
         ok &= not survivors

@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # --jobs workers share the cores: one thread each
 
-from mutation_results import ENTRIES, Results, base_key, mutant_key, print_score  # noqa: E402
+from mutation_results import ENTRIES, Results, digest, print_score  # noqa: E402
 from mutation_verdicts import (  # noqa: E402
     base_or_error,
     ci_findings,
@@ -108,7 +108,7 @@ class Shape:
 
     @property
     def key(self) -> str:
-        return base_key(self.source)
+        return digest(self.source)
 
     def baseline_file(self) -> str:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -173,7 +173,7 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
                 f"[{s.name}] base: proof {len(base['prove full'])} group(s), causes {base['causes'] or 'none'}{fails}"
             )
             for i, m in enumerate(s.chosen, 1):
-                if results.mutant(s.key, mutant_key(m.source), plugin) is None:
+                if results.mutant(s.key, digest(m.source), plugin) is None:
                     tasks.append((s, m, (s.write(f"m{i}", m.source), m, base, plugin, s.baseline_file())))
         random.Random(seed).shuffle(tasks)
         print(f"{len(tasks)} mutant(s) to judge ({jobs} at a time), the rest in {results.path}", flush=True)

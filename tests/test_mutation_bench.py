@@ -50,7 +50,7 @@ def test_the_verdict_file_resumes_and_never_takes_another_bases_line(bench, tmp_
     with path.open("a") as f:
         f.write('{"kind": "mutant", "base": "b1", "key": "trunc')  # a run killed mid-write
     again = results.Results.open(path)
-    key = results.mutant_key(m.source)
+    key = results.digest(m.source)
     assert again.base("main", "b1", True) is not None and again.base("main", "b1", False) is not None
     assert again.mutant("b1", key, False)["outcome"] == "equivalent"
     assert again.mutant("b1", key, True) is None  # judged without the plugin line: no answer for a run with it
@@ -67,6 +67,6 @@ def test_an_earlier_versions_kill_stands_and_its_survivor_is_judged_again(bench,
     r.add_mutant("main", "b1", killed, True, {**old, "run ci": {"killed": True}})
     r.add_mutant("main", "b1", survived, True, {**old, "run ci": {"killed": False}})
     again = results.Results.open(tmp_path / "r.jsonl")
-    record = again.mutant("b1", results.mutant_key(killed.source), True)
+    record = again.mutant("b1", results.digest(killed.source), True)
     assert record["run ci"]["by"] == "cause" and record["plugin"]["by"] == "test"
-    assert again.mutant("b1", results.mutant_key(survived.source), True) is None
+    assert again.mutant("b1", results.digest(survived.source), True) is None
