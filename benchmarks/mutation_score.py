@@ -29,11 +29,15 @@ comes: a killed or interrupted run resumes where it stopped, and a mutant
 (keyed by its source's digest and its base's) is never judged twice.
 ``--jobs N`` judges N mutants at a time (worker processes, one thread each).
 
-``--releases``: the unmutated releases, ``run --profile ci``'s groups against
-``prove``'s: a group ``run`` reports that ``prove`` does not is a false alarm
-of the quick verdict or a finding outside prove's scope, printed as such.
-Exit 1 when a non-equivalent mutant survives an entry point, or a release's
-ci groups miss a proved group; 130 when interrupted (what was judged stays).
+``--releases``: the unmutated releases, ``run --profile ci``'s groups (the
+write path included) and the plugin line's against ``prove``'s over the full
+space: a sizing group ``prove`` does not find is a false alarm; a group outside
+prove's scope (``fuzz.findings.kinds.PROVED_PROPERTIES``) is labelled so, with
+what SGLang's own write path made of it.
+Exit 1 when a non-equivalent mutant survives an entry point, or on a release
+an entry point misses a proved group, raises a false alarm, or reports a group
+outside the proof that SGLang's path does not confirm; 130 when interrupted
+(what was judged stays).
 """
 
 from __future__ import annotations
@@ -59,7 +63,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # --jobs workers share the cores:
 from mutation_results import ENTRIES, Results, digest, print_score  # noqa: E402
 from mutation_verdicts import (  # noqa: E402
     base_or_error,
-    ci_findings,
     judge_mutant,
     one_thread,
     plugin_groups,
@@ -188,8 +191,52 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
             pool.shutdown(wait=False, cancel_futures=True)
 
 
+def in_proof_scope(signature: str) -> bool:
+    """Whether prove decides the group's property (the sizing arithmetic): one it does not find there is a
+    false alarm; any other (a lifecycle invariant, what a step's writes did) lies outside the proof."""
+    from fuzz.findings.kinds import SAMPLED_ONLY, Signature
+
+    return Signature.parse(signature).prop not in SAMPLED_ONLY
+
+
+def release_findings(spec: str) -> dict[str, bool | None]:
+    """run ci's groups on a release, each with whether SGLang's own write path confirmed it (None: not run
+    there): the verdict a user gets, write path included."""
+    from fuzz.common.profiles import get_profile
+    from fuzz.prove.quick import proof_stage
+    from fuzz.run.engine import campaign
+    from fuzz.run.sglang import WritePathMode
+    from fuzz.targets import resolve_target
+
+    result = campaign(resolve_target(spec), get_profile("ci"), proof=proof_stage, write_path=WritePathMode.AUTO)
+    if result.error:
+        raise RuntimeError(f"run ci failed on {spec}: {result.error}")
+    return {str(f.signature): f.confirmed for f in result.findings}
+
+
+def compare(entry: str, proved: frozenset[str], ran: dict[str, bool | None], seconds: float) -> tuple[bool, str]:
+    """(no false alarm and nothing missed, the line's part) for one entry point's groups against prove's."""
+    missed = sorted(proved - set(ran))
+    beyond = sorted(set(ran) - proved)
+    alarms = [g for g in beyond if in_proof_scope(g)]
+    outside = [
+        g + {True: " (confirmed on SGLang's path)", False: " (NOT confirmed on SGLang's path)"}.get(ran[g], "")
+        for g in beyond
+        if not in_proof_scope(g)
+    ]
+    text = f"{entry} {len(ran)} ({seconds:.1f}s, " + (
+        f"MISSED: {', '.join(missed)}" if missed else "every proved group"
+    )
+    text += f", FALSE ALARM (a sizing group prove does not find): {', '.join(alarms)}" if alarms else ""
+    text += f", outside prove's scope: {', '.join(outside)}" if outside else ""
+    unconfirmed = any(ran[g] is False for g in beyond if not in_proof_scope(g))
+    return not missed and not alarms and not unconfirmed, text + ")"
+
+
 def releases_section(releases: list[str], plugin: bool) -> bool:
-    """The unmutated releases: run ci's groups, and the plugin line's, against prove's (the full space)."""
+    """The unmutated releases: run ci's groups (write path included), and the plugin line's, against prove's
+    over the full space.  A group prove misses is a miss; a sizing group prove does not find is a false alarm;
+    a group outside the proof's scope is labelled so, with what SGLang's own write path made of it."""
     ok = True
     for release in releases:
         spec = f"sglang=={release}"
@@ -198,23 +245,21 @@ def releases_section(releases: list[str], plugin: bool) -> bool:
         line = [f"{release}: prove {len(proved)} groups ({time.monotonic() - t0:.1f}s)"]
         for entry in ENTRIES if plugin else ENTRIES[:1]:
             t = time.monotonic()
-            ran = (
-                frozenset(str(f.signature) for f in ci_findings(spec)[1]) if entry == "run ci" else plugin_groups(spec)
-            )
-            missed, beyond = proved - ran, ran - proved
-            ok &= not missed
-            line.append(
-                f"{entry} {len(ran)} ({time.monotonic() - t:.1f}s"
-                + (f", MISSED: {', '.join(sorted(missed))}" if missed else ", every proved group")
-                + (f", beyond prove's scope: {', '.join(sorted(beyond))})" if beyond else ")")
-            )
+            ran = release_findings(spec) if entry == "run ci" else dict.fromkeys(plugin_groups(spec))
+            good, text = compare(entry, proved, ran, time.monotonic() - t)
+            ok &= good
+            line.append(text)
         print("; ".join(line), flush=True)
     return ok
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--shapes", default="0.5.18,0.5.23,main")
+    p.add_argument(
+        "--shapes",
+        default="0.5.18,0.5.23,main",
+        help="the clean bases to mutate, comma-separated; empty for none (default %(default)s)",
+    )
     p.add_argument("--limit", type=int, default=None, help="mutants per shape, sampled with --seed (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="mutants judged at a time (default 1)")
@@ -225,7 +270,12 @@ def main(argv: list[str] | None = None) -> int:
         help="verdicts recorded as they come, and read back to resume (default %(default)s)",
     )
     p.add_argument("--no-plugin", action="store_true", help="skip the plugin line (the slowest verdict)")
-    p.add_argument("--releases", default=None, metavar="RANGE", help="also compare run ci with prove per release")
+    p.add_argument(
+        "--releases",
+        default=None,
+        metavar="RANGE",
+        help="also judge run ci and the plugin line against prove on each release (e.g. 0.5.13..0.5.23)",
+    )
     args = p.parse_args(argv)
     if not 1 <= args.jobs <= 64:
         p.error("--jobs: 1 to 64")

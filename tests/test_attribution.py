@@ -7,10 +7,15 @@ case that fails with ``attn_dcp_size=1`` as well (the open page-1 gap,
 
 from __future__ import annotations
 
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 from fuzz.common.profiles import get_profile
 from fuzz.findings.kinds import Property, Regime
+from fuzz.lifecycle.machine import lifecycle_campaign
+from fuzz.lifecycle.replay import run_case
 from fuzz.run.engine import campaign, check_scenario, without_dcp
 from fuzz.targets import resolve_target
 
@@ -54,3 +59,28 @@ def test_the_seed_bug_stays_a_dcp_bug():
     _, found = check_scenario(V0518, DecodeScenario(cfg, 4092), (Property.WRITE_WITHIN_ROW,))
     assert [str(v.signature) for v in found] == ["write-within-row/dcp>1"]
     assert found[0].overshoot == 441  # the seed bug: 441 columns past the row at C = 4096
+
+
+def test_a_lifecycle_script_that_fails_without_dcp_too_is_grouped_by_its_cause_and_replays_so():
+    """0.5.15 sizes page 1 x DCP 2 from the page alone (C + 4 + D), and the page-1 gap spills the same script
+    without DCP: the lifecycle names the page-1 gap, as prove and run do, not dcp>1.  (The seed bug's lifecycle
+    case stays dcp>1: ``tests/test_lifecycle.py``'s neighbour case.)"""
+    cfg = ServingConfig.resolve(
+        context_len=8,
+        attn_dcp_size=2,
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=3,
+        speculative_eagle_topk=4,
+        speculative_num_draft_tokens=12,
+        enable_overlap=False,
+        max_running_requests=2,
+    )
+    target = resolve_target("reference@sglang-0.5.15")
+    checks = (Property.WRITE_WITHIN_ROW,)
+    first = settings(get_profile("ci"), max_examples=200, phases=[Phase.explicit, Phase.generate])
+    result = lifecycle_campaign(target, first, steps=20, checks=checks, configs=st.just(cfg), max_rounds=1)
+    (f,) = result.findings
+    assert f.signature.group == Regime.ALLOC_PAGE_1.value, f.signature
+    assert f.violation.details[-1].startswith("cause: fails without DCP too (attn_dcp_size=1: request "), f.violation
+    ((_, replayed),) = run_case(target, cfg, f.case["steps"], checks, story=False).violations
+    assert replayed.signature == f.signature

@@ -70,3 +70,20 @@ def test_an_earlier_versions_kill_stands_and_its_survivor_is_judged_again(bench,
     record = again.mutant("b1", results.digest(killed.source), True)
     assert record["run ci"]["by"] == "cause" and record["plugin"]["by"] == "test"
     assert again.mutant("b1", results.digest(survived.source), True) is None
+
+
+def test_a_release_verdict_fails_on_a_miss_a_false_alarm_or_an_unconfirmed_group_outside_the_proof(bench) -> None:
+    import mutation_score
+
+    proved = frozenset({"write-within-row/paged"})
+    outside = "free-list-unique/paged"
+    ok, text = mutation_score.compare("run ci", proved, {"write-within-row/paged": None, outside: True}, 1.0)
+    assert ok and "every proved group" in text and f"outside prove's scope: {outside} (confirmed" in text
+    ok, text = mutation_score.compare("run ci", proved, {"write-within-row/paged": None, outside: False}, 1.0)
+    assert not ok and "NOT confirmed" in text
+    ok, text = mutation_score.compare(
+        "plugin", proved, {"write-within-row/paged": None, "write-within-row/dcp>1": None}, 1.0
+    )
+    assert not ok and "FALSE ALARM (a sizing group prove does not find): write-within-row/dcp>1" in text
+    ok, text = mutation_score.compare("plugin", proved, {outside: None}, 1.0)
+    assert not ok and "MISSED: write-within-row/paged" in text

@@ -87,3 +87,22 @@ def test_workers_prove_disjoint_shares_that_make_the_whole():
     parts = [proof_stage(target, (k, 3), {})[0] for k in range(3)]
     assert sum(p["proved_configurations"] for p in parts) == whole["proved_configurations"]
     assert all(p["proved_configurations"] > 0 for p in parts)
+
+
+def test_a_finding_outside_the_proof_says_it_was_only_sampled():
+    from allocator_model.config import ServingConfig
+    from fuzz.findings.kinds import PROVED_PROPERTIES, SAMPLED_ONLY, CaseKind, Property
+    from fuzz.findings.model import Finding, Violation
+    from fuzz.findings.render import counterexample_block
+
+    assert Property.NEIGHBOUR_ROWS_UNTOUCHED in SAMPLED_ONLY and Property.NO_LEAK in SAMPLED_ONLY
+    assert not SAMPLED_ONLY & (PROVED_PROPERTIES | {Property.SIZING_RAISED, Property.MODEL_MISMATCH})
+    cfg = ServingConfig.resolve(context_len=40)
+
+    def block(prop: Property) -> str:
+        v = Violation(prop, "paged", "request 0 (row 1) wrote columns [0, 44) of a row 42 wide")
+        return counterexample_block(Finding(CaseKind.LIFECYCLE, "reference", v, cfg, {"steps": []}))
+
+    said = "scope: sampled only: neighbour-rows-untouched lies outside the bounded proof"
+    assert said in block(Property.NEIGHBOUR_ROWS_UNTOUCHED)
+    assert "scope:" not in block(Property.WRITE_WITHIN_ROW)

@@ -425,3 +425,35 @@ def test_the_pinned_wheels_are_the_ones_kvrow_fetches() -> None:
     text = (Path(__file__).parent.parent / "kvrow").read_text()
     (line,) = [x for x in text.splitlines() if x.startswith("PINNED_WHEELS=")]
     assert tuple(line.split("=", 1)[1].strip('"').split()) == PINNED_RELEASES
+
+
+@pytest.mark.parametrize("version", ["0.5.13", "0.5.23"])
+def test_a_short_free_list_is_out_of_memory_before_the_kernel_reads_past_it(
+    version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through 0.5.21 alloc_extend runs its kernel before its free-list check: on a short list the kernel would
+    read past ``free_pages`` (a segfault under the interpreter); the built allocator answers None first."""
+    import torch
+
+    rt = runtime(version)
+    cfg = eagle(page_size=2)
+    allocator = rt.allocator(cfg, 16)  # pages 1-8 of 2 free (page 0 is padding, past the size)
+    free = allocator.available_size()
+    assert free == 16
+
+    def extend(a, pre: int, seq: int):  # type: ignore[no-untyped-def]
+        p, s = torch.tensor([pre]), torch.tensor([seq])
+        return a.alloc_extend(p, p, s, s, torch.tensor([-1]), seq - pre)
+
+    launched: list[object] = []
+    sglang_globals = type(allocator).alloc_extend.__globals__
+    kernel = sglang_globals["alloc_extend_kernel"]
+    monkeypatch.setitem(sglang_globals, "alloc_extend_kernel", {(1,): lambda *a: launched.append(a)})
+    assert extend(allocator, 0, 18) is None and allocator.available_size() == free  # 9 pages asked, 8 held
+    assert not launched  # SGLang's kernel never ran on the short list
+    monkeypatch.setitem(sglang_globals, "alloc_extend_kernel", kernel)
+    twin = type(allocator)(16, 2, torch.int64, "cpu", None, False)  # SGLang's own class, not built through rt
+    got, own = extend(allocator, 0, 15), extend(twin, 0, 15)
+    assert got is not None and torch.equal(got, own)  # within the list: SGLang's answer, untouched
+    assert allocator.available_size() == twin.available_size() == 0
+    assert extend(allocator, 15, 17) is None  # a new page, none left

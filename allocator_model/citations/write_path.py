@@ -71,6 +71,14 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     # The allocators' constructors.
     "paged-allocator-init": (Cite("0.5.23", _PAGED, 143, None, "def __init__("),),
     "token-allocator-init": (Cite("0.5.23", _TOKEN, 31, None, "def __init__("),),
+    # PagedTokenToKVPoolAllocator.alloc_extend launches alloc_extend_kernel, then checks the free list
+    # (``if num_new_pages > len(self.free_pages)`` at the span's end; 0.5.13-0.5.21) ...
+    "paged-extend-kernel-before-check": (
+        Cite("0.5.13", _PAGED, 170, 189, "alloc_extend_kernel[(bs,)]("),
+        Cite("0.5.21", _PAGED, 206, 225, "alloc_extend_kernel[(bs,)]("),
+    ),
+    # ... 0.5.22 on, checks it first (the kernel at the span's end).
+    "paged-extend-check-before-kernel": (Cite("0.5.22", _PAGED, 238, 246, "if num_new_pages > len(self.free_pages):"),),
     # The current platform: in tree unless externally registered ...
     "platform-is-out-of-tree": (
         Cite("0.5.23", _SRT + "platforms/device_mixin.py", 151, 153, "def is_out_of_tree(self) -> bool:"),

@@ -41,6 +41,16 @@ class Property(StrEnum):
     UNPROVEN = "unproven"  # prove could not read a growth rule in closed form
 
 
+# The properties the bounded proof (``fuzz.prove.sweep``) decides in closed form for every configuration of its
+# space, besides its own kinds (sizing-raised, unproven).  Anything else a campaign finds (a lifecycle
+# invariant, what a step's writes did to the other rows or the slots) lies outside the proof: sampled only.
+PROVED_PROPERTIES = frozenset(
+    {Property.WRITE_WITHIN_ROW, Property.DRAFTS_WITHIN_ALLOCATION, Property.PAGE_ALIGNED_GROWTH}
+)
+# The other decode properties and the lifecycle invariants: what only sampling checks.
+SAMPLED_ONLY = (
+    frozenset(Property) - PROVED_PROPERTIES - {Property.SIZING_RAISED, Property.MODEL_MISMATCH, Property.UNPROVEN}
+)
 REGIME_NAMES = frozenset(r.value for r in Regime)
 POOL_NAMES = frozenset(k.value for k in KVPool)
 GUARD_NAMES = frozenset(g.value for g in Guard)

@@ -11,7 +11,7 @@ one way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from allocator_model.config import ServingConfig
@@ -19,7 +19,7 @@ from allocator_model.pools import KVPool
 from allocator_model.revisions import Revision
 from allocator_model.sizing import alloc_page_size
 
-from .kinds import SILENT, CaseKind, Outcome, Property, Signature, group_name, regime
+from .kinds import REGIMES, SILENT, CaseKind, Outcome, Property, Regime, Signature, group_name, moved_regime, regime
 
 
 @dataclass
@@ -40,6 +40,25 @@ class Violation:
 
     def describe(self) -> str:
         return "\n".join([f"{Property(self.prop).value}: {self.headline}"] + [f"  {d}" for d in self.details])
+
+
+def attributed_without_dcp(v: Violation, same: list[Violation], explain: bool = True) -> Violation:
+    """``v`` named for its cause: ``dcp>1`` only when DCP is it.
+
+    ``same``: the violations of ``v``'s property by the same case with
+    attn_dcp_size 1 (a decode scenario, a lifecycle step script).  A case
+    that fails without DCP too does not fail because of DCP: it is grouped
+    by the regime it has there (``moved_regime``; page 1's gap, say), with a
+    ``cause:`` line where ``explain``.  Anything else is ``v`` unchanged.
+    """
+    if v.group != Regime.DCP.value or v.prop == Property.SIZING_RAISED:
+        return v
+    code = REGIMES.index(Regime.DCP)
+    moved = moved_regime(code, REGIMES.index(Regime(same[0].group)) if same else code, bool(same))
+    if moved == code:
+        return v
+    why = [f"cause: fails without DCP too (attn_dcp_size=1: {same[0].headline})"] if explain else []
+    return replace(v, group=REGIMES[moved].value, details=v.details + why)
 
 
 def sizing_raised(cfg: ServingConfig, error: Exception) -> Violation:

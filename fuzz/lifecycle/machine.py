@@ -41,7 +41,7 @@ from fuzz.targets.base import Target, TargetCallError
 from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
 
 from .invariants import INVARIANTS, RowShadow, step_violations
-from .replay import first_violation, shorten
+from .replay import attributed, first_violation, shorten
 
 DEFAULT_STEPS = LIFECYCLE_STEPS
 # State-machine runs per round by profile (each up to DEFAULT_STEPS steps).
@@ -128,7 +128,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.plan.stats.observe(self.batch)
         found = step_violations(self.batch, result, self.shadow, self.plan.checks)
         if found:
-            self._found(found[0])
+            self._found(attributed(self.plan.target, self.cfg, self.steps, found[0], self.plan.batch_class))
 
     def _live(self) -> bool:
         return self.batch is not None and not self.halted

@@ -17,8 +17,8 @@ from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.requests import Op
 from fuzz.common.bounds import lifecycle_cost_problem
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import CaseKind, Signature
-from fuzz.findings.model import Violation, sizing_raised
+from fuzz.findings.kinds import CaseKind, Property, Regime, Signature
+from fuzz.findings.model import Violation, attributed_without_dcp, sizing_raised
 from fuzz.findings.render import config_line, format_step
 from fuzz.targets.base import Target, TargetCallError, TargetError
 from fuzz.targets.resolve import resolve_case_target
@@ -54,7 +54,8 @@ def run_case(
     *,
     story: bool = True,
 ) -> CaseRun:
-    """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run)."""
+    """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run);
+    each violation named for its cause (``attributed``)."""
     run = CaseRun([], [])
     try:
         batch = batch_class(cfg, target.sizing, target.revision)
@@ -77,8 +78,29 @@ def run_case(
         for v in step_violations(batch, result, shadow, checks):
             if v.prop not in seen:
                 seen.add(v.prop)
-                run.violations.append((i, v))
+                run.violations.append((i, attributed(target, cfg, steps[:i], v, batch_class)))
     return run
+
+
+def attributed(
+    target: Target, cfg: ServingConfig, steps: list, v: Violation, batch_class: type[RunningBatch] = RunningBatch
+) -> Violation:
+    """``v``, which the step script ``steps`` broke at its last step, named for its cause as a decode case is
+    (``fuzz.run.engine.attribute``): ``dcp>1`` only when the same script on the same deployment without DCP
+    breaks nothing of ``v``'s property.  A script that cannot run there keeps ``v`` as it is."""
+    if v.group != Regime.DCP.value or v.prop == Property.SIZING_RAISED:
+        return v
+    try:
+        other = cfg.replace(attn_dcp_size=1)
+    except ConfigError:
+        return v
+    if target.revision.refuses(other) is not None:
+        return v
+    try:
+        found = run_case(target, other, steps, (Property(v.prop),), batch_class, story=False).violations
+    except (StepError, Unrunnable):
+        return v
+    return attributed_without_dcp(v, [w for _, w in found if w.prop == v.prop])
 
 
 def first_violation(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
@@ -20,8 +19,8 @@ from hypothesis import target as hypothesis_target
 from allocator_model.config import ConfigError
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
-from fuzz.findings.kinds import REGIMES, CaseKind, Property, Regime, moved_regime
-from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.findings.kinds import CaseKind, Property, Regime
+from fuzz.findings.model import Finding, Violation, attributed_without_dcp, sizing_raised
 from fuzz.targets.base import Target, TargetCallError
 from strategies.scenarios import decode_scenarios
 
@@ -71,16 +70,7 @@ def attribute(target: Target, scenario: DecodeScenario, v: Violation) -> Violati
     if other is None or scenario_problem(other, target.revision) is not None:
         return v
     _, found = _run(target, other, (Property(v.prop),))
-    same = [w for w in found if w.prop == v.prop]
-    code = REGIMES.index(Regime(v.group))
-    moved = moved_regime(code, REGIMES.index(Regime(same[0].group)) if same else code, bool(same))
-    if moved == code:
-        return v
-    return replace(
-        v,
-        group=REGIMES[moved].value,
-        details=v.details + [f"cause: fails without DCP too (attn_dcp_size=1: {same[0].headline})"],
-    )
+    return attributed_without_dcp(v, [w for w in found if w.prop == v.prop])
 
 
 def check_scenario(

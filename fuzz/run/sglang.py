@@ -14,15 +14,15 @@ a finding's case on SGLang's path and says what it did there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.compat import StrEnum
 from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation, scenario_problem
 from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.errors import BadInput
-from fuzz.findings.kinds import REGIMES, Property, Regime, moved_regime, regime
-from fuzz.findings.model import Violation
+from fuzz.findings.kinds import Property, Regime, regime
+from fuzz.findings.model import Violation, attributed_without_dcp
 from fuzz.targets.base import Target
 
 from .properties import PROPERTIES, violations
@@ -191,6 +191,4 @@ def attributed_here(target: Target, scenario: DecodeScenario, v: Violation) -> V
     if other is None or scenario_problem(other, target.revision) is not None:
         return v
     same = [w for w in on_sglang(target, other).violations if w.prop == v.prop]
-    code = REGIMES.index(Regime.DCP)
-    moved = moved_regime(code, REGIMES.index(Regime(same[0].group)) if same else code, bool(same))
-    return replace(v, group=REGIMES[moved].value)
+    return attributed_without_dcp(v, same, explain=False)

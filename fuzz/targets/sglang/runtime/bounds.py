@@ -152,3 +152,15 @@ class Entered:
             yield
         finally:
             sys.settrace(previous)
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """A block whose calls into SGLang's code are the harness's own, not the path's: no ``Entered`` records them
+    (the trace function is lifted for the block and put back after)."""
+    previous = sys.gettrace()
+    sys.settrace(None)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)

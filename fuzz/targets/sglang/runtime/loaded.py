@@ -24,7 +24,7 @@ from allocator_model.pools import KVPool, pool_alloc_page
 from ...base import TargetError
 from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
 from ..stubs import StandInMissing
-from .bounds import DEFAULT_SECONDS, SGLangTimeout, bounded
+from .bounds import DEFAULT_SECONDS, SGLangTimeout, bounded, untraced
 from .context import RuntimeContext, Settings
 from .modules import Loader, ensure_triton
 from .releases import CHECKER_MODULE, POOL_ALLOCATOR_NAMES, POOL_ALLOCATORS, Release, Where, release_for
@@ -146,7 +146,8 @@ class SGLangRuntime:
         cls = self.resolve(where)
         args: tuple[Any, ...] = (size, page) if page > 1 else (size,)
         with self.bound(cfg, cfg.launch_runtime, f"{where.name}(...) of {self.origin}"):
-            return cls(*args, torch.int64, "cpu", None, False)
+            built = cls(*args, torch.int64, "cpu", None, False)
+        return free_list_checked_first(built) if page > 1 else built
 
     def pool_allocator_classes(self) -> dict[str, Any]:
         """Each non-standard kind's own allocator class, loaded (a class), or why it cannot be (a string).
@@ -201,3 +202,36 @@ class SGLangRuntime:
             if params and params[0] == "server_args" and "server_args" not in kwargs:
                 kwargs["server_args"] = self.context.read("server_args")
             return fn(**kwargs)
+
+
+def free_list_checked_first(allocator: Any) -> Any:
+    """SGLang's paged allocator, its ``alloc_extend`` answering None (out of memory) before its kernel runs
+    when the free list cannot hold the new pages; otherwise SGLang's own ``alloc_extend``, untouched.
+
+    Through 0.5.21 ``alloc_extend`` launches ``alloc_extend_kernel`` and only then checks
+    ``num_new_pages > len(self.free_pages)`` [cite: paged-extend-kernel-before-check]: on a short free list
+    the kernel loads past ``free_pages`` (on a GPU a discarded out-of-bounds read; under triton's interpreter
+    a segfault of this process), then the method returns None.  0.5.22 on checks first
+    [cite: paged-extend-check-before-kernel].  The check here is that one, asked first, with SGLang's own
+    ``get_num_new_pages`` (sliced from the tree): the answer is the None SGLang gives, and a read, discarded,
+    breaks none of this tool's properties.  With ``need_sort`` False (as built here) every freed page is back
+    in ``free_pages``, so ``available_size()`` counts exactly the pages the kernel may read.  The check is kept
+    out of the functions a traced step records as entered (``bounds.untraced``): SGLang's path does not call it.
+    """
+    extend = allocator.alloc_extend
+    num_new_pages = extend.__func__.__globals__["get_num_new_pages"]
+
+    def alloc_extend(
+        prefix_lens: Any, prefix_lens_cpu: Any, seq_lens: Any, seq_lens_cpu: Any, *args: Any, **kw: Any
+    ) -> Any:
+        page = allocator.page_size
+        given = kw.get("num_new_pages", args[2] if len(args) > 2 else None)
+        with untraced():  # the harness's question, not a call SGLang's path makes: kept out of its trace
+            wanted = num_new_pages(seq_lens=seq_lens_cpu, page_size=page, prefix_lens=prefix_lens_cpu)
+            short = int(wanted if given is None else given) > allocator.available_size() // page
+        if short:
+            return None
+        return extend(prefix_lens, prefix_lens_cpu, seq_lens, seq_lens_cpu, *args, **kw)
+
+    allocator.alloc_extend = alloc_extend
+    return allocator
