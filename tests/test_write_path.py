@@ -125,6 +125,28 @@ def test_on_sglang_names_the_functions_it_entered(pinned_wheels):
     assert not check.violations
 
 
+def test_a_neighbour_overwritten_by_a_write_past_the_row_is_confirmed_on_sglangs_path(pinned_wheels):
+    """The write past the row is named once there (write-within-row), and it is what overwrote the neighbour: a
+    neighbour-rows-untouched finding of the same case is reproduced, not called a model defect."""
+    from fuzz.run.sglang import confirmation
+
+    target = resolve_target("sglang==0.5.23")
+    cfg = ServingConfig.resolve(
+        context_len=8,
+        speculative_algorithm="NGRAM",
+        speculative_num_steps=1,
+        speculative_eagle_topk=10,
+        speculative_num_draft_tokens=12,
+        enable_overlap=False,
+    )
+    scenario = DecodeScenario(cfg, 4)
+    (neighbour,) = check_scenario(target, scenario, (Property.NEIGHBOUR_ROWS_UNTOUCHED,))[1]
+    check = on_sglang(target, scenario)
+    assert [v.prop for v in check.violations] == [Property.WRITE_WITHIN_ROW]  # the spill, named once
+    confirmed, line = confirmation(check, neighbour)
+    assert confirmed and line.startswith("confirmed on sglang 0.5.23's own write path"), line
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("plant", [None, *sorted(PLANTS)])
 def test_run_ci_on_the_fixed_tree_is_clean_and_finds_each_plant(tree, plant, tmp_path, monkeypatch, capsys):

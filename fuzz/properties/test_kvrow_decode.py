@@ -59,8 +59,24 @@ def holds(kvrow_target, data, prop: Property) -> None:
     if run is not None:
         target(float(overshoot(run)), label="overshoot past the row width")
     found = new_only(kvrow_target, _BASELINE[0], found, scenario)
-    story = "\n".join(f"{v.signature} on {kvrow_target.spec}\n{v.describe()}" for v in found)
+    story = "\n".join(
+        f"{v.signature} on {kvrow_target.spec}\n{v.describe()}{on_sglang_line(kvrow_target, scenario, v)}"
+        for v in found
+    )
     assert not found, f"\n{story}\nconfig: {scenario.config.short()}"
+
+
+def on_sglang_line(kvrow_target, scenario, v) -> str:
+    """What SGLang's own write path made of the failing case, on a target that has it (as ``run`` reports every
+    finding): asked on the minimal example Hypothesis reports only, not on each one the shrinker tries."""
+    from hypothesis.control import current_build_context
+
+    from fuzz.run.sglang import confirmation, has_sglang_path, on_sglang
+
+    if not current_build_context().is_final or not has_sglang_path(kvrow_target):
+        return ""
+    check = on_sglang(kvrow_target, scenario, (Property(v.prop),), trace=True)
+    return f"\n  sglang: {confirmation(check, v)[1]}"
 
 
 def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):

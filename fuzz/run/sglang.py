@@ -166,8 +166,14 @@ def compared(target: Target, scenario: DecodeScenario, model: ScenarioRun | None
 
 
 def confirmation(check: SGLangCheck, v: Violation) -> tuple[bool, str]:
-    """Whether SGLang's own path breaks ``v``'s property on the case, and the line a report says it with."""
+    """Whether SGLang's own path breaks ``v``'s property on the case, and the line a report says it with.
+
+    A neighbour-rows-untouched finding is reproduced by a write past the row that changed another row there
+    too: ``properties.violations`` names such a write once, as write-within-row, not twice."""
     same = [w for w in check.violations if w.prop == v.prop]
+    spilled = any(obs.changed_outside for obs in check.run.writes)
+    if v.prop == Property.NEIGHBOUR_ROWS_UNTOUCHED and spilled:
+        same += [w for w in check.violations if w.prop == Property.WRITE_WITHIN_ROW]
     if check.run.skipped:
         return False, f"not run on sglang {check.version}'s own write path: {check.run.skipped}"
     if not same:
