@@ -42,6 +42,12 @@ class Violation:
         return "\n".join([f"{Property(self.prop).value}: {self.headline}"] + [f"  {d}" for d in self.details])
 
 
+def dcp_to_be_judged(v: Violation) -> bool:
+    """Whether ``v`` is grouped ``dcp>1`` and so must be held to the same case without DCP before it keeps that
+    name (``attributed_without_dcp``); a sizing function that raised is named by its configuration alone."""
+    return v.group == Regime.DCP.value and v.prop != Property.SIZING_RAISED
+
+
 def attributed_without_dcp(v: Violation, same: list[Violation], explain: bool = True) -> Violation:
     """``v`` named for its cause: ``dcp>1`` only when DCP is it.
 
@@ -51,7 +57,7 @@ def attributed_without_dcp(v: Violation, same: list[Violation], explain: bool = 
     by the regime it has there (``moved_regime``; page 1's gap, say), with a
     ``cause:`` line where ``explain``.  Anything else is ``v`` unchanged.
     """
-    if v.group != Regime.DCP.value or v.prop == Property.SIZING_RAISED:
+    if not dcp_to_be_judged(v):
         return v
     code = REGIMES.index(Regime.DCP)
     moved = moved_regime(code, REGIMES.index(Regime(same[0].group)) if same else code, bool(same))

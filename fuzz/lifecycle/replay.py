@@ -17,8 +17,8 @@ from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.requests import Op
 from fuzz.common.bounds import lifecycle_cost_problem
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import CaseKind, Property, Regime, Signature
-from fuzz.findings.model import Violation, attributed_without_dcp, sizing_raised
+from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.model import Violation, attributed_without_dcp, dcp_to_be_judged, sizing_raised
 from fuzz.findings.render import config_line, format_step
 from fuzz.targets.base import Target, TargetCallError, TargetError
 from fuzz.targets.resolve import resolve_case_target
@@ -88,7 +88,7 @@ def attributed(
     """``v``, which the step script ``steps`` broke at its last step, named for its cause as a decode case is
     (``fuzz.run.engine.attribute``): ``dcp>1`` only when the same script on the same deployment without DCP
     breaks nothing of ``v``'s property.  A script that cannot run there keeps ``v`` as it is."""
-    if v.group != Regime.DCP.value or v.prop == Property.SIZING_RAISED:
+    if not dcp_to_be_judged(v):
         return v
     try:
         other = cfg.replace(attn_dcp_size=1)

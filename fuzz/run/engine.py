@@ -19,8 +19,8 @@ from hypothesis import target as hypothesis_target
 from allocator_model.config import ConfigError
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
-from fuzz.findings.kinds import CaseKind, Property, Regime
-from fuzz.findings.model import Finding, Violation, attributed_without_dcp, sizing_raised
+from fuzz.findings.kinds import CaseKind, Property
+from fuzz.findings.model import Finding, Violation, attributed_without_dcp, dcp_to_be_judged, sizing_raised
 from fuzz.targets.base import Target, TargetCallError
 from strategies.scenarios import decode_scenarios
 
@@ -64,7 +64,7 @@ def attribute(target: Target, scenario: DecodeScenario, v: Violation) -> Violati
     Applied inside ``check_scenario``, so the shrinker (which keeps a case in
     its group) never slides a DCP bug onto a case that fails without DCP.
     """
-    if v.group != Regime.DCP.value or v.prop == Property.SIZING_RAISED:
+    if not dcp_to_be_judged(v):
         return v
     other = without_dcp(scenario)
     if other is None or scenario_problem(other, target.revision) is not None:

@@ -186,6 +186,13 @@ def violations(run: ScenarioRun, props=PROPERTIES) -> list[Violation]:
     return found
 
 
+def reported_as(prop: Property, run: ScenarioRun) -> tuple[Property, ...]:
+    """The properties ``violations`` may name a break of ``prop`` in ``run`` under: a neighbour overwritten by
+    a write past the row is named once, as write-within-row (the rule above); anything else as itself."""
+    spilled = any(obs.changed_outside for obs in run.writes)
+    return (prop, WRITE_WITHIN_ROW) if prop == NEIGHBOUR_ROWS_UNTOUCHED and spilled else (prop,)
+
+
 def overshoot(run: ScenarioRun) -> int:
     """How far the worst write ends past the row width (negative: slack); what target() climbs."""
     return max((obs.write.nxt - run.width for obs in run.writes), default=-run.width)

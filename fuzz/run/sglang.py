@@ -21,11 +21,11 @@ from allocator_model.compat import StrEnum
 from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation, scenario_problem
 from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.errors import BadInput
-from fuzz.findings.kinds import Property, Regime, regime
-from fuzz.findings.model import Violation, attributed_without_dcp
+from fuzz.findings.kinds import Property, regime
+from fuzz.findings.model import Violation, attributed_without_dcp, dcp_to_be_judged
 from fuzz.targets.base import Target
 
-from .properties import PROPERTIES, violations
+from .properties import PROPERTIES, reported_as, violations
 
 
 class WritePathMode(StrEnum):
@@ -169,11 +169,8 @@ def confirmation(check: SGLangCheck, v: Violation) -> tuple[bool, str]:
     """Whether SGLang's own path breaks ``v``'s property on the case, and the line a report says it with.
 
     A neighbour-rows-untouched finding is reproduced by a write past the row that changed another row there
-    too: ``properties.violations`` names such a write once, as write-within-row, not twice."""
-    same = [w for w in check.violations if w.prop == v.prop]
-    spilled = any(obs.changed_outside for obs in check.run.writes)
-    if v.prop == Property.NEIGHBOUR_ROWS_UNTOUCHED and spilled:
-        same += [w for w in check.violations if w.prop == Property.WRITE_WITHIN_ROW]
+    too, which ``properties.violations`` names once, as write-within-row (``properties.reported_as``)."""
+    same = [w for w in check.violations if w.prop in reported_as(Property(v.prop), check.run)]
     if check.run.skipped:
         return False, f"not run on sglang {check.version}'s own write path: {check.run.skipped}"
     if not same:
@@ -191,7 +188,7 @@ def attributed_here(target: Target, scenario: DecodeScenario, v: Violation) -> V
     passes there too."""
     from .engine import without_dcp
 
-    if v.group != Regime.DCP.value:
+    if not dcp_to_be_judged(v):
         return v
     other = without_dcp(scenario)
     if other is None or scenario_problem(other, target.revision) is not None:

@@ -144,23 +144,21 @@ class Entered:
             self._seen.add((filename, name))
             self.names.append(name)
 
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[None]:
-        previous = sys.gettrace()
-        sys.settrace(self._hook)  # type: ignore[arg-type]
-        try:
-            yield
-        finally:
-            sys.settrace(previous)
+    def recording(self) -> contextlib.AbstractContextManager[None]:
+        return _traced_by(self._hook)
 
 
 @contextlib.contextmanager
-def untraced() -> Iterator[None]:
-    """A block whose calls into SGLang's code are the harness's own, not the path's: no ``Entered`` records them
-    (the trace function is lifted for the block and put back after)."""
+def _traced_by(hook: Callable[..., Any] | None) -> Iterator[None]:
+    """``hook`` as the global trace function for the block; the one before it put back after."""
     previous = sys.gettrace()
-    sys.settrace(None)
+    sys.settrace(hook)
     try:
         yield
     finally:
         sys.settrace(previous)
+
+
+def untraced() -> contextlib.AbstractContextManager[None]:
+    """A block whose calls into SGLang's code are the harness's own, not the path's: no ``Entered`` records them."""
+    return _traced_by(None)
