@@ -11,37 +11,130 @@ the space (every shard 1..N present, one space), or the verdict is not a
 proof: which shards are missing is said.  Exit 1: a finding; 0: clean;
 2: bad input, an error in a shard, or a proof whose shards are missing;
 130: a shard was interrupted with nothing found.  Its parser: ``fuzz.report_commands``.
+
+No clean without work: a report with no target entries, an entry that ran
+nothing (no examples, no lifecycle steps, no configurations or no space
+swept) unless it is a shard's error, or one that names no target this tool
+resolves is bad input, never "clean"; every field merge reads is checked
+against ``fuzz.findings.report``'s table of fields (types, finite bounds)
+and only those fields reach the merged report.  Nothing a shard wrote is
+printed in a command: a repro line names merge's own copy and, where the
+case needs a target, a spec the tool recognises (``TargetClass``) or the
+placeholder ``YOUR_CHECKOUT``, the target the shard named said on a line of
+its own.  A copy is named from the validated case (its target only where
+the tool recognises it) and a digest of the full target, kind and group,
+so no two targets share one, and an existing different file is never
+overwritten.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import hashlib
 import os
+import re
 import shlex
+import stat
 import sys
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
+from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS
 from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir, check_output_file, write_atomically
-from fuzz.common.jsonfile import JsonFileError, read_bytes, read_json
+from fuzz.common.jsonfile import JsonFileError, parse_json, read_bytes, read_json
 from fuzz.common.shards import WHOLE, Shard, parse_shard
 from fuzz.common.text import markdown_block, printable
 from fuzz.findings import casefile
-from fuzz.findings.kinds import Signature
+from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.render import repro_line
-from fuzz.findings.report import REPORT_SCHEMA, REPORT_SCHEMA_VERSION, Command, Status, status_of, write_report
-from fuzz.targets.base import runs_named_code
+from fuzz.findings.report import (
+    ENTRY_FIELDS,
+    FINDING_FIELDS,
+    REPORT_SCHEMA,
+    REPORT_SCHEMA_VERSION,
+    TRACE_FIELDS,
+    Command,
+    Field,
+    Status,
+    status_of,
+    write_report,
+)
 
 MAX_REPORT_BYTES = 64 << 20
 MAX_TARGET_CHARS = 4096  # a target spec: a path and a version
+MAX_TARGETS = 1024  # target entries in one report (a run names a few targets; matrix, not merged, a dozen)
 MAX_DEPTH = 8  # how deep a value of a target entry may nest (this tool writes at most 3)
+MAX_READABLE = 120  # characters of a copy's readable name, before its digest
+DIGEST_CHARS = 12
+PLACEHOLDER = "YOUR_CHECKOUT"  # what a repro line says where a shard's target would run code a path names
 MERGED = (Command.RUN, Command.LIFECYCLE, Command.PROVE)
-# A shard's own: never combined. Its ``causes`` are text a shard wrote: merge decides them again from the copied,
-# validated case files (``merged_causes``), never from what a report says.
-OWN = ("target", "status", "seconds", "findings", "shard", "interrupted", "error", "space", "method", "causes")
+# A shard's own: never combined (``causes`` and anything not in ENTRY_FIELDS never even read: merge decides the
+# root causes again from the copied, validated case files, ``merged_causes``).
+OWN = ("target", "status", "seconds", "findings", "shard", "interrupted", "error", "space", "method")
+# What a target entry must count above zero to have done any work (a shard's error excepted: it says why).
+WORK: dict[Command, tuple[str, ...]] = {
+    Command.RUN: ("examples",),
+    Command.LIFECYCLE: ("examples", "steps"),
+    Command.PROVE: ("configurations",),
+}
+_VERSION = r"[0-9]{1,6}(?:\.[0-9]{1,6}){2,3}(?:(?:a|b|rc)[0-9]{1,6})?(?:\.post[0-9]{1,6})?(?:\.dev[0-9]{1,6})?"
+_RELEASE = re.compile(rf"sglang=={_VERSION}", re.ASCII)
+_INSTALLED = re.compile(rf"sglang(?:@{_VERSION})?", re.ASCII)
+_MODEL = re.compile(r"reference(?:@[a-z0-9][a-z0-9.\-]{0,63})?", re.ASCII)
+_AT_VERSION = re.compile(rf"@{_VERSION}$", re.ASCII)  # PATH@X.Y.Z: the version a file's semantics are read at
+
+
+class TargetClass(Enum):
+    """What a target spec in a shard's report is, as this tool recognises it (``target_class``)."""
+
+    MODEL = "reference[@REVISION]"  # the embedded model: no code of anyone's
+    RELEASE = "sglang==X.Y.Z"  # a release's wheel, fetched by its version
+    INSTALLED = "sglang[@X.Y.Z]"  # the SGLang installed where the repro runs
+    PATH = "PATH[@X.Y.Z]"  # a file or checkout: the code at a path the shard named
+
+    @property
+    def needs_target(self) -> bool:
+        """Whether a case of this target replays only with ``--target`` (``runs_named_code``: a case file never
+        runs code it names)."""
+        return self in (TargetClass.INSTALLED, TargetClass.PATH)
+
+    def printed(self, spec: str) -> str | None:
+        """What a repro line gives as ``--target``: nothing where the case replays on its own target, the spec
+        where the tool recognises every character of it (``_INSTALLED``), else the placeholder: a path a shard
+        named is never printed in a command (pasting it would run that file)."""
+        if not self.needs_target:
+            return None
+        return spec if self is TargetClass.INSTALLED else PLACEHOLDER
+
+
+def target_class(spec: str) -> TargetClass | None:
+    """The class of a shard's target spec; None: no target this tool resolves (empty, text around it, a control
+    character, an unknown model revision, a malformed release, a bare word that names no path).
+
+    Decided from the text alone (a shard ran elsewhere: its path need not exist here), and strictly: the
+    spec is the canonical one a report records, so ``"reference "`` is not ``"reference"``.
+    """
+    if (
+        not spec
+        or len(spec) > MAX_TARGET_CHARS
+        or spec != spec.strip()
+        or printable(spec, MAX_TARGET_CHARS + 1) != spec
+    ):
+        return None
+    if spec == "reference" or spec.startswith("reference@"):
+        name = spec.partition("@")[2]
+        release = name.startswith("sglang-") and name.removeprefix("sglang-") in RELEASE_REVISIONS
+        known = not name or name in REVISIONS or release
+        return TargetClass.MODEL if _MODEL.fullmatch(spec) and known else None
+    if spec.startswith("sglang=="):
+        return TargetClass.RELEASE if _RELEASE.fullmatch(spec) else None
+    if spec == "sglang" or spec.startswith("sglang@"):
+        return TargetClass.INSTALLED if _INSTALLED.fullmatch(spec) else None
+    base = _AT_VERSION.sub("", spec)
+    return TargetClass.PATH if base.endswith(".py") or "/" in base or "\\" in base else None
 
 
 @dataclass
@@ -70,28 +163,96 @@ def load_report(path: str) -> dict[str, Any]:
         raise BadInput(str(e)) from None
     if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
         raise BadInput(f'{path} is not a kvrow-fuzz report (no "schema": "{REPORT_SCHEMA}")')
-    if doc.get("schema_version") != REPORT_SCHEMA_VERSION:
-        raise BadInput(f"{path} has schema_version {doc.get('schema_version')!r}; this tool reads 1")
+    version = doc.get("schema_version")
+    if type(version) is not int or version != REPORT_SCHEMA_VERSION:
+        raise BadInput(f"{path} has schema_version {printable(repr(version), 40)}; this tool reads 1")
     if doc.get("command") not in [c.value for c in MERGED]:
-        raise BadInput(f"{path} is a {doc.get('command')!r} report; merge takes run, lifecycle and prove reports")
+        shown = printable(repr(doc.get("command")), 40)
+        raise BadInput(f"{path} is a {shown} report; merge takes run, lifecycle and prove reports")
     targets = doc.get("targets")
     if not isinstance(targets, list) or not all(
         isinstance(t, dict) and isinstance(t.get("target"), str) and isinstance(t.get("findings"), list)
         for t in targets
     ):
         raise BadInput(f'{path}: "targets" must be a list of target entries, each with "target" and "findings"')
+    if not targets:  # a shard that crashed before its first target, or a report of nothing: never "clean"
+        raise BadInput(f"{path} has no target entries: the shard ran nothing")
+    if len(targets) > MAX_TARGETS:
+        raise BadInput(f"{path} has {len(targets):,} target entries (at most {MAX_TARGETS:,})")
+    command = Command(doc["command"])
     for entry in targets:
-        check_entry(entry, path)
+        check_entry(entry, path, command)
     return doc
 
 
-COUNTS = ("examples", "configurations", "launch_configurations", "decode_shapes", "violations")
-FINDING_COUNTS = ("worst", "first_at", "configurations", "found_at")
+def _shown(value: Any) -> str:
+    """A value a shard gave, as an error message shows it: its repr, escaped and short."""
+    return printable(repr(value), 80)
 
 
-def _number(value: Any, integer: bool = True) -> bool:
-    kinds = int if integer else int | float
-    return isinstance(value, kinds) and not isinstance(value, bool) and 0 <= value < float("inf")  # NaN fails too
+def check_entry(entry: dict[str, Any], path: str, command: Command) -> None:
+    """The target entry names a target this tool resolves, did work, and every field ``merge`` reads has its kind
+    (``fuzz.findings.report``: types, finite numbers, bounds); BadInput if not.
+
+    (``jsonschema`` is a test dependency; these are the fields merge reads.)
+    """
+    target = entry["target"]
+    where = f"{path}: target {printable(target, 200)}"
+    if len(target) > MAX_TARGET_CHARS:
+        raise BadInput(f"{path}: a target spec of {len(target)} characters (at most {MAX_TARGET_CHARS})")
+    if target_class(target) is None:
+        raise BadInput(f"{where} names no target this tool resolves (reference[@REVISION], sglang==X.Y.Z, PATH)")
+    for key, value in entry.items():
+        if _depth(value) > MAX_DEPTH:
+            raise BadInput(f'{where}: "{printable(key, 80)}" is nested deeper than {MAX_DEPTH} levels')
+    if entry.get("status") not in [s.value for s in Status]:
+        shown = ", ".join(s.value for s in Status)
+        raise BadInput(f'{where}: "status" must be one of {shown}, got {_shown(entry.get("status"))}')
+    own = {"seconds": Field.SECONDS, "error": Field.TEXT, "shard": Field.LABEL, "interrupted": Field.FLAG}
+    fields = {**own, **ENTRY_FIELDS[command]}
+    for key, kind in fields.items():
+        if not kind.holds(entry.get(key)):
+            raise BadInput(f'{where}: "{key}" must be {kind.value}, got {_shown(entry[key])}')
+    if entry["status"] == Status.COUNTEREXAMPLE and not entry["findings"]:
+        raise BadInput(f"{where} says {Status.COUNTEREXAMPLE.value} and lists no finding")
+    if entry["status"] != Status.ERROR:  # an error says why nothing ran; anything else that ran nothing is no verdict
+        check_work(entry, where, command)
+    for f in entry["findings"]:
+        check_finding(f, where)
+
+
+def check_work(entry: dict[str, Any], where: str, command: Command) -> None:
+    """BadInput unless the entry counts the work its command does (``WORK``; prove: a space too): a shard that
+    crashed, or a report written by hand, that ran nothing is never read as clean."""
+    for key in WORK[command]:
+        if entry.get(key) is None:
+            raise BadInput(f'{where} has no "{key}": the shard ran nothing this report can show')
+        if entry[key] == 0:
+            raise BadInput(f'{where} has "{key}" 0: the shard ran nothing')
+    if command is Command.PROVE and (entry.get("space") is None or entry.get("method") is None):
+        raise BadInput(f'{where} names no "space" or "method": the shard swept no space')
+
+
+def check_finding(f: Any, where: str) -> None:
+    """A finding's fields have their kinds (``FINDING_FIELDS``), its signature and group are known names
+    (``Signature.parse``), its kind and class the enums'; BadInput otherwise."""
+    if not isinstance(f, dict) or not isinstance(f.get("signature"), str):
+        raise BadInput(f'{where}: a finding has no "signature"')
+    for key in ("signature", "group"):  # parsed against the known names: never free text
+        if f.get(key) is not None:
+            try:
+                Signature.parse(f[key])
+            except ValueError as e:
+                raise BadInput(f'{where}: a finding\'s "{key}" is not one this tool writes ({e})') from None
+    sig = f["signature"]
+    if f.get("repro") is not None and not isinstance(f["repro"], str):
+        raise BadInput(f'{where}: finding {sig}: "repro" must be text')
+    for key, kind in FINDING_FIELDS.items():
+        if not kind.holds(f.get(key)):
+            raise BadInput(f'{where}: finding {sig}: "{key}" must be {kind.value}, got {_shown(f[key])}')
+    for key, enum in (("kind", CaseKind), ("class", Property)):
+        if f.get(key) is not None and f[key] not in [e.value for e in enum]:
+            raise BadInput(f'{where}: finding {sig}: "{key}" {_shown(f[key])} is not one this tool writes')
 
 
 def _depth(value: Any, limit: int = 64) -> int:
@@ -102,43 +263,6 @@ def _depth(value: Any, limit: int = 64) -> int:
     return 1 + max((_depth(v, limit - 1) for v in children), default=0)
 
 
-def check_entry(entry: dict[str, Any], path: str) -> None:
-    """The fields ``merge`` adds up or prints have the types the report schema gives them; BadInput if not.
-
-    (``jsonschema`` is a test dependency; these are the fields merge reads.)
-    """
-    if len(entry["target"]) > MAX_TARGET_CHARS:
-        raise BadInput(f"{path}: a target spec of {len(entry['target'])} characters (at most {MAX_TARGET_CHARS})")
-    where = f"{path}: target {printable(entry['target'], 200)}"
-    for key, value in entry.items():
-        if _depth(value) > MAX_DEPTH:
-            raise BadInput(f'{where}: "{printable(key, 80)}" is nested deeper than {MAX_DEPTH} levels')
-    if "seconds" in entry and not _number(entry["seconds"], integer=False):
-        raise BadInput(f'{where}: "seconds" must be a number >= 0, got {entry["seconds"]!r}')
-    for key in COUNTS:
-        if entry.get(key) is not None and not _number(entry[key]):
-            raise BadInput(f'{where}: "{key}" must be an integer >= 0, got {entry[key]!r}')
-    if entry.get("status") is not None and entry["status"] not in [s.value for s in Status]:
-        raise BadInput(f'{where}: "status" {entry["status"]!r} is not one of {", ".join(s.value for s in Status)}')
-    for key, kind in (("error", str), ("shard", str), ("interrupted", bool)):
-        if entry.get(key) is not None and not isinstance(entry[key], kind):
-            raise BadInput(f'{where}: "{key}" must be a {kind.__name__}, got {entry[key]!r}')
-    for f in entry["findings"]:
-        if not isinstance(f, dict) or not isinstance(f.get("signature"), str):
-            raise BadInput(f'{where}: a finding has no "signature"')
-        for key in ("signature", "group"):  # parsed against the known names: never free text
-            if f.get(key) is not None:
-                try:
-                    Signature.parse(f[key])
-                except ValueError as e:
-                    raise BadInput(f'{where}: a finding\'s "{key}" is not one this tool writes ({e})') from None
-        if f.get("repro") is not None and not isinstance(f["repro"], str):
-            raise BadInput(f'{where}: finding {f["signature"]}: "repro" must be text')
-        for key in FINDING_COUNTS:
-            if f.get(key) is not None and not _number(f[key]):
-                raise BadInput(f'{where}: finding {f["signature"]}: "{key}" must be an integer >= 0, got {f[key]!r}')
-
-
 def shard_of(entry: dict[str, Any], path: str) -> Shard:
     """The shard a target entry says it is (``"shard": "I/N"``); an entry without one is the whole."""
     text = entry.get("shard")
@@ -147,48 +271,51 @@ def shard_of(entry: dict[str, Any], path: str) -> Shard:
     try:
         return parse_shard(str(text))
     except argparse.ArgumentTypeError as e:
-        raise BadInput(f"{path}: target {entry['target']}: shard {e}") from None
+        raise BadInput(f"{path}: target {printable(entry['target'], 200)}: shard {e}") from None
 
 
 def check_shards(target: str, parts: list[Part]) -> list[Shard]:
     """The shards missing from ``parts`` (BadInput: counts that differ, a shard given twice)."""
+    shown = printable(target, 200)
     counts = {p.shard.count for p in parts}
     if len(counts) > 1:
-        raise BadInput(f"target {target}: shards of different counts ({', '.join(map(str, sorted(counts)))})")
+        raise BadInput(f"target {shown}: shards of different counts ({', '.join(map(str, sorted(counts)))})")
     seen: dict[int, str] = {}
     for p in parts:
         if p.shard.index in seen:
-            raise BadInput(f"target {target}: shard {p.shard} given twice ({seen[p.shard.index]}, {p.report})")
+            raise BadInput(f"target {shown}: shard {p.shard} given twice ({seen[p.shard.index]}, {p.report})")
         seen[p.shard.index] = p.report
     n = counts.pop()
     return [Shard(i, n) for i in range(1, n + 1) if i not in seen]
 
 
-def combine(key: str, values: list[Any]) -> Any:
-    """Several shards' values of one count: numbers summed (``max_*``: the maximum), dicts per key, lists
-    joined, None ignored, anything else the first shard's."""
+def combine(kind: Field, values: list[Any]) -> Any:
+    """Several shards' values of one field, by its kind: counts and times summed, a ``max_*`` level the greatest,
+    lists joined, tallies per name, anything else the first shard's; None (a shard without it) ignored."""
     present = [v for v in values if v is not None]
     if not present:
         return None
-    first = present[0]
-    if isinstance(first, bool) or not isinstance(first, int | float | dict | list):
-        return first
-    if isinstance(first, dict):
-        keys = list(dict.fromkeys(k for v in present if isinstance(v, dict) for k in v))
-        return {k: combine(k, [v.get(k) for v in present if isinstance(v, dict)]) for k in keys}
-    if isinstance(first, list):
-        return [x for v in present if isinstance(v, list) for x in v]
-    numbers = [v for v in present if isinstance(v, int | float) and not isinstance(v, bool)]
-    return max(numbers) if key.startswith("max_") else sum(numbers)
+    if kind in (Field.COUNT, Field.SECONDS):
+        return sum(present)
+    if kind is Field.LEVEL:
+        return max(present)
+    if kind in (Field.LABELS, Field.SEEDS):
+        return [x for v in present for x in v]
+    if kind in (Field.TALLY, Field.TRACE):
+        kinds = TRACE_FIELDS if kind is Field.TRACE else {}
+        keys = list(dict.fromkeys(k for v in present for k in v))
+        return {k: combine(kinds.get(k, Field.COUNT), [v.get(k) for v in present]) for k in keys}
+    return present[0]
 
 
 def merge_findings(parts: list[Part], prove: bool) -> list[dict[str, Any]]:
     """One finding per group: the first shard's; for prove, configurations summed and the worst witness kept."""
     groups: dict[str, dict[str, Any]] = {}
     for p in parts:
-        for f in p.entry["findings"]:
-            if not isinstance(f, dict) or not isinstance(f.get("signature"), str):
-                raise BadInput(f'{p.report}: a finding of {p.entry["target"]} has no "signature"')
+        for found in p.entry["findings"]:
+            if not isinstance(found, dict) or not isinstance(found.get("signature"), str):
+                raise BadInput(f'{p.report}: a finding of {printable(p.entry["target"], 200)} has no "signature"')
+            f = {k: v for k, v in found.items() if k in FINDING_FIELDS}  # never a field merge does not check
             sig = str(f.get("group") or f["signature"])  # prove: the group's full signature
             prior = groups.get(sig)
             if prior is None:
@@ -210,20 +337,22 @@ def merge_target(target: str, parts: list[Part], command: Command) -> Merged:
     if command is Command.PROVE:
         spaces = {(e.get("space"), e.get("method")) for e in entries}
         if len(spaces) > 1:
-            raise BadInput(f"target {target}: shards swept different spaces or methods ({sorted(map(str, spaces))})")
+            shown = printable(sorted(map(str, spaces)), 300)
+            raise BadInput(f"target {printable(target, 200)}: shards swept different spaces or methods ({shown})")
     findings = merge_findings(parts, command is Command.PROVE)
     errors = [f"shard {p.shard}: {p.entry['error']}" for p in parts if p.entry.get("error")]
     errors += [
         f"shard {p.shard}: error" for p in parts if p.entry.get("status") == Status.ERROR and not p.entry.get("error")
     ]
     interrupted = any(e.get("interrupted") or e.get("status") == Status.INTERRUPTED for e in entries)
-    counts = list(dict.fromkeys(k for e in entries for k in e if k not in OWN))
+    fields = ENTRY_FIELDS[command]  # the only fields carried over: each checked (``check_entry``)
+    counts = list(dict.fromkeys(k for e in entries for k in e if k in fields and k not in OWN))
     entry: dict[str, Any] = {
         "target": target,
         "status": status_of(error="; ".join(errors) or None, found=bool(findings), interrupted=interrupted).value,
         "seconds": round(sum(float(e.get("seconds") or 0) for e in entries), 3),
         **{k: entries[0][k] for k in ("space", "method") if k in entries[0]},
-        **{k: combine(k, [e.get(k) for e in entries]) for k in counts},
+        **{k: combine(fields[k], [e.get(k) for e in entries]) for k in counts},
         "interrupted": interrupted,
         "shards": [str(p.shard) for p in sorted(parts, key=lambda p: p.shard.index)],
         "findings": findings,
@@ -270,24 +399,69 @@ def case_path(finding: dict[str, Any], report: str) -> str | None:
     raise BadInput(f"{report}: the case file of {sig} is not in the report's directory ({printable(named, 200)})")
 
 
-def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str) -> None:
-    """Copy the group's case file into ``out_dir`` (atomically), checked as a case of this finding, and give the
-    finding a repro line of merge's own making: this tool's command, the copy, the target only where needed."""
+def copy_name(doc: dict[str, Any], command: str, target: str, group: str) -> str:
+    """``READABLE--DIGEST.json``: the copy of a validated case ``doc`` of ``group`` on ``target``.
+
+    The readable part is the case's target where the tool recognises it (a model or a release: ``local``
+    for a path, never text a shard chose), its kind and its signature (a known name); the digest, of the
+    command, the FULL target, the kind and the group, tells apart what folds alike (``a_b`` and ``a-b``,
+    a trailing space), so one shard's case can never take another's name.
+    """
+    cls = target_class(target)
+    spec = casefile.slug(target) if cls in (TargetClass.MODEL, TargetClass.RELEASE) else "local"
+    kind = "" if doc["kind"] == CaseKind.DECODE.value else f"{doc['kind']}--"
+    readable = f"{spec}--{kind}{casefile.slug(str(Signature.parse(doc['signature'])))}"[:MAX_READABLE]
+    key = "\0".join((command, target, doc["kind"], group)).encode()
+    return f"{readable}--{hashlib.sha256(key).hexdigest()[:DIGEST_CHARS]}.json"
+
+
+def _holds(path: str, data: bytes) -> bool:
+    """Whether ``path`` is a regular file (not a link) whose bytes are ``data``."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        return read_bytes(path, len(data), "case file") == data
+    except (OSError, JsonFileError):
+        return False
+
+
+def place_copy(out_dir: str, name: str, text: str) -> str:
+    """The path of ``text``'s copy in ``out_dir``: ``name`` if free or already holding the same bytes (reused),
+    else ``name`` with a digest of the text; an existing different file is never overwritten (BadInput when
+    both names are taken by other content)."""
+    data = text.encode()
+    stem = name.removesuffix(".json")
+    for candidate in (name, f"{stem}-{hashlib.sha256(data).hexdigest()[:DIGEST_CHARS]}.json"):
+        path = os.path.join(out_dir, candidate)
+        if _holds(path, data):
+            return path
+        if not os.path.lexists(path):
+            write_atomically(path, text)
+            return path
+    raise BadInput(f"{os.path.join(out_dir, name)} and its alternative hold other cases: give an empty --cases-out")
+
+
+def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str, command: Command) -> None:
+    """Copy the group's case file into ``out_dir`` (atomically, ``copy_name``), checked as a case of this finding,
+    and give the finding a repro line of merge's own making: this tool's command, the copy, and where the case
+    needs one a target the tool recognises or the placeholder (``TargetClass.printed``)."""
     source = case_path(finding, report)
     if source is None:
         finding.pop("repro", None)
         return
     sig = printable(finding["signature"], 200)
     try:
-        text = read_bytes(source, MAX_CASE_BYTES, "case file").decode()
-        doc = casefile.validate_document(json.loads(text), source)
+        data = read_bytes(source, MAX_CASE_BYTES, "case file")
+        doc = casefile.validate_document(parse_json(data, source, "case file"), source)
+        text = data.decode()
     except (JsonFileError, UnicodeDecodeError, ValueError, casefile.CaseFileError) as e:
         raise BadInput(f"{source}: not a case file ({printable(str(e).splitlines()[0], 300)})") from None
     if doc.get("signature") != finding["signature"] or doc.get("target") != target:
         raise BadInput(f"{source}: not the case file of {sig} on {printable(target, 200)} (named in {report})")
-    copy = os.path.join(out_dir, os.path.basename(source))
-    write_atomically(copy, text)
-    finding["repro"] = repro_line(copy, target if runs_named_code(target) else None)
+    group = str(finding.get("group") or finding["signature"])
+    copy = place_copy(out_dir, copy_name(doc, command.value, target, group), text)
+    cls = target_class(target)
+    finding["repro"] = repro_line(copy, cls.printed(target) if cls else PLACEHOLDER)
     finding["_case"] = doc
 
 
@@ -323,6 +497,8 @@ def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
             f"  {printable(f['signature'])}" + (f"  {printable(f['repro'])}" if f.get("repro") else "")
             for f in e["findings"]
         ]
+        if any(PLACEHOLDER in f.get("repro", "") for f in e["findings"]):  # said apart, never in a command
+            lines.append(f"  {PLACEHOLDER}: the shard named the target {printable(e['target'])}; give your own copy")
         for c in e.get("causes", []):  # decided by merge itself (``merged_causes``): its own text
             label = c["bug"] if c["kind"] == "known" and c["bug"] != "new" else f"new: {c['key']}"
             groups = len(c["variants"]) + sum(len(v) for v in c["needs_both"].values())
@@ -349,7 +525,7 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     merged = [merge_target(target, ps, command) for target, ps in parts.items()]
     for m in merged:  # case files first: a merged report names only copies that exist
         for f in m.entry["findings"]:
-            copy_case(f, f.pop("_report"), m.entry["target"], args.cases_out)
+            copy_case(f, f.pop("_report"), m.entry["target"], args.cases_out, command)
         m.note = merged_causes(m)
     if args.json:
         write_report(args.json, command, [m.entry for m in merged])
@@ -359,7 +535,9 @@ def cmd_merge(args: argparse.Namespace) -> ExitCode:
     print("\n".join(lines))
     found = any(m.entry["findings"] for m in merged)
     if any(m.missing for m in merged):  # a lost shard may be the one that found something: never "clean"
-        gaps = "; ".join(f"{m.entry['target']}: {', '.join(map(str, m.missing))}" for m in merged if m.missing)
+        gaps = "; ".join(
+            f"{printable(m.entry['target'], 200)}: {', '.join(map(str, m.missing))}" for m in merged if m.missing
+        )
         what = "the prove shards do not cover the space" if command is Command.PROVE else "shards are missing"
         if not found:
             raise BadInput(f"{what}, missing {gaps}")

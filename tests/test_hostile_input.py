@@ -117,7 +117,7 @@ CASE_FILES: list[tuple[str, Callable[[], str | bytes], str]] = [
     ("context-len-text", edit(config__context_len="big"), "context_len must be an integer"),
     ("context-len-float", edit(config__context_len=1.5), "context_len must be an integer"),
     ("context-len-bool", edit(config__context_len=True), "context_len must be an integer"),
-    ("context-len-nan", raw(edit()().replace('"context_len": 8', '"context_len": NaN')), "context_len must be"),
+    ("context-len-nan", raw(edit()().replace('"context_len": 8', '"context_len": NaN')), "holds NaN, which is not"),
     ("page-size-zero", edit(config__page_size=0), "page_size must be >= 1"),
     ("unknown-config-field", edit(config__page_sizes=4), "unknown configuration field 'page_sizes'"),
     ("unknown-algorithm", edit(config__speculative_algorithm="NOPE"), "NOPE"),

@@ -42,6 +42,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,7 +118,8 @@ def test_p01_p14_p22_no_case_content_changes_the_emitted_module(tmp_path, capsys
     suite = tmp_path / "suite"
     suite.mkdir()
     code, out, err = emitted(tmp_path, {**seed_doc(), "sglang": float("nan")}, capsys)
-    assert (code, out) == (2, "") and '"sglang" must be a string' in err
+    # issue 33: refused by the reader itself (``fuzz.common.jsonfile``): NaN is not JSON
+    assert (code, out) == (2, "") and "holds NaN, which is not a JSON number" in err and len(err.splitlines()) == 1
     values: list[Any] = [*HOSTILE, None]  # None: the clean case
     for i, hostile in enumerate(values):
         doc = (
@@ -172,7 +174,10 @@ def test_p02_a_forged_repro_line_keeps_nothing_but_a_case_found_in_the_shard(tmp
     assert main(["merge", report, "--cases-out", "merged", "--json", "merged.json"]) == 1
     out = capsys.readouterr().out
     (finding,) = json.loads(Path("merged.json").read_text())["targets"][0]["findings"]
-    assert finding["repro"] == "python -m fuzz repro merged/seed.json"
+    # merge's own copy name (issue 33: readable, with a digest of the full target; never the shard's file name)
+    assert re.fullmatch(
+        r"python -m fuzz repro merged/reference-sglang-0\.5\.18--[a-z0-9.-]+--[0-9a-f]{12}\.json", finding["repro"]
+    )
     assert "rm -rf" not in out and "curl" not in out
 
 
@@ -185,16 +190,21 @@ def test_p03_signatures_and_targets_print_as_one_escaped_line(tmp_path, capsys, 
     assert out == "" and len(err.strip().splitlines()) == 1 and "\ncurl" not in err
     evil_target = "reference\n== reference: clean\x1b[2J"
     report = shard(tmp_path, "s2", [], target=evil_target, status="clean")
-    assert main(["merge", report, "--cases-out", "merged", "--markdown", "summary.md"]) == 0
-    out = capsys.readouterr().out
-    assert "\x1b" not in out and "\\x1b[2J" in out and "\n== reference: clean" not in out
-    summary = Path("summary.md").read_text()
-    assert "\x1b" not in summary
+    # issue 33: a target no spec resolves is bad input (one escaped line), never a clean summary
+    assert main(["merge", report, "--cases-out", "merged", "--markdown", "summary.md"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "\\x1b[2J" in err and "\x1b" not in err
+    assert not Path("summary.md").exists()
+    report = shard(tmp_path, "s3", [], target="/ckpt/\u202e== reference: clean/x.py", status="clean")
+    assert main(["merge", report, "--cases-out", "merged", "--markdown", "summary.md"]) == 2
+    err = capsys.readouterr().err
+    assert "\u202e" not in err and "\\u202e" in err
 
 
 def test_p03_a_markdown_summary_cannot_leave_its_block(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    report = shard(tmp_path, "s1", [], target="reference````\n# pwned", status="clean")
+    # a target a shard may name (a path: issue 33 refuses one with a newline) with a fence of its own
+    report = shard(tmp_path, "s1", [], target="/ckpt/````/# pwned/x.py", status="clean")
     assert main(["merge", report, "--cases-out", "merged", "--markdown", "summary.md"]) == 0
     lines = Path("summary.md").read_text().splitlines()
     fence = lines[0]
@@ -335,8 +345,15 @@ def test_p27_an_empty_output_path_is_refused_not_silently_skipped(command, flag,
     assert f"{flag} '' names no" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("seconds", ["Infinity", "NaN", "-1"])
-def test_p26_merge_refuses_a_count_that_is_not_a_finite_number(seconds, tmp_path, capsys) -> None:
+@pytest.mark.parametrize(
+    "seconds, message",
+    [  # issue 33: NaN and Infinity are refused by the reader itself (``fuzz.common.jsonfile``), as not JSON
+        ("Infinity", "holds Infinity, which is not a JSON number"),
+        ("NaN", "holds NaN, which is not a JSON number"),
+        ("-1", '"seconds" must be a number >= 0'),
+    ],
+)
+def test_p26_merge_refuses_a_count_that_is_not_a_finite_number(seconds, message, tmp_path, capsys) -> None:
     report = tmp_path / "r.json"
     report.write_text(
         '{"schema": "kvrow-fuzz/report", "schema_version": 1, "command": "run", "targets": [{"target": "reference", '
@@ -344,7 +361,7 @@ def test_p26_merge_refuses_a_count_that_is_not_a_finite_number(seconds, tmp_path
     )
     assert main(["merge", str(report), "--cases-out", str(tmp_path / "m")]) == 2
     err = capsys.readouterr().err
-    assert '"seconds" must be a number >= 0' in err and len(err.strip().splitlines()) == 1
+    assert message in err and len(err.strip().splitlines()) == 1
 
 
 # -- P19, P20: one schema, enforced --------------------------------------------------------------------

@@ -136,6 +136,7 @@ def test_three_prove_shards_merge_to_the_unsharded_verdict() -> None:
     assert not merged.missing and merged.entry["shards"] == ["1/3", "2/3", "3/3"]
     for key in ("status", "launch_configurations", "decode_shapes", "configurations", "violations", "space"):
         assert merged.entry[key] == whole[key], key
+    assert set(whole) <= set(merged.entry)  # every field prove writes is one merge checks and carries over
 
     def groups(entry):
         return {f["group"]: (f["configurations"], f["worst"]) for f in entry["findings"]}
@@ -209,9 +210,13 @@ def test_merge_dedups_groups_copies_one_case_file_each_and_sums_counts(tmp_path,
     (t,) = doc["targets"]
     assert (t["examples"], t["steps"], t["seeds"], t["seconds"], t["shards"]) == (15, 5, [1, 2], 3, ["1/2", "2/2"])
     assert [f["signature"] for f in t["findings"]] == ["page-aligned-growth/dflash", "write-within-row/dcp>1"]
-    assert sorted(os.listdir("merged")) == ["g1.json", "g2.json"]
-    assert json.loads((tmp_path / "merged" / "g1.json").read_text())["reached_by"] == "a"  # the first shard's
-    assert all(f["repro"].endswith(f"merged/{f['repro'][-7:]}") for f in t["findings"])
+    # each copy named by merge (issue 33: a readable name and a digest of the full target and group, never the
+    # shard's own file name), its repro line naming it
+    copies = {f["signature"]: f["repro"].removeprefix("python -m fuzz repro ") for f in t["findings"]}
+    assert sorted(os.listdir("merged")) == sorted(os.path.basename(c) for c in copies.values())
+    assert os.path.basename(copies["write-within-row/dcp>1"]).startswith("reference--write-within-row-dcp-1--")
+    assert all(os.path.dirname(c) == "merged" for c in copies.values())
+    assert json.loads(Path(copies["write-within-row/dcp>1"]).read_text())["reached_by"] == "a"  # the first shard's
     assert "merged run: 1 target(s)" in capsys.readouterr().out
     clean = _report(
         tmp_path / "c.json",
@@ -223,10 +228,11 @@ def test_merge_dedups_groups_copies_one_case_file_each_and_sums_counts(tmp_path,
 
 def test_merge_refuses_what_is_not_one_campaign(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    entry = {
+    entry = {  # a run entry must count its examples too (issue 33: no clean without work)
         "target": "reference",
         "status": "clean",
         "seconds": 1,
+        "examples": 3,
         "space": "tiny",
         "method": "m",
         "configurations": 3,

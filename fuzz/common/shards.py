@@ -50,7 +50,7 @@ def parse_shard(text: str) -> Shard:
         shown = printable(text, 60)
         raise argparse.ArgumentTypeError(f"expected I/N (e.g. 2/3, shards numbered from 1), got {shown!r}") from None
     if not sep or not 1 <= n <= MAX_SHARDS or not 1 <= i <= n:
-        raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N <= {MAX_SHARDS}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N <= {MAX_SHARDS}, got {printable(text, 60)!r}")
     return Shard(i, n)
 
 

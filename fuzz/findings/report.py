@@ -8,17 +8,22 @@ Each target entry carries the command's own counts beside those four
 fields (examples, runs and steps, configurations, releases' fidelity);
 every finding has the shape of ``Finding.to_json``.  ``report.schema.json``
 beside this module is the published schema; the tests validate every
-command's report against it.
+command's report against it.  ``ENTRY_FIELDS`` and ``FINDING_FIELDS`` name
+every field a command writes beside those, with its ``Field`` kind: what
+``merge`` checks in a shard's report (and the only fields it carries over).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from enum import Enum
 from typing import Any
 
 from allocator_model.compat import StrEnum
 from fuzz.common.files import write_atomically
+from fuzz.common.text import printable
 
 REPORT_SCHEMA = "kvrow-fuzz/report"
 REPORT_SCHEMA_VERSION = 1
@@ -49,6 +54,129 @@ def status_of(*, error: str | None, found: bool, interrupted: bool) -> Status:
     if found:
         return Status.COUNTEREXAMPLE
     return Status.INTERRUPTED if interrupted else Status.CLEAN
+
+
+MAX_COUNT = 1 << 53  # a count JSON carries exactly (a full proof sweeps billions; a shard sums a few)
+MAX_SECONDS = 1e9  # the schema's bound on a time
+MAX_LABEL_CHARS = 200  # a space's, a method's or a release's name
+MAX_TEXT_CHARS = 1 << 20  # a finding's message, its story of SGLang's path
+MAX_SEED = 1 << 64
+
+
+class Field(Enum):
+    """The kind of one field of a report's target entry or finding: the value it may hold (None always may:
+    a field a shard did not fill)."""
+
+    COUNT = "an integer >= 0"
+    LEVEL = "an integer"  # a ``max_*`` figure (may be negative)
+    SECONDS = "a number >= 0"
+    LABEL = "one short printable line of text"
+    TEXT = "text"
+    FLAG = "true or false"
+    OBJECT = "an object"
+    LABELS = "a list of short printable lines"
+    SEEDS = "a list of integer seeds"
+    TALLY = "an object of integers >= 0"
+    TRACE = "prove's tracing figures"
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` is one of this kind (or None); never true for NaN, an infinity or a bool as a number."""
+        if value is None:
+            return True
+        return _HOLDS[self](value)
+
+
+def _integer(value: Any, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _label(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_LABEL_CHARS and printable(value) == value
+
+
+def _trace(value: Any) -> bool:
+    return isinstance(value, dict) and all(k in TRACE_FIELDS and TRACE_FIELDS[k].holds(v) for k, v in value.items())
+
+
+_HOLDS = {
+    Field.COUNT: lambda v: _integer(v, 0, MAX_COUNT),
+    Field.LEVEL: lambda v: _integer(v, -MAX_COUNT, MAX_COUNT),
+    Field.SECONDS: lambda v: type(v) in (int, float) and math.isfinite(v) and 0 <= v <= MAX_SECONDS,
+    Field.LABEL: _label,
+    Field.TEXT: lambda v: isinstance(v, str) and len(v) <= MAX_TEXT_CHARS,
+    Field.FLAG: lambda v: type(v) is bool,
+    Field.OBJECT: lambda v: isinstance(v, dict),
+    Field.LABELS: lambda v: isinstance(v, list) and all(_label(x) for x in v),
+    Field.SEEDS: lambda v: isinstance(v, list) and all(_integer(x, -MAX_SEED, MAX_SEED) for x in v),
+    Field.TALLY: lambda v: isinstance(v, dict) and all(_label(k) and _integer(x, 0, MAX_COUNT) for k, x in v.items()),
+    Field.TRACE: _trace,
+}
+
+TRACE_FIELDS = {  # ``fuzz.prove.result.TraceStats``
+    "blocks": Field.COUNT,
+    "configs_traced": Field.COUNT,
+    "configs_called": Field.COUNT,
+    "paths": Field.COUNT,
+    "diverged": Field.LABELS,
+}
+_CAMPAIGN = {"examples": Field.COUNT, "jobs": Field.COUNT, "seeds": Field.SEEDS}  # ``fuzz.campaign``
+# The counts each command writes beside target, status, seconds, findings, interrupted, error and shard.
+ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
+    Command.RUN: {
+        **_CAMPAIGN,
+        "write_path": Field.LABEL,  # ``fuzz.run.engine`` stats
+        "sglang_scenarios": Field.COUNT,
+        "sglang_decode_steps": Field.COUNT,
+        "sglang_seconds": Field.SECONDS,
+        "proof_space": Field.LABEL,  # ``fuzz.prove.quick`` stats
+        "proved_configurations": Field.COUNT,
+        "proof_seconds": Field.SECONDS,
+        "proof_groups": Field.COUNT,
+        "proof_skipped": Field.LABEL,
+        "steps": Field.COUNT,  # decode steps, where a campaign counts them
+    },
+    Command.LIFECYCLE: {
+        **_CAMPAIGN,
+        "kind": Field.LABEL,  # ``fuzz.lifecycle.machine`` stats
+        "runs": Field.COUNT,
+        "runs_started": Field.COUNT,
+        "steps": Field.COUNT,
+        "max_committed_len_minus_bound": Field.LEVEL,
+    },
+    Command.PROVE: {  # ``fuzz.prove.result.ProveResult.to_json``
+        "space": Field.LABEL,
+        "method": Field.LABEL,
+        "launch_configurations": Field.COUNT,
+        "decode_shapes": Field.COUNT,
+        "configurations": Field.COUNT,
+        "violations": Field.COUNT,
+        "sizing_calls": Field.TALLY,
+        "trace": Field.TRACE,
+    },
+}
+# A finding's fields (``Finding.to_json``; prove's groups add their counts); signature and group are parsed
+# against the known names (``Signature.parse``), kind and class against their enums, by the reader.
+FINDING_FIELDS: dict[str, Field] = {
+    "kind": Field.LABEL,
+    "class": Field.LABEL,
+    "signature": Field.LABEL,
+    "group": Field.LABEL,
+    "cause": Field.LABEL,
+    "outcome": Field.LABEL,
+    "config": Field.OBJECT,
+    "case": Field.OBJECT,
+    "message": Field.TEXT,
+    "found_at": Field.COUNT,
+    "repro": Field.TEXT,
+    "revision": Field.LABEL,
+    "reached_by": Field.TEXT,
+    "sglang": Field.TEXT,
+    "confirmed": Field.FLAG,
+    "configurations": Field.COUNT,
+    "worst": Field.COUNT,
+    "first_at": Field.COUNT,
+    "mismatch": Field.TEXT,
+}
 
 
 def report_document(command: Command, targets: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
