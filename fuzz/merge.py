@@ -103,11 +103,15 @@ class TargetClass(Enum):
 
     def printed(self, spec: str) -> str | None:
         """What a repro line gives as ``--target``: nothing where the case replays on its own target, the spec
-        where the tool recognises every character of it (``_INSTALLED``), else the placeholder: a path a shard
+        where the tool recognises every character of it (``_INSTALLED``), else the placeholder with the path's
+        ``@X.Y.Z`` if it has one (``_AT_VERSION``: digits and dots, the semantics to replay at): a path a shard
         named is never printed in a command (pasting it would run that file)."""
         if not self.needs_target:
             return None
-        return spec if self is TargetClass.INSTALLED else PLACEHOLDER
+        if self is TargetClass.INSTALLED:
+            return spec
+        version = _AT_VERSION.search(spec)
+        return PLACEHOLDER + (version.group() if version else "")
 
 
 def target_class(spec: str) -> TargetClass | None:
@@ -460,7 +464,7 @@ def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str, c
         raise BadInput(f"{source}: not the case file of {sig} on {printable(target, 200)} (named in {report})")
     group = str(finding.get("group") or finding["signature"])
     copy = place_copy(out_dir, copy_name(doc, command.value, target, group), text)
-    cls = target_class(target)
+    cls = target_class(target)  # never None here: ``check_entry`` refused the target otherwise
     finding["repro"] = repro_line(copy, cls.printed(target) if cls else PLACEHOLDER)
     finding["_case"] = doc
 
@@ -497,7 +501,8 @@ def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
             f"  {printable(f['signature'])}" + (f"  {printable(f['repro'])}" if f.get("repro") else "")
             for f in e["findings"]
         ]
-        if any(PLACEHOLDER in f.get("repro", "") for f in e["findings"]):  # said apart, never in a command
+        cls = target_class(e["target"])
+        if cls is TargetClass.PATH and any(f.get("repro") for f in e["findings"]):  # said apart, never in a command
             lines.append(f"  {PLACEHOLDER}: the shard named the target {printable(e['target'])}; give your own copy")
         for c in e.get("causes", []):  # decided by merge itself (``merged_causes``): its own text
             label = c["bug"] if c["kind"] == "known" and c["bug"] != "new" else f"new: {c['key']}"

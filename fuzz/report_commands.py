@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
         (
             "Combine run, lifecycle or prove reports of the shards of one campaign into one report: findings "
             "deduplicated by group, counts summed, one case file per group. Exit 0: clean; 1: a finding; "
-            "2: bad input or, for prove, missing shards."
+            "2: bad input (a shard that ran nothing or names no target this tool resolves is bad input) or, for "
+            "prove, missing shards."
         ),
         "fuzz.merge:cmd_merge",
     )
@@ -29,7 +30,10 @@ def register(subparsers: Any) -> None:
         "--cases-out",
         default=DEFAULT_CASES_DIR,
         metavar="DIR",
-        help=f"where each group's case file is copied (default {DEFAULT_CASES_DIR})",
+        help=(
+            f"where each group's case file is copied, as NAME--DIGEST.json, never over a different file "
+            f"(default {DEFAULT_CASES_DIR})"
+        ),
     )
     merge.add_argument("--json", metavar="FILE", help="write the merged report")
     merge.add_argument(

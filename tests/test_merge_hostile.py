@@ -185,7 +185,16 @@ def test_the_repro_line_names_no_path_from_a_shard(tmp_path, monkeypatch, capsys
 
 @pytest.mark.parametrize(
     "target, printed",
-    [("reference@sglang-0.5.18", None), ("sglang==0.5.18", None), ("sglang", "sglang"), ("/a/b.py", "YOUR_CHECKOUT")],
+    [
+        ("reference@sglang-0.5.18", None),
+        ("reference", None),
+        ("sglang==0.5.18", None),
+        ("sglang", "sglang"),
+        ("sglang@0.5.18", "sglang@0.5.18"),
+        ("/a/b.py", "YOUR_CHECKOUT"),
+        ("/a/b;rm -rf ~/c@0.5.18", "YOUR_CHECKOUT@0.5.18"),
+        ("/a/b.py@0.5.18;x", "YOUR_CHECKOUT"),
+    ],
 )
 def test_the_target_a_repro_line_gives(target, printed) -> None:
     """Only what the tool recognises is ever printed; a spec that replays itself from the case file is not."""
