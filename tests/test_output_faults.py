@@ -302,7 +302,8 @@ def test_the_nested_fields_are_the_schemas() -> None:
     from fuzz.findings.casefile import PRIOR_FIELDS, STEP_FIELDS
     from fuzz.findings.schemas import load_schema
 
-    rules = {r["if"]["properties"]["kind"]["const"]: r["then"]["properties"]["case"] for r in load_schema("case")["allOf"]}
+    schema = load_schema("case")
+    rules = {r["if"]["properties"]["kind"]["const"]: r["then"]["properties"]["case"] for r in schema["allOf"]}
     prior = rules["decode-scenario"]["properties"]["prior"]
     assert prior["additionalProperties"] is False and set(prior["properties"]) == PRIOR_FIELDS
     steps = rules["lifecycle"]["properties"]["steps"]["items"]["allOf"]
