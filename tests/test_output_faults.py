@@ -189,28 +189,43 @@ def test_a_report_path_that_is_a_link_is_refused(tmp_path, capsys, victim) -> No
     assert victim.read_text() == "untouched\n"
 
 
-def test_a_cases_directory_that_is_a_link_is_refused(tmp_path, capsys) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["prove", "--space", "tiny", "--target", "reference", "--cases", "cases"],
+        ["merge", "s1/run.json", "--cases-out", "cases"],
+    ],
+    ids=["prove-cases", "merge-cases-out"],
+)
+def test_an_output_directory_that_is_a_link_is_refused(argv, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    shard_with_a_finding(tmp_path)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "cases").symlink_to(tmp_path / "elsewhere")
-    code = main(["prove", "--space", "tiny", "--target", "reference", "--cases", str(tmp_path / "cases")])
+    code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and one_line(err) and "symbolic link" in err, err
     assert os.listdir(tmp_path / "elsewhere") == []
 
 
-def test_a_link_planted_as_a_case_file_in_the_output_directory_is_never_followed(
-    tmp_path, capsys, monkeypatch, victim
-) -> None:
-    """merge copies the shard's case to merged/seed.json: a link planted there (the output directory sits in the
-    checkout of the pull request under test) is refused in one line, and what it names stays as it was."""
-    monkeypatch.chdir(tmp_path)
-    report = shard_with_a_finding(tmp_path)
-    (tmp_path / "merged").mkdir()
-    (tmp_path / "merged" / "seed.json").symlink_to(victim)
-    code = main(["merge", report, "--cases-out", "merged"])
-    err = capsys.readouterr().err
-    assert code == 2 and one_line(err) and "symbolic link" in err, err
-    assert victim.read_text() == "untouched\n" and (tmp_path / "merged" / "seed.json").is_symlink()
+WITNESS = "reference-sglang-0.5.18--witness--write-within-row-dcp-1.json"  # one of prove --space tiny's
+
+
+def test_a_link_planted_as_a_case_file_in_the_output_directory_is_never_followed(tmp_path, capsys, victim) -> None:
+    """In CI the output directory sits in the checkout of the pull request under test: a link committed there
+    under a case file's name is refused in one line (the findings still exit 1, every other case file is
+    written), and the file it names stays as it was."""
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / WITNESS).symlink_to(victim)
+    code = main(["prove", "--space", "tiny", "--target", "reference@sglang-0.5.18", "--quiet", "--cases", str(cases)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and victim.read_text() == "untouched\n" and (cases / WITNESS).is_symlink()
+    assert [line for line in err if "symbolic link" in line] == [
+        f"fuzz: could not write the case file {cases / WITNESS}: is a symbolic link (an output is never written "
+        "through one)"
+    ], err
+    assert len(os.listdir(cases)) > 10
 
 
 def test_an_atomic_write_never_follows_a_link(tmp_path, victim) -> None:
