@@ -58,7 +58,11 @@ def one_line(err: str) -> bool:
 # -- standard output lost --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, redirect",
-    [(["repro", "--emit-test", SEED_CASE], ">/dev/full"), (["--help"], ">/dev/full"), (["--help"], ">&-")],
+    [
+        pytest.param(["repro", "--emit-test", SEED_CASE], ">/dev/full", marks=pytest.mark.slow),
+        (["--help"], ">/dev/full"),  # the loss met at the last flush, as a short output meets it
+        (["--help"], ">&-"),
+    ],
     ids=["repro-emit-test-dev-full", "help-dev-full", "help-closed"],
 )
 def test_standard_output_lost_is_a_nonzero_exit_and_one_line(args, redirect) -> None:
@@ -100,6 +104,14 @@ class FullStream:
 
     def isatty(self) -> bool:
         return False
+
+
+def test_an_emitted_test_lost_on_a_full_standard_output_is_not_a_clean_exit(capsys, monkeypatch) -> None:
+    """In-process twin of the /dev/full run above (slow tier): every write fails as it is made."""
+    monkeypatch.setattr(sys, "stdout", FullStream())
+    code = main(["repro", "--emit-test", SEED_CASE])
+    err = capsys.readouterr().err
+    assert code == 2 and one_line(err) and "standard output cannot be written" in err, (code, err)
 
 
 def test_a_finding_keeps_its_status_when_standard_output_is_lost(capsys, monkeypatch) -> None:
