@@ -20,8 +20,8 @@ import sys
 
 from fuzz.common import interrupts
 from fuzz.common.bounds import check_case_sizes
-from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line
-from fuzz.common.streams import ClosedPipeTolerant
+from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line, os_error_line
+from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
 
 # Packages adding commands: each cli module has register(subparsers), which adds a parser
 # with set_defaults(func=handler); handler(args) returns the exit status.
@@ -204,17 +204,21 @@ def main(argv: list[str] | None = None) -> int:
     interrupts.install()
     stdout = sys.stdout
     sys.stdout = ClosedPipeTolerant(stdout)  # type: ignore[assignment]
+    LOST.reset()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         light = light_answer(argv)
         if light is not None:
-            return light
+            return settled(light)
         if argv[:1] == ["repro"]:
             check_repro_early(argv[1:])
         args = build_parser().parse_args(argv)
-        return int(args.func(args))
+        return settled(int(args.func(args)))  # output lost (a full disk, no stdout): never a clean exit
     except BadInput as e:
         print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    except OSError as e:  # an output (or input) the system refused mid-command: one line, never a traceback
+        print(f"fuzz: error: {os_error_line(e)}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except Exception as e:  # noqa: BLE001 - only a target that cannot be run is ours to report
         from fuzz.targets.base import TargetError  # not at import: the CLI starts without torch

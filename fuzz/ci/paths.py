@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import SGLANG_VERSION_HELP, TARGETS_HELP, add_command
+from fuzz.common.text import printable
 
 if TYPE_CHECKING:
     from fuzz.targets.base import Target
@@ -60,5 +61,7 @@ def cmd_paths(args: argparse.Namespace) -> ExitCode:
 
     (target,) = resolve_targets([args.target], args.sglang_version)
     paths = read_paths(target)
-    print(f"paths: {json.dumps(paths)}" if args.workflow else "\n".join(paths))
+    # A local target's files are named as the user's tree names them: each shown as one escaped line (the JSON
+    # list escapes as JSON does).
+    print(f"paths: {json.dumps(paths)}" if args.workflow else "\n".join(map(printable, paths)))
     return ExitCode.CLEAN

@@ -1,8 +1,9 @@
 """Exit statuses and the one error a command reports as a single line.
 
 Every command exits with an ``ExitCode``: 0 clean (or, for ``repro``, the
-failure no longer reproduces), 1 at least one finding, 2 bad input (one line
-on stderr, never a traceback), 130 interrupted before anything was found.
+failure no longer reproduces), 1 at least one finding, 2 bad input or an
+output that could not be written (one line on stderr, never a traceback),
+130 interrupted before anything was found.
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ class ExitCode(IntEnum):
 
 class BadInput(Exception):
     """Input the tool refuses: reported as one line and exit status 2."""
+
+
+class WriteFailed(OSError):
+    """An output file that could not be written (a full disk, EIO, a symbolic link refused): ``filename`` is the
+    output's path, ``strerror`` why.  An OSError, so a caller that goes on after a failed write catches it as one."""
+
+
+def os_error_line(error: OSError) -> str:
+    """The one line an OSError that ended a command is: what could not be done to which file, and why."""
+    from .text import printable
+
+    why = error.strerror or str(error) or type(error).__name__
+    if error.filename is None:
+        return printable(why, 300)
+    verb = "could not write " if isinstance(error, WriteFailed) else ""
+    return f"{verb}{printable(error.filename, 300)}: {printable(why, 200)}"
 
 
 MAX_ERROR_CHARS = 500  # a hostile value (a 50,000-character pin) is never echoed whole

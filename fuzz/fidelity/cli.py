@@ -28,6 +28,7 @@ from fuzz.common.options import (
     positive_int,
     seed_int,
 )
+from fuzz.common.text import printable
 
 if TYPE_CHECKING:
     from .differential import FidelityResult
@@ -280,7 +281,7 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     if expected is not None:
         surprises = compare_with_expectations(rows, expected)
         for line in surprises:
-            print(line)
+            print(printable(line))  # a baseline's entries travel (a pull request can edit one): shown escaped
         print("expectations: " + ("met" if not surprises else f"{len(surprises)} difference(s)"))
         return ExitCode.FOUND if surprises else ExitCode.CLEAN
     return ExitCode.FOUND if any(r.findings for r in rows) else ExitCode.CLEAN

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, find
@@ -53,6 +53,7 @@ from allocator_model.sizing import ModelSizing
 from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface, entries
 from fuzz.common import interrupts
 from fuzz.common.defaults import FIDELITY_CONFIGS
+from fuzz.common.text import printable
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation, sizing_raised
@@ -339,12 +340,22 @@ def case_revision(doc: dict[str, Any], where: str) -> Revision:
         return REVISIONS[value]
     if isinstance(value, dict):
         try:
-            return Revision.from_dict(value)
+            return shown_safely(Revision.from_dict(value))
         except ValueError as e:
             raise casefile.CaseFileError(f"{where}: {e}") from None
     raise casefile.CaseFileError(
         f'{where}: "revision" must be a revision\'s fields or a known name ({", ".join(REVISIONS)}), got {value!r:.80}'
     )
+
+
+def shown_safely(revision: Revision) -> Revision:
+    """``revision`` with each text field made ``printable``: a revision read from a case file travels, and its
+    name reaches the terminal in every line of a replay (``target: ... against model NAME``, a refusal), so a
+    name holding escapes (a cleared screen, colours, a forged ``passes:`` line) prints as the characters it
+    holds.  The identity on every revision this tool writes (their names and summaries are plain text)."""
+    values = {f.name: getattr(revision, f.name) for f in fields(revision)}
+    texts: dict[str, Any] = {name: printable(v) for name, v in values.items() if isinstance(v, str)}
+    return replace(revision, **texts)
 
 
 def replay_fidelity(doc: dict[str, Any], where: str, named: str | None = None) -> casefile.Replay:

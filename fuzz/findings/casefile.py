@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from allocator_model.requests import Op
 from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.files import write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
@@ -46,6 +47,18 @@ CASE_FIELDS: dict[CaseKind, frozenset[str]] = {
     CaseKind.DECODE: frozenset({"committed_len", "num_steps", "prior", "device_lag"}),
     CaseKind.LIFECYCLE: frozenset({"steps"}),
     CaseKind.FIDELITY: frozenset({"lens"}),
+}
+# Inside a case: a decode case's "prior" step, and each lifecycle step by its op (what ``DecodeScenario.from_dict``
+# and ``RunningBatch.apply`` read; the schema says the same).  A case file is data: a field this tool would not
+# read is refused, never carried along unread.
+PRIOR_FIELDS = frozenset({"accepted", "num_steps"})
+STEP_FIELDS: dict[Op, frozenset[str]] = {
+    Op.ADMIT: frozenset({"op", "input_len", "max_new_tokens"}),
+    Op.PREFILL: frozenset({"op", "rid", "chunk"}),
+    Op.DECODE: frozenset({"op", "accepted"}),
+    Op.SET_NUM_STEPS: frozenset({"op", "num_steps"}),
+    Op.RETRACT: frozenset({"op", "rid"}),
+    Op.STOP: frozenset({"op", "rid"}),
 }
 
 
@@ -190,13 +203,35 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
             raise CaseFileError(f"{where} has signature {doc['signature']!r}, not {doc['property']}/GROUP")
     if not isinstance(doc["config"], dict) or not isinstance(doc["case"], dict):
         raise CaseFileError(f'{where}: "config" and "case" must be JSON objects')
-    stray = sorted(k for k in doc["case"] if k not in CASE_FIELDS[kind])
-    if stray:
-        raise CaseFileError(
-            f'{where}: unknown field {stray[0]!r:.60} in a {kind.value} "case" '
-            f"(known: {', '.join(sorted(CASE_FIELDS[kind]))})"
-        )
+    problem = _stray(doc["case"], CASE_FIELDS[kind], f'a {kind.value} "case"') or nested_problem(kind, doc["case"])
+    if problem:
+        raise CaseFileError(f"{where}: {problem}")
     return doc
+
+
+def nested_problem(kind: CaseKind, case: dict[str, Any]) -> str | None:
+    """Why the objects inside ``case`` are not what its kind's replayer reads (None: they are): a decode case's
+    ``prior`` with a field besides ``PRIOR_FIELDS``; a lifecycle step that is not an object, has no known op, or
+    holds a field its op does not take (``STEP_FIELDS``).  Values are the replayer's to check."""
+    prior = case.get("prior") if kind is CaseKind.DECODE else None
+    if isinstance(prior, dict):
+        return _stray(prior, PRIOR_FIELDS, '"prior"')
+    steps = case.get("steps") if kind is CaseKind.LIFECYCLE else None
+    for i, step in enumerate(steps if isinstance(steps, list) else [], 1):
+        op = Op.of(step)
+        if op is None:
+            known = ", ".join(Op)
+            return f"step {i} is not an object with a known op ({known}): {json.dumps(step)[:80]}"
+        stray = _stray(step, STEP_FIELDS[op], f"step {i} ({op.value})")
+        if stray:
+            return stray
+    return None
+
+
+def _stray(obj: dict[str, Any], known: frozenset[str], what: str) -> str | None:
+    """``unknown field 'x' in WHAT (known: ...)`` for the first field of ``obj`` not in ``known``; None if none."""
+    stray = sorted(k for k in obj if k not in known)
+    return f"unknown field {stray[0]!r:.60} in {what} (known: {', '.join(sorted(known))})" if stray else None
 
 
 def case_kind(doc: dict[str, Any]) -> CaseKind | None:

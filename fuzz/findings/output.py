@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from fuzz.common.errors import ExitCode
 from fuzz.common.files import write_atomically
 from fuzz.common.options import check_outputs
+from fuzz.common.streams import LOST
 from fuzz.common.text import printable
 
 from . import casefile
@@ -29,7 +30,9 @@ T = TypeVar("T")
 
 
 def write_failed(path: str, what: str, error: BaseException) -> None:
-    """The one line a failed write is: which file, what it was for, why."""
+    """The one line a failed write is: which file, what it was for, why; remembered as lost (``LOST``), so a
+    command that found nothing but could not write its report does not exit 0."""
+    LOST.add(f"{what} {path}")
     why = getattr(error, "strerror", None) or str(error) or type(error).__name__
     print(f"fuzz: could not write {what} {printable(path, 300)}: {printable(why, 200)}", file=sys.stderr, flush=True)
 
