@@ -184,3 +184,24 @@ def test_each_site_plant_is_found_on_sglangs_path(tmp_path, plant):
     found = _found(root, *PLANT_CASES[plant])
     assert found, f"{plant}: nothing found on SGLang's path"
     assert any(v.prop in (Property.ROW_HOLDS_OWN_SLOTS, Property.SIZING_RAISED) for v in found) or found, found
+
+
+@needs_triton
+@pytest.mark.slow
+@pytest.mark.parametrize("plant", ["eagle-uniform-growth", "assign-launch-one-program-short"])
+def test_run_ci_finds_a_plant_only_a_batch_shows(tmp_path, monkeypatch, capsys, plant):
+    """Two plants a one-request step cannot show (a batch's growth evened out; the last program not launched):
+    ``run --profile ci`` on the 0.5.23 checkout tree fails with a row-holds-own-slots group."""
+    from fuzz.cli import main
+
+    _wheel("0.5.23")
+    monkeypatch.chdir(tmp_path)
+    root = build_tree(tmp_path / plant, fixed=KNOWN_BUGS, plants=(plant,))
+    algorithm, page = PLANT_CASES[plant]
+    pins = ["--pin", f"speculative_algorithm={algorithm}", "--pin", f"page_size={page}", "--pin", "kv_pool=standard"]
+    argv = ["run", "--target", str(sizing_file(root)), "--profile", "ci", "--quiet", "--json", "r.json", *pins]
+    code = main(argv)
+    capsys.readouterr()
+    (entry,) = json.loads(Path("r.json").read_text())["targets"]
+    assert code == 1, [f["signature"] for f in entry["findings"]]
+    assert any(f["signature"].startswith(Property.ROW_HOLDS_OWN_SLOTS.value) for f in entry["findings"])
