@@ -298,11 +298,11 @@ SITE_PLANTS: dict[str, Change] = {
         "            nxt_kv_lens.copy_(cur_kv_lens_cpu_t + num_needed_tokens // bs, non_blocking=True)  # (plant)\n",
     ),
     "UnoDraftInput.prepare_for_decode alloc_for_spec_decode": _plant(
-        "uno-sorted-next-lengths",
-        "UNO's prepare_for_decode sorts the next lengths (no longer in batch order)",
+        "uno-device-lengths-one-past",
+        "UNO's prepare_for_decode hands the writer the current lengths one past (column kv_allocated_len unwritten)",
         SPEC_UTILS_UNO,
-        "            next_lengths,\n            dtype=torch.int32,\n",
-        "            sorted(next_lengths),  # (plant)\n            dtype=torch.int32,\n",
+        "            cur_kv_lens=current_device,\n",
+        "            cur_kv_lens=current_device + 1,  # (plant)\n",
     ),
 }
 SITE_PLANT_NAMES = {c.name: c for c in SITE_PLANTS.values()}

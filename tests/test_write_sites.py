@@ -148,7 +148,7 @@ PLANT_CASES: dict[str, tuple[str | None, int]] = {
     "token-alloc-skips-first-free": (None, 1),
     "eagle-uniform-growth": ("EAGLE", 64),
     "dflash-uniform-growth": ("DFLASH", 64),
-    "uno-sorted-next-lengths": ("UNO", 64),
+    "uno-device-lengths-one-past": ("UNO", 64),
 }
 
 
