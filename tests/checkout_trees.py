@@ -168,6 +168,146 @@ SIZING_PLANTS: dict[str, Change] = {
 }
 
 
+# -- one plant per site of 0.5.23's write path that the decode steps reach (fuzz/targets/sglang/write_sites.json):
+# site (its function and anchor) -> a one-line regression of that site's own line or of the value it stores ----
+SPEC_UTILS_UNO = "srt/speculative/uno_info.py"
+PAGED = "srt/mem_cache/allocator/paged.py"
+TOKEN = "srt/mem_cache/allocator/token.py"
+
+
+def _plant(name: str, what: str, member: str, old: str, new: str) -> Change:
+    return Change(name, what, (Edit(member, old, new),))
+
+
+SITE_PLANTS: dict[str, Change] = {
+    "assign_req_to_token_pool token_pool + save_offset": _plant(
+        "assign-store-from-last-committed",
+        "assign_req_to_token_pool starts its store one column early (on the last committed column)",
+        ALLOCATION,
+        "    save_offset = tl.arange(0, BLOCK_SIZE) + kv_start\n",
+        "    save_offset = tl.arange(0, BLOCK_SIZE) + kv_start - 1  # (plant)\n",
+    ),
+    "assign_req_to_token_pool_func assign_req_to_token_pool": _plant(
+        "assign-launch-one-program-short",
+        "assign_req_to_token_pool_func launches one program fewer than the batch (the last request unwritten)",
+        ALLOCATION,
+        "    assign_req_to_token_pool[(batch_size,)](\n",
+        "    assign_req_to_token_pool[(max(batch_size - 1, 1),)](  # (plant)\n",
+    ),
+    "alloc_for_spec_decode assign_req_to_token_pool_func": _plant(
+        "spec-decode-writes-one-short",
+        "alloc_for_spec_decode hands the writer nxt - 1 as the end (the last allocated column unwritten)",
+        ALLOCATION,
+        "            cur_kv_lens,\n            nxt_kv_lens,\n            out_cache_loc,\n",
+        "            cur_kv_lens,\n            nxt_kv_lens - 1,  # (plant)\n            out_cache_loc,\n",
+    ),
+    "alloc_for_decode_default batch.req_to_token_pool.write": _plant(
+        "decode-writes-last-committed-column",
+        "alloc_for_decode writes the new slot at seq_len - 1 (over the last committed token's slot)",
+        ALLOCATION,
+        "        locs = seq_lens_gpu.clone()\n",
+        "        locs = seq_lens_gpu - 1  # (plant)\n",
+    ),
+    "alloc_token_slots allocator.alloc": _plant(
+        "token-slots-one-extra",
+        "alloc_token_slots asks the allocator for one slot more than it writes",
+        ALLOCATION,
+        "    out_cache_loc = allocator.alloc(num_tokens)\n",
+        "    out_cache_loc = allocator.alloc(num_tokens + 1)  # (plant)\n",
+    ),
+    "alloc_paged_token_slots_extend allocator.alloc_extend": _plant(
+        "paged-extend-last-loc-past",
+        "alloc_paged_token_slots_extend hands the allocator last_loc + 1 (the partial page continued one late)",
+        ALLOCATION,
+        "        last_loc,\n        extend_num_tokens,\n        **extra_alloc_kwargs,\n",
+        "        last_loc + 1,  # (plant)\n        extend_num_tokens,\n        **extra_alloc_kwargs,\n",
+    ),
+    "alloc_paged_token_slots_decode allocator.alloc_decode": _plant(
+        "paged-decode-last-loc-before",
+        "alloc_paged_token_slots_decode hands the allocator last_loc - 1 (the last committed slot handed again)",
+        ALLOCATION,
+        "    out = allocator.alloc_decode(seq_lens, seq_lens_cpu, last_loc, **extra_alloc_kwargs)\n",
+        "    out = allocator.alloc_decode(seq_lens, seq_lens_cpu, last_loc - 1, **extra_alloc_kwargs)  # (plant)\n",
+    ),
+    "alloc_decode_kernel out_indices + pid": _plant(
+        "decode-kernel-continues-on-last",
+        "alloc_decode_kernel continues the page at last_loc, not last_loc + 1",
+        ALLOCATOR_KERNELS,
+        "        tl.store(out_indices + pid, last_loc + 1)\n",
+        "        tl.store(out_indices + pid, last_loc)  # (plant)\n",
+    ),
+    "alloc_decode_kernel out_indices + pid #2": _plant(
+        "decode-kernel-next-free-page",
+        "alloc_decode_kernel takes the free page after its own (off by one in the free-page index)",
+        ALLOCATOR_KERNELS,
+        "        page = tl.load(free_page_ptr + new_page_start_loc)\n",
+        "        page = tl.load(free_page_ptr + new_page_start_loc + 1)  # (plant)\n",
+    ),
+    "alloc_extend_kernel out_indices + output_start_loc + offset_one_page": _plant(
+        "extend-kernel-part1-on-last",
+        "alloc_extend_kernel fills the old partial page from last_loc, not last_loc + 1",
+        ALLOCATOR_KERNELS,
+        "        last_loc + 1 + offset_one_page,\n",
+        "        last_loc + offset_one_page,  # (plant)\n",
+    ),
+    "alloc_extend_kernel out_indices + output_start_loc + num_part1 + offset": _plant(
+        "extend-kernel-part2-page-past",
+        "alloc_extend_kernel's full pages start one free page late",
+        ALLOCATOR_KERNELS,
+        "            free_page_ptr + new_page_start_loc + offset // page_size,\n",
+        "            free_page_ptr + new_page_start_loc + offset // page_size + 1,  # (plant)\n",
+    ),
+    "PagedTokenToKVPoolAllocator.alloc_extend def": _plant(
+        "paged-extend-keeps-last-page-free",
+        "PagedTokenToKVPoolAllocator.alloc_extend takes one page fewer off its free list than it handed out",
+        PAGED,
+        "                prefix_lens=prefix_lens_cpu,\n            )\n\n"
+        "        self.free_pages = self.free_pages[num_new_pages:]\n",
+        "                prefix_lens=prefix_lens_cpu,\n            )\n\n"
+        "        self.free_pages = self.free_pages[max(num_new_pages - 1, 0):]  # (plant)\n",
+    ),
+    "PagedTokenToKVPoolAllocator.alloc_decode def": _plant(
+        "paged-decode-keeps-page-free",
+        "PagedTokenToKVPoolAllocator.alloc_decode takes one page fewer off its free list than it handed out",
+        PAGED,
+        "            assert len(torch.unique(out_indices)) == len(out_indices)\n\n"
+        "        self.free_pages = self.free_pages[num_new_pages:]\n        return out_indices\n\n    def free(",
+        "            assert len(torch.unique(out_indices)) == len(out_indices)\n\n"
+        "        self.free_pages = self.free_pages[max(num_new_pages - 1, 0):]  # (plant)\n"
+        "        return out_indices\n\n    def free(",
+    ),
+    "TokenToKVPoolAllocator.alloc def": _plant(
+        "token-alloc-skips-first-free",
+        "TokenToKVPoolAllocator.alloc hands out the slots after the first free one, and drops only need_size",
+        TOKEN,
+        "        select_index = self.free_pages[:need_size]\n",
+        "        select_index = self.free_pages[1 : need_size + 1]  # (plant)\n",
+    ),
+    "eagle_prepare_for_decode alloc_for_spec_decode": _plant(
+        "eagle-uniform-growth",
+        "eagle_prepare_for_decode grows every request by the batch's mean (num_needed_tokens // bs)",
+        EAGLE,
+        "    nxt_kv_lens = nxt_kv_lens_device\n",
+        "    nxt_kv_lens = cur_kv_lens_device + num_needed_tokens // len(reqs)  # (plant)\n",
+    ),
+    "DFlashDraftInputV2.prepare_for_decode alloc_for_spec_decode": _plant(
+        "dflash-uniform-growth",
+        "DFLASH's prepare_for_decode grows every request by the batch's mean on the device",
+        DFLASH,
+        "            nxt_kv_lens.copy_(nxt_kv_lens_cpu_t, non_blocking=True)\n",
+        "            nxt_kv_lens.copy_(cur_kv_lens_cpu_t + num_needed_tokens // bs, non_blocking=True)  # (plant)\n",
+    ),
+    "UnoDraftInput.prepare_for_decode alloc_for_spec_decode": _plant(
+        "uno-device-lengths-one-past",
+        "UNO's prepare_for_decode hands the writer the current lengths one past (column kv_allocated_len unwritten)",
+        SPEC_UTILS_UNO,
+        "            cur_kv_lens=current_device,\n",
+        "            cur_kv_lens=current_device + 1,  # (plant)\n",
+    ),
+}
+SITE_PLANT_NAMES = {c.name: c for c in SITE_PLANTS.values()}
+
+
 @functools.cache
 def base_tree(release: str) -> Path:
     """The release's wheel laid out as a checkout, once per process (read-only by convention)."""
@@ -191,7 +331,7 @@ def build_tree(
 ) -> Path:
     """A checkout-shaped tree of ``release`` at ``dest`` with the ``fixed`` known bugs fixed and the ``plants``."""
     base = base_tree(release)
-    changes = [FIXES[n] for n in fixed] + [PLANTS.get(n) or SIZING_PLANTS[n] for n in plants]
+    changes = [FIXES[n] for n in fixed] + [PLANTS.get(n) or SITE_PLANT_NAMES.get(n) or SIZING_PLANTS[n] for n in plants]
     edited = {e.member for c in changes for e in c.edits}
     for directory, _, files in os.walk(base):
         rel = Path(directory).relative_to(base)

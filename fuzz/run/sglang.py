@@ -82,12 +82,15 @@ def on_sglang(
     steps = run.sglang
     cfg = scenario.config
     spilled = any(v.prop in (Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED) for v in found)
-    if steps is not None and steps.slot_problem and not spilled:  # a spill's copied slots are that spill's
+    problem = steps.slot_problem if steps is not None else None
+    if steps is not None and problem is None and not spilled and not run.skipped and not steps.raised:
+        problem = batch_problem(target, scenario, run)
+    if steps is not None and problem and not spilled:  # a spill's copied slots are that spill's
         found.append(
             Violation(
                 Property.ROW_HOLDS_OWN_SLOTS,
                 regime(cfg, run.alloc_page).value,
-                f"on sglang {steps.version}'s own write path, {steps.slot_problem}",
+                f"on sglang {steps.version}'s own write path, {problem}",
                 [f"config: {cfg.short()}"],
                 pool=cfg.kv_pool,
             )
@@ -102,6 +105,24 @@ def on_sglang(
             )
         )
     return SGLangCheck(run, found)
+
+
+def batch_problem(target: Target, scenario: DecodeScenario, run: ScenarioRun) -> str | None:
+    """Slot ownership in one decode step of a batch of three requests on the target's own path, on the scenario's
+    deployment (``runtime.writepath.batch_ownership``): the scenario decodes one request at a time, so a slot
+    handed to one request and written into another's row shows only here."""
+    path = getattr(target.sizing, "write_path", None)
+    if path is None:
+        return None
+    from fuzz.targets.sglang.runtime import batch_ownership
+
+    step = batch_ownership(
+        path.runtime, scenario.config, scenario.runtime(scenario.num_steps), run.width, run.alloc_page
+    )
+    if step is None or step.ownership is None:
+        return None
+    rows = ", ".join(f"row {r.row} at kv length {r.allocated_before}" for r in step.requests)
+    return f"in one decode step of a batch of {len(step.requests)} ({rows}): {step.ownership}"
 
 
 def _step_shape(obs: WriteObservation) -> tuple[Any, ...]:

@@ -173,7 +173,9 @@ class SGLangPath:
                     free - steps.free_slots[-1],
                 )
             )
-            steps.slot_problem = steps.slot_problem or _slot_problem(rows, [neighbour, subject], page, allocator)
+            steps.slot_problem = (
+                steps.slot_problem or result.ownership or _slot_problem(rows, [neighbour, subject], page, allocator)
+            )
             if result.guard is not None:
                 return run
             if accepted:  # the prepare's own pre-claim of the bonus slot (0.5.13-0.5.14's EAGLE), taken back

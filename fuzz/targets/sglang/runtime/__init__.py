@@ -9,7 +9,10 @@ request    one Req stand-in per release (its KV lengths where that release keeps
 batch      the ScheduleBatch / tree cache / ReqToTokenPool stand-ins the entries are handed
 releases   the one table: modules, entry points, allocators, guards, checker per release
 loaded     ``SGLangRuntime``: a release loaded, its allocators and sizing functions
-writepath  ``decode_step``: one decode step on SGLang's own code; hooks ``verify``, ``after_decode``
+writepath  ``decode_step``: one decode step on SGLang's own code; hooks ``verify``, ``after_decode``;
+           ``batch_ownership``: one step of a batch of three, slot ownership judged
+ownership  what the allocator hands out during a step, and whether each slot lands in its request's row
+sites      every site of the executed files that writes req_to_token or hands out slots (an AST scan)
 checks     SGLang's KV-page invariant checker; freeing a finished request
 rows       req_to_token with guard rows; snapshot diffs
 bounds     the time bound on every call into SGLang; the record of functions entered
@@ -24,7 +27,16 @@ from .releases import RELEASES, Release, Where, kind_of
 from .request import ReqAttributeMissing, RequestStandIn, make_request, request_class
 from .rows import Rows, Span, changed_outside
 from .tree import SourceTree, open_tree
-from .writepath import OVERLAP_ORDER, GuardStop, RequestOutcome, StepResult, StepTimeout, decode_step, verify
+from .writepath import (
+    OVERLAP_ORDER,
+    GuardStop,
+    RequestOutcome,
+    StepResult,
+    StepTimeout,
+    batch_ownership,
+    decode_step,
+    verify,
+)
 
 __all__ = [
     "OVERLAP_ORDER",
@@ -43,6 +55,7 @@ __all__ = [
     "StepResult",
     "StepTimeout",
     "Where",
+    "batch_ownership",
     "changed_outside",
     "decode_step",
     "kind_of",

@@ -39,6 +39,7 @@ from .bounds import Entered, SGLangTimeout
 from .checks import free_kv_row, run_checker
 from .context import Settings
 from .loaded import SGLangRuntime
+from .ownership import HandOuts, Window, free_pages, handed_out, ownership_problem
 from .releases import AFTER_DECODE, DECODE, DFLASH, EAGLE, UNO, Release, Where, kind_of
 from .request import RequestStandIn
 from .rows import Rows, Span
@@ -102,6 +103,8 @@ class StepResult:
     guard_spans: list[Span] = field(default_factory=list)  # writes that reached the guard rows
     seconds: float = 0.0
     logs: list[str] = field(default_factory=list)  # SGLang's warnings/errors during the step
+    handed: HandOuts = field(default_factory=HandOuts)  # what the allocator handed out and took back
+    ownership: str | None = None  # the first slot not where the allocator's hand-outs put it (``ownership``)
 
     @property
     def windows(self) -> list[tuple[int, int, int]]:
@@ -276,11 +279,13 @@ def decode_step(
     result = StepResult(runtime.version, runtime.origin, algorithm, kind, rel.entries[kind].cite(rel.version), [])
     start = time.perf_counter()
     what = f"sglang {rel.version}'s {kind} decode step"
+    snapshot, free_before = rows.snapshot(), free_pages(allocator)
     try:
         with runtime.bound(cfg, rt, what, settings), captured_logs(runtime.loader.prefix) as logs:
             result.logs = logs
             batch = build_batch(runtime, cfg, rt, reqs, rows, allocator, seq_lens)
-            with entered.recording() if trace else contextlib.nullcontext():
+            with entered.recording() if trace else contextlib.nullcontext(), handed_out(allocator) as handed:
+                result.handed = handed
                 result.entry = _call_entry(runtime, rel, kind, batch)
             if kind == DECODE:
                 after_decode(runtime, reqs)
@@ -301,6 +306,12 @@ def decode_step(
         for r, (c, a) in zip(reqs, before, strict=True)
     ]
     result.guard_spans = rows.guard_spans()
+    if result.guard is None and result.raised is None:
+        windows = [Window(r.rid, *r.window) for r in result.requests]
+        page = int(allocator.page_size)
+        result.ownership = ownership_problem(
+            snapshot, rows.snapshot(), windows, result.handed, page, free_before, rows.width, free_pages(allocator)
+        )
     if rows.guard_exhausted():
         raise TargetError(
             f"{what} wrote to the last guard column: the write may have gone past the tensor "
@@ -309,3 +320,39 @@ def decode_step(
     if check and rel.checker is not None and not runtime.not_loaded.get(rel.checker.module):
         result.checker = run_checker(runtime, cfg, rt, reqs, rows, allocator, settings)
     return result
+
+
+# The batch ``batch_ownership`` decodes: (row, kv length) per request, in batch order. Rows out of order and
+# lengths on both sides of a page boundary, so that a slot handed to one request and written to another (a
+# program id taken for a row, one request's offset into the hand-outs taken for another's) shows.
+PROBE_ROWS = (2, 3, 1)
+
+
+def probe_lengths(page: int, width: int) -> tuple[int, ...]:
+    """Three different kv lengths, each well inside a row of ``width`` (a page of ``page`` slots)."""
+    wanted = (page + 2, 1, max(2, page))  # not in order (a sort of the batch shows); a full page to fill at page P
+    return tuple(min(n, max(1, width // 4)) for n in wanted)
+
+
+def batch_ownership(
+    runtime: SGLangRuntime, cfg: ServingConfig, rt: SpecRuntime | None, width: int, page: int
+) -> StepResult | None:
+    """One decode step of three requests in one batch on SGLang's own path, slot ownership judged
+    (``StepResult.ownership``); None where the deployment's allocator cannot be built or prefilled here.
+
+    The decode scenarios decode one request at a time: this is the step where one request's slots could land
+    in another's row.
+    """
+    from .checks import prefill
+
+    lengths = probe_lengths(page, width)
+    rows = Rows(len(PROBE_ROWS), width, guard_rows=1 + -(-4 * (width + 2 * page) // width))
+    size = len(PROBE_ROWS) * (width + 2 * page) + 8 * page
+    try:
+        allocator = runtime.allocator(cfg, -(-size // page) * page, page=page)
+    except StandInMissing:
+        return None
+    reqs = [runtime.request(row, 0, 0, rid=f"r{row}") for row in PROBE_ROWS]
+    for req, n in zip(reqs, lengths, strict=True):
+        prefill(runtime, cfg, req, rows, allocator, n)
+    return decode_step(runtime, cfg, rt, reqs, rows, allocator, check=False, trace=False)
