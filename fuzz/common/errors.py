@@ -2,7 +2,9 @@
 
 Every command exits with an ``ExitCode``: 0 clean (or, for ``repro``, the
 failure no longer reproduces), 1 at least one finding, 2 bad input (one line
-on stderr, never a traceback), 130 interrupted before anything was found.
+on stderr, never a traceback), 3 no verdict (the process running the command
+ended before sending it: never clean, ``fuzz.common.guard``), 130 interrupted
+before anything was found.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ class ExitCode(IntEnum):
     CLEAN = 0
     FOUND = 1
     BAD_INPUT = 2
+    NO_VERDICT = 3
     INTERRUPTED = 130
 
 
