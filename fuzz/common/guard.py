@@ -176,5 +176,14 @@ def supervise(command: list[str], name: str) -> int:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     if verdict is not None:
         return verdict
-    print(no_verdict_line(name, child.returncode), file=sys.stderr, flush=True)
+    _say(no_verdict_line(name, child.returncode))
     return ExitCode.NO_VERDICT
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr if it can take it (closed, or a full disk: the exit status says it all the same)."""
+    try:
+        if sys.stderr is not None:
+            print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
