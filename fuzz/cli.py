@@ -18,7 +18,7 @@ import argparse
 import importlib
 import sys
 
-from fuzz.common import interrupts
+from fuzz.common import guard, interrupts
 from fuzz.common.bounds import check_case_sizes
 from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line, os_error_line
 from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
@@ -200,19 +200,58 @@ def cmd_targets(args: argparse.Namespace) -> ExitCode:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; the exit status reflects the findings however stdout is consumed."""
+    """Run one command; the exit status reflects the findings however stdout is consumed.
+
+    ``argv`` None: this process is the program (``kvrow-fuzz``, ``python -m fuzz``), and a command that runs a
+    target's code is guarded (``program``); a list: the command runs here, as a caller (a test) asks.
+    """
+    if argv is None:
+        return program(sys.argv[1:])
+    return run_command(list(argv))
+
+
+# Commands that never run a target's code (they read reports, or list names): they run in the program's process.
+# Every other command runs in a child whose verdict the program waits for (``fuzz.common.guard``).
+RUNS_NO_TARGET_CODE = frozenset({"merge", "targets"})
+
+
+def guarded(argv: list[str]) -> bool:
+    """Whether ``argv`` names a command that runs a target's code (the top-level help, the version and a mistyped
+    command are answered in this process)."""
+    return bool(argv) and argv[0] in COMMANDS and argv[0] not in RUNS_NO_TARGET_CODE and guard.available()
+
+
+def program(argv: list[str]) -> int:
+    """The program's exit status: a guarded command's verdict as its child sent it (``ExitCode.NO_VERDICT`` when
+    the child ended without one: never clean); in the child, the command's status, sent as its last act."""
+    channel = guard.take_channel()
+    if channel is None:
+        if guarded(argv):
+            return guard.supervise(guard.child_command(argv), argv[0])
+        return run_command(argv)
+    interrupts.install()  # before the signals held back while this process started arrive
+    guard.unblock_signals()
+    status = run_command(argv)
+    guard.send_verdict(channel, status)
+    return status
+
+
+def run_command(argv: list[str]) -> int:
+    """One command in this process; bad input is one line and ``ExitCode.BAD_INPUT``."""
     interrupts.install()
     stdout = sys.stdout
     sys.stdout = ClosedPipeTolerant(stdout)  # type: ignore[assignment]
     LOST.reset()
-    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         light = light_answer(argv)
         if light is not None:
             return settled(light)
         if argv[:1] == ["repro"]:
             check_repro_early(argv[1:])
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as e:  # --help: argparse's exit, a status like any other (a guarded child sends it)
+            return settled(e.code) if isinstance(e.code, int) else ExitCode.BAD_INPUT
         return settled(int(args.func(args)))  # output lost (a full disk, no stdout): never a clean exit
     except BadInput as e:
         print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)

@@ -46,8 +46,9 @@ def substitute(text: str, inputs: dict[str, str]) -> str:
     return EXPRESSION.sub(value, text)
 
 
-def run_action(workspace: Path, **given: str) -> tuple[dict[str, int], str]:
-    """Every local step of the action, in order, honouring ``if: always()``; (exit status per step id, summary)."""
+def run_action(workspace: Path, only: tuple[str, ...] = (), **given: str) -> tuple[dict[str, int], str]:
+    """Every local step of the action (or those ``only`` names), in order, honouring ``if: always()``; (exit status
+    per step id, summary)."""
     spec = action()
     inputs = {name: str(d.get("default", "")) for name, d in spec["inputs"].items()}
     inputs.update({k.replace("_", "-"): v for k, v in given.items()})
@@ -62,7 +63,7 @@ def run_action(workspace: Path, **given: str) -> tuple[dict[str, int], str]:
     statuses: dict[str, int] = {}
     failed = False
     for step in spec["runs"]["steps"]:
-        if "run" not in step or step.get("id") in NEEDS_THE_INDEX:
+        if "run" not in step or step.get("id") in NEEDS_THE_INDEX or (only and step.get("id") not in only):
             continue
         assert step.get("shell") == "bash", step
         condition = step.get("if", "success()")
@@ -145,3 +146,44 @@ def test_action_on_the_0_5_23_tree_passes_with_its_baseline_and_fails_without(pi
     assert "baseline: 0 new root cause(s), 2 known" in summary
     statuses, summary = run_action(tree, **fast)
     assert statuses["verdict"] == 1 and "ROOT CAUSES on " in summary, (statuses, summary)
+
+
+FINISHED = {"targets": [{"target": "t", "status": "clean", "examples": 20, "findings": []}]}
+SAVED_BEFORE_THE_WORK = {"targets": [{"target": "t", "status": "interrupted", "examples": 0, "findings": []}]}
+
+
+@pytest.mark.parametrize(
+    "statuses, reports, verdict",
+    [
+        ({"run": "0", "prove": "0"}, {"run": FINISHED, "prove": FINISHED}, 0),
+        ({"run": "0", "prove": "0"}, {}, 1),  # exit 0, no report: a process ended by the target's code (before 3)
+        ({"run": "0", "prove": "0"}, {"run": SAVED_BEFORE_THE_WORK, "prove": FINISHED}, 1),
+        ({"run": "0", "prove": "0"}, {"run": FINISHED, "prove": {"targets": []}}, 1),
+        ({"run": "0", "prove": "0"}, {"run": FINISHED, "prove": "{"}, 1),
+        ({"run": "3", "prove": "0"}, {"run": FINISHED, "prove": FINISHED}, 1),  # no verdict
+        ({"prove": "0"}, {"run": FINISHED, "prove": FINISHED}, 1),  # the run step never wrote its status
+    ],
+    ids=["clean", "no-reports", "interrupted-report", "no-targets", "broken-report", "no-verdict", "no-status"],
+)
+def test_the_verdict_step_reads_clean_only_with_both_reports_finished(tmp_path, statuses, reports, verdict):
+    out = tmp_path / "kvrow-fuzz"
+    out.mkdir()
+    for name, status in statuses.items():
+        (out / f"{name}.status").write_text(status + "\n")
+    for name, doc in reports.items():
+        (out / f"{name}.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    assert run_action(tmp_path, only=("verdict",))[0] == {"verdict": verdict}
+
+
+@pytest.mark.slow
+def test_action_fails_on_a_target_that_ends_the_process_with_exit_0(tmp_path):
+    """The target's code calling os._exit(0) used to end both steps with exit 0 and no report: a clean job."""
+    path = tmp_path / CHECKOUT_PATH
+    path.parent.mkdir(parents=True)
+    ends = "\n\ndef get_alloc_reserve_per_decode():\n    import os\n\n    os._exit(0)\n"
+    path.write_text(DEMO_SHAPE.read_text() + ends)
+    statuses, summary = run_action(tmp_path, max_examples="5", space="tiny")
+    assert statuses == {"run": 0, "prove": 0, "summary": 0, "verdict": 1}, (statuses, summary)
+    out = tmp_path / "kvrow-fuzz"
+    assert (out / "run.status").read_text().strip() == "3" and (out / "prove.status").read_text().strip() == "3"
+    assert "run: exit 3, prove: exit 3 (0 clean, 1 counterexample, 2 bad input, 3 no verdict)" in summary

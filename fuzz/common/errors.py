@@ -3,7 +3,9 @@
 Every command exits with an ``ExitCode``: 0 clean (or, for ``repro``, the
 failure no longer reproduces), 1 at least one finding, 2 bad input or an
 output that could not be written (one line on stderr, never a traceback),
-130 interrupted before anything was found.
+3 no verdict (the process running the command ended before sending it:
+never clean, ``fuzz.common.guard``), 130 interrupted before anything was
+found.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ class ExitCode(IntEnum):
     CLEAN = 0
     FOUND = 1
     BAD_INPUT = 2
+    NO_VERDICT = 3
     INTERRUPTED = 130
 
 
