@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from fuzz.causes.standalone import standalone_test
 from fuzz.cli import main
 from fuzz.findings.casefile import load_document, replay_document
 from fuzz.findings.cause import Cause, CauseKind
-from fuzz.findings.regression import emit_test
+from fuzz.findings.regression import emit_test, regression_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "docs" / "advisories"
@@ -92,13 +93,13 @@ def test_its_regression_test_fails_on_0_5_23_and_passes_on_the_fixed_builders(pi
     assert not replay_document(doc, target=str(fixed)).reproduced
 
 
-def test_a_case_that_no_longer_fails_is_left_out_and_nothing_to_write_is_exit_1(tmp_path, capsys):
-    case = next((SHIPPED / "cases").glob("*.json"))
-    doc = json.loads(case.read_text())
-    doc["target"] = "reference"  # the reference sizes every row with the headroom: the case passes there
+def test_a_case_that_no_longer_fails_is_left_out_and_nothing_to_write_is_exit_1(pinned_wheels, tmp_path, capsys):
+    doc = shown_case()
+    fixed = build_tree(tmp_path / "fixed", "0.5.23", fixed=("page-1-headroom", "unified-mamba-rows"))
     path = tmp_path / "case.json"
     path.write_text(json.dumps(doc))
-    assert main(["advisory", str(path), "--out", str(tmp_path / "out")]) == 1
+    # The tree whose builders size the row with the headroom: the case passes there.
+    assert main(["advisory", str(path), "--target", str(fixed), "--out", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert "left out" in out and "no longer fails" in out and not list((tmp_path / "out").glob("*.md"))
 
@@ -210,3 +211,127 @@ def test_its_standalone_test_fails_on_0_5_23_and_passes_on_the_fixed_builders_wi
     assert "row 325 < context_len 317 + get_req_to_token_extra_context_len() 71" in runs["buggy"].stderr
     assert runs["fixed"].returncode == 0, runs["fixed"].stderr[-2000:]
     assert "Ran 2 tests" in runs["fixed"].stderr and "OK" in runs["fixed"].stderr
+
+
+# -- every case validated as repro validates it; advisories for real targets only; the replay budget -----------
+
+DECODE_CASE = {"committed_len": 1503, "device_lag": 0, "num_steps": None, "prior": None}
+
+
+def case_doc(target: str, prop: str, **config: object) -> dict:
+    base = {"context_len": 1507, "max_running_requests": 4, "page_size": 64, "speculative_eagle_topk": 1}
+    return {
+        "schema": "kvrow-fuzz/case",
+        "schema_version": 1,
+        "kind": "decode-scenario",
+        "target": target,
+        "property": prop,
+        "config": {**base, **config},
+        "case": DECODE_CASE,
+    }
+
+
+# Deployments 0.5.13 refuses at launch on which the model's write still fails (so a replay that skipped the
+# launch rules would write an advisory, and embed a regression test that errors with repro's refusal).
+REFUSED_ON_0_5_13 = {
+    "dflash-dcp-8": dict(
+        prop="write-within-row",
+        kv_pool="swa",
+        attn_dcp_size=8,
+        speculative_algorithm="DFLASH",
+        speculative_num_draft_tokens=16,
+        speculative_num_steps=1,
+    ),
+    "ngram": dict(
+        prop="page-aligned-growth",
+        kv_pool="standard",
+        attn_dcp_size=1,
+        speculative_algorithm="NGRAM",
+        speculative_num_draft_tokens=8,
+        speculative_num_steps=1,
+    ),
+    "eagle-dcp-8": dict(
+        prop="page-aligned-growth",
+        kv_pool="standard",
+        attn_dcp_size=8,
+        speculative_algorithm="EAGLE",
+        speculative_num_draft_tokens=4,
+        speculative_num_steps=3,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_ON_0_5_13))
+def test_a_deployment_the_release_refuses_is_refused_as_repro_refuses_it(name, pinned_wheels, tmp_path, capsys):
+    config = dict(REFUSED_ON_0_5_13[name])
+    prop = str(config.pop("prop"))
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(case_doc("sglang==0.5.13", prop, **config)))
+    assert main(["repro", str(path)]) == 2
+    refused = capsys.readouterr().err
+    assert main(["advisory", str(path), "--out", str(tmp_path / "out")]) == 2
+    out, err = capsys.readouterr()
+    assert err == refused and len(err.strip().splitlines()) == 1 and "does not launch this configuration" in err
+    assert "left out" not in out and not list(tmp_path.glob("out/*.md"))
+
+
+@pytest.mark.parametrize(
+    ("target", "line"),
+    [
+        ("reference@sglang-0.5.18", "replay it on a release: --target sglang==0.5.18"),
+        ("reference@pre-31616", "replay it on a release: e.g. --target sglang=="),
+        ("reference", "replay it on a release: e.g. --target sglang=="),
+    ],
+)
+def test_a_case_of_the_model_gets_one_line_naming_a_release_and_no_advisory(target, line, tmp_path, capsys):
+    doc = load_document(next(p for p in regression_files() if "--write-within-row-dcp-1" in p))
+    doc["target"] = target
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(doc))
+    assert main(["advisory", str(path), "--out", str(tmp_path / "out")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "a case of this tool's model" in err and line in err and not list(tmp_path.glob("out/*.md"))
+
+
+def lifecycle_case_of_bytes(size: int) -> dict:
+    """A lifecycle case of about ``size`` bytes: four requests decoding step after step (a legal script)."""
+    doc = load_document(next(p for p in regression_files() if "--lifecycle--" in p))
+    doc["target"] = "sglang==0.5.23"  # never resolved: the budget is judged from the document first
+    doc["config"].update(max_running_requests=4, context_len=64)
+    steps: list[dict] = [{"op": "admit", "input_len": 1, "max_new_tokens": 1 << 30} for _ in range(4)]
+    steps += [{"op": "prefill", "rid": r, "chunk": None} for r in range(4)]
+    decode = {"op": "decode", "accepted": [[r, 1] for r in range(4)]}
+    steps += [decode] * (size // (len(json.dumps(decode)) + 2))  # ", " between steps
+    doc["case"] = {"steps": steps}
+    return doc
+
+
+@pytest.mark.parametrize("size", [(1 << 20) - 4096, (1 << 20) + 4096], ids=["just-under-1MiB", "just-over-1MiB"])
+def test_a_1_mib_lifecycle_case_is_refused_by_the_replay_budget_in_a_blink(size, tmp_path, capsys):
+    doc = lifecycle_case_of_bytes(size)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    assert abs(path.stat().st_size - size) < 8192
+    start = time.monotonic()
+    assert main(["advisory", str(path), "--out", str(tmp_path / "out")]) == 2
+    took = time.monotonic() - start
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert ("replay budget" in err) if size < 1 << 20 else ("bytes" in err or "large" in err), err
+    assert took < 2.0, f"refused after {took:.1f} s"
+    assert main(["repro", str(path)]) == 2  # the same bound
+    assert capsys.readouterr().err.strip().split(": ", 2)[-1] in err
+
+
+def test_every_case_is_validated_before_any_is_replayed(tmp_path, capsys, monkeypatch):
+    import fuzz.causes.advisory as advisory
+
+    good = tmp_path / "a.json"
+    good.write_text(json.dumps(load_document(next(p for p in regression_files() if "--write-within-row-dcp-1" in p))))
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps(lifecycle_case_of_bytes(200_000)))
+    replays: list[object] = []
+    monkeypatch.setattr(advisory, "replayed_case", lambda *a: replays.append(a))
+    assert main(["advisory", str(tmp_path), "--target", "sglang==0.5.23", "--out", str(tmp_path / "out")]) == 2
+    assert "replay budget" in capsys.readouterr().err and replays == []
