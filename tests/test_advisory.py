@@ -335,3 +335,66 @@ def test_every_case_is_validated_before_any_is_replayed(tmp_path, capsys, monkey
     monkeypatch.setattr(advisory, "replayed_case", lambda *a: replays.append(a))
     assert main(["advisory", str(tmp_path), "--target", "sglang==0.5.23", "--out", str(tmp_path / "out")]) == 2
     assert "replay budget" in capsys.readouterr().err and replays == []
+
+
+# -- every travelling text made printable; code blocks and spans nothing inside can close ----------------------
+
+HOSTILE_TEXT = "a``b\x1b[2J\u202e\nFAILS ```\n# injected"
+
+
+def test_every_value_an_advisory_shows_is_printable_and_stays_inside_its_block(tmp_path):
+    from fuzz.causes.advisory import advisories, render
+    from fuzz.run.replay import replayable_case
+
+    path = next(p for p in regression_files() if "--write-within-row-dcp-1" in p)
+    case = replayable_case(load_document(path), path)  # a model case: the command refuses it, render does not care
+    (adv,) = advisories([(path, case)], lambda line: None)
+    spec = next(iter(adv.findings))
+    adv.where[spec] = [HOSTILE_TEXT]
+    adv.cause.fix = HOSTILE_TEXT
+    adv.cause.title = HOSTILE_TEXT
+    text = render(adv)
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text)
+    assert "\\x1b[2J" in text and "\\u202e" in text and "\n# injected" not in text
+    assert f"- {spec}: ````a``b\\x1b[2J\\u202e\\x0aFAILS ```\\x0a# injected````" in text
+    # Every fenced block closes where it was opened: the Python blocks parse, whole.
+    for block in re.findall(r"^```python\n(.*?)^```$", text, re.S | re.M):
+        ast.parse(block)
+
+
+def run_embedded(source: str, targets: list[str]) -> None:
+    """The advisory's regression test executed as pytest would run it, on ``targets`` (``--kvrow-target``; [] for
+    the case's own): returns where it passes, raises what it raises."""
+    from types import SimpleNamespace
+
+    namespace: dict = {}
+    exec(compile(source, "test_kv_row_regression.py", "exec"), namespace)
+    (test,) = [v for k, v in namespace.items() if k.startswith("test_")]
+    test(SimpleNamespace(config=SimpleNamespace(getoption=lambda dest, default=None: targets)))
+
+
+@pytest.mark.slow
+def test_the_advisory_s_regression_test_runs_fails_on_the_release_and_passes_on_the_fix(pinned_wheels, tmp_path):
+    """The shipped advisory's embedded test (what the command writes: the first test above) executed as pytest
+    runs it: on 0.5.23 it fails with the replay's story (an assertion, never an error), on the tree whose
+    builders carry the fix it passes."""
+    source = python_block((SHIPPED / "unified-rows.md").read_text())
+    with pytest.raises(AssertionError, match="FAILS write-within-row/paged@unified-mamba"):
+        run_embedded(source, [])
+    fixed = build_tree(tmp_path / "fixed", "0.5.23", fixed=("page-1-headroom", "unified-mamba-rows"))
+    run_embedded(source, [str(fixed)])
+
+
+def test_the_standalone_test_keeps_travelling_text_out_of_its_code():
+    """A title, a fix or a release that holds quotes, backslashes or controls stays prose in the docstring; a
+    builder whose module is no dotted name is no builder (it would be pasted into an import)."""
+    cfg = ServingConfig.from_dict(shown_case()["config"])
+    cause = unified_rows([(CONFIGURATOR, f"KVCacheConfigurator.{b}") for b in BUILDERS])
+    cause.title = cause.fix = 'x"""\nimport os; os.system("touch PWNED")\n"""\\'
+    rendered = standalone_test(cause, ['sglang==0.5.23"""\x1b[2J'], cfg)
+    assert rendered is not None
+    tree = ast.parse(rendered.text)
+    assert "PWNED" in ast.get_docstring(tree) and "\x1b" not in rendered.text
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "system"]
+    odd = unified_rows([("python/sglang/srt/mem_cache/x;import os.py", f"KVCacheConfigurator.{BUILDERS[0]}")])
+    assert standalone_test(odd, ["sglang==0.5.23"], cfg) is None
