@@ -294,6 +294,14 @@ def test_a_case_of_the_model_gets_one_line_naming_a_release_and_no_advisory(targ
     assert "a case of this tool's model" in err and line in err and not list(tmp_path.glob("out/*.md"))
 
 
+@pytest.mark.parametrize("target", ["reference", "reference@sglang-0.5.18", " reference@pre-31616"])
+def test_a_model_target_on_the_command_line_is_one_line(target, tmp_path, capsys):
+    case = next((SHIPPED / "cases").glob("*.json"))
+    assert main(["advisory", str(case), "--target", target, "--out", str(tmp_path / "out")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "an advisory is written for a real target" in err
+
+
 def lifecycle_case_of_bytes(size: int) -> dict:
     """A lifecycle case of about ``size`` bytes: four requests decoding step after step (a legal script)."""
     doc = load_document(next(p for p in regression_files() if "--lifecycle--" in p))
@@ -398,3 +406,10 @@ def test_the_standalone_test_keeps_travelling_text_out_of_its_code():
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "system"]
     odd = unified_rows([("python/sglang/srt/mem_cache/x;import os.py", f"KVCacheConfigurator.{BUILDERS[0]}")])
     assert standalone_test(odd, ["sglang==0.5.23"], cfg) is None
+
+
+def test_a_fidelity_case_is_left_out_and_said_so(tmp_path, capsys):
+    fidelity = next(p for p in regression_files() if "--fidelity-case--" in p)
+    assert main(["advisory", fidelity, "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "left out" in out and "a fidelity case" in out and not list(tmp_path.glob("out/*.md"))

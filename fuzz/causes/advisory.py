@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,7 @@ from fuzz.lifecycle.replay import run_replayable
 from fuzz.run.engine import check_scenario
 from fuzz.run.replay import ReplayableCase, replayable_case
 from fuzz.targets.base import Target
+from fuzz.targets.resolve import resolve_targets
 
 from .counterfactual import root_causes
 from .standalone import standalone_test
@@ -162,11 +164,17 @@ def _release_key(release: str) -> tuple[int, ...]:
     return tuple(int(part) for part in release.split("."))
 
 
-def validated(docs: list[tuple[str, dict[str, Any]]], named: str | None) -> list[tuple[str, ReplayableCase]]:
+def validated(
+    docs: list[tuple[str, dict[str, Any]]], named: str | None, say: Callable[[str], None]
+) -> list[tuple[str, ReplayableCase]]:
     """Every input case validated as ``repro`` validates it, all before any is replayed; BadInput (one line) for
-    the first that is not a real target's replayable case (``model_case``)."""
+    the first that is not a real target's replayable case (``model_case``). A fidelity case (the model held to
+    SGLang's code, no bug of SGLang's) is left out, and said so."""
     out = []
     for where, doc in docs:
+        if casefile.case_kind(doc) is CaseKind.FIDELITY:
+            say(f"left out: {printable(where, 300)}: a fidelity case (the model against SGLang's code): no advisory")
+            continue
         try:
             case = replayable_case(doc, where, named)
         except casefile.CaseFileError as e:
@@ -187,7 +195,7 @@ class Advisory:
     targets: dict[str, Target] = field(default_factory=dict)
 
 
-def advisories(cases: list[tuple[str, ReplayableCase]], say: Any) -> list[Advisory]:
+def advisories(cases: list[tuple[str, ReplayableCase]], say: Callable[[str], None]) -> list[Advisory]:
     """The advisories of validated cases (``validated``), one per root cause across their targets."""
     by_target: dict[str, tuple[Target, list[Finding]]] = {}
     for where, case in cases:
@@ -343,11 +351,16 @@ def _on_sglang(target: Target, f: Finding) -> str | None:
 
 def cmd_advisory(args: argparse.Namespace) -> ExitCode:
     check_output_dir(args.out, "--out")
+    if args.target is not None and resolve_targets([args.target])[0].is_model:
+        raise BadInput(
+            f"--target {printable(args.target, 200)}: this tool's model, not SGLang: an advisory is written for a real "
+            "target only (sglang==X.Y.Z, sglang, or a checkout PATH[@X.Y.Z])"
+        )
     docs = [doc for path in args.inputs for doc in _documents(path)]
     if not docs:
         raise BadInput("no case in the inputs (case files, directories of them, or JSON reports)")
     _check_count(len(docs), "the inputs")
-    found = advisories(validated(docs, args.target), lambda line: print(line))
+    found = advisories(validated(docs, args.target, print), print)
     if not found:
         print("no case reproduces on its target: nothing to write")
         return ExitCode.FOUND
