@@ -43,6 +43,7 @@ from typing import Any
 
 from allocator_model.revisions import RELEASE_REVISIONS
 from allocator_model.scenario import DecodeScenario
+from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.files import check_output_dir, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
@@ -67,8 +68,8 @@ MAX_CASES = 2000
 
 
 def _documents(path: str) -> list[tuple[str, dict[str, Any]]]:
-    """(where, case document) of one input: a case file, a directory of them, or a report. A case file is read as
-    ``repro`` reads it (``casefile.load_document``: ``MAX_CASE_BYTES``, every field checked); more than
+    """(where, case document) of one input: a case file, a directory of them, or a report. A case file is held to
+    what ``repro`` reads (``casefile.load_document``: ``MAX_CASE_BYTES``, every field checked); more than
     ``MAX_CASES`` cases is refused, never cut silently."""
     if os.path.isdir(path):
         names = sorted(n for n in os.listdir(path) if n.endswith(".json"))
@@ -88,8 +89,10 @@ def _documents(path: str) -> list[tuple[str, dict[str, Any]]]:
         _check_count(len(out), path)
         return out
     try:
-        return [(path, casefile.load_document(path))]
-    except casefile.CaseFileError as e:
+        if os.path.getsize(path) > MAX_CASE_BYTES:  # refused as repro refuses it, with its words
+            casefile.load_document(path)
+        return [(path, casefile.validate_document(data, path))]
+    except (OSError, casefile.CaseFileError) as e:
         raise BadInput(str(e)) from None
 
 
