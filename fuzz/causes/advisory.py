@@ -138,8 +138,15 @@ def replayed_case(case: ReplayableCase, where: str) -> tuple[Target, Finding] | 
 
 
 def replayed(doc: dict[str, Any], where: str = "the case", named: str | None = None) -> tuple[Target, Finding] | None:
-    """``replayed_case`` of a case document, validated as ``repro`` validates it (CaseFileError otherwise)."""
-    return replayed_case(replayable_case(doc, where, named), where)
+    """``replayed_case`` of a validated case document, checked as ``repro`` checks it (CaseFileError otherwise)."""
+    return replayed_case(_replayable(doc, where, named), where)
+
+
+def _replayable(doc: dict[str, Any], where: str, named: str | None) -> ReplayableCase:
+    kind = casefile.case_kind(doc)
+    if kind is None:  # validate_document refuses it first
+        raise casefile.CaseFileError(f"{where} has no case kind")
+    return replayable_case(kind, doc, where, named)
 
 
 def causes_of_cases(docs: list[dict[str, Any]]) -> list[Cause]:
@@ -179,7 +186,7 @@ def validated(
             say(f"left out: {printable(where, 300)}: a fidelity case (the model against SGLang's code): no advisory")
             continue
         try:
-            case = replayable_case(doc, where, named)
+            case = _replayable(doc, where, named)
         except casefile.CaseFileError as e:
             raise BadInput(one_line(str(e))) from None
         if case.target.is_model:

@@ -182,7 +182,7 @@ def run_replayable(case: ReplayableCase, where: str, *, story: bool = True) -> C
 
 
 def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
-    case = replayable_case(doc, where, named)
+    case = replayable_case(CaseKind.LIFECYCLE, doc, where, named)
     run = run_replayable(case, where)
     target, steps = case.target, case.steps or []
     prop = doc["property"]

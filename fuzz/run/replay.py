@@ -19,7 +19,7 @@ from typing import Any
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.common.bounds import lifecycle_cost_problem
-from fuzz.findings.casefile import CaseFileError, Replay, case_kind, verdict
+from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
@@ -42,9 +42,10 @@ class ReplayableCase:
     steps: list[Any] | None  # a lifecycle case's step script (None for a decode case)
 
 
-def replayable_case(doc: dict[str, Any], where: str, named: str | None = None) -> ReplayableCase:
+def replayable_case(kind: CaseKind, doc: dict[str, Any], where: str, named: str | None = None) -> ReplayableCase:
     """``doc``, a document ``validate_document`` accepted (``load_document`` and ``replay_document`` check it),
-    as a case to replay on ``named`` (else on the target it names), or CaseFileError (one line).
+    as a case of ``kind`` (its replayer's: a document's own ``kind`` chose the replayer) to replay on ``named``
+    (else on the target it names), or CaseFileError (one line).
 
     Checked in this order, the cheap before the costly, so a hostile case is
     refused before a wheel is fetched or a step runs: the replay budget of a lifecycle script
@@ -55,9 +56,8 @@ def replayable_case(doc: dict[str, Any], where: str, named: str | None = None) -
     scheduler's (``scenario_problem``).  A case that passes all of them is one
     the release could be in; what it does there is the replay's to say.
     """
-    kind = case_kind(doc)
     if kind not in REPLAYABLE:
-        raise CaseFileError(f"{where}: a case of kind {doc.get('kind')!r:.40} is replayed by its own command, not here")
+        raise CaseFileError(f"{where}: a {kind.value} case is replayed by its own command, not here")
     steps = doc["case"].get("steps") if kind is CaseKind.LIFECYCLE and isinstance(doc["case"], dict) else None
     if kind is CaseKind.LIFECYCLE and not isinstance(steps, list):
         raise CaseFileError(f'{where}: a lifecycle case needs "case": {{"steps": [...]}}')
@@ -83,7 +83,7 @@ def replayable_case(doc: dict[str, Any], where: str, named: str | None = None) -
 
 
 def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
-    case = replayable_case(doc, where, named)
+    case = replayable_case(CaseKind.DECODE, doc, where, named)
     target, scenario = case.target, case.scenario
     assert scenario is not None  # a decode case
     model, found = check_scenario(target, scenario)
