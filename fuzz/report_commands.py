@@ -55,3 +55,9 @@ def register(subparsers: Any) -> None:
     advisory.add_argument(
         "--out", default="advisories", metavar="DIR", help="where DIR/<cause>.md go (default advisories)"
     )
+    advisory.add_argument(
+        "--target",
+        metavar="SPEC",
+        help="replay every case on SPEC (sglang==X.Y.Z, sglang, a checkout PATH[@X.Y.Z]) instead of the target "
+        "each names; a case never runs code it names, and a model target (reference[@REVISION]) gets no advisory",
+    )

@@ -1,12 +1,19 @@
 """``python -m fuzz advisory CASE-or-REPORT...``: an upstream-ready issue in Markdown per root cause.
 
 Input: case files, directories of them (``fuzz-cases/``, a matrix's
-``cases/``) or JSON reports (``run``, ``prove``, ``matrix``). Everything in
-the advisory is rebuilt from values, never pasted from the input: each case
-document is validated as ``repro`` validates it, its target resolved from
-its spec, its case replayed there (a case that no longer fails is left out,
-and said so), its root cause decided again by counterfactual
-(``fuzz.causes``), and the text written from those results. The affected
+``cases/``) or JSON reports (``run``, ``prove``, ``matrix``); ``--target SPEC``
+replays every case on SPEC (a release, the installed SGLang, a checkout)
+instead of the target it names. Everything in the advisory is rebuilt from
+values, never pasted from the input: every case document is first validated
+by the one function ``repro`` validates with (``fuzz.run.replay.replayable_case``:
+the replay budget, the release's launch rules, the scheduler's), all of them
+before any is replayed, so a bad one is one line and exit 2 in a blink; a
+case of this tool's own model (``reference``, ``reference@REVISION``) is not
+SGLang's: one line naming the release to replay it on, exit 2. Each case is
+then replayed on its target (one that no longer fails is left out, and said
+so), its root cause decided again by counterfactual (``fuzz.causes``), and
+the text written from those results, every value of it made printable and
+every code block fenced so nothing inside can close it. The affected
 releases are the inputs' targets on which the cause has variants (a
 matrix's cases: every release it found the cause on).
 
@@ -18,32 +25,40 @@ did with the case, where the target has it; the fix as the reference
 states it; the variants; the regression test ``repro --emit-test`` writes
 for the example case; and, for a cause a unified pool builder's row
 carries, the same check as a test in SGLang's own layout that imports
-nothing of this tool (``fuzz.causes.standalone``). Exit 0: advisories
-written; 1: none of the cases reproduces; 2: bad input. Its parser:
-``fuzz.report_commands``.
+nothing of this tool (``fuzz.causes.standalone``). The embedded regression
+test replays with ``repro``'s own validation, so it fails (an assertion with
+the story) on the affected release and never errors on a case ``repro``
+refuses. Exit 0: advisories written; 1: none of the cases reproduces; 2: bad
+input. Its parser: ``fuzz.report_commands``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from allocator_model.config import ConfigError
+from allocator_model.revisions import RELEASE_REVISIONS
 from allocator_model.scenario import DecodeScenario
+from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.files import check_output_dir, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
-from fuzz.common.text import printable
+from fuzz.common.text import MAX_SHOWN, markdown_block, printable
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
-from fuzz.findings.kinds import CaseKind, Property
+from fuzz.findings.kinds import CaseKind
 from fuzz.findings.launch import MODELS, launch_line
 from fuzz.findings.model import Finding
 from fuzz.findings.regression import emit_test
-from fuzz.targets.base import Target, TargetError
-from fuzz.targets.resolve import resolve_case_target
+from fuzz.lifecycle.replay import run_replayable
+from fuzz.run.engine import check_scenario
+from fuzz.run.replay import ReplayableCase, replayable_case
+from fuzz.targets.base import Target
+from fuzz.targets.resolve import resolve_targets
 
 from .counterfactual import root_causes
 from .standalone import standalone_test
@@ -53,9 +68,12 @@ MAX_CASES = 2000
 
 
 def _documents(path: str) -> list[tuple[str, dict[str, Any]]]:
-    """(where, validated case document) of one input: a case file, a directory of them, or a report."""
+    """(where, case document) of one input: a case file, a directory of them, or a report. A case file is held to
+    what ``repro`` reads (``casefile.load_document``: ``MAX_CASE_BYTES``, every field checked); more than
+    ``MAX_CASES`` cases is refused, never cut silently."""
     if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if n.endswith(".json"))[:MAX_CASES]
+        names = sorted(n for n in os.listdir(path) if n.endswith(".json"))
+        _check_count(len(names), path)
         return [doc for n in names for doc in _documents(os.path.join(path, n))]
     try:
         data = read_json(path, MAX_INPUT_BYTES, "input")
@@ -67,12 +85,20 @@ def _documents(path: str) -> list[tuple[str, dict[str, Any]]]:
             for i, f in enumerate(entry.get("findings", []) if isinstance(entry, dict) else []):
                 doc = _from_report(entry, f)
                 if doc is not None:
-                    out.append((f"{path}: {entry.get('target')!r} finding {i + 1}", doc))
+                    out.append((f"{path}: {printable(entry.get('target'), 200)!r} finding {i + 1}", doc))
+        _check_count(len(out), path)
         return out
     try:
+        if os.path.getsize(path) > MAX_CASE_BYTES:  # refused as repro refuses it, with its words
+            casefile.load_document(path)
         return [(path, casefile.validate_document(data, path))]
-    except casefile.CaseFileError as e:
+    except (OSError, casefile.CaseFileError) as e:
         raise BadInput(str(e)) from None
+
+
+def _check_count(count: int, where: str) -> None:
+    if count > MAX_CASES:
+        raise BadInput(f"{where} holds {count} cases, past this tool's limit of {MAX_CASES} per advisory run")
 
 
 def _from_report(entry: dict[str, Any], f: Any) -> dict[str, Any] | None:
@@ -95,33 +121,78 @@ def _from_report(entry: dict[str, Any], f: Any) -> dict[str, Any] | None:
         raise BadInput(str(e)) from None
 
 
-def replayed(doc: dict[str, Any]) -> tuple[Target, Finding] | None:
-    """The case rebuilt on its target as a finding, with the violation its replay shows (None: it passes now)."""
-    from allocator_model.config import ServingConfig
-    from fuzz.lifecycle.replay import run_case
-    from fuzz.run.engine import check_scenario
-
-    target = resolve_case_target(doc["target"], None)
-    cfg = ServingConfig.from_dict(doc["config"])
-    prop = Property(doc["property"])
-    kind = CaseKind(doc["kind"])
-    if kind is CaseKind.DECODE:
-        scenario = DecodeScenario.from_dict(cfg, doc["case"])
-        _, found = check_scenario(target, scenario, (prop,))
-        reached = scenario.reached_by()
+def replayed_case(case: ReplayableCase, where: str) -> tuple[Target, Finding] | None:
+    """A validated case replayed on its target as a finding, with the violation its replay shows (None: it passes
+    now). The finding's case is rebuilt from the validated values (a decode state's own fields; a script)."""
+    if case.scenario is not None:
+        _, found = check_scenario(case.target, case.scenario, (case.prop,))
+        data: dict[str, Any] = case.scenario.to_dict()
+        reached: str | None = case.scenario.reached_by()
     else:
-        found = [v for _, v in run_case(target, cfg, list(doc["case"].get("steps", [])), story=False).violations]
-        reached = None
-    same = [v for v in found if v.prop == prop]
+        found = [v for _, v in run_replayable(case, where, story=False).violations]
+        data, reached = {"steps": case.steps}, None
+    same = [v for v in found if v.prop == case.prop]
     if not same:
         return None
-    return target, Finding(kind, target.spec, same[0], cfg, doc["case"], reached_by=reached)
+    return case.target, Finding(case.kind, case.target.spec, same[0], case.config, data, reached_by=reached)
+
+
+def replayed(doc: dict[str, Any], where: str = "the case", named: str | None = None) -> tuple[Target, Finding] | None:
+    """``replayed_case`` of a validated case document, checked as ``repro`` checks it (CaseFileError otherwise)."""
+    return replayed_case(_replayable(doc, where, named), where)
+
+
+def _replayable(doc: dict[str, Any], where: str, named: str | None) -> ReplayableCase:
+    kind = casefile.case_kind(doc)
+    if kind is None:  # validate_document refuses it first
+        raise casefile.CaseFileError(f"{where} has no case kind")
+    return replayable_case(kind, doc, where, named)
 
 
 def causes_of_cases(docs: list[dict[str, Any]]) -> list[Cause]:
     """The root causes of validated case documents of one target, each replayed there (``merge``)."""
     rebuilt = [r for r in (replayed(d) for d in docs) if r is not None]
     return root_causes(rebuilt[0][0], [f for _, f in rebuilt]) if rebuilt else []
+
+
+def model_case(where: str, target: Target) -> str:
+    """The line for a case of this tool's model: not SGLang's code, so no advisory; the release to replay it on
+    (the newest release the revision models, else the newest modeled release, as an example)."""
+    assert target.is_model
+    releases = sorted(RELEASE_REVISIONS, key=_release_key)
+    own = [r for r in releases if RELEASE_REVISIONS[r] == target.revision.name]
+    release = (own or releases)[-1]
+    example = "" if own else "e.g. "
+    return (
+        f"{printable(where, 300)}: a case of this tool's model ({target.spec}, located in the model's own code), not "
+        f"of SGLang: an advisory is written for a real target only; replay it on a release: {example}--target "
+        f"sglang=={release}"
+    )
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
+
+
+def validated(
+    docs: list[tuple[str, dict[str, Any]]], named: str | None, say: Callable[[str], None]
+) -> list[tuple[str, ReplayableCase]]:
+    """Every input case validated as ``repro`` validates it, all before any is replayed; BadInput (one line) for
+    the first that is not a real target's replayable case (``model_case``). A fidelity case (the model held to
+    SGLang's code, no bug of SGLang's) is left out, and said so."""
+    out = []
+    for where, doc in docs:
+        if casefile.case_kind(doc) is CaseKind.FIDELITY:
+            say(f"left out: {printable(where, 300)}: a fidelity case (the model against SGLang's code): no advisory")
+            continue
+        try:
+            case = _replayable(doc, where, named)
+        except casefile.CaseFileError as e:
+            raise BadInput(one_line(str(e))) from None
+        if case.target.is_model:
+            raise BadInput(model_case(where, case.target))
+        out.append((where, case))
+    return out
 
 
 @dataclass
@@ -134,13 +205,14 @@ class Advisory:
     targets: dict[str, Target] = field(default_factory=dict)
 
 
-def advisories(docs: list[tuple[str, dict[str, Any]]], say: Any) -> list[Advisory]:
+def advisories(cases: list[tuple[str, ReplayableCase]], say: Callable[[str], None]) -> list[Advisory]:
+    """The advisories of validated cases (``validated``), one per root cause across their targets."""
     by_target: dict[str, tuple[Target, list[Finding]]] = {}
-    for where, doc in docs:
+    for where, case in cases:
         try:
-            got = replayed(doc)
-        except (TargetError, ConfigError, ValueError, TypeError, KeyError) as e:  # a case no replay accepts
-            raise BadInput(f"{where}: not a case this tool replays: {one_line(str(e))}") from None
+            got = replayed_case(case, where)
+        except casefile.CaseFileError as e:  # a script the release's own allocator cannot run
+            raise BadInput(one_line(str(e))) from None
         if got is None:
             say(f"left out: {printable(where, 300)}: no longer fails on its target")
             continue
@@ -180,16 +252,20 @@ def example(adv: Advisory) -> tuple[str, Finding]:
 
 
 def render(adv: Advisory) -> str:
+    """The advisory's Markdown: every value that did not come from this tool's own tables (a spec, a place in a
+    target's code, a line of a story) made ``printable``, each code block fenced longer than any backtick run it
+    holds (``_fenced``), each code span likewise (``_code``)."""
     c = adv.cause
     spec, f = example(adv)
+    affected = ", ".join(printable(s, 300) for s in sorted(adv.findings))
     upstream = (
         c.bug if c.kind is CauseKind.KNOWN and c.bug != "new" else "new: no upstream issue or pull request names it"
     )
     lines = [
-        f"# req_to_token: {c.title}",
+        f"# req_to_token: {printable(c.title, 300)}",
         "",
-        f"- **Upstream:** {upstream}",
-        f"- **Affected:** {', '.join(sorted(adv.findings))}",
+        f"- **Upstream:** {printable(upstream, 300)}",
+        f"- **Affected:** {affected}",
         f"- **Outcome:** {f.signature.outcome} (the write lands in another request's row; nothing stops it)"
         if str(f.signature.outcome) == "silent"
         else f"- **Outcome:** {f.signature.outcome}",
@@ -197,24 +273,19 @@ def render(adv: Advisory) -> str:
         "",
         "## Deployment",
         "",
-        "```",
-        launch_line(f.config),
-        "```",
-        "",
+        _fenced([launch_line(f.config)]),
     ]
     if f.config.kv_pool in MODELS:
         lines += [f"Reached with {MODELS[f.config.kv_pool]}.", ""]
-    lines += ["## What happens", "", f"On {spec}:", "", "```", f.violation.describe()]
-    if f.reached_by:
-        lines.append(f"reached: {f.reached_by}")
-    lines += ["```", ""]
+    story = f.violation.describe().splitlines() + ([f"reached: {f.reached_by}"] if f.reached_by else [])
+    lines += ["## What happens", "", f"On {printable(spec, 300)}:", "", _fenced(story)]
     sglang = _on_sglang(adv.targets[spec], f)
     if sglang:
-        lines += [f"SGLang's own write path: {sglang}.", ""]
+        lines += [f"SGLang's own write path: {printable(sglang)}.", ""]
     lines += ["## Where", ""]
     for target, where in sorted(adv.where.items()):
-        lines += [f"- {target}: " + ("; ".join(f"`{w}`" for w in where) if where else "(not located)")]
-    lines += ["", "## Fix", "", c.fix or "(no fix stated)", "", "## Variants", ""]
+        lines += [f"- {printable(target, 300)}: " + ("; ".join(_code(w) for w in where) if where else "(not located)")]
+    lines += ["", "## Fix", "", printable(c.fix) if c.fix else "(no fix stated)", "", "## Variants", ""]
     lines += ["| bug group | kv pool | algorithm | outcome |", "|---|---|---|---|"]
     seen = set()
     for fs in adv.findings.values():
@@ -223,9 +294,10 @@ def render(adv: Advisory) -> str:
                 continue
             seen.add(g.signature)
             algorithm = g.config.speculative_algorithm or "none"
-            lines.append(f"| `{g.signature}` | {g.config.kv_pool.value} | {algorithm} | {g.signature.outcome} |")
+            lines.append(f"| {_code(g.signature)} | {g.config.kv_pool.value} | {algorithm} | {g.signature.outcome} |")
     for other, sigs in sorted(c.needs_both.items()):
-        lines += ["", f"Needs this fix and {other} together: " + ", ".join(f"`{s}`" for s in sorted(sigs)) + "."]
+        both = ", ".join(_code(s) for s in sorted(sigs))
+        lines += ["", f"Needs this fix and {printable(other, 200)} together: {both}."]
     test = emit_test(casefile.document(f))
     lines += [
         "",
@@ -235,25 +307,38 @@ def render(adv: Advisory) -> str:
         "--kvrow-target=CHECKOUT` (the root of an SGLang checkout: its sizing file, pool builders and write "
         "path are read from there; needs `pip install kvrow-fuzz`):",
         "",
-        "```python",
-        test.rstrip(),
-        "```",
-        "",
+        _fenced(test.rstrip().splitlines(), "python"),
     ]
     standalone = standalone_test(c, sorted(adv.findings), f.config)
     if standalone is not None:
         lines += [
-            f"The same check in SGLang's own test layout, `{standalone.path}`: it calls SGLang's functions "
+            f"The same check in SGLang's own test layout, {_code(standalone.path)}: it calls SGLang's functions "
             "only and imports nothing of kvrow-fuzz, so it runs in an SGLang checkout as it is "
-            f"(`python -m pytest {standalone.path} -v`); it fails on {', '.join(sorted(adv.findings))} and "
+            f"({_code(f'python -m pytest {standalone.path} -v')}); it fails on {affected} and "
             "passes once fixed:",
             "",
-            "```python",
-            standalone.text.rstrip(),
-            "```",
-            "",
+            _fenced(standalone.text.rstrip().splitlines(), "python"),
         ]
     return "\n".join(lines)
+
+
+def _fenced(lines: list[str], language: str = "") -> str:
+    """``markdown_block`` (each line made printable, a fence no line can close) with its language, and the blank
+    line after it. Code (a ``language`` given) is printable ASCII already (``emit_test``, ``standalone_test``) and
+    must come through unchanged: a line ``printable`` would shorten is refused (BadInput), never cut."""
+    block = markdown_block(lines)
+    fence, _, rest = block.partition("\n")
+    if language and rest.splitlines()[:-1] != lines:
+        raise BadInput(f"a line of the {language} code to embed is past {MAX_SHOWN} characters: not shown cut")
+    return f"{fence}{language}\n{rest}"
+
+
+def _code(value: object) -> str:
+    """``value`` as a Markdown code span: made printable, delimited by more backticks than any run inside."""
+    text = printable(value, 300)
+    ticks = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _how(c: Cause) -> str:
@@ -276,10 +361,16 @@ def _on_sglang(target: Target, f: Finding) -> str | None:
 
 def cmd_advisory(args: argparse.Namespace) -> ExitCode:
     check_output_dir(args.out, "--out")
+    if args.target is not None and resolve_targets([args.target])[0].is_model:
+        raise BadInput(
+            f"--target {printable(args.target, 200)}: this tool's model, not SGLang: an advisory is written for a real "
+            "target only (sglang==X.Y.Z, sglang, or a checkout PATH[@X.Y.Z])"
+        )
     docs = [doc for path in args.inputs for doc in _documents(path)]
     if not docs:
         raise BadInput("no case in the inputs (case files, directories of them, or JSON reports)")
-    found = advisories(docs, lambda line: print(line))
+    _check_count(len(docs), "the inputs")
+    found = advisories(validated(docs, args.target, print), print)
     if not found:
         print("no case reproduces on its target: nothing to write")
         return ExitCode.FOUND
@@ -287,5 +378,5 @@ def cmd_advisory(args: argparse.Namespace) -> ExitCode:
     for adv in found:
         path = os.path.join(args.out, f"{casefile.slug(adv.cause.key)}.md")
         write_atomically(path, render(adv))
-        print(f"{adv.cause.label}: {path} ({sum(len(v) for v in adv.findings.values())} case(s))")
+        print(f"{adv.cause.label}: {printable(path)} ({sum(len(v) for v in adv.findings.values())} case(s))")
     return ExitCode.CLEAN

@@ -14,10 +14,14 @@ of a request up to the context limit (``page_aligned_decode_alloc_lens``) ends
 inside it.
 
 Everything in the text comes from values: the builders' qualified names and
-their module (the cause's ``code``), the releases, the deployment (the
+their module (the cause's ``code``; a builder whose module or class is not a
+plain ASCII dotted name is no builder here), the releases, the deployment (the
 example finding's config, spelled as ``launch_flags`` spells it), the cause's
-title and fix. None (no test) for a cause that no unified builder's row
-carries. Its text imports nothing of kvrow-fuzz (``tests/test_advisory.py``).
+title and fix. Text goes in only where it cannot become code: the docstring's
+prose made printable with its backslashes and quotes escaped (``_docstring``),
+the flags' comment made printable (one line each). None (no test) for a cause
+that no unified builder's row carries. Its text imports nothing of kvrow-fuzz
+(``tests/test_advisory.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 
 from allocator_model.config import ServingConfig
 from allocator_model.pools import KVPool
+from fuzz.common.text import printable
 from fuzz.findings.cause import Cause
 from fuzz.findings.launch import launch_flags
 
@@ -40,6 +45,7 @@ SOURCE_ROOT = "python/"  # SGLang's repository keeps the package under python/
 # parallel value: get_parallel().override), the adaptive file (a path the test does not have).
 NOT_PUBLISHED = ("model_path", "dcp_size", "speculative_adaptive_config")
 NO_BREAK = "\u00a0"  # textwrap splits on ASCII whitespace only
+DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # a module or class, as imported
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,9 @@ def builders(cause: Cause) -> list[Builder]:
             continue
         if not path.startswith(SOURCE_ROOT) or not path.endswith(".py"):
             continue
-        out.append(Builder(path.removeprefix(SOURCE_ROOT).removesuffix(".py").replace("/", "."), cls, method))
+        module = path.removeprefix(SOURCE_ROOT).removesuffix(".py").replace("/", ".")
+        if DOTTED_NAME.fullmatch(module) and DOTTED_NAME.fullmatch(cls):
+            out.append(Builder(module, cls, method))
     return list(dict.fromkeys(out))
 
 
@@ -109,6 +117,12 @@ def _paragraph(text: str, width: int = 79) -> str:
     return filled.replace(keep, " ")
 
 
+def _docstring(text: str) -> str:
+    """``text`` as it can sit inside a triple-quoted docstring and stay prose: made printable (one line), each
+    backslash doubled and each double quote escaped, so nothing in it can end the string or escape a character."""
+    return printable(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -124,7 +138,7 @@ def _flag_lines(cfg: ServingConfig, width: int = 88) -> list[str]:
             units.append(flag)
     units = [u for u in units if not u.startswith("--model-path")]
     lines, line = [], "# The deployment:"
-    for unit in units:
+    for unit in (printable(u, 200) for u in units):
         if len(line) + 1 + len(unit) > width:
             lines.append(line)
             line = "#"
@@ -162,7 +176,7 @@ def standalone_test(cause: Cause, releases: list[str], cfg: ServingConfig) -> St
         path,
         _TEMPLATE.format(
             headline=f"The {stem.replace('_', ' ')} pool builders' req_to_token rows must hold the decode write.",
-            summary=_paragraph(summary),
+            summary=_paragraph(_docstring(summary)),
             path=path,
             package=package,
             leaf=leaf,

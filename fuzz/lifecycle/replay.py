@@ -15,13 +15,12 @@ from allocator_model.allocator import Unrunnable
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.requests import Op
-from fuzz.common.bounds import lifecycle_cost_problem
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Violation, attributed_without_dcp, dcp_to_be_judged, sizing_raised
 from fuzz.findings.render import config_line, format_step
-from fuzz.targets.base import Target, TargetCallError, TargetError
-from fuzz.targets.resolve import resolve_case_target
+from fuzz.run.replay import ReplayableCase, replayable_case
+from fuzz.targets.base import Target, TargetCallError
 
 from .invariants import INVARIANTS, RowShadow, step_violations
 
@@ -170,34 +169,26 @@ def shorten(
             return best
 
 
-def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
+def run_replayable(case: ReplayableCase, where: str, *, story: bool = True) -> CaseRun:
+    """A validated lifecycle case's script run on its target (``run_case``), or CaseFileError (one line) where
+    it cannot run there: a deployment the release's own allocator takes no such page of, an invalid step."""
+    assert case.steps is not None  # a lifecycle case
     try:
-        target = resolve_case_target(doc["target"], named)
-    except TargetError as e:
-        raise CaseFileError(f"{where}: {e}") from None
-    try:
-        cfg = ServingConfig.from_dict(doc["config"])
-    except (ConfigError, TypeError) as e:
-        raise CaseFileError(f"{where}: {e}") from None
-    steps = doc["case"].get("steps") if isinstance(doc["case"], dict) else None
-    if not isinstance(steps, list):
-        raise CaseFileError(f'{where}: a lifecycle case needs "case": {{"steps": [...]}}')
-    too_costly = lifecycle_cost_problem(doc["config"], doc["case"])
-    if too_costly:
-        raise CaseFileError(f"{where}: {too_costly}")
-    refusal = target.revision.refuses(cfg)  # an algorithm, a kind of KV pool or a DCP size the release lacks
-    if refusal is not None:
-        raise CaseFileError(f"{where}: {target.spec} does not launch this configuration: {refusal}")
-    try:
-        run = run_case(target, cfg, steps)
+        return run_case(case.target, case.config, case.steps, story=story)
     except Unrunnable as e:
-        raise CaseFileError(f"{where}: not a deployment {target.spec} runs: {e}") from None
+        raise CaseFileError(f"{where}: not a deployment {case.target.spec} runs: {e}") from None
     except StepError as e:
-        raise CaseFileError(f"{where}: not a valid step script for {target.spec}: {e}") from None
+        raise CaseFileError(f"{where}: not a valid step script for {case.target.spec}: {e}") from None
+
+
+def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
+    case = replayable_case(CaseKind.LIFECYCLE, doc, where, named)
+    run = run_replayable(case, where)
+    target, steps = case.target, case.steps or []
     prop = doc["property"]
     lines = [
         f"target: {target.spec}",
-        f"config: {config_line(cfg, CaseKind.LIFECYCLE)}",
+        f"config: {config_line(case.config, CaseKind.LIFECYCLE)}",
         f"steps ({len(steps)}):",
     ] + run.lines
     same = [(i, v) for i, v in run.violations if v.prop == prop]

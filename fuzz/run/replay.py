@@ -1,37 +1,91 @@
-"""Replaying a decode case file: the same scenario on the same target, the same story."""
+"""Replaying a case file: the one validation every replay of a decode or lifecycle case shares, and the decode replay.
+
+``replayable_case`` is what a case document must be before anything of it
+runs, for ``repro``, the emitted regression tests, ``advisory`` and
+``merge``'s causes alike (one function, so no command replays a case another
+refuses): within the replay budget (``fuzz.common.bounds``, judged from the
+document before any target is resolved), a configuration the model accepts,
+a target resolved without running code the case names, a deployment the
+release launches (``Revision.refuses``: what its ``server_args`` refuse at
+boot) and, for a decode case, a state the scheduler can reach
+(``scenario_problem``).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.scenario import DecodeScenario, scenario_problem
+from fuzz.common.bounds import lifecycle_cost_problem
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import Property
-from fuzz.targets.base import TargetError
+from fuzz.findings.kinds import CaseKind, Property
+from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
 
 from .engine import check_scenario
 from .sglang import confirmation, has_sglang_path, mismatch, on_sglang
 
+REPLAYABLE = (CaseKind.DECODE, CaseKind.LIFECYCLE)  # the kinds ``replayable_case`` takes (fidelity has its own)
 
-def decode_scenario_of(doc: dict[str, Any], where: str) -> DecodeScenario:
+
+@dataclass(frozen=True)
+class ReplayableCase:
+    """A decode or lifecycle case as every replay takes it: each value checked (``replayable_case``)."""
+
+    kind: CaseKind
+    prop: Property
+    target: Target
+    config: ServingConfig
+    scenario: DecodeScenario | None  # a decode case's state (None for a lifecycle case)
+    steps: list[Any] | None  # a lifecycle case's step script (None for a decode case)
+
+
+def replayable_case(kind: CaseKind, doc: dict[str, Any], where: str, named: str | None = None) -> ReplayableCase:
+    """``doc``, a document ``validate_document`` accepted (``load_document`` and ``replay_document`` check it),
+    as a case of ``kind`` (its replayer's: a document's own ``kind`` chose the replayer) to replay on ``named``
+    (else on the target it names), or CaseFileError (one line).
+
+    Checked in this order, the cheap before the costly, so a hostile case is
+    refused before a wheel is fetched or a step runs: the replay budget of a lifecycle script
+    (``lifecycle_cost_problem``: the bound the lifecycle machine writes cases
+    within); the configuration (``ServingConfig``, whose limits bound a
+    decode case's cost); the target (``resolve_case_target``); the release's
+    launch rules (``Revision.refuses``), then, for a decode case, the
+    scheduler's (``scenario_problem``).  A case that passes all of them is one
+    the release could be in; what it does there is the replay's to say.
+    """
+    if kind not in REPLAYABLE:
+        raise CaseFileError(f"{where}: a {kind.value} case is replayed by its own command, not here")
+    steps = doc["case"].get("steps") if kind is CaseKind.LIFECYCLE and isinstance(doc["case"], dict) else None
+    if kind is CaseKind.LIFECYCLE and not isinstance(steps, list):
+        raise CaseFileError(f'{where}: a lifecycle case needs "case": {{"steps": [...]}}')
+    too_costly = lifecycle_cost_problem(doc["config"], doc["case"]) if kind is CaseKind.LIFECYCLE else None
+    if too_costly:
+        raise CaseFileError(f"{where}: {too_costly}")
     try:
         cfg = ServingConfig.from_dict(doc["config"])
-        return DecodeScenario.from_dict(cfg, doc["case"])
+        scenario = DecodeScenario.from_dict(cfg, doc["case"]) if kind is CaseKind.DECODE else None
     except (ConfigError, TypeError) as e:
         raise CaseFileError(f"{where}: {e}") from None
-
-
-def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
-    scenario = decode_scenario_of(doc, where)
     try:
         target = resolve_case_target(doc["target"], named)
     except TargetError as e:
         raise CaseFileError(f"{where}: {e}") from None
-    problem = scenario_problem(scenario, target.revision)
+    refusal = target.revision.refuses(cfg)  # an algorithm, a kind of KV pool or a DCP size the release lacks
+    if refusal is not None:
+        raise CaseFileError(f"{where}: {target.spec} does not launch this configuration: {refusal}")
+    problem = scenario_problem(scenario, target.revision) if scenario is not None else None
     if problem:
         raise CaseFileError(f"{where}: not a valid case for {target.spec}: {problem}")
+    return ReplayableCase(kind, Property(doc["property"]), target, cfg, scenario, steps)
+
+
+def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
+    case = replayable_case(CaseKind.DECODE, doc, where, named)
+    target, scenario = case.target, case.scenario
+    assert scenario is not None  # a decode case
     model, found = check_scenario(target, scenario)
     lines = [
         f"target: {target.spec}",
@@ -39,7 +93,7 @@ def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> 
         f"case:   {scenario.describe()}",
         f"reached: {scenario.reached_by()}",
     ]
-    prop = Property(doc["property"])
+    prop = case.prop
     same = [v for v in found if v.prop == prop]
     if has_sglang_path(target):  # the case on SGLang's own write path too: a failure there is the failure
         check = on_sglang(target, scenario, trace=True)
