@@ -45,7 +45,8 @@ SAME = {
     "a comment": SOURCE.replace("    # a comment\n", "    # another comment\n    # and one more\n"),
     "a docstring": SOURCE.replace('"""Row headroom."""', '"""The row headroom past the context."""'),
     "a reformat": SOURCE.replace(
-        "extra = max(extra, reserve() + page_size - 1)", "extra = max(\n            extra,\n            reserve() + page_size - 1,\n        )"
+        "extra = max(extra, reserve() + page_size - 1)",
+        "extra = max(\n            extra,\n            reserve() + page_size - 1,\n        )",
     ),
     "a renamed local": SOURCE.replace("page_size", "ps"),
 }
@@ -94,7 +95,9 @@ def test_a_new_cause_in_a_known_function_is_new():
     unreadable = piece()
     unreadable.digests = {(SIZING, "get_req_to_token_extra_context_len"): None}
     assert baseline.entries_of(unreadable) == set() and not baseline.is_known(unreadable, known)
-    k = Cause("page-1-headroom", CauseKind.KNOWN, "#33579", "t", variants=[Signature.parse("write-within-row/alloc-page-1")])
+    k = Cause(
+        "page-1-headroom", CauseKind.KNOWN, "#33579", "t", variants=[Signature.parse("write-within-row/alloc-page-1")]
+    )
     assert baseline.entries_of(k) == {baseline.Entry("write-within-row", "req_to_token", known="page-1-headroom")}
 
 
@@ -152,7 +155,9 @@ def test_a_baseline_of_every_property_and_function_does_not_make_a_revision_clea
     import allocator_model.sizing as sizing
     from fuzz.findings.kinds import Property
 
-    functions = sorted(n for n in vars(sizing) if callable(vars(sizing)[n]) and not n.startswith("_"))
+    functions = sorted(
+        n for n, v in vars(sizing).items() if n[:1].islower() and getattr(v, "__module__", "") == sizing.__name__
+    )
     every = [
         {"property": p.value, "function": f, "path": "allocator_model/sizing.py"} for p in Property for f in functions
     ]
@@ -164,9 +169,7 @@ def test_a_baseline_of_every_property_and_function_does_not_make_a_revision_clea
     assert len(err.splitlines()) == 1 and f"python -m fuzz baseline upgrade {v1}" in err
     v2 = tmp_path / "every-v2.json"
     pieces = [
-        {**e, "table": "req_to_token", "term": f.removeprefix("get_"), "digest": "0" * 16}
-        for e in every
-        for f in [e["function"]]
+        {**e, "table": "req_to_token", "term": f.lower(), "digest": "0" * 16} for e in every for f in [e["function"]]
     ]
     v2.write_text(json.dumps({**doc, "schema_version": 2, "entries": pieces}))
     assert prove("reference@sglang-0.5.18", v2, tmp_path) == 1
@@ -234,7 +237,9 @@ def test_baseline_upgrade_rewrites_a_v1_file_by_root_cause(tmp_path, monkeypatch
     """Each cause whose version 1 entries the file listed is recorded by its identity; the rest is dropped."""
     from fuzz.ci import baseline as command
 
-    known = Cause("page-1-headroom", CauseKind.KNOWN, "#33579", "t", variants=[Signature.parse("write-within-row/paged")])
+    known = Cause(
+        "page-1-headroom", CauseKind.KNOWN, "#33579", "t", variants=[Signature.parse("write-within-row/paged")]
+    )
     known.code = [(SIZING, "get_req_to_token_extra_context_len")]
     found = {"sglang==0.5.18": [known, piece(key="alloc_reserve_per_decode", function="get_alloc_reserve_per_decode")]}
     monkeypatch.setattr(command, "causes_of", lambda spec, args: (spec, found[spec]))

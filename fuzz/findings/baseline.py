@@ -65,7 +65,10 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")  # a qualified function: Cl
 _PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,299}")  # a repository path, relative, no ..
 _KEY = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")  # a known fix's key, a piece's name
 _DIGEST = re.compile(r"[0-9a-f]{16}")
-_RELEASE = re.compile(r"[0-9A-Za-z.+!_-]{1,64}")  # then parsed as PEP 440 (``packaging.version``)
+# A PEP 440 release as ``packaging`` normalizes it (0.5.18, 0.5.0rc2, 0.5.12.post1), then parsed by it.
+_RELEASE = re.compile(
+    r"([0-9]{1,4}!)?[0-9]{1,6}(\.[0-9]{1,6}){0,5}((a|b|rc)[0-9]{1,6})?(\.post[0-9]{1,6})?(\.dev[0-9]{1,6})?"
+)
 _TARGET_RELEASE = re.compile(r"sglang==(\S+)")  # a target that is one release
 RELEASES_TARGET = "sglang"  # a document over releases: every sglang==R of its releases
 KEYS = ("schema", "schema_version", "target", "entries")
@@ -385,11 +388,13 @@ def _releases(items: Any, where: str) -> frozenset[str]:
     out = []
     for r in items:
         try:
-            if not isinstance(r, str) or not _RELEASE.fullmatch(r):
+            if not isinstance(r, str) or not _RELEASE.fullmatch(r) or str(Version(r)) != r:
                 raise InvalidVersion(r)
-            out.append(str(Version(r)))
+            out.append(r)
         except InvalidVersion:
-            raise BaselineError(f"{where}: {str(r)[:40]!r} is not a release (PEP 440: 0.5.18, 0.5.0rc2)") from None
+            raise BaselineError(
+                f"{where}: {str(r)[:40]!r} is not a release (PEP 440, normalized: 0.5.18, 0.5.0rc2)"
+            ) from None
     if len(set(out)) != len(out):
         raise BaselineError(f"{where}: a release is listed twice")
     return frozenset(out)
