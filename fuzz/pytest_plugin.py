@@ -56,6 +56,7 @@ FIXTURE = "kvrow_target"
 
 _TARGETS: dict[str, Any] = {}  # spec as typed -> Target, resolved once per process
 _PROFILE_KEY = pytest.StashKey[str]()  # the profile a session that asks for kvrow runs under
+_BASELINE_KEY = pytest.StashKey[dict[str, Any]]()  # --kvrow-baseline, read at configure: target spec -> entries
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -120,6 +121,7 @@ def asks_for_kvrow(config: pytest.Config) -> bool:
         config.getoption("kvrow_target")
         or config.getoption("kvrow_profile")
         or config.getoption("kvrow_max_examples") is not None
+        or config.getoption("kvrow_baseline") is not None
         or config.getini(PROFILE_INI)
         or any(names_kvrow_properties(a) for a in config.args)
     )
@@ -172,6 +174,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # Resolve every target up front, on the controller too (a wheel is fetched once, before xdist's workers start).
     for spec in config.getoption("kvrow_target") or []:
         resolved(spec)
+    path = config.getoption("kvrow_baseline")
+    if path is not None:  # read once, here: a bad file (or one for other targets) is one usage error, not N errors
+        from fuzz.findings import baseline
+
+        try:
+            config.stash[_BASELINE_KEY] = baseline.load_for(
+                path, [resolved(s) for s in target_specs(config)], BASELINE_OPTION
+            )
+        except baseline.BaselineError as e:
+            raise pytest.UsageError(str(e)) from None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -202,17 +214,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def kvrow_baseline(request: pytest.FixtureRequest) -> Any:
-    """The ``--kvrow-baseline`` entries (a frozenset of ``baseline.Entry``), or None: every cause fails."""
-    path = request.config.getoption("kvrow_baseline", None)
-    if not path:
+def kvrow_baseline(request: pytest.FixtureRequest, kvrow_target: Any) -> Any:
+    """The ``--kvrow-baseline`` entries on this target (a frozenset of ``baseline.Entry``: what it suppresses
+    there, ``baseline.load_for``), or None: every cause fails. Read and checked at configure time."""
+    if request.config.getoption("kvrow_baseline", None) is None:
         return None
-    from fuzz.findings import baseline
-
-    try:
-        return baseline.load(path).entries
-    except baseline.BaselineError as e:
-        raise pytest.UsageError(f"{BASELINE_OPTION}: {e}") from None
+    return request.config.stash[_BASELINE_KEY][kvrow_target.spec]
 
 
 @pytest.fixture(scope="session")

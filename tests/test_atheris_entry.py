@@ -87,7 +87,7 @@ def planted_baseline(crash: FindingRaised, path: Path, *, other: bool = False) -
     doc = baseline.document(PLANTED, root_causes(resolve_target(PLANTED), [crash.finding]))
     assert doc["entries"], "the planted crash has a root cause in the model's code"
     if other:
-        doc["entries"] = [{**e, "function": "somewhere_else"} for e in doc["entries"]]
+        doc["entries"] = [{**e, "known": "somewhere-else"} for e in doc["entries"]]  # another root cause
     path.write_text(json.dumps(doc))
     return str(path)
 

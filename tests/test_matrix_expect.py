@@ -22,12 +22,14 @@ SCHEMA = ROOT / "fuzz" / "findings" / "baseline.schema.json"
 
 
 SIZING = "python/sglang/srt/mem_cache/allocation_sizing.py"
+DIGEST = "0123456789abcdef"
 DCP = Cause("dcp", CauseKind.KNOWN, "#35424", "the DCP reserve", variants=[Signature.parse("write-within-row/dcp>1")])
 DCP.code = [(SIZING, "get_alloc_len_per_decode")]
 PAGE1 = Cause("page-1", CauseKind.KNOWN, "#33579", "the page-1 headroom")
 PAGE1.variants, PAGE1.code = [Signature.parse("write-within-row/alloc-page-1")], [(SIZING, "get_extra_len")]
 PIECE = Cause("alloc_len_per_decode", CauseKind.PIECE, "new", "a new alloc length")
 PIECE.variants, PIECE.code = [Signature.parse("write-within-row/tree")], [(SIZING, "get_alloc_len_per_decode")]
+PIECE.digests = {PIECE.code[0]: DIGEST}
 
 
 def row(release, *causes, mismatches=()):
@@ -38,18 +40,19 @@ def row(release, *causes, mismatches=()):
     return Row(release, campaign=campaign, fidelity=fidelity)
 
 
-def entry(prop, function, **extra):
-    return {"property": prop, "function": function, "path": SIZING, **extra}
+def entry(prop, known, **extra):
+    """A known cause's entry (by its fix's key)."""
+    return {"property": prop, "table": "req_to_token", "known": known, **extra}
 
 
 DOC = {
     "schema": "kvrow-fuzz/baseline",
-    "schema_version": 1,
+    "schema_version": 2,
     "target": "sglang",
     "releases": ["0.5.18", "0.5.19"],
     "entries": [
-        entry("write-within-row", "get_alloc_len_per_decode", releases=["0.5.18"], required=True),
-        entry("write-within-row", "get_extra_len"),  # every release the document covers, allowed
+        entry("write-within-row", "dcp", releases=["0.5.18"], required=True),
+        entry("write-within-row", "page-1"),  # every release the document covers, allowed
     ],
 }
 
@@ -74,14 +77,14 @@ def test_missing_and_new_causes_and_mismatches_are_reported(expect_file):
     expected = load_expectations(expect_file, ["0.5.18", "0.5.19"])
     lines = compare_with_expectations([row("0.5.18", PAGE1), row("0.5.19", DCP)], expected)
     assert lines == [
-        f"MISSING 0.5.18: write-within-row in get_alloc_len_per_decode ({SIZING}) was not found "
+        "MISSING 0.5.18: write-within-row of known bug dcp was not found "
         "(a required known finding: the tool regressed)",
-        f"NEW 0.5.19: #35424 (write-within-row/dcp>1): write-within-row in get_alloc_len_per_decode ({SIZING}) "
-        "not in the baseline (a new finding)",
+        "NEW 0.5.19: #35424 (write-within-row/dcp>1): write-within-row of known bug dcp not in the baseline "
+        "(a new finding)",
     ]
-    # a new cause in a known function is new by its property; one in a known group label is new too
+    # a new cause in a known function is new; one in a known group label is new too
     growth = Cause("growth", CauseKind.PIECE, "new", "growth", variants=[Signature.parse("page-aligned-growth/dcp>1")])
-    growth.code = DCP.code
+    growth.code, growth.digests = DCP.code, {DCP.code[0]: DIGEST}
     lines = compare_with_expectations(
         [row("0.5.18", DCP, growth, mismatches=["model-mismatch/alloc_len_per_decode"])], expected
     )
@@ -90,14 +93,17 @@ def test_missing_and_new_causes_and_mismatches_are_reported(expect_file):
         "page-aligned-growth in get_alloc_len_per_decode" in lines[0]
         and "model-mismatch/alloc_len_per_decode" in lines[1]
     )
+    in_known_function = Cause("dcp-2", CauseKind.KNOWN, "new", "another bug in get_alloc_len_per_decode")
+    in_known_function.variants, in_known_function.code = DCP.variants, DCP.code
+    assert compare_with_expectations([row("0.5.18", DCP, in_known_function)], expected)[0].startswith("NEW 0.5.18")
     assert compare_with_expectations([row("0.5.19", PIECE)], expected)[0].startswith("NEW 0.5.19: new: alloc_len")
 
 
-def test_a_v1_baseline_covers_its_targets_release_only(tmp_path):
-    """A schema_version 1 file without releases or required: every entry expected on its target, none required."""
-    path = tmp_path / "v1.json"
+def test_a_one_release_baseline_covers_its_targets_release_only(tmp_path):
+    """A file without releases or required: every entry expected on its target's release, none required."""
+    path = tmp_path / "one.json"
     doc = {k: v for k, v in DOC.items() if k != "releases"}
-    doc["target"], doc["entries"] = "sglang==0.5.18", [entry("write-within-row", "get_alloc_len_per_decode")]
+    doc["target"], doc["entries"] = "sglang==0.5.18", [entry("write-within-row", "dcp")]
     path.write_text(json.dumps(doc))
     expected = load_expectations(str(path), ["0.5.18"])
     assert compare_with_expectations([row("0.5.18", DCP)], expected) == []
@@ -110,11 +116,12 @@ def test_a_v1_baseline_covers_its_targets_release_only(tmp_path):
     "change, message",
     [
         ({"0.5.18": {"required": [], "allowed": []}}, "not a kvrow-fuzz baseline"),  # the old format
-        ({"releases": ["0.5"]}, "'0.5' is not a release X.Y.Z"),
+        ({"releases": ["0.5.x"]}, "'0.5.x' is not a release (PEP 440"),
+        ({**DOC, "schema_version": 1}, "a version 1 baseline keys known findings by place"),
         ({"releases": []}, "must be a list of 1 to 256 releases"),
         ({"entries": [entry("write-within-row", "f", releases=["0.5.20"])]}, "0.5.20 is not one of the document's"),
         ({"entries": [entry("write-within-row", "f", required="yes")]}, "required must be true or false"),
-        ({"entries": [entry("write-within-row", "f", line=12)]}, "must have exactly property, function, path"),
+        ({"entries": [entry("write-within-row", "f", line=12)]}, "must have property, table and either known or"),
     ],
 )
 def test_a_bad_expect_file_is_one_line_and_exit_2_before_any_fuzzing(change, message, tmp_path, capsys):

@@ -52,7 +52,7 @@ class CampaignSetup:
     pins: dict[str, Any]
     jobs: int = 1
     shard: Shard | None = None
-    baseline: Any = None  # --baseline: frozenset of fuzz.findings.baseline.Entry (None: every cause fails)
+    baseline: Any = None  # --baseline: target spec -> its baseline.Entry frozenset (None: every cause fails)
     strict: bool = False  # --baseline-strict
 
     @property
@@ -82,7 +82,7 @@ def setup_campaign(args: argparse.Namespace, command: Command) -> CampaignSetup:
     jobs = campaign_jobs(args, profile)
     if seed is None and not hyp.derandomize and jobs > 1:
         seed = random.SystemRandom().randrange(2**32)
-    base = read_baseline(args)
+    base = read_baseline(args, targets)
     return CampaignSetup(
         output, targets, profile, hyp, seed, parse_pins(args.pin), jobs, args.shard, base, args.baseline_strict
     )
@@ -222,7 +222,7 @@ def conclude(
         result.causes = root_causes(target, result.findings)
         print(causes_block(target.spec, result.causes), file=out, flush=True)
     if setup.baseline is not None and not result.interrupted:
-        result.baseline = baseline.judge(result.causes, setup.baseline)
+        result.baseline = baseline.judge(result.causes, setup.baseline[target.spec])
         print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
     if after:
         after(result, out)

@@ -39,7 +39,9 @@ from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target, TargetCallError, TargetKind
-from fuzz.targets.sglang.wheels import lone_sizing_path, repository_path
+from fuzz.targets.sglang.wheels import CONFIGURATOR_MODULE, MIXIN_MODULE, lone_sizing_path, repository_path
+
+from .identity import code_digest
 
 # How SGLang names each piece's value in a report.
 VALUE_NAMES = dict(
@@ -241,10 +243,16 @@ def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
 
 
 def code_path(target: Target, uri: str) -> str:
-    """Where a cause's code lives, as SGLang's repository names it: a lone sizing file's as the module it stands
-    for (``wheels.lone_sizing_path``), the model's own files as they are."""
+    """Where a cause's code lives, as SGLang's repository names it, whatever directory the run started in: a file
+    read outside any ``python/sglang/`` tree as the module its name stands for (a pool builder's
+    ``kv_cache_configurator.py`` or the mixin, never the sizing file; else ``wheels.lone_sizing_path``), the
+    model's own files as they are."""
     path = repository_path(uri)
-    return lone_sizing_path(uri) if target.kind is TargetKind.FILE and path == uri else path
+    if target.kind is not TargetKind.FILE or path != uri:
+        return path
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
+    builders = {m.rsplit("/", 1)[-1]: m for m in (CONFIGURATOR_MODULE, MIXIN_MODULE)}
+    return "python/" + builders[name] if name in builders else lone_sizing_path(uri)
 
 
 def _label(key: str) -> str:
@@ -282,6 +290,10 @@ def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
             located = _where(target, single, seen[key])
             cause.where = [f"{s.uri}:{s.line} {s.function}" for s in located]
             cause.code = list(dict.fromkeys((code_path(target, s.uri), s.function) for s in located))
+            if cause.kind is CauseKind.PIECE:
+                cause.digests = {
+                    (code_path(target, s.uri), s.function): code_digest(target, s.function) for s in located
+                }
     return sorted(by_key.values(), key=lambda c: c.rank)
 
 

@@ -42,9 +42,15 @@ def register(subparsers: Any) -> None:
         "Exit 0: written; 2: bad input.",
         cmd_baseline,
     )
-    p.add_argument("action", choices=("write",), help="write: run the campaign and record its causes")
-    p.add_argument("file", metavar="FILE", help="the baseline to write (JSON)")
-    what = p.add_mutually_exclusive_group(required=True)
+    p.add_argument(
+        "action",
+        choices=("write", "upgrade"),
+        help="write: run the campaign and record its causes; upgrade: a version 1 FILE (keyed by place) rewritten as "
+        "version 2 (keyed by root cause): the campaign of its target (each of its releases) run again, each cause "
+        "the old file knew recorded by its identity",
+    )
+    p.add_argument("file", metavar="FILE", help="the baseline to write (JSON); upgrade: the one to upgrade, in place")
+    what = p.add_mutually_exclusive_group()
     what.add_argument("--target", metavar="SPEC", help=TARGETS_HELP)
     what.add_argument(
         "--releases",
@@ -67,6 +73,12 @@ def register(subparsers: Any) -> None:
 
 def cmd_baseline(args: argparse.Namespace) -> ExitCode:
     check_output_file(args.file, "FILE")
+    if args.action == "upgrade":
+        if args.target or args.releases or args.allow:
+            raise BadInput("upgrade takes FILE alone (its target and releases are the file's)")
+        return upgrade(args)
+    if args.target is None and args.releases is None:
+        raise BadInput("write needs one of the arguments --target --releases")
     if args.releases is None:
         if args.allow:
             raise BadInput("--allow is for --releases (a document over releases)")
@@ -75,8 +87,10 @@ def cmd_baseline(args: argparse.Namespace) -> ExitCode:
 
 
 def causes_of(spec: str, args: argparse.Namespace, version: str | None = None) -> tuple[str, list[Any]]:
-    """(the target's spec, its root causes): the campaign ``run`` runs, with this command's settings."""
+    """(the target's portable name, ``baseline.portable_target``: never an absolute local path; its root causes):
+    the campaign ``run`` runs, with this command's settings."""
     from fuzz.causes import root_causes
+    from fuzz.findings.baseline import portable_target
     from fuzz.prove.quick import proof_stage
     from fuzz.run.engine import campaign
     from fuzz.run.sglang import WritePathMode, has_sglang_path
@@ -89,7 +103,7 @@ def causes_of(spec: str, args: argparse.Namespace, version: str | None = None) -
     result = campaign(target, hyp, seed=seed, proof=proof_stage, write_path=WritePathMode(args.write_path))
     if result.error:
         raise BadInput(f"{target.spec}: the campaign failed: {result.error}")
-    return target.spec, root_causes(target, result.findings)
+    return portable_target(target), root_causes(target, result.findings)
 
 
 def write_target(args: argparse.Namespace) -> ExitCode:
@@ -141,17 +155,64 @@ def write_releases(args: argparse.Namespace) -> ExitCode:
     return ExitCode.CLEAN
 
 
-def describe(args: argparse.Namespace) -> str:
+def describe(args: argparse.Namespace, releases: str | None = None) -> str:
     """The document's description: how it was written and what its fields mean to ``matrix --expect``."""
     from fuzz.findings import baseline
 
-    how = f"--releases {args.releases} --profile {args.profile}"
+    how = f"{releases or f'--releases {args.releases}'} --profile {args.profile}"
     how += f" --max-examples {args.max_examples}" if args.max_examples else ""
-    how += f" --allow {os.path.basename(args.allow)}" if args.allow else ""
+    how += f" --allow {os.path.basename(args.allow)}" if getattr(args, "allow", None) else ""
     text = (
-        f"Written by `python -m fuzz baseline write FILE {how}`. Each entry is a root cause's (property, function, "
-        "path) and the releases where it is expected; required: `matrix --expect` reports MISSING (the tool "
+        f"Written by `python -m fuzz baseline {args.action} FILE {how}`. Each entry is a root cause's identity "
+        "(a known fix's key; a new cause's function, path, differing term and code digest), its property and "
+        "table, and the releases where it is expected; required: `matrix --expect` reports MISSING (the tool "
         "regressed) for such a release that no longer shows it; a cause making an entry not listed for its "
         "release is NEW (a new finding)."
     )
     return text[: baseline.MAX_DESCRIPTION]
+
+
+def upgrade(args: argparse.Namespace) -> ExitCode:
+    """A version 1 file rewritten as version 2: for its target (a document over releases: each release), the
+    campaign run again; each cause whose version 1 entries (property, function, path) the old file listed there
+    is recorded by its identity, required where all of them were; a version 1 entry no cause makes is dropped
+    and said (there is no root cause left to name)."""
+    from fuzz.findings import baseline
+
+    try:
+        target, declared, listed = baseline.read_v1(baseline.load_data(args.file, "FILE"), f"FILE {args.file}")
+    except baseline.BaselineError as e:
+        raise BadInput(str(e)) from None
+    if args.sglang_version:
+        raise BadInput("--sglang-version is for write --target")
+    releases = sorted(
+        declared or {*baseline.target_release(target), *(r for _, rs, _ in listed for r in rs or ())},
+        key=baseline.release_key,
+    )
+    at = releases if target == baseline.RELEASES_TARGET else [None]
+    found: dict[str, dict[baseline.Entry, bool]] = {}
+    name = target
+    for release in at:
+        here = [(p, req) for p, rs, req in listed if rs is None or (release is not None and release in rs)]
+        places = {p for p, _ in here}
+        required = {p for p, req in here if req}
+        name, causes = causes_of(target if release is None else f"sglang=={release}", args)
+        kept: dict[baseline.Entry, bool] = {}
+        used: set[baseline.PlaceV1] = set()
+        for c in causes:
+            mine = baseline.places_of(c)
+            if mine and mine <= places:
+                used |= mine
+                kept.update(dict.fromkeys(baseline.entries_of(c), mine <= required))
+        found[release or ""] = kept
+        if not args.quiet:
+            print(f"[{release or name}] {len(kept)} entr(ies) kept, {len(places - used)} version 1 entr(ies) dropped")
+            for p in sorted(places - used):
+                print(f"  dropped: {p.property} in {p.function} ({p.path}): no root cause of the campaign makes it")
+    if target == baseline.RELEASES_TARGET:
+        doc = baseline.releases_document(target, found, describe(args, f"--releases {','.join(releases)}"))
+    else:
+        doc = {**baseline.document(name, []), "entries": [e.to_json() for e in sorted(found[""])]}
+    write_atomically(args.file, baseline.dumps(doc))
+    print(f"{args.file}: upgraded to version {baseline.SCHEMA_VERSION}, {len(doc['entries'])} entr(ies)")
+    return ExitCode.CLEAN

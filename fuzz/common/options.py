@@ -169,19 +169,26 @@ def add_baseline_options(p: argparse.ArgumentParser) -> None:
         help="known findings (kvrow-fuzz baseline write): exit 1 only for a root cause not in it; known ones are "
         "listed, entries no cause makes any more reported as fixed",
     )
-    p.add_argument("--baseline-strict", action="store_true", help="with --baseline: a fixed entry exits 1 too")
+    p.add_argument(
+        "--baseline-strict",
+        action="store_true",
+        help="with --baseline: an entry no root cause of the run makes (fixed, or unused) exits 1 too",
+    )
 
 
-def read_baseline(args: argparse.Namespace) -> Any:
-    """The ``--baseline`` entries (None without one); BadInput (exit 2) for a file that is not a baseline."""
-    if not getattr(args, "baseline", None):
+def read_baseline(args: argparse.Namespace, targets: list[Any]) -> dict[str, Any] | None:
+    """The ``--baseline`` entries each target's root causes are judged against (target spec -> a frozenset of
+    ``baseline.Entry``; None without one), read once as everywhere (``baseline.load_for``); BadInput (exit 2) for
+    a file that is not a baseline, an empty name, or one that does not cover a target."""
+    given = getattr(args, "baseline", None)
+    if given is None:
         if getattr(args, "baseline_strict", False):
             raise BadInput("--baseline-strict needs --baseline FILE")
         return None
     from fuzz.findings import baseline
 
     try:
-        return baseline.load(args.baseline).entries
+        return baseline.load_for(given, targets)
     except baseline.BaselineError as e:
         raise BadInput(str(e)) from None
 

@@ -277,15 +277,17 @@ def load_expectations(path: str, releases: list[str]) -> Expectations:
         known = baseline.load(path, "--expect", MAX_EXPECT_BYTES)
     except baseline.BaselineError as e:
         raise BadInput(str(e)) from None
-    missing = [r for r in releases if not known.covers(r)]
+    expected = {r: known.scope(f"sglang=={r}", r) for r in releases}
+    missing = [r for r, e in expected.items() if e is None]
     if missing:
         covered = ", ".join(known.releases) or "none"
         raise BadInput(f"--expect {path}: no entry for release {missing[0]} (the baseline covers: {covered})")
-    return {r: known.expected(r) for r in releases}
+    return {r: e for r, e in expected.items() if e is not None}
 
 
 def compare_with_expectations(rows: list[Row], expected: Expectations) -> list[str]:
-    """One line per difference, by root cause (the baseline's key: property, function, path), release by release.
+    """One line per difference, by root cause (the baseline's identity: a known fix's key, a new cause's function,
+    term and code digest), release by release.
 
     NEW: a cause making an entry not expected on its release (a new finding);
     MISSING: a required entry no cause of the release makes (the tool

@@ -1,52 +1,83 @@
-"""A baseline of known findings, as linters keep one: what a target's root causes were, so CI fails only on new ones.
+"""A baseline of known findings, as linters keep one: a target's root causes, so CI fails only on new ones.
 
-An entry is (property, SGLang's qualified function or builder, repository
-path): ``write-within-row`` in ``KVCacheConfigurator._init_unified_mamba_pools``
-of ``python/sglang/srt/mem_cache/kv_cache_configurator.py`` (a known bug outside
-SGLang's sizing surface: its fix in ``allocator_model/known_bugs.py``). Never a line
-number (code moves) nor a group label (a new variant of a known cause is the
-same bug). A cause is *known* when every entry it makes is in the baseline;
-a new variant of it is listed under it and does not fail; an entry no cause
-makes any more is *fixed*.
+An entry records a root cause's identity, never a place (schema version 2):
 
-The file is data: ``{"schema": "kvrow-fuzz/baseline", "schema_version": 1,
-"target": SPEC, "entries": [{"property", "function", "path"}, ...]}``,
-validated when read (``read``: exact keys and types, known properties,
-patterns, bounded sizes), published as ``baseline.schema.json``. The one
-format of every list of known findings (``run --baseline``, ``matrix
---expect``, the Atheris entry's ``KVROW_FUZZ_BASELINE``), so a few fields
-are optional: the document's ``releases`` (the SGLang releases it covers;
-absent: its target's, ``sglang==X.Y.Z``), ``description``, and per entry
-``releases`` (where it is expected; absent: every release the document
-covers) and ``required`` (true: a release of it where no cause makes it is
-reported, ``matrix``'s MISSING; default false). A file without them means
-what it always meant.
+  a known bug      its fix's key in ``allocator_model/known_bugs.py`` (``page-1-headroom``: #33579); the
+                   counterfactual names a known fix only where the target's code is its release's at the
+                   case (``fuzz.causes.counterfactual.candidates``), so a changed function is never one;
+  a new cause      (the tool's ``new``, a piece of the target that differs from the reference) the function
+                   it lives in (repository path, qualified name), the term that differs (the piece:
+                   ``req_to_token_extra_context_len``) and a digest of that function's code and of what it
+                   reaches in its file (``fuzz.causes.identity``: a comment, a reformat, a renamed local
+                   keep it; a changed constant, operator or called name changes it);
+  unexplained      no identity: always new.
+
+Each with the property it breaks (``SAME_WRITE`` folded) and the table the
+cause is in (``req_to_token``; more tables are coming). A cause is *known*
+when it makes entries, each of them in the baseline where the run's target
+is: so a new bug in a function that already has a known one is new (its
+digest or term differs), and a cause the tool could not identify is new.
+An entry no cause makes is *unused* (reported as fixed; ``--baseline-strict``
+fails on it).
+
+Entries are scoped. The document names its ``target`` portably (a spec:
+``sglang==0.5.23``, ``reference@sglang-0.5.18``; a file as SGLang's
+repository names it, ``python/sglang/srt/mem_cache/allocation_sizing.py``, or
+relative to the working directory: never an absolute local path) and may
+name ``releases`` (PEP 440 versions; a document over releases has the target
+``sglang``), each entry its own ``releases`` and ``required`` (``matrix``'s
+MISSING). A baseline suppresses only on a target it covers
+(``Known.scope``); one that does not cover a run's target is bad input.
+
+The file is data: ``{"schema": "kvrow-fuzz/baseline", "schema_version": 2,
+"target", "entries": [...], "releases"?, "description"?}``, validated when
+read (``read``: exact keys and types, known properties, patterns, bounded
+sizes), published as ``baseline.schema.json``. The one format of every list
+of known findings (``run``/``lifecycle``/``prove --baseline``, the plugin's
+``--kvrow-baseline``, the Atheris entry's ``KVROW_FUZZ_BASELINE``, the
+action, ``matrix --expect``). A version 1 file (keyed by place) is refused
+with the command that upgrades it (``baseline upgrade FILE``, which replays
+the campaign and records the identity of each cause the old file knew).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from allocator_model.compat import StrEnum
+
 from .cause import Cause, CauseKind
 from .kinds import Property
 
 SCHEMA = "kvrow-fuzz/baseline"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+V1 = 1  # keyed by (property, function, path): read only by ``baseline upgrade``
 MAX_ENTRIES = 10_000
 MAX_RELEASES = 256  # releases a document or an entry lists
 MAX_BYTES = 4 << 20
+MAX_TARGET = 4096
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}")  # a qualified function: Class.method
 _PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,299}")  # a repository path, relative, no ..
-_RELEASE = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")  # an SGLang release X.Y.Z
-_TARGET_RELEASE = re.compile(r"sglang==([0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})")  # a target that is one release
+_KEY = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")  # a known fix's key, a piece's name
+_DIGEST = re.compile(r"[0-9a-f]{16}")
+# A PEP 440 release as ``packaging`` normalizes it (0.5.18, 0.5.0rc2, 0.5.12.post1), then parsed by it.
+_RELEASE = re.compile(
+    r"([0-9]{1,4}!)?[0-9]{1,6}(\.[0-9]{1,6}){0,5}((a|b|rc)[0-9]{1,6})?(\.post[0-9]{1,6})?(\.dev[0-9]{1,6})?"
+)
+_TARGET_RELEASE = re.compile(r"sglang==(\S+)")  # a target that is one release
+RELEASES_TARGET = "sglang"  # a document over releases: every sglang==R of its releases
 KEYS = ("schema", "schema_version", "target", "entries")
 OPTIONAL_KEYS = ("releases", "description")
-ENTRY_KEYS = ("property", "function", "path")
+ENTRY_KEYS = ("property", "table")
+KNOWN_KEYS = ("known",)
+NEW_KEYS = ("function", "path", "term", "digest")
 OPTIONAL_ENTRY_KEYS = ("releases", "required")
+V1_ENTRY_KEYS = ("property", "function", "path")
 MAX_DESCRIPTION = 2000
 
 
@@ -54,38 +85,68 @@ class BaselineError(ValueError):
     """A baseline file that is not one (one line; the command exits 2)."""
 
 
+class Table(StrEnum):
+    """The table a cause is in (the row it writes past, the slots it hands out)."""
+
+    REQ_TO_TOKEN = "req_to_token"
+
+
 @dataclass(frozen=True, order=True)
 class Entry:
+    """One root cause's identity for one property: ``known`` (a known fix's key), else where the new cause lives,
+    the term that differs from the reference and its code's digest."""
+
     property: str
-    function: str
-    path: str
+    table: str = Table.REQ_TO_TOKEN.value
+    known: str = ""
+    function: str = ""
+    path: str = ""
+    term: str = ""
+    digest: str = ""
 
     def __str__(self) -> str:
-        return f"{self.property} in {self.function} ({self.path})"
+        if self.known:
+            return f"{self.property} of known bug {self.known}"
+        return f"{self.property} in {self.function} ({self.path}): {self.term} differs, code {self.digest}"
+
+    def to_json(self) -> dict[str, Any]:
+        head = {"property": self.property, "table": self.table}
+        if self.known:
+            return {**head, "known": self.known}
+        return {**head, "function": self.function, "path": self.path, "term": self.term, "digest": self.digest}
 
 
 # A write past the row and the neighbour's changed columns are one write seen twice: one entry.
 SAME_WRITE = {Property.NEIGHBOUR_ROWS_UNTOUCHED.value: Property.WRITE_WITHIN_ROW.value}
 
 
-# Where a known fix is catalogued: a known bug whose code SGLang's sizing surface does not hold (#35265 lives
-# in the DFLASH decode write path) is keyed by its fix there, never by its groups.
-KNOWN_FIXES_PATH = "allocator_model/known_bugs.py"
-
-
-def code_of(cause: Cause) -> list[tuple[str, str]]:
-    """(path, qualified function) of the code a cause lives in; a known bug located nowhere in SGLang's code:
-    its fix in the catalogue (``dflash_page_rounding`` of ``KNOWN_FIXES_PATH``); an unexplained cause: none."""
-    if cause.code or cause.kind is not CauseKind.KNOWN:
-        return cause.code
-    return [(KNOWN_FIXES_PATH, cause.key.replace("-", "_"))]
-
-
 def entries_of(cause: Cause) -> set[Entry]:
-    """The entries a cause makes: each property its variants break (``SAME_WRITE`` folded), in each function
-    it lives in (``code_of``)."""
-    props = {SAME_WRITE.get(p, p) for p in cause.properties}
-    return {Entry(p, function, path) for p in props for path, function in code_of(cause)}
+    """The entries a cause makes: one per property its variants break (``SAME_WRITE`` folded) and, for a new cause,
+    per function it lives in. None for an unexplained cause, nor for a new one whose code could not be read or
+    located: the baseline cannot know it (a cause without identity is never suppressed)."""
+    props = sorted({SAME_WRITE.get(p, p) for p in cause.properties})
+    table = Table.REQ_TO_TOKEN.value
+    if cause.kind is CauseKind.KNOWN:
+        return {Entry(p, table, known=cause.key) for p in props}
+    if cause.kind is not CauseKind.PIECE or not cause.code:
+        return set()
+    digests = [cause.digests.get(c) for c in cause.code]
+    if not all(digests):
+        return set()
+    return {
+        Entry(p, table, "", function, path, cause.key, str(d))
+        for p in props
+        for (path, function), d in zip(cause.code, digests, strict=True)
+    }
+
+
+def identity(cause: Cause) -> str | None:
+    """The cause's identity as one text, its properties aside (SARIF's ``partialFingerprints``: the same root
+    cause is the same alert from run to run, a new one in the same function another); None: it has none."""
+    ids = sorted({(e.table, e.known, e.path, e.function, e.term, e.digest) for e in entries_of(cause)})
+    if not ids:
+        return None
+    return ";".join(f"{t}:known:{k}" if k else f"{t}:new:{term}@{path}:{fn}#{d}" for t, k, path, fn, term, d in ids)
 
 
 def is_known(cause: Cause, entries: frozenset[Entry]) -> bool:
@@ -94,12 +155,11 @@ def is_known(cause: Cause, entries: frozenset[Entry]) -> bool:
     return bool(mine) and mine <= entries
 
 
-def release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in release.split("."))
+def release_key(release: str) -> Any:
+    """A release's place in order (PEP 440: ``0.5.9 < 0.5.10``, ``0.5.0rc2 < 0.5.0``)."""
+    from packaging.version import Version
 
-
-def _entry_json(e: Entry) -> dict[str, Any]:
-    return {"property": e.property, "function": e.function, "path": e.path}
+    return Version(release)
 
 
 def made_by(causes: Iterable[Cause]) -> set[Entry]:
@@ -107,9 +167,39 @@ def made_by(causes: Iterable[Cause]) -> set[Entry]:
     return set().union(*(entries_of(c) for c in causes))
 
 
+def portable_target(target: Any, cwd: str | None = None) -> str:
+    """How a baseline names a target, the same on every machine and checkout: a spec as it is (a release, the
+    model, the installed package); a file as SGLang's repository names it (``python/sglang/...``), else relative
+    to the working directory, else its name alone; a ``@X.Y.Z`` it was given kept. Never an absolute path."""
+    from fuzz.targets.base import TargetKind
+    from fuzz.targets.sglang.wheels import repository_path
+
+    if target.kind is not TargetKind.FILE:
+        return RELEASES_TARGET if target.kind is TargetKind.INSTALLED else str(target.spec)
+    base, version = _split_at_version(str(target.spec))
+    path = os.path.abspath(base)
+    where = repository_path(path)
+    if where == path:
+        here = os.path.abspath(cwd or os.getcwd())
+        where = os.path.relpath(path, here) if path.startswith(here + os.sep) else os.path.basename(path)
+    return where.replace(os.sep, "/") + (f"@{version}" if version else "")
+
+
+def _split_at_version(spec: str) -> tuple[str, str | None]:
+    from fuzz.targets.sglang.resolve import _split_version
+
+    return _split_version(spec)
+
+
+def target_release(target: str) -> tuple[str, ...]:
+    """The release a target spec names (``sglang==0.5.18``: ``("0.5.18",)``), else none."""
+    m = _TARGET_RELEASE.fullmatch(target.strip())
+    return (m.group(1),) if m else ()
+
+
 def document(target: str, causes: list[Cause]) -> dict[str, Any]:
-    """The document of one target's causes (its entries expected on that target only)."""
-    entries = [_entry_json(e) for e in sorted(made_by(causes))]
+    """The document of one target's causes (``target``: its portable name, ``portable_target``)."""
+    entries = [e.to_json() for e in sorted(made_by(causes))]
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "target": target, "entries": entries}
 
 
@@ -121,7 +211,7 @@ def releases_document(target: str, found: Mapping[str, Mapping[Entry, bool]], de
         for e, required in entries.items():
             where.setdefault((e, required), set()).add(release)
     items = [
-        {**_entry_json(e), "releases": sorted(rs, key=release_key), "required": required}
+        {**e.to_json(), "releases": sorted(rs, key=release_key), "required": required}
         for (e, required), rs in sorted(where.items(), key=lambda kv: (kv[0][0], not kv[0][1]))
     ]
     doc = {
@@ -144,44 +234,102 @@ def dumps(doc: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Expected:
-    """What one release must and may show: the entries a cause there may make, and those one must."""
+    """What one target (or release) must and may show: the entries a cause there may make, and those one must."""
 
     entries: frozenset[Entry] = frozenset()
     required: frozenset[Entry] = frozenset()
 
 
+Listed = tuple[Entry, frozenset[str] | None, bool]  # an entry, its releases (None: the document's), required
+
+
 @dataclass(frozen=True)
 class Known:
-    """A baseline document, read: its entries, and where each is expected (and required)."""
+    """A baseline document, read: its target, the releases it covers, its entries and where each is expected."""
 
     target: str
     releases: tuple[str, ...]  # the releases it covers (its own list, else its target's and its entries')
-    at: dict[str, Expected] = field(default_factory=dict)  # release -> what is expected there
-    entries: frozenset[Entry] = frozenset()  # every entry, wherever expected (what ``run --baseline`` knows)
+    listed: tuple[Listed, ...] = ()
+
+    @property
+    def entries(self) -> frozenset[Entry]:
+        """Every entry, wherever expected (what a document without releases knows on its target)."""
+        return frozenset(e for e, _, _ in self.listed)
 
     def covers(self, release: str) -> bool:
+        """Whether a document over releases (or of one release) covers ``release``."""
         return release in self.releases
 
-    def expected(self, release: str) -> Expected:
-        return self.at.get(release, Expected())
+    def expected(self, release: str | None) -> Expected:
+        """What is expected at ``release`` (None: a target without one: the entries that name no release)."""
+        mine = [
+            (e, req)
+            for e, rs, req in self.listed
+            if (rs is None and (release is None or self.covers(release)))
+            or (release is not None and rs is not None and release in rs)
+        ]
+        return Expected(frozenset(e for e, _ in mine), frozenset(e for e, req in mine if req))
+
+    def scope(self, name: str, release: str | None) -> Expected | None:
+        """What the baseline expects on the target named ``name`` (``portable_target``) at ``release`` (a release
+        target's version, else None); None: it does not cover that target, and must not suppress anything there."""
+        if self.target == name:
+            if release is not None and self.releases and release not in self.releases:
+                return None
+            return self.expected(release)
+        if self.target == RELEASES_TARGET and release is not None and name == f"sglang=={release}":
+            return self.expected(release) if self.covers(release) else None
+        return None
+
+    def coverage(self) -> str:
+        """What it covers, for a message."""
+        at = f" at {', '.join(self.releases)}" if self.releases and self.target == RELEASES_TARGET else ""
+        return f"{self.target or 'no target'}{at}"
 
 
-def target_release(target: str) -> tuple[str, ...]:
-    """The release a target spec names (``sglang==0.5.18``: ``("0.5.18",)``), else none."""
-    m = _TARGET_RELEASE.fullmatch(target.strip())
-    return (m.group(1),) if m else ()
+def scoped(known: Known, target: Any, where: str) -> Expected:
+    """The entries ``known`` suppresses on ``target`` (a resolved Target); BaselineError (one line) when it does not
+    cover the target: a baseline of another target or release suppresses nothing, and a run that thinks it has
+    one is a mistake, not a clean run."""
+    from fuzz.targets.base import TargetKind
+
+    name = portable_target(target)
+    release = target_release(str(target.spec))
+    expected = known.scope(name, release[0] if release and target.kind is TargetKind.RELEASE else None)
+    if expected is None:
+        raise BaselineError(
+            f"{where}: covers {known.coverage()}, not {name} (write one for it: python -m fuzz baseline write FILE "
+            f"--target {name})"
+        )
+    return expected
+
+
+def load_for(path: str, targets: Iterable[Any], what: str = "--baseline") -> dict[str, frozenset[Entry]]:
+    """The one reading of a baseline for a run: target spec -> the entries it suppresses there, for each of
+    ``targets`` (resolved); BaselineError (one line, exit 2) for a file that is not a baseline or that does not
+    cover one of them. Every command, the plugin and the Atheris entry read a baseline through this."""
+    known = load(path, what)
+    return {t.spec: scoped(known, t, f"{what} {path}").entries for t in targets}
 
 
 def load(path: str, what: str = "baseline", max_bytes: int = MAX_BYTES) -> Known:
     """The baseline in the file ``path`` (``what`` names it in errors: ``--expect``), read within ``max_bytes``;
-    BaselineError (one line) for a file that cannot be read or is not one."""
+    BaselineError (one line) for a file that cannot be read or is not one (a version 1 file: with the command
+    that upgrades it)."""
+    data = load_data(path, what, max_bytes)
+    return read(data, f"{what} {path}", upgrade_hint=path)
+
+
+def load_data(path: str, what: str, max_bytes: int = MAX_BYTES) -> Any:
+    """The JSON data of the file (BaselineError, one line: missing, unreadable, not JSON, too large, empty name)."""
     from fuzz.common.jsonfile import JsonFileError, read_json
 
+    if not path:
+        raise BaselineError(f"{what}: an empty file name")
     try:
-        data = read_json(path, max_bytes, what)
+        return read_json(path, max_bytes, what)
     except JsonFileError as e:
         raise BaselineError(str(e)) from None
-    return read(data, f"{what} {path}")
 
 
 def parse(data: Any, where: str) -> frozenset[Entry]:
@@ -189,74 +337,175 @@ def parse(data: Any, where: str) -> frozenset[Entry]:
     return read(data, where).entries
 
 
-def read(data: Any, where: str) -> Known:
-    """A baseline document, checked field by field as the schema does; BaselineError (one line) for anything else."""
+def _head(data: Any, where: str, version: int, entry_keys: str) -> tuple[str, frozenset[str] | None, list[Any]]:
+    """(target, declared releases, raw entries) of a document of ``version``, checked."""
     if not isinstance(data, dict) or not set(KEYS) <= set(data) or not set(data) <= {*KEYS, *OPTIONAL_KEYS}:
         raise BaselineError(
             f"{where}: not a kvrow-fuzz baseline (keys {', '.join(KEYS)}; optional {', '.join(OPTIONAL_KEYS)})"
         )
-    if data["schema"] != SCHEMA or type(data["schema_version"]) is not int or data["schema_version"] != SCHEMA_VERSION:
-        raise BaselineError(f"{where}: not a {SCHEMA} version {SCHEMA_VERSION} file")
+    if data["schema"] != SCHEMA or type(data["schema_version"]) is not int or data["schema_version"] != version:
+        raise BaselineError(f"{where}: not a {SCHEMA} version {version} file")
     target = data["target"]
-    if not isinstance(target, str) or len(target) > 4096:
-        raise BaselineError(f"{where}: target must be a target spec")
+    if not isinstance(target, str) or not target.strip() or len(target) > MAX_TARGET or not target.isprintable():
+        raise BaselineError(f"{where}: target must be a target spec (one printable line, not empty)")
     description = data.get("description", "")
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
         raise BaselineError(f"{where}: description must be a text of at most {MAX_DESCRIPTION} characters")
     declared = _releases(data["releases"], f"{where}: releases") if "releases" in data else None
     raw = data["entries"]
     if not isinstance(raw, list) or len(raw) > MAX_ENTRIES:
-        raise BaselineError(f"{where}: entries must be a list of at most {MAX_ENTRIES}")
+        raise BaselineError(f"{where}: entries must be a list of at most {MAX_ENTRIES} ({entry_keys})")
+    return target, declared, raw
+
+
+def read(data: Any, where: str, upgrade_hint: str | None = None) -> Known:
+    """A version 2 baseline document, checked field by field as the schema does; BaselineError (one line) for
+    anything else (a version 1 file: saying how to upgrade it)."""
+    if isinstance(data, dict) and data.get("schema") == SCHEMA and type(data.get("schema_version")) is int:
+        if data["schema_version"] == V1:
+            raise BaselineError(
+                f"{where}: a version 1 baseline keys known findings by place, not root cause; upgrade it: "
+                f"python -m fuzz baseline upgrade {upgrade_hint or 'FILE'}"
+            )
+    target, declared, raw = _head(data, where, SCHEMA_VERSION, "known, or function, path, term, digest")
     listed = [_item(e, f"{where}: entry {i}", declared) for i, e in enumerate(raw, 1)]
+    return _known(target, declared, listed)
+
+
+def _known(target: str, declared: frozenset[str] | None, listed: list[Listed]) -> Known:
     releases = (
         declared if declared is not None else {*target_release(target), *(r for _, rs, _ in listed for r in rs or ())}
     )
-    at: dict[str, tuple[set[Entry], set[Entry]]] = {r: (set(), set()) for r in releases}
-    for entry, rs, required in listed:
-        for r in releases if rs is None else rs:
-            at[r][0].add(entry)
-            if required:
-                at[r][1].add(entry)
-    return Known(
-        target,
-        tuple(sorted(releases, key=release_key)),
-        {r: Expected(frozenset(a), frozenset(b)) for r, (a, b) in at.items()},
-        frozenset(e for e, _, _ in listed),
-    )
+    return Known(target, tuple(sorted(releases, key=release_key)), tuple(listed))
 
 
 def _releases(items: Any, where: str) -> frozenset[str]:
-    """A list of 1 to ``MAX_RELEASES`` distinct releases X.Y.Z."""
+    """A list of 1 to ``MAX_RELEASES`` distinct PEP 440 releases, each as ``packaging`` normalizes it."""
+    from packaging.version import InvalidVersion, Version
+
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_RELEASES:
-        raise BaselineError(f"{where} must be a list of 1 to {MAX_RELEASES} releases X.Y.Z")
+        raise BaselineError(f"{where} must be a list of 1 to {MAX_RELEASES} releases (PEP 440)")
+    out = []
     for r in items:
-        if not isinstance(r, str) or not _RELEASE.fullmatch(r):
-            raise BaselineError(f"{where}: {str(r)[:40]!r} is not a release X.Y.Z")
-    if len(set(items)) != len(items):
+        try:
+            if not isinstance(r, str) or not _RELEASE.fullmatch(r) or str(Version(r)) != r:
+                raise InvalidVersion(r)
+            out.append(r)
+        except InvalidVersion:
+            raise BaselineError(
+                f"{where}: {str(r)[:40]!r} is not a release (PEP 440, normalized: 0.5.18, 0.5.0rc2)"
+            ) from None
+    if len(set(out)) != len(out):
         raise BaselineError(f"{where}: a release is listed twice")
-    return frozenset(items)
+    return frozenset(out)
 
 
-def _item(e: Any, where: str, declared: frozenset[str] | None) -> tuple[Entry, frozenset[str] | None, bool]:
-    """One entry: its key, its releases (None: the document's), whether it is required."""
-    if not isinstance(e, dict) or not set(ENTRY_KEYS) <= set(e) or not set(e) <= {*ENTRY_KEYS, *OPTIONAL_ENTRY_KEYS}:
-        raise BaselineError(
-            f"{where} must have exactly {', '.join(ENTRY_KEYS)} (optional {', '.join(OPTIONAL_ENTRY_KEYS)})"
-        )
-    prop, function, path = e["property"], e["function"], e["path"]
-    if prop not in {p.value for p in Property}:
-        raise BaselineError(f"{where}: unknown property {str(prop)[:60]!r}")
-    if not isinstance(function, str) or not _NAME.fullmatch(function):
-        raise BaselineError(f"{where}: function must be a qualified name")
-    if not isinstance(path, str) or not _PATH.fullmatch(path) or ".." in path.split("/"):
-        raise BaselineError(f"{where}: path must be a relative repository path")
+def _text(e: dict[str, Any], key: str, pattern: re.Pattern[str], where: str, what: str) -> str:
+    value = e[key]
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise BaselineError(f"{where}: {key} must be {what}")
+    return value
+
+
+def _scope(e: dict[str, Any], where: str, declared: frozenset[str] | None) -> tuple[frozenset[str] | None, bool]:
+    """An entry's releases (None: the document's) and whether it is required."""
     releases = _releases(e["releases"], f"{where}: releases") if "releases" in e else None
     if releases is not None and declared is not None and not releases <= declared:
         raise BaselineError(f"{where}: release {min(releases - declared)} is not one of the document's releases")
     required = e.get("required", False)
     if type(required) is not bool:
         raise BaselineError(f"{where}: required must be true or false")
-    return Entry(prop, function, path), releases, required
+    return releases, required
+
+
+def _property(e: dict[str, Any], where: str) -> str:
+    prop = e["property"]
+    if not isinstance(prop, str) or prop not in {p.value for p in Property}:
+        raise BaselineError(f"{where}: unknown property {str(prop)[:60]!r}")
+    return prop
+
+
+def _item(e: Any, where: str, declared: frozenset[str] | None) -> Listed:
+    """One version 2 entry: a known fix's key, or a new cause's function, path, term and digest."""
+    keys = set(e) if isinstance(e, dict) else set()
+    kind = KNOWN_KEYS if "known" in keys else NEW_KEYS
+    if (
+        not isinstance(e, dict)
+        or not {*ENTRY_KEYS, *kind} <= keys
+        or not keys <= {*ENTRY_KEYS, *kind, *OPTIONAL_ENTRY_KEYS}
+    ):
+        raise BaselineError(
+            f"{where} must have property, table and either known or function, path, term, digest "
+            f"(optional {', '.join(OPTIONAL_ENTRY_KEYS)})"
+        )
+    prop = _property(e, where)
+    table = e["table"]
+    if not isinstance(table, str) or table not in {t.value for t in Table}:
+        raise BaselineError(f"{where}: table must be one of {', '.join(t.value for t in Table)}")
+    releases, required = _scope(e, where, declared)
+    if kind is KNOWN_KEYS:
+        entry = Entry(prop, table, known=_text(e, "known", _KEY, where, "a known fix's key"))
+    else:
+        path = _text(e, "path", _PATH, where, "a relative repository path")
+        if ".." in path.split("/"):
+            raise BaselineError(f"{where}: path must be a relative repository path")
+        entry = Entry(
+            prop,
+            table,
+            "",
+            _text(e, "function", _NAME, where, "a qualified name"),
+            path,
+            _text(e, "term", _KEY, where, "the name of the piece that differs"),
+            _text(e, "digest", _DIGEST, where, "16 hexadecimal digits"),
+        )
+    return entry, releases, required
+
+
+@dataclass(frozen=True, order=True)
+class PlaceV1:
+    """A version 1 entry: (property, function, path), what ``baseline upgrade`` matches causes against."""
+
+    property: str
+    function: str
+    path: str
+
+
+# Where version 1 catalogued a known fix located nowhere in SGLang's code (#35265).
+KNOWN_FIXES_PATH = "allocator_model/known_bugs.py"
+
+
+def places_of(cause: Cause) -> set[PlaceV1]:
+    """The version 1 entries a cause made (``baseline upgrade``): each property in each function it lives in."""
+    props = {SAME_WRITE.get(p, p) for p in cause.properties}
+    code = cause.code
+    if not code and cause.kind is CauseKind.KNOWN:
+        code = [(KNOWN_FIXES_PATH, cause.key.replace("-", "_"))]
+    return {PlaceV1(p, function, path) for p in props for path, function in code}
+
+
+def read_v1(
+    data: Any, where: str
+) -> tuple[str, frozenset[str] | None, list[tuple[PlaceV1, frozenset[str] | None, bool]]]:
+    """A version 1 document (``baseline upgrade``): (target, declared releases, entries with releases, required)."""
+    target, declared, raw = _head(data, where, V1, ", ".join(V1_ENTRY_KEYS))
+    out = []
+    for i, e in enumerate(raw, 1):
+        at = f"{where}: entry {i}"
+        if (
+            not isinstance(e, dict)
+            or not set(V1_ENTRY_KEYS) <= set(e)
+            or not set(e) <= {*V1_ENTRY_KEYS, *OPTIONAL_ENTRY_KEYS}
+        ):
+            raise BaselineError(
+                f"{at} must have exactly {', '.join(V1_ENTRY_KEYS)} (optional {', '.join(OPTIONAL_ENTRY_KEYS)})"
+            )
+        place = PlaceV1(
+            _property(e, at),
+            _text(e, "function", _NAME, at, "a qualified name"),
+            _text(e, "path", _PATH, at, "a relative repository path"),
+        )
+        out.append((place, *_scope(e, at, declared)))
+    return target, declared, out
 
 
 @dataclass

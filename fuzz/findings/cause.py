@@ -40,6 +40,9 @@ class Cause:
     where: list[str] = field(default_factory=list)  # the code the cause lives in (file:line function)
     # The same code without lines: (repository path, qualified function), what a baseline keys on.
     code: list[tuple[str, str]] = field(default_factory=list)
+    # A new cause's identity in each of those functions: its code digest (``fuzz.causes.identity``; None: the code
+    # could not be read, and no baseline knows the cause). Known causes are known by their fix's key instead.
+    digests: dict[tuple[str, str], str | None] = field(default_factory=dict)
     baseline_state: str | None = None  # against a --baseline: "new" or "unchanged" (SARIF's baselineState)
 
     @property
@@ -77,7 +80,10 @@ class Cause:
             "needs_both": {k: [str(s) for s in v] for k, v in sorted(self.needs_both.items())},
             "values": self.values,
             "where": self.where,
-            "code": [{"path": p, "function": f} for p, f in self.code],
+            "code": [
+                {"path": p, "function": f, **({"digest": self.digests[p, f]} if self.digests.get((p, f)) else {})}
+                for p, f in self.code
+            ],
             **({"baseline": self.baseline_state} if self.baseline_state else {}),
         }
 

@@ -50,6 +50,9 @@ SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 TOOL_NAME = "kvrow-fuzz"
 FINGERPRINT = "kvrowGroup/v1"  # target + signature: the same bug group is the same alert from run to run
+# A root cause's alert: the portable target + the cause's baseline identity (``baseline.identity``): a known fix's
+# key, a new cause's function, term and code digest. A new bug in a function with a known one is a new alert.
+CAUSE_FINGERPRINT = "kvrowCause/v2"
 
 ROW_WIDTH = "get_req_to_token_extra_context_len"
 RESERVE = "get_alloc_reserve_per_decode"
@@ -251,7 +254,7 @@ def sarif_result(
             + "\n\n"
             + counterexample_block(f)
         )
-        result["partialFingerprints"] = {FINGERPRINT: f"{f.target}|cause:{cause.key}"}
+        result["partialFingerprints"] = cause_fingerprint(f, target, cause)
         result["properties"].update(rootCause=cause.label, variants=[str(s) for s in groups])
         if cause.baseline_state:
             result["baselineState"] = cause.baseline_state
@@ -260,6 +263,17 @@ def sarif_result(
             {"id": i, **w.to_sarif(), "message": {"text": f"{w.function}()"}} for i, w in enumerate(where[1:], 1)
         ]
     return result
+
+
+def cause_fingerprint(f: Finding, target: Any, cause: Any) -> dict[str, str]:
+    """A root cause's partial fingerprint: its identity on the target as a baseline names both (a cause without
+    identity, unexplained: its plainest group's, as a group's own alert)."""
+    from .baseline import identity, portable_target
+
+    ident = identity(cause)
+    if ident is None:
+        return {FINGERPRINT: f"{f.target}|{f.signature}"}
+    return {CAUSE_FINGERPRINT: f"{portable_target(target) if target is not None else f.target}|{ident}"}
 
 
 def sarif_log(command: Command, findings: Iterable[Any], cwd: str | None = None) -> dict[str, Any]:

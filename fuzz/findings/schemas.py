@@ -1,6 +1,7 @@
 """The published JSON schemas of reports and case files, and validation against them (``jsonschema``).
 
-``report.schema.json``, ``case.schema.json`` and ``finding.schema.json`` sit
+``report.schema.json``, ``case.schema.json``, ``finding.schema.json`` and
+``baseline.schema.json`` (version 2: root-cause identities) sit
 beside this module; a repository consuming our reports or case files can
 validate them the same way.  ``jsonschema`` is a test dependency: the tool
 itself never needs it at run time.
@@ -13,7 +14,7 @@ import os
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCHEMAS = {name: os.path.join(HERE, f"{name}.schema.json") for name in ("report", "case", "finding")}
+SCHEMAS = {name: os.path.join(HERE, f"{name}.schema.json") for name in ("report", "case", "finding", "baseline")}
 
 
 def load_schema(name: str) -> dict[str, Any]:

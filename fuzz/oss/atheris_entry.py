@@ -17,8 +17,9 @@ generated fuzzer script bakes in (``fuzz.oss.stubs``), else the default:
   KVROW_FUZZ_TARGET    target spec, as ``run --target`` (default ``reference``)
   KVROW_FUZZ_PROPERTY  decode property (default ``write-within-row``)
   KVROW_FUZZ_CASES     where case files go (default ``fuzz-cases``)
-  KVROW_FUZZ_BASELINE  a baseline file (``kvrow-fuzz baseline write``): a violation whose root cause it
-                       knows counts as passing (a known, open bug), so the fuzzer hunts for the next
+  KVROW_FUZZ_BASELINE  a baseline file (``kvrow-fuzz baseline write``) covering the target: a violation whose
+                       root cause it knows there counts as passing (a known, open bug), so the fuzzer
+                       hunts for the next
   KVROW_FUZZ_KNOWN     deprecated: comma-separated group signatures that count as passing (a group's label,
                        not its cause: a new bug that shows in a known group passes too)
 
@@ -163,7 +164,7 @@ def main(
         print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     config = _ENTRY.config
-    passing = f"; {len(config.baseline)} baseline entr(ies) pass" if config.baseline is not None else ""
+    passing = f"; {len(_ENTRY.baseline)} baseline entr(ies) pass" if _ENTRY.baseline is not None else ""
     passing += f"; {len(config.known)} known group(s) pass (deprecated: KVROW_FUZZ_BASELINE)" if config.known else ""
     print(
         f"kvrow-fuzz: fuzzing {config.prop.value} on {_ENTRY.target.spec}; case files in {config.cases}{passing}",

@@ -69,11 +69,12 @@ def parse_known(text: str) -> frozenset[Signature]:
     return frozenset(known)
 
 
-def read_baseline(path: str) -> frozenset[baseline_file.Entry]:
-    """The entries of the baseline file at ``path`` (``kvrow-fuzz baseline write``); BadInput (one line) if it is
-    not one."""
+def read_baseline(path: str, target: Target) -> frozenset[baseline_file.Entry]:
+    """The entries the baseline file at ``path`` (``kvrow-fuzz baseline write``) suppresses on ``target``
+    (``baseline.load_for``, as every command reads one); BadInput (one line) if it is not one or does not cover
+    the target."""
     try:
-        return baseline_file.load(path, ENV_BASELINE).entries
+        return baseline_file.load_for(path, [target], ENV_BASELINE)[target.spec]
     except baseline_file.BaselineError as e:
         raise BadInput(str(e)) from None
 
@@ -87,7 +88,7 @@ class FuzzConfig:
     prop: Property = DEFAULT_PROPERTY
     cases: str = DEFAULT_CASES
     known: frozenset[Signature] = field(default_factory=frozenset)
-    baseline: frozenset[baseline_file.Entry] | None = None
+    baseline: str | None = None  # the baseline file (read on the resolved target: ``Entry``)
 
     @classmethod
     def parse(
@@ -100,7 +101,7 @@ class FuzzConfig:
             fuzz_property(prop.strip()) if prop and prop.strip() else DEFAULT_PROPERTY,
             cases or DEFAULT_CASES,
             parse_known(known or ""),
-            read_baseline(baseline) if baseline else None,
+            baseline or None,
         )
 
 
@@ -149,7 +150,8 @@ class Entry:
         check_output_dir(config.cases, "the case directory")  # before any input: a crash must find it writable
         self.config = config
         self.target = target or resolved(config.target)
-        test = property_test(self.target, config.prop, config.known, config.baseline)
+        self.baseline = None if config.baseline is None else read_baseline(config.baseline, self.target)
+        test = property_test(self.target, config.prop, config.known, self.baseline)
         self.fuzz_one = test.hypothesis.fuzz_one_input
         self.inputs = 0  # inputs run so far, this one included
         self.started: float | None = None  # when the first input ran

@@ -151,7 +151,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             raise BadInput(f"--heatmap needs a .png file name, got {args.heatmap!r}")
         require_matplotlib()
     output = Output(args, Command.PROVE, "--heatmap")
-    known = read_baseline(args)
+    known = read_baseline(args, targets)
     for t in targets:
         try:
             target_algorithms(t, only)
@@ -202,7 +202,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 causes[t.spec] = root_causes(t, [g.witness for g in result.sorted_groups()])
                 print(causes_block(t.spec, causes[t.spec]), file=out)
             if known is not None:
-                judged[t.spec] = baseline.judge(causes.get(t.spec, []), known)
+                judged[t.spec] = baseline.judge(causes.get(t.spec, []), known[t.spec])
                 print("\n".join(baseline.judged_lines(judged[t.spec])), file=out)
             if args.heatmap:
                 from allocator_model.pools import KVPool
