@@ -132,7 +132,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = getattr(report, "longrepr", None)
         text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-        reasons[re.sub(r"^Skipped: ", "", str(text)).strip()[:160]] += 1
+        reasons[re.sub(r"^Skipped: ", "", str(text)).strip()[:300]] += 1  # whole: a reason ends with its remedy
     if reasons:
         terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
         for reason, n in reasons.most_common():

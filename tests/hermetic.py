@@ -121,11 +121,8 @@ def missing_wheel(release: str, where: Path | str | None = None) -> str:
     where = real_wheel_dir() if where is None else where
     by_hand = f"pip download sglang=={release} --no-deps -d {where}"
     if release in PINNED_RELEASES:
-        return (
-            f"no sglang=={release} wheel in {where}: ./kvrow test fetches the pinned releases "
-            f"({PINNED_FILE.name}) at set-up; or {by_hand}"
-        )
-    return f"no sglang=={release} wheel in {where}: not a pinned release, ./kvrow test does not fetch it; {by_hand}"
+        return f"no sglang=={release} wheel in {where} (pinned: ./kvrow test fetches it at set-up; or {by_hand})"
+    return f"no sglang=={release} wheel in {where} (not pinned: ./kvrow test does not fetch it; {by_hand})"
 
 
 def require_wheel(release: str) -> Path:

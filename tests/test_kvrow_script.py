@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hermetic import PINNED_FILE, PINNED_RELEASES, read_pinned
+from hermetic import PINNED_FILE, PINNED_RELEASES, missing_wheel, read_pinned
 
 from allocator_model.revisions import RELEASE_REVISIONS
 
@@ -229,3 +230,22 @@ def test_read_pinned_reads_the_file_as_the_script_does():
     script = f"for v in $(printf '%s' {shlex.quote(text)} | sed 's/#.*//'); do echo \"$v\"; done"
     words = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
     assert tuple(words) == read_pinned(text)
+
+
+def test_a_missing_wheels_reason_is_true_for_a_pinned_release_and_for_any_other(tmp_path):
+    """Issue 33: reasons claimed ``./kvrow test`` fetches 0.5.22 and 0.5.14, which it never does."""
+    pinned, other = PINNED_RELEASES[-1], "0.5.14"
+    assert other not in PINNED_RELEASES
+    said = missing_wheel(pinned, tmp_path)
+    assert "./kvrow test fetches it" in said and f"pip download sglang=={pinned} --no-deps -d {tmp_path}" in said
+    said = missing_wheel(other, tmp_path)
+    assert "./kvrow test does not fetch it" in said and "./kvrow test fetches" not in said
+    assert f"pip download sglang=={other} --no-deps -d {tmp_path}" in said
+
+
+def test_no_skip_reason_of_its_own_says_what_kvrow_test_fetches():
+    """The one place a skip says what ``./kvrow test`` fetches is ``hermetic.missing_wheel``, which knows the list."""
+    claim = re.compile(r"pytest\.skip\(.*kvrow test")
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            assert not claim.search(line), f"{path.name}:{n}: {line.strip()}"
