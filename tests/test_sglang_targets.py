@@ -289,7 +289,6 @@ def test_fidelity_of_a_release_and_a_mismatch_found_and_shrunk(releases):
 # -- a local file, no network -------------------------------------------------
 
 
-@pytest.mark.slow
 def is_timing(key: str) -> bool:
     """A report's timing field: ``seconds`` or ``*_seconds`` (``proof_seconds``, ``sglang_seconds``): every
     duration a report records is named so (``fuzz/findings/report.schema.json``, the campaign's stats)."""
@@ -316,6 +315,7 @@ def test_without_timings_drops_every_duration_and_nothing_else():
     assert without_timings(report) == {"targets": [{"examples": 3, "stats": {"seconds_per": 1}}]}
 
 
+@pytest.mark.slow
 def test_local_file_runs_offline_and_twice_gives_the_same_result(tmp_path):
     path = sizing_file(tmp_path)
     env = offline_env(tmp_path)
