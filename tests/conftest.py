@@ -18,8 +18,9 @@ The end-to-end tier carries the ``slow`` marker: a whole campaign shrunk to
 its minimal case, the issue's full proof space, a command's whole run in a
 fresh interpreter, the action's steps as written.  Each checks something a
 faster test of the default suite checks in part; they run with
-``--run-slow`` (or ``KVROW_FUZZ_SLOW=1``): ``./kvrow test --run-slow``, and
-the nightly workflow's ``slow-tests`` job.
+``--run-slow`` (or ``KVROW_FUZZ_SLOW=1``).  ``./kvrow test`` (``.ci/run``, the
+pull-request workflow) runs the default tier, then this one
+(``--run-slow -m slow``); the network tier runs nightly.
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ from hermetic import (
     PIP_SETTINGS,
     build_wheel_cache,
     offline_pip_env,
-    pinned_wheel,
-    real_wheel_dir,
+    require_wheel,
 )
 
 from fuzz.targets.sglang.wheels import OFFLINE
@@ -70,7 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     offline = pytest.mark.skip(reason=f"needs the package index or the real wheels (--run-network or {NETWORK_ENV}=1)")
-    slow = pytest.mark.skip(reason=f"the end-to-end tier (--run-slow or {SLOW_ENV}=1; the nightly workflow runs it)")
+    slow = pytest.mark.skip(
+        reason=f"the slow tier (--run-slow or {SLOW_ENV}=1; ./kvrow test runs it after the default tier)"
+    )
     for item in items:
         if "network" in item.keywords and not network_allowed(config):
             item.add_marker(offline)
@@ -114,9 +116,7 @@ def pinned_wheels(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     cache = tmp_path / "pinned-wheels"
     cache.mkdir()
     for release in PINNED_RELEASES:
-        wheel = pinned_wheel(release)
-        if wheel is None:
-            pytest.skip(f"the sglang=={release} wheel is not in {real_wheel_dir()} (./kvrow test fetches it at set-up)")
+        wheel = require_wheel(release)
         (cache / wheel.name).symlink_to(wheel)
     monkeypatch.setenv("KVROW_FUZZ_CACHE", str(cache))
     monkeypatch.setenv(OFFLINE, "1")
@@ -132,7 +132,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = getattr(report, "longrepr", None)
         text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-        reasons[re.sub(r"^Skipped: ", "", str(text)).strip()[:160]] += 1
+        reasons[re.sub(r"^Skipped: ", "", str(text)).strip()[:300]] += 1  # whole: a reason ends with its remedy
     if reasons:
         terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
         for reason, n in reasons.most_common():

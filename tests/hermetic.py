@@ -10,6 +10,8 @@ import os
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from allocator_model.revisions import RELEASE_REVISIONS
 from fuzz.targets.sglang.wheels import COMMON_MODULE, SIZING_MODULE
 
@@ -80,10 +82,20 @@ def offline_pip_env(env: dict[str, str]) -> dict[str, str]:
     return {**clean, "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
 
 
-# The releases whose real wheels ``./kvrow test`` fetches at set-up for the write-path tier (``kvrow``:
-# PINNED_WHEELS; ``tests/test_sglang_runtime.py`` holds the two equal).  Tests of any other release's real
-# wheel are marked network.
-PINNED_RELEASES = ("0.5.13", "0.5.16", "0.5.18", "0.5.19", "0.5.23")
+# The releases whose real wheels ``./kvrow test`` fetches at set-up for the write-path tests: the one list of them,
+# a data file the script reads too (``read_pinned`` is its rule).  Tests of any other release's real wheel are
+# marked network, or skip saying how to fetch it by hand.
+PINNED_FILE = Path(__file__).parent / "pinned-releases.txt"
+
+
+def read_pinned(text: str) -> tuple[str, ...]:
+    """The releases of a pinned-releases file, in order: one a line, ``#`` to the line's end a comment, blank lines
+    skipped; ``kvrow`` reads the file by the same rule (``sed 's/#.*//'``, then words), so the two cannot differ.
+    """
+    return tuple(word for line in text.splitlines() for word in line.split("#", 1)[0].split())
+
+
+PINNED_RELEASES = read_pinned(PINNED_FILE.read_text())
 REAL_WHEELS_ENV = "KVROW_FUZZ_REAL_WHEELS"
 _ENV_AT_START = dict(os.environ)
 
@@ -101,3 +113,21 @@ def pinned_wheel(release: str) -> Path | None:
     """The real wheel of ``release`` where ``./kvrow test`` put it (None: not there)."""
     found = sorted(real_wheel_dir().glob(f"sglang-{release}-*.whl"))
     return found[0] if found else None
+
+
+def missing_wheel(release: str, where: Path | str | None = None) -> str:
+    """Why a test of ``release``'s real wheel skips: where it looked, and how the wheel gets there (true for every
+    release: ``./kvrow test`` fetches the pinned ones only, and a test never fetches anything)."""
+    where = real_wheel_dir() if where is None else where
+    by_hand = f"pip download sglang=={release} --no-deps -d {where}"
+    if release in PINNED_RELEASES:
+        return f"no sglang=={release} wheel in {where} (pinned: ./kvrow test fetches it at set-up; or {by_hand})"
+    return f"no sglang=={release} wheel in {where} (not pinned: ./kvrow test does not fetch it; {by_hand})"
+
+
+def require_wheel(release: str) -> Path:
+    """The real wheel of ``release`` (``pinned_wheel``), or the test skips saying why (``missing_wheel``)."""
+    wheel = pinned_wheel(release)
+    if wheel is None:
+        pytest.skip(missing_wheel(release))
+    return wheel

@@ -11,7 +11,7 @@ from __future__ import annotations
 import zipfile
 
 import pytest
-from hermetic import pinned_wheel
+from hermetic import require_wheel
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
@@ -64,9 +64,7 @@ def test_the_tensor_twin_masks_the_same_launches():
 
 @pytest.mark.parametrize("release", ["0.5.18", "0.5.19", "0.5.23"])
 def test_the_rule_holds_where_the_wheel_has_it(release):
-    wheel = pinned_wheel(release)
-    if wheel is None:
-        pytest.skip(f"no sglang=={release} wheel in the cache (./kvrow test fetches it at set-up)")
+    wheel = require_wheel(release)
     text = zipfile.ZipFile(wheel).read(CONFIGURATOR).decode()
     has_rule = REFUSAL in text and DCP_DECLINE in text
     assert get_revision(RELEASE_REVISIONS[release]).unified_dcp_draft_fusion == has_rule

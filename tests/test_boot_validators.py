@@ -13,7 +13,7 @@ import itertools
 import zipfile
 
 import pytest
-from hermetic import pinned_wheel
+from hermetic import require_wheel
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ConfigError, ServingConfig
@@ -38,10 +38,7 @@ RELEASES = ("0.5.18", "0.5.19", "0.5.22", "0.5.23")
 
 
 def wheel(release: str) -> str:
-    found = pinned_wheel(release)
-    if found is None:
-        pytest.skip(f"no sglang=={release} wheel in the cache (./kvrow test fetches it at set-up)")
-    return str(found)
+    return str(require_wheel(release))
 
 
 class validators:  # noqa: N801 - reads as the release's validators: ``validators(r).boots(cfg, host)``

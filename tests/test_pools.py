@@ -175,14 +175,14 @@ def test_pool_builders_are_sliced_to_their_row_extra_without_running_anything_el
 
 def test_a_release_reads_its_builders_and_agrees_with_the_model_on_every_kind(monkeypatch):
     """The real 0.5.23 and 0.5.20 wheels of the user's cache (skipped when absent): builders read, rows as modeled."""
-    import os
+    from hermetic import missing_wheel, real_wheel_dir
 
     from fuzz.targets.sglang import wheels
 
-    monkeypatch.setenv("KVROW_FUZZ_CACHE", os.path.expanduser("~/.cache/kvrow-fuzz/wheels"))
+    monkeypatch.setenv("KVROW_FUZZ_CACHE", str(real_wheel_dir()))
     for version in ("0.5.20", "0.5.23"):
         if not wheels.cached_wheel(version):
-            pytest.skip(f"sglang {version} wheel not cached (tests never download)")
+            pytest.skip(missing_wheel(version) + " (tests never download)")
         target = resolve_target(f"sglang=={version}")
         assert target.sizing.module.row_extras is not None
         model = ModelSizing(target.revision)

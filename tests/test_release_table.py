@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hermetic import PINNED_RELEASES, pinned_wheel, real_wheel_dir
+from hermetic import PINNED_RELEASES, missing_wheel, pinned_wheel, real_wheel_dir
 
 from fuzz.targets.sglang.runtime.releases import (
     AFTER_DECODE,
@@ -60,7 +60,7 @@ def release_wheel(version: str, request: pytest.FixtureRequest) -> Path:
         cached = cached_wheel(version)
         found, where = (Path(cached) if cached else None), cache_dir()
     if found is None:
-        pytest.skip(f"no wheel of sglang=={version} in {where} (this test downloads nothing)")
+        pytest.skip(missing_wheel(version, where) + " (this test downloads nothing)")
     return found
 
 

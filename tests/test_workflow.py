@@ -26,15 +26,26 @@ def workflow():
         return yaml.safe_load(f)
 
 
+# How a step runs a fuzz command: the job's own install's ``python -m fuzz``, or ``./kvrow`` (its .venv; not ``test``).
+FUZZ_PREFIXES = (("python", "-m", "fuzz"), ("./kvrow",))
+
+
 def fuzz_commands_by_job():
-    """(job name, argv after ``python -m fuzz``) of every fuzz command the workflow runs."""
+    """(job name, argv after ``python -m fuzz`` or ``./kvrow``) of every fuzz command the workflow runs."""
     for name, job in workflow()["jobs"].items():
         for step in job["steps"]:
             for line in step.get("run", "").splitlines():
-                line = line.split("|")[0].strip()
-                if line.startswith("python -m fuzz "):
-                    line = line.replace('"$SEED"', "12345").replace('"$SHARD"', "2/3")
-                    yield name, shlex.split(line)[3:]
+                line = line.split("|")[0].strip().replace('"$SEED"', "12345").replace('"$SHARD"', "2/3")
+                argv = shlex.split(line) if line.startswith(("python -m fuzz ", "./kvrow ")) else []
+                prefix = next((p for p in FUZZ_PREFIXES if tuple(argv[: len(p)]) == p), None)
+                if prefix is not None and argv[len(prefix)] != "test":
+                    yield name, argv[len(prefix) :]
+
+
+def suite_runs(job: dict) -> list[str]:
+    """The lines of a job's steps that run the suite (``./kvrow test``, or pytest itself)."""
+    lines = [line.strip() for step in job["steps"] for line in step.get("run", "").splitlines()]
+    return [line for line in lines if line.startswith("./kvrow test") or "pytest" in line]
 
 
 def fuzz_commands():
@@ -44,7 +55,8 @@ def fuzz_commands():
 def test_workflow_is_valid_yaml_with_both_jobs():
     jobs = workflow()["jobs"]
     assert {"pull-request", "nightly"} <= set(jobs)
-    assert any("--junitxml" in s.get("run", "") for s in jobs["pull-request"]["steps"])
+    junit = [s for s in jobs["pull-request"]["steps"] if s.get("run") == "./kvrow test"]
+    assert [s["env"]["KVROW_JUNIT_DIR"] for s in junit] == ["reports"]  # reports/junit.xml, reports/junit-slow.xml
     nightly = " ".join(s.get("run", "") for s in jobs["nightly"]["steps"])
     assert "--profile nightly" in nightly and "--seed" in nightly and "GITHUB_STEP_SUMMARY" in nightly
     assert any(
@@ -128,8 +140,30 @@ def test_the_nightly_runs_the_network_tier():
     """Issue 22: the real wheels (and the citations checked against them) run every night, not never."""
     with open(WORKFLOW) as f:
         jobs = yaml.safe_load(f)["jobs"]
-    runs = [s.get("run", "") for s in jobs["slow-tests"]["steps"]]
+    runs = [s.get("run", "") for s in jobs["network-tests"]["steps"]]
     assert any("--run-network" in r and "-m network" in r for r in runs)
+    assert "schedule" in jobs["network-tests"]["if"]
+
+
+def test_every_suite_run_is_kvrow_test_and_the_pull_request_runs_both_tiers_with_the_pinned_wheels():
+    """Issue 33: a workflow's suite is ``./kvrow test`` (what .ci/run and the README run), never pytest by hand: the
+    pinned wheels are fetched, so the write-path tests run, and the pull-request job's bare ``./kvrow test`` runs
+    the default tier then the slow tier; ``.venv`` is made on the matrix's Python (``PYTHON``), not ./kvrow's pick;
+    the wheel cache follows the pinned list."""
+    for path in WORKFLOWS:
+        for name, job in (yaml.safe_load(path.read_text())["jobs"] or {}).items():
+            for line in suite_runs(job):
+                assert line.startswith("./kvrow test"), (path.name, name, line)
+    jobs = workflow()["jobs"]
+    tests = jobs["pull-request"]
+    assert suite_runs(tests) == ["./kvrow test"]  # no ARGS: both tiers (kvrow's usage)
+    assert tests["env"]["PYTHON"] == "python${{ matrix.python }}"
+    assert tests["env"]["KVROW_FUZZ_REAL_WHEELS"] == "${{ github.workspace }}/../kvrow-fuzz-cache/wheels"
+    (cache,) = [s for s in tests["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert "if" not in cache and cache["with"]["path"] + "/wheels" == tests["env"]["KVROW_FUZZ_REAL_WHEELS"]
+    assert "hashFiles('tests/pinned-releases.txt')" in cache["with"]["key"]
+    assert not any("pip install" in s.get("run", "") for s in tests["steps"])  # ./kvrow makes its own .venv
+    assert (Path(ROOT, ".ci", "run").read_text().splitlines()[-1]) == "exec ./kvrow test"
 
 
 def ci_section() -> str:
@@ -165,11 +199,11 @@ def test_the_readme_says_what_each_job_runs():
     for job, argv in fuzz_commands_by_job():
         assert re.search(rf"\b{argv[0]}\b", described[job]), (job, argv[0])
     for name, job in workflow()["jobs"].items():
-        for step in job["steps"]:
-            for marker in re.findall(r"pytest .*?(-m \w+)", step.get("run", "")):
+        for line in suite_runs(job):
+            for marker in re.findall(r"(-m \w+)", line):
                 assert marker in described[name], (name, marker)
-            if "pytest" in step.get("run", "") and " -m " not in step["run"]:
-                assert "python -m pytest -n auto --dist worksteal" in described[name], name
+            if line == "./kvrow test":
+                assert "`./kvrow test`" in described[name] and "--run-slow -m slow" in described[name], name
 
 
 def test_the_suite_runs_on_every_python_requires_python_allows_up_to_3_12():
@@ -188,7 +222,7 @@ def test_the_suite_runs_on_every_python_requires_python_allows_up_to_3_12():
     for name, job in jobs.items():
         (setup,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python")]
         assert setup["with"]["python-version"] == ("${{ matrix.python }}" if job is tests else "3.11"), name
-    suite = [s for s in tests["steps"] if s.get("run", "").startswith("python -m pytest")]
+    suite = [s for s in tests["steps"] if s.get("run", "").startswith("./kvrow test")]
     assert suite and all("if" not in s for s in suite)  # the suite on every Python of the matrix
     upload = next(s for s in tests["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
     assert "matrix.python" in upload["with"]["name"]  # one artifact per Python: upload-artifact@v4 refuses a name twice

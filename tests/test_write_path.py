@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from checkout_trees import KNOWN_BUGS, PLANTS, build_tree, sizing_file
-from hermetic import pinned_wheel
+from hermetic import require_wheel
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
@@ -43,8 +43,7 @@ PLANT_PINS: dict[str, dict[str, object]] = {
 
 @pytest.fixture
 def tree(tmp_path):
-    if pinned_wheel("0.5.23") is None:
-        pytest.skip("no sglang==0.5.23 wheel (./kvrow test fetches it at set-up)")
+    require_wheel("0.5.23")
     return lambda *plants: build_tree(tmp_path / "-".join(plants or ("fixed",)), fixed=KNOWN_BUGS, plants=plants)
 
 
