@@ -23,7 +23,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermetic import pinned_wheel
+import pytest
+from hermetic import missing_wheel, pinned_wheel
 
 SIZING = "srt/mem_cache/allocation_sizing.py"
 CONFIGURATOR = "srt/mem_cache/kv_cache_configurator.py"
@@ -313,7 +314,7 @@ def base_tree(release: str) -> Path:
     """The release's wheel laid out as a checkout, once per process (read-only by convention)."""
     wheel = pinned_wheel(release)
     if wheel is None:
-        raise FileNotFoundError(f"no wheel of sglang=={release} (./kvrow test fetches the pinned ones)")
+        pytest.skip(missing_wheel(release))  # a test that needs the tree skips, saying why and how to get it
     root = Path(tempfile.mkdtemp(prefix=f"kvrow-sglang-{release}-"))
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():

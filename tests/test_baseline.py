@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from checkout_trees import build_tree
-from hermetic import pinned_wheel, real_wheel_dir
+from hermetic import missing_wheel, pinned_wheel
 
 from fuzz.cli import main
 from fuzz.findings import baseline
@@ -22,7 +22,7 @@ from fuzz.findings import baseline
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
     if pinned_wheel("0.5.23") is None:  # a module fixture runs before pinned_wheels could skip: say why here
-        pytest.skip(f"the sglang==0.5.23 wheel is not in {real_wheel_dir()} (./kvrow test fetches it at set-up)")
+        pytest.skip(missing_wheel("0.5.23"))
     root = tmp_path_factory.mktemp("trees")
     return {
         "tree": build_tree(root / "tree", "0.5.23"),

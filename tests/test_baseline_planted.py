@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from checkout_trees import build_tree, sizing_file
-from hermetic import pinned_wheel, real_wheel_dir
+from hermetic import missing_wheel, pinned_wheel
 
 from fuzz.cli import main
 
@@ -67,7 +67,7 @@ def edited(root: Path, name: str, old: str, new: str) -> Path:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     if pinned_wheel("0.5.23") is None:
-        pytest.skip(f"the sglang==0.5.23 wheel is not in {real_wheel_dir()} (./kvrow test fetches it at set-up)")
+        pytest.skip(missing_wheel("0.5.23"))
     root = tmp_path_factory.mktemp("planted")
     trees = {"tree": build_tree(root / "tree", "0.5.23")}
     trees.update({n: edited(root, n, *edit) for n, edit in {**PLANTS, **HARMLESS}.items()})

@@ -236,9 +236,9 @@ def arena(tmp_path, monkeypatch):
     (tmp_path / "huge.json").write_text(" " * MAX_EXPECT_BYTES + "{}")
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp_path / "list.json").write_text("[]")
-    known = '{"schema": "kvrow-fuzz/baseline", "schema_version": 1, "target": "sglang==%s", "entries": [%s]}'
+    known = '{"schema": "kvrow-fuzz/baseline", "schema_version": 2, "target": "sglang==%s", "entries": [%s]}'
     (tmp_path / "other.json").write_text(known % ("0.5.19", ""))  # a baseline of another release
-    entry = '{"property": "%s", "function": "f", "path": "p"%s}'
+    entry = '{"property": "%s", "table": "req_to_token", "known": "page-1-headroom"%s}'
     (tmp_path / "number.json").write_text(known % ("0.5.18", entry % ("write-within-row", ', "required": 5')))
     (tmp_path / "typo.json").write_text(known % ("0.5.18", entry % ("nope", "")))
     (tmp_path / "old.json").write_text('{"0.5.18": {"required": ["write-within-row/dcp>1"]}}')  # the old lists

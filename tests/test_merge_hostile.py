@@ -198,7 +198,7 @@ def test_the_repro_line_names_no_path_from_a_shard(tmp_path, monkeypatch, capsys
 )
 def test_the_target_a_repro_line_gives(target, printed) -> None:
     """Only what the tool recognises is ever printed; a spec that replays itself from the case file is not."""
-    from fuzz.merge import target_class
+    from fuzz.merge_cases import target_class
 
     cls = target_class(target)
     assert cls is not None and cls.needs_target == runs_named_code(target)
@@ -252,7 +252,7 @@ def test_a_copy_never_overwrites_a_different_case_and_reuses_the_same(tmp_path, 
 
 
 def test_copy_names_are_readable_and_tell_every_target_apart() -> None:
-    from fuzz.merge import TargetClass, copy_name
+    from fuzz.merge_cases import TargetClass, copy_name
 
     doc = json.loads(_case_text("reference@sglang-0.5.18"))
     name = copy_name(doc, "run", "reference@sglang-0.5.18", SIG)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 from checkout_trees import KNOWN_BUGS, SITE_PLANTS, Change, Edit, build_tree, sizing_file
-from hermetic import pinned_wheel
+from hermetic import missing_wheel, pinned_wheel
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
@@ -24,8 +24,9 @@ from fuzz.run.sglang import on_sglang
 from fuzz.targets import resolve_target
 from fuzz.targets.sglang.runtime.ownership import HandOuts, Window, ownership_problem
 from fuzz.targets.sglang.runtime.releases import release_for
-from fuzz.targets.sglang.runtime.sites import SiteKind, expected, not_run, scan, unlisted
+from fuzz.targets.sglang.runtime.sites import SiteKind, expected, scan, unlisted
 from fuzz.targets.sglang.runtime.tree import open_tree, wheel_tree
+from fuzz.targets.sglang.runtime.unreached import not_run
 
 PINNED = ("0.5.13", "0.5.16", "0.5.18", "0.5.19", "0.5.23")
 needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the write path needs triton")
@@ -34,7 +35,7 @@ needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, re
 def _wheel(release: str) -> Path:
     wheel = pinned_wheel(release)
     if wheel is None:
-        pytest.skip(f"no sglang=={release} wheel (./kvrow test fetches the pinned ones at set-up)")
+        pytest.skip(missing_wheel(release))
     return Path(wheel)
 
 

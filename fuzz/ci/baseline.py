@@ -177,10 +177,10 @@ def upgrade(args: argparse.Namespace) -> ExitCode:
     campaign run again; each cause whose version 1 entries (property, function, path) the old file listed there
     is recorded by its identity, required where all of them were; a version 1 entry no cause makes is dropped
     and said (there is no root cause left to name)."""
-    from fuzz.findings import baseline
+    from fuzz.findings import baseline, baseline_v1
 
     try:
-        target, declared, listed = baseline.read_v1(baseline.load_data(args.file, "FILE"), f"FILE {args.file}")
+        target, declared, listed = baseline_v1.read_v1(baseline.load_data(args.file, "FILE"), f"FILE {args.file}")
     except baseline.BaselineError as e:
         raise BadInput(str(e)) from None
     if args.sglang_version:
@@ -198,9 +198,9 @@ def upgrade(args: argparse.Namespace) -> ExitCode:
         required = {p for p, req in here if req}
         name, causes = causes_of(target if release is None else f"sglang=={release}", args)
         kept: dict[baseline.Entry, bool] = {}
-        used: set[baseline.PlaceV1] = set()
+        used: set[baseline_v1.PlaceV1] = set()
         for c in causes:
-            mine = baseline.places_of(c)
+            mine = baseline_v1.places_of(c)
             if mine and mine <= places:
                 used |= mine
                 kept.update(dict.fromkeys(baseline.entries_of(c), mine <= required))

@@ -96,6 +96,11 @@ class FuzzConfig:
     ) -> FuzzConfig:
         """From strings (environment, argv; ``baseline`` a file's path); an empty or absent one takes its default;
         BadInput if one is wrong."""
+        if baseline:  # read now, so a file that is not a baseline is one line before any set-up; scoped at set-up
+            try:
+                baseline_file.load(baseline, ENV_BASELINE)
+            except baseline_file.BaselineError as e:
+                raise BadInput(str(e)) from None
         return cls(
             (target or "").strip() or DEFAULT_TARGET,
             fuzz_property(prop.strip()) if prop and prop.strip() else DEFAULT_PROPERTY,

@@ -1,0 +1,210 @@
+"""``merge``'s case copies and the targets it recognises: what a shard wrote is never trusted to name a file,
+a copy or a command.
+
+A case file is looked for only inside its report's directory and copied
+only once it validates as that finding's case, under a name made from the
+validated case (its target only where the tool recognises it) and a digest
+of the full target, kind and group: no two targets share a copy, and an
+existing different file is never overwritten.  A repro line names merge's
+own copy and, where the case needs a target, a spec the tool recognises
+(``TargetClass``) or the placeholder ``YOUR_CHECKOUT``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import stat
+from enum import Enum
+from typing import Any
+
+from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS
+from fuzz.common.bounds import MAX_CASE_BYTES
+from fuzz.common.errors import BadInput
+from fuzz.common.files import write_atomically
+from fuzz.common.jsonfile import JsonFileError, parse_json, read_bytes
+from fuzz.common.text import printable
+from fuzz.findings import casefile
+from fuzz.findings.kinds import CaseKind, Signature
+from fuzz.findings.render import repro_line
+from fuzz.findings.report import Command
+
+MAX_READABLE = 120  # characters of a copy's readable name, before its digest
+
+MAX_TARGET_CHARS = 4096  # a target spec: a path and a version
+
+
+DIGEST_CHARS = 12
+
+
+PLACEHOLDER = "YOUR_CHECKOUT"  # what a repro line says where a shard's target would run code a path names
+
+
+_VERSION = r"[0-9]{1,6}(?:\.[0-9]{1,6}){2,3}(?:(?:a|b|rc)[0-9]{1,6})?(?:\.post[0-9]{1,6})?(?:\.dev[0-9]{1,6})?"
+
+
+_RELEASE = re.compile(rf"sglang=={_VERSION}", re.ASCII)
+
+
+_INSTALLED = re.compile(rf"sglang(?:@{_VERSION})?", re.ASCII)
+
+
+_MODEL = re.compile(r"reference(?:@[a-z0-9][a-z0-9.\-]{0,63})?", re.ASCII)
+
+
+_AT_VERSION = re.compile(rf"@{_VERSION}$", re.ASCII)  # PATH@X.Y.Z: the version a file's semantics are read at
+
+
+class TargetClass(Enum):
+    """What a target spec in a shard's report is, as this tool recognises it (``target_class``)."""
+
+    MODEL = "reference[@REVISION]"  # the embedded model: no code of anyone's
+    RELEASE = "sglang==X.Y.Z"  # a release's wheel, fetched by its version
+    INSTALLED = "sglang[@X.Y.Z]"  # the SGLang installed where the repro runs
+    PATH = "PATH[@X.Y.Z]"  # a file or checkout: the code at a path the shard named
+
+    @property
+    def needs_target(self) -> bool:
+        """Whether a case of this target replays only with ``--target`` (``runs_named_code``: a case file never
+        runs code it names)."""
+        return self in (TargetClass.INSTALLED, TargetClass.PATH)
+
+    def printed(self, spec: str) -> str | None:
+        """What a repro line gives as ``--target``: nothing where the case replays on its own target, the spec
+        where the tool recognises every character of it (``_INSTALLED``), else the placeholder with the path's
+        ``@X.Y.Z`` if it has one (``_AT_VERSION``: digits and dots, the semantics to replay at): a path a shard
+        named is never printed in a command (pasting it would run that file)."""
+        if not self.needs_target:
+            return None
+        if self is TargetClass.INSTALLED:
+            return spec
+        version = _AT_VERSION.search(spec)
+        return PLACEHOLDER + (version.group() if version else "")
+
+
+def target_class(spec: str) -> TargetClass | None:
+    """The class of a shard's target spec; None: no target this tool resolves (empty, text around it, a control
+    character, an unknown model revision, a malformed release, a bare word that names no path).
+
+    Decided from the text alone (a shard ran elsewhere: its path need not exist here), and strictly: the
+    spec is the canonical one a report records, so ``"reference "`` is not ``"reference"``.
+    """
+    if (
+        not spec
+        or len(spec) > MAX_TARGET_CHARS
+        or spec != spec.strip()
+        or printable(spec, MAX_TARGET_CHARS + 1) != spec
+    ):
+        return None
+    if spec == "reference" or spec.startswith("reference@"):
+        name = spec.partition("@")[2]
+        release = name.startswith("sglang-") and name.removeprefix("sglang-") in RELEASE_REVISIONS
+        known = not name or name in REVISIONS or release
+        return TargetClass.MODEL if _MODEL.fullmatch(spec) and known else None
+    if spec.startswith("sglang=="):
+        return TargetClass.RELEASE if _RELEASE.fullmatch(spec) else None
+    if spec == "sglang" or spec.startswith("sglang@"):
+        return TargetClass.INSTALLED if _INSTALLED.fullmatch(spec) else None
+    base = _AT_VERSION.sub("", spec)
+    return TargetClass.PATH if base.endswith(".py") or "/" in base or "\\" in base else None
+
+
+def case_path(finding: dict[str, Any], report: str) -> str | None:
+    """The case file of a finding, inside its report's directory; None: the finding names none.
+
+    Of the shard's repro line only the path after ``repro`` is read, and
+    only as a name to look for below the report's directory (the path
+    itself, then its trailing parts: ``cases/x.json``, ``x.json``); what it
+    resolves to must stay inside that directory (no ``..``, no absolute
+    path, no link out) and be a regular ``.json`` file.  Nothing else of the
+    line is kept: merge writes its own (``copy_case``).
+    """
+    repro = finding.get("repro")
+    if not repro:
+        return None
+    sig = printable(finding["signature"], 200)
+    try:
+        words = shlex.split(repro)
+        named = words[words.index("repro") + 1]
+    except (ValueError, IndexError):
+        raise BadInput(f"{report}: the repro line of {sig} names no case file") from None
+    if not named.endswith(".json"):
+        raise BadInput(f"{report}: the repro line of {sig} names {printable(named, 200)!r}, not a case file")
+    base = os.path.realpath(os.path.dirname(os.path.abspath(report)))
+    parts = [p for p in named.replace(os.sep, "/").split("/") if p not in ("", ".")]
+    for i in range(len(parts)):
+        tail = parts[i:]
+        if ".." in tail:
+            continue
+        candidate = os.path.realpath(os.path.join(base, *tail))
+        if os.path.commonpath([base, candidate]) == base and os.path.isfile(candidate):
+            return candidate
+    raise BadInput(f"{report}: the case file of {sig} is not in the report's directory ({printable(named, 200)})")
+
+
+def copy_name(doc: dict[str, Any], command: str, target: str, group: str) -> str:
+    """``READABLE--DIGEST.json``: the copy of a validated case ``doc`` of ``group`` on ``target``.
+
+    The readable part is the case's target where the tool recognises it (a model or a release: ``local``
+    for a path, never text a shard chose), its kind and its signature (a known name); the digest, of the
+    command, the FULL target, the kind and the group, tells apart what folds alike (``a_b`` and ``a-b``,
+    a trailing space), so one shard's case can never take another's name.
+    """
+    cls = target_class(target)
+    spec = casefile.slug(target) if cls in (TargetClass.MODEL, TargetClass.RELEASE) else "local"
+    kind = "" if doc["kind"] == CaseKind.DECODE.value else f"{doc['kind']}--"
+    readable = f"{spec}--{kind}{casefile.slug(str(Signature.parse(doc['signature'])))}"[:MAX_READABLE]
+    key = "\0".join((command, target, doc["kind"], group)).encode()
+    return f"{readable}--{hashlib.sha256(key).hexdigest()[:DIGEST_CHARS]}.json"
+
+
+def _holds(path: str, data: bytes) -> bool:
+    """Whether ``path`` is a regular file (not a link) whose bytes are ``data``."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        return read_bytes(path, len(data), "case file") == data
+    except (OSError, JsonFileError):
+        return False
+
+
+def place_copy(out_dir: str, name: str, text: str) -> str:
+    """The path of ``text``'s copy in ``out_dir``: ``name`` if free or already holding the same bytes (reused),
+    else ``name`` with a digest of the text; an existing different file is never overwritten (BadInput when
+    both names are taken by other content)."""
+    data = text.encode()
+    stem = name.removesuffix(".json")
+    for candidate in (name, f"{stem}-{hashlib.sha256(data).hexdigest()[:DIGEST_CHARS]}.json"):
+        path = os.path.join(out_dir, candidate)
+        if _holds(path, data):
+            return path
+        if not os.path.lexists(path):
+            write_atomically(path, text)
+            return path
+    raise BadInput(f"{os.path.join(out_dir, name)} and its alternative hold other cases: give an empty --cases-out")
+
+
+def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str, command: Command) -> None:
+    """Copy the group's case file into ``out_dir`` (atomically, ``copy_name``), checked as a case of this finding,
+    and give the finding a repro line of merge's own making: this tool's command, the copy, and where the case
+    needs one a target the tool recognises or the placeholder (``TargetClass.printed``)."""
+    source = case_path(finding, report)
+    if source is None:
+        finding.pop("repro", None)
+        return
+    sig = printable(finding["signature"], 200)
+    try:
+        data = read_bytes(source, MAX_CASE_BYTES, "case file")
+        doc = casefile.validate_document(parse_json(data, source, "case file"), source)
+        text = data.decode()
+    except (JsonFileError, UnicodeDecodeError, ValueError, casefile.CaseFileError) as e:
+        raise BadInput(f"{source}: not a case file ({printable(str(e).splitlines()[0], 300)})") from None
+    if doc.get("signature") != finding["signature"] or doc.get("target") != target:
+        raise BadInput(f"{source}: not the case file of {sig} on {printable(target, 200)} (named in {report})")
+    group = str(finding.get("group") or finding["signature"])
+    copy = place_copy(out_dir, copy_name(doc, command.value, target, group), text)
+    cls = target_class(target)  # never None here: ``check_entry`` refused the target otherwise
+    finding["repro"] = repro_line(copy, cls.printed(target) if cls else PLACEHOLDER)
+    finding["_case"] = doc
