@@ -11,6 +11,7 @@ kvrow-fuzz itself).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -113,7 +114,7 @@ def judge_base(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
         raise RuntimeError(f"run ci failed on the base {spec}: {error}")
     causes = root_causes(target, [*found, *(g.witness for g in full.groups.values())])
     seconds["run ci"] = time.monotonic() - t
-    Path(baseline_file).write_text(baseline.text(target.spec, causes))
+    Path(baseline_file).write_text(baseline.text(baseline.portable_target(target), causes))
     record: dict[str, Any] = {
         "prove small": sorted(map(str, small.groups)),
         "prove full": sorted(map(str, full.groups)),
@@ -123,7 +124,7 @@ def judge_base(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
     }
     if plugin:
         t = time.monotonic()
-        record["plugin fails"], _ = plugin_line(spec, baseline_file, first_failure=False)
+        record["plugin fails"], _ = plugin_line(spec, scoped_to(baseline_file, target), first_failure=False)
         record["plugin groups"] = sorted(plugin_groups(spec))
         seconds["plugin"] = time.monotonic() - t
     return {**record, "seconds": seconds}
@@ -161,6 +162,18 @@ def judge_mutant(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, basel
         return {"outcome": "crashed", "why": f"{type(e).__name__}: {e} at {tb.filename}:{tb.lineno}"[:300]}
 
 
+def scoped_to(baseline_file: str, target: Any) -> str:
+    """A copy of the base's baseline naming the mutant as its target, beside the mutant: a baseline suppresses
+    only on the target it names, and a mutant is the base's code changed, judged against the base's causes."""
+    from fuzz.findings import baseline
+
+    doc = json.loads(Path(baseline_file).read_text())
+    mine = Path(str(target.spec).partition("@")[0]).with_suffix(".baseline.json")
+    name = baseline.portable_target(target, cwd=tempfile.gettempdir())  # as the plugin line (run there) names it
+    mine.write_text(baseline.dumps({**doc, "target": name}))
+    return str(mine)
+
+
 def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
     """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not) or, for the
     others, the new groups proved, run ci's new root causes (and whether one names the mutated function),
@@ -186,7 +199,7 @@ def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_
     out.update(outcome="judged", proof=new)
     t = time.monotonic()
     target, found, error = ci_findings(spec)
-    fresh = baseline.judge(root_causes(target, found), baseline.load(baseline_file).entries).new
+    fresh = baseline.judge(root_causes(target, found), baseline.load(baseline_file).entries).new  # the base's
     groups = sorted({str(f.signature) for f in found} - set(base["run ci"]))
     seconds["run ci"] = time.monotonic() - t
     out["run ci"] = {
@@ -198,7 +211,7 @@ def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_
     if plugin:
         t = time.monotonic()
         skip = tuple(base["plugin fails"])  # failing on the base too: no verdict on a mutant
-        failed, _ = plugin_line(spec, baseline_file, first_failure=True, skip=skip)
+        failed, _ = plugin_line(spec, scoped_to(baseline_file, target), first_failure=True, skip=skip)
         groups = [] if failed else sorted(plugin_groups(spec) - set(base["plugin groups"]))
         seconds["plugin"] = time.monotonic() - t
         out["plugin"] = {**killed_by("test" if failed else "group" if groups else None), "failed": failed}
