@@ -129,6 +129,18 @@ def test_a_dropped_hand_out_and_a_slot_on_anothers_page_are_problems():
     assert foreign and "on page 2: row 2 holds it" in foreign
 
 
+def test_a_slot_handed_out_again_is_a_problem_even_on_the_requests_own_page():
+    """A continued page that restarts at its last slot (last_loc, not last_loc + 1) writes a slot the row already
+    holds, on the request's own page: the page rule passes it, the slot rule does not. Two such plants of 0.5.23's
+    decode allocation read clean under ``run --profile ci`` before this rule."""
+    before = _rows([0, 0, 0, 0], [4, 5, 0, 0], [8, 0, 0, 0])
+    windows = [Window("a", 1, 2, 3)]
+    fresh = ownership_problem(before, _rows([0] * 4, [4, 5, 6, 0], [8, 0, 0, 0]), windows, HandOuts([6]), 4, set(), 4)
+    assert fresh is None
+    again = ownership_problem(before, _rows([0] * 4, [4, 5, 5, 0], [8, 0, 0, 0]), windows, HandOuts([5]), 4, set(), 4)
+    assert again and "column 2 holds slot 5, which request a (row 1) column 1 already held" in again
+
+
 # -- the plants, each on SGLang's own path ---------------------------------------------------------------------
 
 # The deployment each plant's site is reached on: (speculative algorithm, page_size).

@@ -20,7 +20,10 @@ shows there, whichever of them wrote) to these invariants:
    none handed out is dropped (a leak);
 2. each slot so written sits on a page that was free before the step or that
    the request's own row already held (the paged allocator first fills the
-   request's last partial page): never on a page another row holds;
+   request's last partial page): never on a page another row holds, and
+   never a slot a request of the step already held (one slot in two
+   columns: two tokens' KV in one place, as a continued page that restarts
+   at its last slot would give);
 3. no slot handed out is handed back within the step, nor left on the allocator's free list after it (it
    would be written and free at once: the next allocation hands it out again).
 
@@ -172,6 +175,9 @@ def ownership_problem(
             f"{what}, but the step's new columns {_spans(windows)} hold only {len(where)}: "
             f"slot(s) {', '.join(map(str, lost[:8]))} written to no request's row (leaked)"
         )
+    again = _handed_again(before, windows, written, where)
+    if again is not None:
+        return f"{again} (the allocator handed it out: {', '.join(handed.calls)})"
     for (w, col), slot in zip(where, written, strict=True):
         page = slot // page_size
         if free_after is not None and page in free_after:
@@ -190,6 +196,27 @@ def ownership_problem(
             f"request {w.rid} (row {w.row}) column {col} holds slot {slot} on page {page}: {whose} before the step "
             f"(the allocator handed it out: {', '.join(handed.calls)})"
         )
+    return None
+
+
+def _handed_again(
+    before: torch.Tensor, windows: Sequence[Window], written: list[int], where: list[tuple[Window, int]]
+) -> str | None:
+    """A new column holding a slot some request of the step already held before it (its columns ``[0, cur)``):
+    one slot in two columns is two tokens' KV in one place, whatever page it is on (slot 0 is SGLang's padding
+    slot, never handed out, so never counted)."""
+    held: dict[int, tuple[Window, int]] = {}
+    for w in windows:
+        for col, slot in enumerate(before[w.row, : w.cur].tolist()):
+            if slot != 0:
+                held.setdefault(int(slot), (w, col))
+    for (w, col), slot in zip(where, written, strict=True):
+        if slot in held:
+            owner, at = held[slot]
+            return (
+                f"request {w.rid} (row {w.row}) column {col} holds slot {slot}, which request {owner.rid} (row "
+                f"{owner.row}) column {at} already held before the step: handed out again"
+            )
     return None
 
 
