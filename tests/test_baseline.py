@@ -474,3 +474,57 @@ def test_the_plugins_lifecycle_test_fails_only_on_a_cause_the_baseline_does_not_
     known = frozenset(baseline.made_by(root_causes(target, found)))
     assert known and new_only(target, known, found) == []
     assert new_only(target, None, found) == found and new_only(target, frozenset(), found) == found
+
+
+def test_a_checkout_has_one_portable_name_however_it_is_spelled(pinned_wheels, trees, monkeypatch):
+    """The action writes its baseline with ``--target /abs/checkout`` and runs with ``python/sglang`` from inside
+    it: every spelling of the checkout names SGLang's repository path of its sizing file, so the two agree."""
+    from fuzz.targets import resolve_target
+
+    tree = trees["tree"]
+    sizing = "python/sglang/srt/mem_cache/allocation_sizing.py"
+    spellings = [str(tree), f"{tree}/", str(tree / "python" / "sglang"), str(tree / sizing)]
+    names = {baseline.portable_target(resolve_target(s)) for s in spellings}
+    monkeypatch.chdir(tree)
+    names |= {baseline.portable_target(resolve_target(s)) for s in (".", "python/sglang", sizing)}
+    assert names == {sizing}
+
+
+def _row_cause(digest):
+    """A new cause in a unified builder's row (what the unified-rows bug reads as with #33579 fixed)."""
+    from fuzz.findings.cause import Cause, CauseKind
+    from fuzz.findings.kinds import Signature
+
+    c = Cause(ALIAS["term"], CauseKind.PIECE, "new", "t", variants=[Signature.parse("write-within-row/dcp>1")])
+    c.code, c.digests = [(SIZING, ALIAS["function"])], {(SIZING, ALIAS["function"]): digest}
+    return c
+
+
+def test_a_piece_cause_is_known_by_a_known_entrys_alias_only_with_its_digest():
+    known = baseline.read(v2(dict(KNOWN_ENTRY, as_new=[ALIAS])), "doc").entries
+    same, other = _row_cause(DIGEST), _row_cause("fedcba9876543210")
+    judged = baseline.judge([same], known)
+    assert (judged.new, judged.known, judged.fixed) == ([], [same], [])  # the known entry is used, not "fixed"
+    assert baseline.identity(same) == "req_to_token:known:unified-rows"  # SARIF: the known bug's alert
+    judged = baseline.judge([other], known)
+    assert (judged.new, [str(e) for e in judged.fixed]) == ([other], ["write-within-row of known bug unified-rows"])
+    assert baseline.identity(other).startswith("req_to_token:new:req_to_token_row_width@")
+    for elsewhere in ({**ALIAS, "function": "C.other"}, {**ALIAS, "term": "req_to_token_extra_context_len"}):
+        assert baseline.judge([same], baseline.read(v2(dict(KNOWN_ENTRY, as_new=[elsewhere])), "doc").entries).new
+    neighbour = dict(KNOWN_ENTRY, property="page-aligned-growth", as_new=[ALIAS])  # another property: not this one
+    assert baseline.judge([same], baseline.read(v2(neighbour), "doc").entries).new
+
+
+def test_a_releases_document_keeps_a_known_entrys_aliases_from_every_release():
+    one = baseline.Entry(
+        "write-within-row", known="unified-rows", as_new=((SIZING, "C.a", "req_to_token_row_width", DIGEST),)
+    )
+    two = baseline.Entry(
+        "write-within-row", known="unified-rows", as_new=((SIZING, "C.b", "req_to_token_row_width", DIGEST),)
+    )
+    doc = baseline.releases_document("sglang", {"0.5.18": {one: True}, "0.5.19": {two: True}})
+    pytest.importorskip("jsonschema").validate(doc, json.loads(SCHEMA_PATH.read_text()))
+    (item,) = doc["entries"]
+    assert [a["function"] for a in item["as_new"]] == ["C.a", "C.b"] and item["releases"] == ["0.5.18", "0.5.19"]
+    (read,) = baseline.read(doc, "doc").entries
+    assert [a[1] for a in read.as_new] == ["C.a", "C.b"]
