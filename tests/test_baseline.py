@@ -9,7 +9,6 @@ entry as fixed. Proofs over the tiny space keep it to seconds.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -323,7 +322,7 @@ def test_a_releases_document_reads_back_and_follows_the_schema():
     assert known.expected("0.5.9") == baseline.Expected(frozenset({a}), frozenset({a}))
 
 
-SHAPE = re.escape("must have property, table and either known (optional as_new) or function, path, term, digest")
+SHAPE = "must have property, table and either known or function, path, term, digest"
 BAD = [
     (v2(item("f", releases="0.5.18")), "releases must be a list of 1 to 256 releases"),
     (v2(item("f", releases=["0.5.18", "0.5.18"])), "a release is listed twice"),
@@ -343,9 +342,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(
-    "doc, message", BAD, ids=[f"{i}-{m.replace(chr(92), '')[:40]}" for i, (_, m) in enumerate(BAD)]
-)
+@pytest.mark.parametrize("doc, message", BAD, ids=[f"{i}-{m[:40]}" for i, (_, m) in enumerate(BAD)])
 def test_the_parser_and_the_schema_refuse_the_same_bad_fields(doc, message):
     jsonschema = pytest.importorskip("jsonschema")
     with pytest.raises(baseline.BaselineError, match=message) as raised:

@@ -363,8 +363,8 @@ def _item(e: Any, where: str, declared: frozenset[str] | None) -> Listed:
     optional = (*OPTIONAL_ENTRY_KEYS, *(ALIAS_KEYS if kind is KNOWN_KEYS else ()))
     if not isinstance(e, dict) or not {*ENTRY_KEYS, *kind} <= keys or not keys <= {*ENTRY_KEYS, *kind, *optional}:
         raise BaselineError(
-            f"{where} must have property, table and either known (optional as_new) or function, path, term, "
-            f"digest (optional {', '.join(OPTIONAL_ENTRY_KEYS)})"
+            f"{where} must have property, table and either known or function, path, term, digest "
+            f"(optional {', '.join(OPTIONAL_ENTRY_KEYS)}; as_new with known)"
         )
     prop = _property(e, where)
     table = e["table"]
