@@ -166,6 +166,24 @@ SIZING_PLANTS: dict[str, Change] = {
             ),
         ),
     ),
+    # In the builders' file: the unified Mamba+SWA builder's own row arithmetic (its known bug, 4 + D, made worse).
+    "unified-swa-rows-3": Change(
+        "unified-swa-rows-3",
+        "_init_unified_mamba_swa_pools sizes the row C + 3 + D (one column under its known bug's C + 4 + D)",
+        (
+            Edit(
+                CONFIGURATOR,
+                '            "unified tri-pool does not support an MLA full side yet"\n'
+                "        )\n"
+                "        # Mirror the non-shared path's extra_max_context_len computation.\n"
+                "        extra_max_context_len = 4\n",
+                '            "unified tri-pool does not support an MLA full side yet"\n'
+                "        )\n"
+                "        # Mirror the non-shared path's extra_max_context_len computation.\n"
+                "        extra_max_context_len = 3  # (plant)\n",
+            ),
+        ),
+    ),
 }
 
 

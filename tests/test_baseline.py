@@ -28,7 +28,16 @@ def trees(tmp_path_factory):
         "tree": build_tree(root / "tree", "0.5.23"),
         "planted": build_tree(root / "planted", "0.5.23", plants=("dflash-reserve-r",)),
         "fixed": build_tree(root / "fixed", "0.5.23", fixed=("page-1-headroom",)),
+        "fixed-planted": build_tree(
+            root / "fixed-planted", "0.5.23", fixed=("page-1-headroom",), plants=("unified-swa-rows-3",)
+        ),
     }
+
+
+@pytest.fixture(scope="module")
+def tree_causes(trees):
+    """The unfixed tree's (target, root causes), computed once: what each baseline here is written from."""
+    return causes_of(trees["tree"])
 
 
 def causes_of(tree):
@@ -42,8 +51,8 @@ def causes_of(tree):
     return target, root_causes(target, [g.witness for g in prove(target, request(target, "tiny")).sorted_groups()])
 
 
-def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(pinned_wheels, trees):
-    target, causes = causes_of(trees["tree"])
+def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(pinned_wheels, trees, tree_causes):
+    target, causes = tree_causes
     doc = baseline.document(baseline.portable_target(target), causes)
     assert doc["target"] == "python/sglang/srt/mem_cache/allocation_sizing.py"  # portable: never an absolute path
     assert {e.get("known") for e in doc["entries"]} == {"page-1-headroom", "unified-rows"}  # by fix, not by place
@@ -58,9 +67,20 @@ def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(p
 
     judged = baseline.judge(causes_of(trees["fixed"])[1], known)
     assert [str(e) for e in judged.fixed] == ["write-within-row of known bug page-1-headroom"]
-    # With #33579 fixed the tree's headroom is no longer its release's, so no known fix is tried there
-    # (``counterfactual.candidates``): the unified builders' narrow rows read as a piece of the tree that differs
-    # from the reference, a cause by another identity than the known unified-rows: new (never silently known).
+    # With #33579 fixed the tree's headroom is no longer its release's, so no known fix is tried at page 1
+    # (``counterfactual.candidates``): the unified builders' narrow rows read there as a piece of the tree that
+    # differs from the reference. Their code is the code the baseline knew as unified-rows (its alias: the same
+    # function, term and digest), so it is known, and named by that key (SARIF keeps the alert).
+    assert judged.new == [] and {c.key for c in judged.known} == {"unified-rows", "req_to_token_row_width"}
+    assert {baseline.identity(c) for c in judged.known} == {"req_to_token:known:unified-rows"}
+
+
+def test_a_plant_in_a_known_bugs_code_is_new_on_the_fixed_tree(pinned_wheels, trees, tree_causes):
+    """The alias lets through only the code the known bug was found in: one column less in the unified Mamba+SWA
+    builder's row (its digest changes) is new, beside #33579's fix, under the unfixed tree's baseline."""
+    target, causes = tree_causes
+    known = baseline.parse(baseline.document(baseline.portable_target(target), causes), "the tree's baseline")
+    judged = baseline.judge(causes_of(trees["fixed-planted"])[1], known)
     assert [(c.key, c.code) for c in judged.new] == [
         (
             "req_to_token_row_width",
@@ -71,6 +91,27 @@ def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(p
                 )
             ],
         )
+    ]
+    assert baseline.identity(judged.new[0]).startswith("req_to_token:new:req_to_token_row_width@")
+
+
+def test_prove_on_the_fixed_tree_passes_with_the_unfixed_trees_baseline(pinned_wheels, trees, tree_causes, tmp_path):
+    """What a maintainer fixing #33579 runs: the gate passes (unified-rows known, #33579 reported fixed)."""
+    target, causes = tree_causes
+    written = tmp_path / "bl.json"
+    written.write_text(baseline.text(baseline.portable_target(target), causes))
+    cmd = ["prove", "--target", str(trees["fixed"]), "--space", "tiny", "--quiet", "--cases", str(tmp_path)]
+    assert main([*cmd, "--baseline", str(written), "--json", str(tmp_path / "r.json")]) == 0
+    judged = json.loads((tmp_path / "r.json").read_text())["targets"][0]["baseline"]
+    assert judged["new"] == [] and "unified-rows" in judged["known"]
+    assert judged["fixed"] == ["write-within-row of known bug page-1-headroom"]
+    doc = json.loads(written.read_text())  # the aliases travel in the file, as the schema says, and read back
+    pytest.importorskip("jsonschema").validate(doc, json.loads(SCHEMA_PATH.read_text()))
+    (rows,) = [e for e in doc["entries"] if e.get("known") == "unified-rows"]
+    assert {a["function"] for a in rows["as_new"]} >= {"KVCacheConfigurator._init_unified_mamba_swa_pools"}
+    read = {e.known: e.as_new for e in baseline.load(str(written)).entries}
+    assert [(p, f, t, d) for p, f, t, d in read["unified-rows"]] == [
+        (a["path"], a["function"], a["term"], a["digest"]) for a in rows["as_new"]
     ]
 
 
@@ -178,11 +219,11 @@ def test_a_written_baseline_reads_back_and_matches_the_published_schema(tmp_path
     assert baseline.parse(doc, "doc") == frozenset().union(*(baseline.entries_of(c) for c in causes))
 
 
-def test_the_plugins_properties_pass_a_known_cause_and_fail_a_new_one(pinned_wheels, trees):
+def test_the_plugins_properties_pass_a_known_cause_and_fail_a_new_one(pinned_wheels, tree_causes):
     from allocator_model.scenario import DecodeScenario
     from fuzz.properties.test_kvrow_decode import new_only
 
-    target, causes = causes_of(trees["tree"])
+    target, causes = tree_causes
     known = baseline.parse(baseline.document(baseline.portable_target(target), causes), "the tree's baseline")
     f = next(c for c in causes if c.key == "unified-rows")
     (case,) = [w for w in _witnesses(target) if w.signature == f.variants[0]]
@@ -224,6 +265,10 @@ def item(function, **extra):
         "digest": DIGEST,
         **extra,
     }
+
+
+KNOWN_ENTRY = {"property": "write-within-row", "table": "req_to_token", "known": "unified-rows"}
+ALIAS = {"function": "C.build", "path": SIZING, "term": "req_to_token_row_width", "digest": DIGEST}
 
 
 def entry(function):
@@ -277,6 +322,7 @@ def test_a_releases_document_reads_back_and_follows_the_schema():
     assert known.expected("0.5.9") == baseline.Expected(frozenset({a}), frozenset({a}))
 
 
+SHAPE = "must have property, table and either known or function, path, term, digest"
 BAD = [
     (v2(item("f", releases="0.5.18")), "releases must be a list of 1 to 256 releases"),
     (v2(item("f", releases=["0.5.18", "0.5.18"])), "a release is listed twice"),
@@ -286,11 +332,17 @@ BAD = [
     (v2(item("f"), releases=[]), "releases must be a list of 1 to 256"),
     (v2(item("f"), description="x" * 2001), "description must be a text of at most 2000"),
     (v2(item("f"), extra=1), "not a kvrow-fuzz baseline"),
-    (v2(item("f", line=3)), "must have property, table and either known or function, path, term, digest"),
+    (v2(item("f", line=3)), SHAPE),
+    (v2(item("f", as_new=[])), SHAPE),  # aliases are a known entry's
+    (v2(dict(KNOWN_ENTRY, as_new={})), "as_new must be a list of at most 64"),
+    (v2(dict(KNOWN_ENTRY, as_new=[ALIAS] * 65)), "as_new must be a list of at most 64"),
+    (v2(dict(KNOWN_ENTRY, as_new=[{**ALIAS, "line": 3}])), "each must have exactly function, path, term, digest"),
+    (v2(dict(KNOWN_ENTRY, as_new=[{**ALIAS, "path": "../x.py"}])), "path must be a relative repository path"),
+    (v2(dict(KNOWN_ENTRY, as_new=[{**ALIAS, "digest": "12"}])), "digest must be 16 hexadecimal digits"),
 ]
 
 
-@pytest.mark.parametrize("doc, message", BAD, ids=[m for _, m in BAD])
+@pytest.mark.parametrize("doc, message", BAD, ids=[f"{i}-{m[:40]}" for i, (_, m) in enumerate(BAD)])
 def test_the_parser_and_the_schema_refuse_the_same_bad_fields(doc, message):
     jsonschema = pytest.importorskip("jsonschema")
     with pytest.raises(baseline.BaselineError, match=message) as raised:
@@ -419,3 +471,57 @@ def test_the_plugins_lifecycle_test_fails_only_on_a_cause_the_baseline_does_not_
     known = frozenset(baseline.made_by(root_causes(target, found)))
     assert known and new_only(target, known, found) == []
     assert new_only(target, None, found) == found and new_only(target, frozenset(), found) == found
+
+
+def test_a_checkout_has_one_portable_name_however_it_is_spelled(pinned_wheels, trees, monkeypatch):
+    """The action writes its baseline with ``--target /abs/checkout`` and runs with ``python/sglang`` from inside
+    it: every spelling of the checkout names SGLang's repository path of its sizing file, so the two agree."""
+    from fuzz.targets import resolve_target
+
+    tree = trees["tree"]
+    sizing = "python/sglang/srt/mem_cache/allocation_sizing.py"
+    spellings = [str(tree), f"{tree}/", str(tree / "python" / "sglang"), str(tree / sizing)]
+    names = {baseline.portable_target(resolve_target(s)) for s in spellings}
+    monkeypatch.chdir(tree)
+    names |= {baseline.portable_target(resolve_target(s)) for s in (".", "python/sglang", sizing)}
+    assert names == {sizing}
+
+
+def _row_cause(digest):
+    """A new cause in a unified builder's row (what the unified-rows bug reads as with #33579 fixed)."""
+    from fuzz.findings.cause import Cause, CauseKind
+    from fuzz.findings.kinds import Signature
+
+    c = Cause(ALIAS["term"], CauseKind.PIECE, "new", "t", variants=[Signature.parse("write-within-row/dcp>1")])
+    c.code, c.digests = [(SIZING, ALIAS["function"])], {(SIZING, ALIAS["function"]): digest}
+    return c
+
+
+def test_a_piece_cause_is_known_by_a_known_entrys_alias_only_with_its_digest():
+    known = baseline.read(v2(dict(KNOWN_ENTRY, as_new=[ALIAS])), "doc").entries
+    same, other = _row_cause(DIGEST), _row_cause("fedcba9876543210")
+    judged = baseline.judge([same], known)
+    assert (judged.new, judged.known, judged.fixed) == ([], [same], [])  # the known entry is used, not "fixed"
+    assert baseline.identity(same) == "req_to_token:known:unified-rows"  # SARIF: the known bug's alert
+    judged = baseline.judge([other], known)
+    assert (judged.new, [str(e) for e in judged.fixed]) == ([other], ["write-within-row of known bug unified-rows"])
+    assert baseline.identity(other).startswith("req_to_token:new:req_to_token_row_width@")
+    for elsewhere in ({**ALIAS, "function": "C.other"}, {**ALIAS, "term": "req_to_token_extra_context_len"}):
+        assert baseline.judge([same], baseline.read(v2(dict(KNOWN_ENTRY, as_new=[elsewhere])), "doc").entries).new
+    neighbour = dict(KNOWN_ENTRY, property="page-aligned-growth", as_new=[ALIAS])  # another property: not this one
+    assert baseline.judge([same], baseline.read(v2(neighbour), "doc").entries).new
+
+
+def test_a_releases_document_keeps_a_known_entrys_aliases_from_every_release():
+    one = baseline.Entry(
+        "write-within-row", known="unified-rows", as_new=((SIZING, "C.a", "req_to_token_row_width", DIGEST),)
+    )
+    two = baseline.Entry(
+        "write-within-row", known="unified-rows", as_new=((SIZING, "C.b", "req_to_token_row_width", DIGEST),)
+    )
+    doc = baseline.releases_document("sglang", {"0.5.18": {one: True}, "0.5.19": {two: True}})
+    pytest.importorskip("jsonschema").validate(doc, json.loads(SCHEMA_PATH.read_text()))
+    (item,) = doc["entries"]
+    assert [a["function"] for a in item["as_new"]] == ["C.a", "C.b"] and item["releases"] == ["0.5.18", "0.5.19"]
+    (read,) = baseline.read(doc, "doc").entries
+    assert [a[1] for a in read.as_new] == ["C.a", "C.b"]

@@ -171,7 +171,7 @@ def candidates(target: Target, f: Finding) -> list[Fix]:
         out += [Fix(known=(k,)) for k in known] + [Fix(known=pair) for pair in itertools.combinations(known, 2)]
     pieces = _read_pieces(target)
     for first in _differing(target, f, ModelSizing(fully_fixed(target.revision))):
-        out.append(Fix(pieces=tuple(pieces[pieces.index(first) :])))
+        out.append(Fix(pieces=_from(pieces, first)))
     return out
 
 
@@ -255,6 +255,40 @@ def code_path(target: Target, uri: str) -> str:
     return "python/" + builders[name] if name in builders else lone_sizing_path(uri)
 
 
+def aliases_of(target: Target, known: KnownFix, findings: Iterable[Finding]) -> list[tuple[str, str, str, str]]:
+    """The identity the piece counterfactual alone gives a known cause's variants (no known fix tried): for each
+    variant, the first piece the known fix replaces that differs from the fully fixed reference at its case and
+    whose reference version, with every piece computed after it, makes the case pass; the code that piece lives
+    in there (``_where``), as (repository path, function, term, code digest). What the same variant is called
+    on a tree where a known fix is refused because another piece changed (#33579 fixed, the unified rows not):
+    a baseline keeps these with the known entry, and a piece cause with this identity is that bug
+    (``baseline_entries.aliases``). None on a model (it reads no piece) nor for a fix that replaces none."""
+    pieces = _read_pieces(target)
+    mine = [e for e in pieces if e in known.entries]
+    if not mine:
+        return []
+    reference = ModelSizing(fully_fixed(target.revision))
+    out: list[tuple[str, str, str, str]] = []
+    for f in findings:
+        differing = _differing(target, f, reference)
+        first = next(
+            (e for e in mine if e in differing and not fails(fixed_target(target, Fix(pieces=_from(pieces, e))), f)),
+            None,
+        )
+        if first is None:
+            continue
+        for s in _where(target, Fix(pieces=(first,)), [f]):
+            d = code_digest(target, s.function)
+            if d:
+                out.append((code_path(target, s.uri), s.function, first.name, d))
+    return sorted(set(out))
+
+
+def _from(pieces: list[Entry], first: Entry) -> tuple[Entry, ...]:
+    """``first`` and every piece computed after it (a piece's fix: a real function calls the next one itself)."""
+    return tuple(pieces[pieces.index(first) :])
+
+
 def _label(key: str) -> str:
     """How a report names another cause: its upstream number, else its key marked new."""
     fix = KNOWN_FIX.get(key)
@@ -266,6 +300,7 @@ def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
     by_key: dict[str, Cause] = {}
     seen: dict[str, list[Finding]] = {}
     fixes: dict[str, Fix] = {}
+    alone: dict[str, list[Finding]] = {}  # the findings each cause alone explains (its variants)
     for f in findings:
         fix = cause_of(target, f)
         keys = fix.keys if fix is not None else ("unexplained",)
@@ -276,6 +311,7 @@ def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
                 fixes.setdefault(key, fix)
             if len(keys) == 1:
                 cause.variants.append(f.signature)
+                alone.setdefault(key, []).append(f)
             else:
                 other = " + ".join(_label(k) for k in keys if k != key)
                 cause.needs_both.setdefault(other, []).append(f.signature)
@@ -290,6 +326,8 @@ def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
             located = _where(target, single, seen[key])
             cause.where = [f"{s.uri}:{s.line} {s.function}" for s in located]
             cause.code = list(dict.fromkeys((code_path(target, s.uri), s.function) for s in located))
+            if cause.kind is CauseKind.KNOWN and key in alone:
+                cause.aliases = aliases_of(target, KNOWN_FIX[key], alone[key])
             if cause.kind is CauseKind.PIECE:
                 cause.digests = {
                     (code_path(target, s.uri), s.function): code_digest(target, s.function) for s in located

@@ -5,6 +5,8 @@ An entry records a root cause's identity, never a place (schema version 2):
   a known bug      its fix's key in ``allocator_model/known_bugs.py`` (``page-1-headroom``: #33579); the
                    counterfactual names a known fix only where the target's code is its release's at the
                    case (``fuzz.causes.counterfactual.candidates``), so a changed function is never one;
+                   ``as_new``: what its variants read as where no known fix is tried (aliases, sound by
+                   their digest: ``baseline_entries``);
   a new cause      (the tool's ``new``, a piece of the target that differs from the reference) the function
                    it lives in (repository path, qualified name), the term that differs (the piece:
                    ``req_to_token_extra_context_len``) and a digest of that function's code and of what it
@@ -64,6 +66,8 @@ from .baseline_entries import (
     judge,
     judged_lines,
     made_by,
+    merged,
+    used,
 )
 from .cause import Cause
 from .kinds import Property
@@ -105,6 +109,8 @@ __all__ = [
     "load_data",
     "load_for",
     "made_by",
+    "merged",
+    "used",
     "parse",
     "portable_target",
     "read",
@@ -136,6 +142,8 @@ OPTIONAL_KEYS = ("releases", "description")
 ENTRY_KEYS = ("property", "table")
 KNOWN_KEYS = ("known",)
 NEW_KEYS = ("function", "path", "term", "digest")
+ALIAS_KEYS = ("as_new",)  # optional in a known entry: its aliases, each of NEW_KEYS (``baseline_entries``)
+MAX_ALIASES = 64
 OPTIONAL_ENTRY_KEYS = ("releases", "required")
 V1_ENTRY_KEYS = ("property", "function", "path")
 MAX_DESCRIPTION = 2000
@@ -153,23 +161,18 @@ def portable_target(target: Any, cwd: str | None = None) -> str:
     model, the installed package); a file as SGLang's repository names it (``python/sglang/...``), else relative
     to the working directory, else its name alone; a ``@X.Y.Z`` it was given kept. Never an absolute path."""
     from fuzz.targets.base import TargetKind
+    from fuzz.targets.sglang.resolve import _split_version
     from fuzz.targets.sglang.wheels import repository_path
 
     if target.kind is not TargetKind.FILE:
         return RELEASES_TARGET if target.kind is TargetKind.INSTALLED else str(target.spec)
-    base, version = _split_at_version(str(target.spec))
+    base, version = _split_version(str(target.spec))
     path = os.path.abspath(base)
     where = repository_path(path)
     if where == path:
         here = os.path.abspath(cwd or os.getcwd())
         where = os.path.relpath(path, here) if path.startswith(here + os.sep) else os.path.basename(path)
     return where.replace(os.sep, "/") + (f"@{version}" if version else "")
-
-
-def _split_at_version(spec: str) -> tuple[str, str | None]:
-    from fuzz.targets.sglang.resolve import _split_version
-
-    return _split_version(spec)
 
 
 def target_release(target: str) -> tuple[str, ...]:
@@ -186,13 +189,15 @@ def document(target: str, causes: list[Cause]) -> dict[str, Any]:
 
 def releases_document(target: str, found: Mapping[str, Mapping[Entry, bool]], description: str = "") -> dict[str, Any]:
     """A document over releases: ``found`` is release -> {entry: required there}; one item per entry and
-    requiredness, with the releases where it is so (an entry required in some releases and not others: two)."""
+    requiredness, with the releases where it is so (an entry required in some releases and not others: two), a
+    known entry with the aliases it has in any of them."""
+    one = merged(e for entries in found.values() for e in entries)
     where: dict[tuple[Entry, bool], set[str]] = {}
     for release, entries in found.items():
         for e, required in entries.items():
             where.setdefault((e, required), set()).add(release)
     items = [
-        {**e.to_json(), "releases": sorted(rs, key=release_key), "required": required}
+        {**one[e].to_json(), "releases": sorted(rs, key=release_key), "required": required}
         for (e, required), rs in sorted(where.items(), key=lambda kv: (kv[0][0], not kv[0][1]))
     ]
     doc = {
@@ -355,14 +360,11 @@ def _item(e: Any, where: str, declared: frozenset[str] | None) -> Listed:
     """One version 2 entry: a known fix's key, or a new cause's function, path, term and digest."""
     keys = set(e) if isinstance(e, dict) else set()
     kind = KNOWN_KEYS if "known" in keys else NEW_KEYS
-    if (
-        not isinstance(e, dict)
-        or not {*ENTRY_KEYS, *kind} <= keys
-        or not keys <= {*ENTRY_KEYS, *kind, *OPTIONAL_ENTRY_KEYS}
-    ):
+    optional = (*OPTIONAL_ENTRY_KEYS, *(ALIAS_KEYS if kind is KNOWN_KEYS else ()))
+    if not isinstance(e, dict) or not {*ENTRY_KEYS, *kind} <= keys or not keys <= {*ENTRY_KEYS, *kind, *optional}:
         raise BaselineError(
             f"{where} must have property, table and either known or function, path, term, digest "
-            f"(optional {', '.join(OPTIONAL_ENTRY_KEYS)})"
+            f"(optional {', '.join(OPTIONAL_ENTRY_KEYS)}; as_new with known)"
         )
     prop = _property(e, where)
     table = e["table"]
@@ -370,18 +372,28 @@ def _item(e: Any, where: str, declared: frozenset[str] | None) -> Listed:
         raise BaselineError(f"{where}: table must be one of {', '.join(t.value for t in Table)}")
     releases, required = _scope(e, where, declared)
     if kind is KNOWN_KEYS:
-        entry = Entry(prop, table, known=_text(e, "known", _KEY, where, "a known fix's key"))
+        known = _text(e, "known", _KEY, where, "a known fix's key")
+        entry = Entry(prop, table, known=known, as_new=_aliases(e.get("as_new", []), f"{where}: as_new"))
     else:
-        path = _text(e, "path", _PATH, where, "a relative repository path")
-        if ".." in path.split("/"):
-            raise BaselineError(f"{where}: path must be a relative repository path")
-        entry = Entry(
-            prop,
-            table,
-            "",
-            _text(e, "function", _NAME, where, "a qualified name"),
-            path,
-            _text(e, "term", _KEY, where, "the name of the piece that differs"),
-            _text(e, "digest", _DIGEST, where, "16 hexadecimal digits"),
-        )
+        path, function, term, digest = _new(e, where)
+        entry = Entry(prop, table, "", function, path, term, digest)
     return entry, releases, required
+
+
+def _new(e: dict[str, Any], where: str) -> tuple[str, str, str, str]:
+    """A new cause's (path, function, term, digest), each checked."""
+    path = _text(e, "path", _PATH, where, "a relative repository path")
+    if ".." in path.split("/"):
+        raise BaselineError(f"{where}: path must be a relative repository path")
+    function = _text(e, "function", _NAME, where, "a qualified name")
+    term = _text(e, "term", _KEY, where, "the name of the piece that differs")
+    return path, function, term, _text(e, "digest", _DIGEST, where, "16 hexadecimal digits")
+
+
+def _aliases(items: Any, where: str) -> tuple[tuple[str, str, str, str], ...]:
+    """A known entry's aliases: a list of at most ``MAX_ALIASES`` objects with exactly a new cause's keys."""
+    if not isinstance(items, list) or len(items) > MAX_ALIASES:
+        raise BaselineError(f"{where} must be a list of at most {MAX_ALIASES} (function, path, term, digest)")
+    if not all(isinstance(a, dict) and set(a) == set(NEW_KEYS) for a in items):
+        raise BaselineError(f"{where}: each must have exactly function, path, term, digest")
+    return tuple(sorted({_new(a, where) for a in items}))

@@ -2,14 +2,29 @@
 the file; its docstring states what an entry is and why).
 
 A cause is known when it makes entries, each of them in the baseline's
-entries for the run's target: a cause without identity (unexplained, or new
-with code that could not be read) makes none and is never suppressed.
+entries for the run's target or an alias of a known entry there (``aliases``):
+a cause without identity (unexplained, or new with code that could not be
+read) makes none and is never suppressed.
+
+Why an alias is sound. The counterfactual names a known fix only where
+every sizing piece the target answers equals its release's at the case; fix
+one known bug in the tree (#33579) and a case of another (the unified
+builders' rows) is refused every known fix, and found as a piece of the
+tree that differs from the reference: a new cause, by another identity, for
+a bug the baseline knows. So a known entry also records the identity the
+piece counterfactual alone gives its variants (``counterfactual.aliases_of``:
+the piece, the function it lives in, the digest of that function's code):
+a piece cause with the same property, table, function, path, term and
+digest is that known bug. The digest covers the function and everything it
+calls in its file (``fuzz.causes.identity``), so a new bug in that code
+changes it and is new; the term pins the piece; only code that is, token
+for token, the code the known bug was found in is let through.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from allocator_model.compat import StrEnum
@@ -42,6 +57,9 @@ class Entry:
     path: str = ""
     term: str = ""
     digest: str = ""
+    # A known entry's aliases: (path, function, term, digest) of the piece cause its variants read as where no
+    # known fix is tried (the module docstring). Not part of its identity: equal entries with other aliases are one.
+    as_new: tuple[tuple[str, str, str, str], ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         if self.known:
@@ -51,7 +69,8 @@ class Entry:
     def to_json(self) -> dict[str, Any]:
         head = {"property": self.property, "table": self.table}
         if self.known:
-            return {**head, "known": self.known}
+            aliases = [{"function": f, "path": p, "term": t, "digest": d} for p, f, t, d in self.as_new]
+            return {**head, "known": self.known, **({"as_new": aliases} if aliases else {})}
         return {**head, "function": self.function, "path": self.path, "term": self.term, "digest": self.digest}
 
 
@@ -66,7 +85,7 @@ def entries_of(cause: Cause) -> set[Entry]:
     props = sorted({SAME_WRITE.get(p, p) for p in cause.properties})
     table = Table.REQ_TO_TOKEN.value
     if cause.kind is CauseKind.KNOWN:
-        return {Entry(p, table, known=cause.key) for p in props}
+        return {Entry(p, table, known=cause.key, as_new=tuple(sorted(set(cause.aliases)))) for p in props}
     if cause.kind is not CauseKind.PIECE or not cause.code:
         return set()
     digests = [cause.digests.get(c) for c in cause.code]
@@ -81,17 +100,47 @@ def entries_of(cause: Cause) -> set[Entry]:
 
 def identity(cause: Cause) -> str | None:
     """The cause's identity as one text, its properties aside (SARIF's ``partialFingerprints``: the same root
-    cause is the same alert from run to run, a new one in the same function another); None: it has none."""
-    ids = sorted({(e.table, e.known, e.path, e.function, e.term, e.digest) for e in entries_of(cause)})
+    cause is the same alert from run to run, a new one in the same function another; a piece cause the baseline
+    knows through an alias by the known key, as on the tree the baseline was written on); None: it has none."""
+    ids = sorted(
+        {
+            (e.table, cause.known_as[e.path, e.function, e.term, e.digest], "", "", "", "")
+            if (e.path, e.function, e.term, e.digest) in cause.known_as
+            else (e.table, e.known, e.path, e.function, e.term, e.digest)
+            for e in entries_of(cause)
+        }
+    )
     if not ids:
         return None
     return ";".join(f"{t}:known:{k}" if k else f"{t}:new:{term}@{path}:{fn}#{d}" for t, k, path, fn, term, d in ids)
 
 
+def aliases(entries: Iterable[Entry]) -> dict[Entry, Entry]:
+    """Each alias of the known entries as the piece entry it equals (same property and table) -> its known entry."""
+    return {
+        Entry(k.property, k.table, "", function, path, term, d): k
+        for k in sorted(entries)
+        if k.known
+        for path, function, term, d in k.as_new
+    }
+
+
+def merged(entries: Iterable[Entry]) -> dict[Entry, Entry]:
+    """Each entry -> itself with the aliases of every entry equal to it (the same known bug seen on several
+    releases: each release's code digest is that bug's)."""
+    out: dict[Entry, Entry] = {}
+    for e in entries:
+        had = out.get(e, e)
+        out[e] = replace(e, as_new=tuple(sorted({*had.as_new, *e.as_new})))
+    return out
+
+
 def is_known(cause: Cause, entries: frozenset[Entry]) -> bool:
-    """Whether the baseline knows the cause: it makes entries, each of them in ``entries``."""
+    """Whether the baseline knows the cause: it makes entries, each of them in ``entries`` or an alias of a known
+    entry there (the module docstring says why that is the same bug)."""
     mine = entries_of(cause)
-    return bool(mine) and mine <= entries
+    alias = aliases(entries)
+    return bool(mine) and all(e in entries or e in alias for e in mine)
 
 
 def made_by(causes: Iterable[Cause]) -> set[Entry]:
@@ -179,8 +228,19 @@ def judge(causes: list[Cause], baseline: frozenset[Entry]) -> Judged:
         known = is_known(c, baseline)
         c.baseline_state = "unchanged" if known else "new"
         (out.known if known else out.new).append(c)
-    out.fixed = sorted(baseline - made)
+    out.fixed = sorted(baseline - used(causes, baseline))
     return out
+
+
+def used(causes: Iterable[Cause], baseline: frozenset[Entry]) -> set[Entry]:
+    """The baseline's entries the causes make: themselves, or (a known cause read as a piece cause) an alias of
+    theirs, each such cause then named by the known key in its identity (``known_as``: SARIF keeps the alert)."""
+    made = made_by(causes)
+    alias = aliases(baseline)
+    for c in causes:
+        mine = entries_of(c) if c.kind is CauseKind.PIECE and is_known(c, baseline) else set()
+        c.known_as = {(e.path, e.function, e.term, e.digest): alias[e].known for e in mine - baseline if e in alias}
+    return {e for e in baseline if e in made} | {alias[e] for e in made if e in alias}
 
 
 def judged_lines(j: Judged) -> list[str]:

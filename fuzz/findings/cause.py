@@ -43,6 +43,13 @@ class Cause:
     # A new cause's identity in each of those functions: its code digest (``fuzz.causes.identity``; None: the code
     # could not be read, and no baseline knows the cause). Known causes are known by their fix's key instead.
     digests: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    # A known cause's identity as the piece counterfactual alone gives it (each piece its fix replaces, where the
+    # reference's version from that piece on makes a variant pass): (path, function, term, digest). A baseline
+    # records them with the known entry, so the same code found as a new piece cause (a known fix refused
+    # because another piece changed) is still that known bug (``baseline_entries.aliases``).
+    aliases: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # Set by a baseline's verdict: alias (path, function, term, digest) -> the known fix's key it stands for.
+    known_as: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     baseline_state: str | None = None  # against a --baseline: "new" or "unchanged" (SARIF's baselineState)
 
     @property
