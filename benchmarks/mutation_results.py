@@ -23,6 +23,7 @@ from typing import Any
 from mutator import Mutant
 
 ENTRIES = ("run ci", "plugin")  # the quick verdicts judged
+GROUP = "group"  # killed by a new bug group only: without the baseline, not with it (``mutation_verdicts.killed_by``)
 BASE_FIELDS = ("run ci", "plugin fails", "plugin groups")  # a base record's, the plugin line's last
 
 
@@ -122,16 +123,19 @@ def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, p
     ok = len(done) == len(chosen) and not by["crashed"]
     for entry in ENTRIES if plugin else ENTRIES[:1]:
         survivors = [r["name"] for r in live if not r[entry]["killed"]]
+        hidden = [r["name"] for r in live if r[entry]["killed"] and r[entry]["by"] == GROUP]
         how = Counter(r[entry]["by"] for r in live if r[entry]["killed"])
         named = sum(1 for r in live if r[entry].get("named")) if entry == "run ci" else None
         parts = [f"{n} by a new {k}" for k, n in sorted(how.items())]
         parts += [f"{named} by a new cause naming the mutated function"] if named else []
         print(
-            f"  killed by {entry}: {len(live) - len(survivors)}/{len(live)}"
+            f"  killed by {entry}: without the baseline {len(live) - len(survivors)}/{len(live)}, "
+            f"with it {len(live) - len(survivors) - len(hidden)}/{len(live)}"
             + (f" ({'; '.join(parts)})" if parts else "")
             + (f"; SURVIVORS: {', '.join(survivors)}" if survivors else "")
+            + (f"; HIDDEN BY THE BASELINE (a new group, no new cause): {', '.join(hidden)}" if hidden else "")
         )
-        ok &= not survivors
+        ok &= not survivors and not hidden
     if elsewhere := [r["name"] for r in live if not r["run ci"].get("named")]:
         print(f"  run ci's new causes name another function for: {', '.join(elsewhere)}")
     seconds: dict[str, list[float]] = {}

@@ -1,12 +1,15 @@
 """Mutation score: is every quick verdict as strong as the bounded proof? Mutants of clean sizing files, judged.
 
     python benchmarks/mutation_score.py [--shapes 0.5.18,0.5.23,main] [--limit N] [--seed S] [--jobs N]
-                                        [--results FILE] [--no-plugin] [--releases 0.5.16..0.5.23]
+                                        [--results FILE] [--no-plugin] [--as-released]
+                                        [--releases 0.5.16..0.5.23]
 
 Bases, one per API shape, each as clean as its release's known bugs allow:
 ``0.5.18`` (0.5.16-0.5.18's accessors shape) and ``0.5.23`` (0.5.19-0.5.23's
 alloc-page/UNO shape) from the real wheels in the tool's cache, with the
-page-1 headroom (#33579) fixed; ``main`` from ``tests/sglang_shapes/main.py``.
+page-1 headroom (#33579) fixed (``--as-released``: left as shipped, so the
+base's baseline holds #33579 and a mutant of the function that has it is
+judged against a known cause); ``main`` from ``tests/sglang_shapes/main.py``.
 ``mutator.mutants`` changes one point of one sizing function at a time.
 
 Equivalence is decided by ``prove --space small``, then the full space on
@@ -22,7 +25,10 @@ line (``pytest --pyargs fuzz.properties --kvrow-target=FILE@VERSION
 baseline): a test that passes on the base fails. The tests that fail on the
 base even against its causes (printed on the base's line) are left out
 (``-k``), and ``-x`` stops at the first failure, so the verdict is the full
-line's and its seconds the time to it.
+line's and its seconds the time to it. A mutant an entry point tells from
+its base only by a new bug group, with no new cause the baseline does not
+know, was killed without the baseline and not with it: the baseline hid a
+new bug, and the score fails (``HIDDEN BY THE BASELINE``).
 
 Every verdict is appended to ``--results`` (JSON lines, fsynced) as it
 comes: a killed or interrupted run resumes where it stopped, and a mutant
@@ -83,14 +89,17 @@ PAGE_1_FIX = {  # #33579 fixed as the reference states it: the reserve term at e
 # -- bases and the run -----------------------------------------------------------------------------------------
 
 
-def base_source(shape: str) -> tuple[str, str]:
-    """(source, version) of the clean base of ``shape``: main's from the tests, a release's from its wheel (the
-    tool's cache; fetched once if absent) with the page-1 headroom fixed."""
+def base_source(shape: str, as_released: bool = False) -> tuple[str, str]:
+    """(source, version) of the base of ``shape``: main's from the tests, a release's from its wheel (the
+    tool's cache; fetched once if absent) with the page-1 headroom fixed, or as released (its known causes in
+    the base's baseline: a mutant in a function with a known cause is judged against it)."""
     if shape == "main":
         return MAIN_SHAPE.read_text(), ""
     from fuzz.targets.sglang.wheels import read_from_wheel, release_wheel
 
     text = read_from_wheel(release_wheel(shape))
+    if as_released:
+        return text, shape
     old, new = PAGE_1_FIX[shape]
     if text.count(old) != 1:
         raise SystemExit(f"sglang {shape}'s sizing file no longer has the page-1 condition {old!r}")
@@ -124,12 +133,12 @@ class Shape:
         return spec_of(path, self.version)
 
 
-def shapes(names_: list[str], limit: int | None, seed: int, work: Path) -> list[Shape]:
+def shapes(names_: list[str], limit: int | None, seed: int, work: Path, as_released: bool = False) -> list[Shape]:
     out = []
     for name in names_:
         if name not in ("main", *PAGE_1_FIX):
             raise SystemExit(f"unknown shape {name!r}: 0.5.18, 0.5.23 or main")
-        source, version = base_source(name)
+        source, version = base_source(name, as_released)
         every = mutants(source)
         chosen = random.Random(seed).sample(every, min(limit, len(every))) if limit else every
         out.append(Shape(name, version, source, chosen, work / name))
@@ -269,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-plugin", action="store_true", help="skip the plugin line (the slowest verdict)")
     p.add_argument(
+        "--as-released",
+        action="store_true",
+        help="the releases' bases as released, their known bugs (#33579) in the base's baseline (default: fixed)",
+    )
+    p.add_argument(
         "--releases",
         default=None,
         metavar="RANGE",
@@ -281,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Results.open(Path(args.results))
     ok = True
     with tempfile.TemporaryDirectory(prefix="kvrow-mutants-") as tmp:
-        todo = shapes([s for s in args.shapes.split(",") if s], args.limit, args.seed, Path(tmp))
+        todo = shapes([s for s in args.shapes.split(",") if s], args.limit, args.seed, Path(tmp), args.as_released)
         try:
             judge_all(todo, results, plugin, args.jobs, args.seed)
         except KeyboardInterrupt:

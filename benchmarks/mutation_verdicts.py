@@ -222,8 +222,8 @@ def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_
 def killed_by(how: str | None) -> dict[str, Any]:
     """How an entry point killed a mutant: ``cause`` (a root cause the base's baseline does not know), ``test``
     (a plugin test that passes on the base fails), ``group`` (neither, but a bug group the base's verdict by the
-    same entry point does not have: where the base's known causes already live in the mutated function, as in
-    0.5.18's base, a new bug there makes no new baseline entry); None: it survived."""
+    same entry point does not have: killed without the baseline, and the baseline hid it, the false clean a
+    baseline keyed by root cause exists to prevent; ``print_score`` fails on it); None: it survived."""
     return {"killed": how is not None, "by": how}
 
 

@@ -29,11 +29,16 @@ removes them.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import dataclasses
+import functools
+import importlib
+import inspect
 import itertools
 import os
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...base import UNPARSABLE, TargetError
@@ -73,13 +78,78 @@ def ensure_triton() -> types.ModuleType:
                 "triton was imported without TRITON_INTERPRET=1: SGLang's kernels cannot run on CPU tensors "
                 "(set TRITON_INTERPRET=1 before anything imports triton)"
             )
-        return sys.modules["triton"]
+        return _without_dead_overflow_checks(sys.modules["triton"])
     os.environ["TRITON_INTERPRET"] = "1"
     try:
         import triton
     except ImportError:
         raise TargetError(TRITON_EXTRA) from None
+    return _without_dead_overflow_checks(triton)
+
+
+def _without_dead_overflow_checks(triton: types.ModuleType) -> types.ModuleType:
+    """``triton``, its interpreter no longer building integer-overflow checks that nothing ever evaluates.
+
+    The interpreter's options keep ``sanitize_overflow`` on and ``debug`` off:
+    every 32-bit ``+``/``-``/``*`` in a kernel then recomputes itself in int64
+    to build a ``device_assert``, which ``debug`` off discards unevaluated (as a
+    GPU build without debug does).  Turning the dead checks off changes no value
+    a kernel computes or stores, and no error it raises; it is about a fifth of
+    the write path's time.  Left as it is where ``debug`` is on (the checks
+    would run) or the interpreter has no such options.
+    """
+    try:
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:
+        return triton
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if dataclasses.is_dataclass(options) and not getattr(options, "debug", True):
+        if getattr(options, "sanitize_overflow", False):
+            builder.options = dataclasses.replace(options, sanitize_overflow=False)  # type: ignore[union-attr]
     return triton
+
+
+@contextlib.contextmanager
+def compile_at_first_call() -> Iterator[None]:
+    """``torch.compile`` as SGLang's modules see it while they execute: the same compile, made at the first call of
+    the function it decorates instead of at the decoration.
+
+    A module-level ``@torch.compile`` costs seconds once per process (it imports
+    ``torch._dynamo``) though the write path never calls what it decorates; a
+    function that is called is compiled then, with the same options, and
+    computes what it always did.  Anything but a plain function (a module, a
+    bare ``torch.compile(...)`` used later) is compiled at once, as before.
+    """
+    import torch
+
+    real = torch.compile
+    if getattr(real, "_kvrow_at_first_call", False):  # an import inside an executing module: the outer one holds
+        yield
+        return
+
+    def at_first_call(model: Any = None, **options: Any) -> Any:
+        if model is None:
+            return lambda fn: at_first_call(fn, **options)
+        if not inspect.isfunction(model):
+            return real(model, **options)
+        compiled: Any = None
+
+        @functools.wraps(model)
+        def compiles_once(*args: Any, **kwargs: Any) -> Any:
+            nonlocal compiled
+            if compiled is None:
+                compiled = real(model, **options)
+            return compiled(*args, **kwargs)
+
+        return compiles_once
+
+    at_first_call._kvrow_at_first_call = True  # type: ignore[attr-defined]
+    torch.compile = at_first_call  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        torch.compile = real
 
 
 def member_of(dotted: str, package: bool = False) -> str:
@@ -152,7 +222,8 @@ class Loader:
         sys.modules[private] = module
         self._loading.append(dotted)
         try:
-            exec(code, module.__dict__)  # noqa: S102 - running SGLang's own file is the point
+            with compile_at_first_call():
+                exec(code, module.__dict__)  # noqa: S102 - running SGLang's own file is the point
         except StandInMissing as e:
             self._forget(dotted, private, filename)
             text = str(e)  # a module this one imports may have said where already
