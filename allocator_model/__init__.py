@@ -8,8 +8,8 @@ can get.  Historical bugs are ``revisions`` of the reference.
 
 from .algorithms import Algorithm
 from .config import ConfigError, ServingConfig, SpecRuntime
+from .model_sizing import ModelSizing
 from .revisions import REFERENCE, REVISIONS, Headroom, Revision, get_revision
-from .sizing import ModelSizing
 
 __all__ = [
     "Algorithm",

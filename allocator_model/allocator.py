@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import torch
 
 from .config import ServingConfig
+from .numeric import ceil_to_page
 from .pools import pool_alloc_page
-from .sizing import ceil_to_page
 
 FREE = -1  # page_owner_t of a page nobody owns
 

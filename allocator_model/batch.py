@@ -31,6 +31,7 @@ import torch
 from .allocator import FREE, OwnershipAllocator
 from .config import ServingConfig, SpecRuntime, adaptive_runtime
 from .decode import Refusal, Req, RowWrite, commit, decode_reserve, draft_extent, prefill, prepare_for_decode
+from .numeric import ceil_to_page
 from .req_to_token import ReqToTokenPool
 from .requests import (
     OPS,
@@ -57,7 +58,6 @@ from .scheduler import (
     is_finished,
     max_prompt_len,
 )
-from .sizing import ceil_to_page
 from .surface import Surface
 
 __all__ = [

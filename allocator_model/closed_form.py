@@ -56,7 +56,7 @@ from .decode import (
 )
 from .guards import Guard
 from .launch_grid import INT, LaunchGrid, bitmask, bits, highest_bit, valid_mask
-from .numeric import or_one
+from .numeric import ceil_to_page, or_one
 from .pools import pool_alloc_page, unified_row_extra
 from .revisions import Revision
 from .scheduler import decode_alloc_bound
@@ -65,7 +65,6 @@ from .sizing import (
     alloc_len_per_decode,
     alloc_page_size,
     alloc_reserve_per_decode,
-    ceil_to_page,
     grown_len,
     headroom_covers_reserve,
     page_aligned_decode_alloc_len,

@@ -52,3 +52,13 @@ def full_like(like: Int, value: int) -> Int:
     if isinstance(like, Tensor):
         return torch.full_like(like, value)
     return value
+
+
+def ceil_div(x: Int, y: Int) -> Int:
+    """The smallest integer n with n * y >= x (y > 0)."""
+    return -(-x // y)
+
+
+def ceil_to_page(x: Int, page: Int) -> Int:
+    """x rounded up to a whole number of pages (SGLang's ``ceil_align``)."""
+    return ceil_div(x, page) * page

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .sizing import ceil_to_page
+from .numeric import ceil_to_page
 
 GUARD = "guard past the last row"
 

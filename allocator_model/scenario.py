@@ -50,6 +50,16 @@ class DecodeScenario:
         """The request's length when its decode history here starts (before the prior step, if any)."""
         return self.committed_len - (self.prior.accepted if self.prior else 0)
 
+    def without_dcp(self) -> DecodeScenario | None:
+        """The same scenario on the same deployment without decode context parallelism (None: no such
+        deployment): what a DCP finding is attributed against."""
+        try:
+            return DecodeScenario(
+                self.config.replace(attn_dcp_size=1), self.committed_len, self.num_steps, self.prior, self.device_lag
+            )
+        except ConfigError:
+            return None
+
     def reached_by(self) -> str:
         """How the scheduler gets a request into this scenario's first state (``scheduler.reached_by``)."""
         how = reached_by(self.config, self.start_len)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from .allocator import allocator_page_size
 from .config import ServingConfig
+from .numeric import ceil_to_page
 from .revisions import MemoryClamp, Revision
-from .sizing import ceil_to_page
 
 
 def max_total_len(cfg: ServingConfig) -> int:

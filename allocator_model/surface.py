@@ -225,11 +225,8 @@ ALIGNED_LENS = declare(
 
 
 def _model_decode_steps(m: Any, scenario: Any, trace: bool = False) -> Any:
-    """The model's write path over a scenario: ``allocator_model.scenario.run_scenario`` (imported here: it
-    imports this module)."""
-    from .scenario import run_scenario
-
-    return run_scenario(scenario, m, m.revision)
+    """The model's write path over a scenario (``model_sizing.ModelSizing.decode_steps``)."""
+    return m.decode_steps(scenario)
 
 
 DECODE_STEPS = declare(
@@ -287,9 +284,7 @@ class Surface:
         """The token-to-KV allocator a request lifecycle runs on (an ``allocator.OwnershipAllocator``): the
         model's, or a release's own class behind the same page-ownership bookkeeping
         (``fuzz.targets.sglang.allocator_adapter``)."""
-        from .allocator import OwnershipAllocator  # (it imports the sizing module, which imports this one)
-
-        return OwnershipAllocator(num_tokens, page_size)
+        raise NotImplementedError
 
     # -- the built-in entries, typed ---------------------------------------------------------------
 

@@ -38,14 +38,14 @@ from .decode import (
     tree_draft_span,
     write_path,
 )
+from .model_sizing import ModelSizing
+from .numeric import ceil_to_page
 from .pools import KVPool, pool_alloc_page
 from .regimes import REGIMES, moved_regime, regime, regime_codes
 from .revisions import REVISIONS, Headroom, Revision
 from .sizing import (
-    ModelSizing,
     alloc_len_per_decode,
     alloc_page_size,
-    ceil_to_page,
     headroom_covers_reserve,
     page_aligned_decode_alloc_len,
     req_to_token_extra_context_len,

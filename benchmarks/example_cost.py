@@ -28,8 +28,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 
 from allocator_model.config import ServingConfig
+from allocator_model.model_sizing import ModelSizing
+from allocator_model.numeric import ceil_to_page
 from allocator_model.scenario import DecodeScenario
-from allocator_model.sizing import ModelSizing, ceil_to_page
 from fuzz.campaign.driver import Progress, Tracker
 from fuzz.run.engine import DecodeHunt
 from fuzz.targets import resolve_target

@@ -28,7 +28,7 @@ from allocator_model import closed_form as cf
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_reserve, draft_extent, write_path
-from allocator_model.sizing import ceil_to_page
+from allocator_model.numeric import ceil_to_page
 from fuzz.findings.kinds import Property, Signature, regime
 from fuzz.prove.grid import launch_grid, target_algorithms
 from fuzz.prove.request import request

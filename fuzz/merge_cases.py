@@ -28,8 +28,8 @@ from fuzz.common.jsonfile import JsonFileError, parse_json, read_bytes
 from fuzz.common.text import printable
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Signature
-from fuzz.findings.render import repro_line
 from fuzz.findings.report import Command
+from fuzz.findings.repro import repro_line
 
 MAX_READABLE = 120  # characters of a copy's readable name, before its digest
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.revisions import REVISIONS
 from allocator_model.scenario import DecodeScenario, run_scenario
-from allocator_model.sizing import ModelSizing
 from allocator_model.surface import ALLOCATOR_PAGE_SIZE, Provenance
 from fuzz.fidelity.differential import FidelityCase, disagreements
 from fuzz.run.engine import check_scenario

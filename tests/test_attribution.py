@@ -16,7 +16,7 @@ from fuzz.common.profiles import get_profile
 from fuzz.findings.kinds import Property, Regime
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import run_case
-from fuzz.run.engine import campaign, check_scenario, without_dcp
+from fuzz.run.engine import campaign, check_scenario
 from fuzz.targets import resolve_target
 
 V0518 = resolve_target("reference@sglang-0.5.18")
@@ -29,7 +29,7 @@ def test_the_0518_dcp_group_passes_with_dcp_1():
     assert scenario.config.attn_dcp_size > 1
     _, found = check_scenario(V0518, scenario, (Property.WRITE_WITHIN_ROW,))
     assert [str(v.signature) for v in found] == ["write-within-row/dcp>1"]
-    single = without_dcp(scenario)
+    single = scenario.without_dcp()
     assert single is not None and single.config.attn_dcp_size == 1
     assert check_scenario(V0518, single, (Property.WRITE_WITHIN_ROW,))[1] == []
 

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from allocator_model.batch import UNLIMITED_NEW_TOKENS, OwnershipAllocator, RunningBatch, StepError
 from allocator_model.config import ServingConfig
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, get_revision
 from allocator_model.scheduler import decode_alloc_bound
-from allocator_model.sizing import ModelSizing
 from fuzz.cli import main as cli_main
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property

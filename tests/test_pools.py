@@ -15,10 +15,10 @@ import pytest
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.decode import Guard
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import DecodeScenario, scenario_problem
-from allocator_model.sizing import ModelSizing
 from fuzz.findings.kinds import Outcome, Signature
 from fuzz.prove.request import request
 from fuzz.prove.sweep import blocks, prove

@@ -18,10 +18,10 @@ from allocator_model import algorithms as algo
 from allocator_model import closed_form as cf
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REFERENCE, REVISIONS, Headroom
 from allocator_model.scenario import DecodeScenario, run_scenario
-from allocator_model.sizing import ModelSizing
 from fuzz.cli import main
 from fuzz.findings.kinds import REGIMES, CaseKind, Property, Signature, regime, regime_codes
 from fuzz.findings.report import Status

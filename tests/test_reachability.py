@@ -12,10 +12,10 @@ import json
 
 from allocator_model.batch import RunningBatch
 from allocator_model.config import ServingConfig
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE
 from allocator_model.scenario import DecodeScenario, PriorStep
 from allocator_model.scheduler import max_prompt_len, reached_by
-from allocator_model.sizing import ModelSizing
 from fuzz.common.profiles import get_profile
 from fuzz.findings import casefile
 from fuzz.run.engine import campaign

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from allocator_model.config import ServingConfig
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REVISIONS, Revision
 from allocator_model.scenario import DecodeScenario
-from allocator_model.sizing import ModelSizing
 from allocator_model.surface import SURFACE, Entry, EntryKind, Provenance, Result, Shape, declared, entries
 from allocator_model.twins import surface_twins
 from fuzz.cli import main

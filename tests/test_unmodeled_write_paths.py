@@ -27,10 +27,10 @@ import pytest
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scheduler import committed_len, decode_alloc_bound, max_prompt_len, max_total_len
-from allocator_model.sizing import ModelSizing
 
 RELEASE = "0.5.23"
 SLACK = 15  # lines a cited statement may move within the cited release before the citation counts as stale

@@ -62,8 +62,8 @@ import pytest
 
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
+from allocator_model.numeric import ceil_to_page
 from allocator_model.revisions import RELEASE_REVISIONS
-from allocator_model.sizing import ceil_to_page
 from fuzz.targets import resolve_target
 from fuzz.targets.base import Target
 from fuzz.targets.sglang.versions import parse_version

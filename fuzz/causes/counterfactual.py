@@ -31,9 +31,9 @@ from typing import Any
 
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, NEW, PIECES, KnownFix, fully_fixed, with_fixes
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.scenario import DecodeScenario
-from allocator_model.sizing import ModelSizing
 from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind, Property, Signature

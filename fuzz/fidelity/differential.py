@@ -47,9 +47,9 @@ from hypothesis.errors import NoSuchExample
 
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REVISIONS, Revision
-from allocator_model.sizing import ModelSizing
 from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface, entries
 from fuzz.common import interrupts
 from fuzz.common.defaults import FIDELITY_CONFIGS

@@ -20,6 +20,7 @@ from allocator_model.revisions import Revision
 from allocator_model.sizing import alloc_page_size
 
 from .kinds import REGIMES, SILENT, CaseKind, Outcome, Property, Regime, Signature, group_name, moved_regime, regime
+from .repro import repro_line
 
 
 @dataclass
@@ -103,8 +104,6 @@ class Finding:
     def repro(self) -> str:
         """The line that replays the case file; it names the target when the case alone may not run it."""
         from fuzz.targets.base import runs_named_code
-
-        from .render import repro_line
 
         if not self.case_path:
             return ""

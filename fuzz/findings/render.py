@@ -14,7 +14,6 @@ command.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -24,14 +23,6 @@ from .cause import Cause
 from .kinds import SAMPLED_ONLY, CaseKind
 from .launch import launch_line
 from .model import Finding
-
-REPRO_COMMAND = "python -m fuzz repro"
-
-
-def repro_line(case_path: str, target: str | None = None) -> str:
-    """The command that replays a case file, shell-quoted so it can be pasted as it is."""
-    line = f"{REPRO_COMMAND} {shlex.quote(case_path)}"
-    return line + (f" --target {shlex.quote(target)}" if target else "")
 
 
 def config_line(cfg: ServingConfig, kind: CaseKind = CaseKind.DECODE) -> str:

@@ -40,24 +40,18 @@ from typing import TYPE_CHECKING, Any
 
 from fuzz.common.errors import BadInput, ExitCode, one_line
 
+from .settings import (
+    ENV_BASELINE,
+    ENV_CASES,
+    ENV_KNOWN,
+    ENV_PROPERTY,
+    ENV_TARGET,
+    OPTIONS,
+)
+
 if TYPE_CHECKING:
     from .target import Entry
 
-DEFAULT_TARGET = "reference"
-DEFAULT_PROPERTY = "write-within-row"  # the seed bug's property (fuzz.findings.kinds.Property.WRITE_WITHIN_ROW)
-ENV_TARGET = "KVROW_FUZZ_TARGET"  # the variable an emitted regression test reads too (fuzz.findings.regression)
-ENV_PROPERTY = "KVROW_FUZZ_PROPERTY"
-ENV_CASES = "KVROW_FUZZ_CASES"
-ENV_KNOWN = "KVROW_FUZZ_KNOWN"  # deprecated: ENV_BASELINE keys on root causes, not group labels
-ENV_BASELINE = "KVROW_FUZZ_BASELINE"
-# --kvrow-NAME=VALUE on the command line -> the environment variable it overrides
-OPTIONS: dict[str, str] = {
-    "target": ENV_TARGET,
-    "property": ENV_PROPERTY,
-    "cases": ENV_CASES,
-    "baseline": ENV_BASELINE,
-    "known": ENV_KNOWN,
-}
 OPTION_PREFIX = "--kvrow-"
 # Packages instrumented for libFuzzer's coverage feedback (torch and Hypothesis are not: the model's branches are
 # what the search should reach).

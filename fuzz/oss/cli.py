@@ -16,7 +16,7 @@ from typing import Any
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import DEFAULT_CASES_DIR, SGLANG_VERSION_HELP, add_command
 
-from .atheris_entry import DEFAULT_PROPERTY, DEFAULT_TARGET
+from .settings import DEFAULT_PROPERTY, DEFAULT_TARGET
 
 MAX_CRASH_BYTES = 1 << 20  # libFuzzer's inputs are a few kilobytes (-max_len); Hypothesis reads at most 8 KiB of one
 

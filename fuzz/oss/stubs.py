@@ -22,7 +22,7 @@ from fuzz.common.errors import BadInput, ExitCode, one_line, os_error_line
 from fuzz.common.files import write_atomically
 from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
 
-from .atheris_entry import DEFAULT_TARGET
+from .settings import DEFAULT_TARGET
 
 # The generated script.  No text from outside is pasted into it as text: the property is one of ours
 # (``FUZZ_PROPERTIES``), and the target and the known groups (a path may hold quotes, newlines, escapes) are

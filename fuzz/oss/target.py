@@ -39,8 +39,8 @@ from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_target
 from strategies.scenarios import decode_scenarios
 
-from .atheris_entry import DEFAULT_PROPERTY as DEFAULT_PROPERTY_NAME
-from .atheris_entry import DEFAULT_TARGET, ENV_BASELINE
+from .settings import DEFAULT_PROPERTY as DEFAULT_PROPERTY_NAME
+from .settings import DEFAULT_TARGET, ENV_BASELINE
 
 FUZZ_PROPERTIES: tuple[Property, ...] = PROPERTIES  # one fuzzer each (the decode properties of ``run``)
 DEFAULT_PROPERTY = Property(DEFAULT_PROPERTY_NAME)

@@ -26,8 +26,7 @@ from allocator_model import closed_form as cf
 from allocator_model.compat import StrEnum
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve, write_path
-from allocator_model.numeric import Int, full_like, where
-from allocator_model.sizing import ceil_to_page
+from allocator_model.numeric import Int, ceil_to_page, full_like, where
 from allocator_model.surface import Entry, Surface
 from fuzz.targets.base import Target, TargetCallError
 

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from allocator_model.decode import WritePath, decode_alloc_ends
-from allocator_model.sizing import ceil_to_page
+from allocator_model.numeric import ceil_to_page
 from fuzz.targets.base import Target
 
 from .calls import CountingSizing, Growth, Pair, growth_kinds

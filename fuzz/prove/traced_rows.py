@@ -36,7 +36,7 @@ from torch import Tensor
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.decode import decode_reserve
-from allocator_model.sizing import ceil_to_page
+from allocator_model.numeric import ceil_to_page
 from fuzz.targets.base import Target
 
 from .calls import (

@@ -16,7 +16,6 @@ from hypothesis import given
 from hypothesis import settings as Settings
 from hypothesis import target as hypothesis_target
 
-from allocator_model.config import ConfigError
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.findings.kinds import CaseKind, Property
@@ -41,21 +40,6 @@ def _run(
     return run, violations(run, props)
 
 
-def without_dcp(scenario: DecodeScenario) -> DecodeScenario | None:
-    """The same scenario on the same deployment without decode context parallelism (None: no such deployment)."""
-    cfg = scenario.config
-    try:
-        return DecodeScenario(
-            cfg.replace(attn_dcp_size=1),
-            scenario.committed_len,
-            scenario.num_steps,
-            scenario.prior,
-            scenario.device_lag,
-        )
-    except ConfigError:
-        return None
-
-
 def attribute(target: Target, scenario: DecodeScenario, v: Violation) -> Violation:
     """Name a violation for its cause: ``dcp>1`` only when the same case without DCP passes.
 
@@ -66,7 +50,7 @@ def attribute(target: Target, scenario: DecodeScenario, v: Violation) -> Violati
     """
     if not dcp_to_be_judged(v):
         return v
-    other = without_dcp(scenario)
+    other = scenario.without_dcp()
     if other is None or scenario_problem(other, target.revision) is not None:
         return v
     _, found = _run(target, other, (Property(v.prop),))

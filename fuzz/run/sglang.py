@@ -207,11 +207,9 @@ def confirmation(check: SGLangCheck, v: Violation) -> tuple[bool, str]:
 def attributed_here(target: Target, scenario: DecodeScenario, v: Violation) -> Violation:
     """``engine.attribute`` for a violation SGLang's path found: ``dcp>1`` only when the same case without DCP
     passes there too."""
-    from .engine import without_dcp
-
     if not dcp_to_be_judged(v):
         return v
-    other = without_dcp(scenario)
+    other = scenario.without_dcp()
     if other is None or scenario_problem(other, target.revision) is not None:
         return v
     same = [w for w in on_sglang(target, other).violations if w.prop == v.prop]

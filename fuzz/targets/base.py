@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from allocator_model.compat import StrEnum
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, Revision
-from allocator_model.sizing import ModelSizing
 from allocator_model.surface import DECODE_STEPS, Provenance, Surface
 
 # What compiling or parsing a target's source can raise for a file that is no Python this tool can read (a null

@@ -34,9 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import Revision
-from allocator_model.sizing import ModelSizing
 from allocator_model.surface import (
     ALLOCATOR_PAGE_SIZE,
     DECODE_STEPS,
@@ -282,7 +282,7 @@ class RealSizing(Surface):
     def kv_allocator(self, cfg: ServingConfig, num_tokens: int, page_size: int) -> Any:
         """The release's own allocator class (``allocator_adapter``) where its write path runs, else the model's."""
         if self.write_path is None:
-            return super().kv_allocator(cfg, num_tokens, page_size)
+            return self._model.kv_allocator(cfg, num_tokens, page_size)
         from .allocator_adapter import SGLangAllocator
 
         return SGLangAllocator(self.write_path.runtime, cfg, num_tokens, page_size)

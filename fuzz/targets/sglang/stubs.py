@@ -39,8 +39,8 @@ from typing import Any
 
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.numeric import ceil_div, ceil_to_page
 from allocator_model.pools import KVPool
-from allocator_model.sizing import ceil_div, ceil_to_page
 
 from ..base import TargetError
 

@@ -102,11 +102,11 @@ def _without_dead_overflow_checks(triton: types.ModuleType) -> types.ModuleType:
         interpreter = importlib.import_module("triton.runtime.interpreter")
     except ImportError:
         return triton
-    builder = getattr(interpreter, "interpreter_builder", None)
+    builder: Any = getattr(interpreter, "interpreter_builder", None)
     options = getattr(builder, "options", None)
-    if dataclasses.is_dataclass(options) and not getattr(options, "debug", True):
+    if dataclasses.is_dataclass(options) and not isinstance(options, type) and not getattr(options, "debug", True):
         if getattr(options, "sanitize_overflow", False):
-            builder.options = dataclasses.replace(options, sanitize_overflow=False)  # type: ignore[union-attr]
+            builder.options = dataclasses.replace(options, sanitize_overflow=False)
     return triton
 
 
