@@ -3,9 +3,9 @@
 import pytest
 
 from allocator_model.config import ServingConfig
-from allocator_model.revisions import REVISIONS
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.numeric import ceil_to_page
+from allocator_model.revisions import REVISIONS
 from allocator_model.sizing import alloc_len_per_decode, page_aligned_decode_alloc_len, tree_pages_per_branch
 
 
