@@ -22,9 +22,13 @@ from typing import Any
 
 from mutator import Mutant
 
+# What an ``equivalent`` record written now means: 2, its proofs found the base's groups with the base's counts
+# (``mutation_verdicts.changed``); 1 (an earlier version's), the base's groups alone.
+EQUIVALENCE = 2
+
 ENTRIES = ("run ci", "plugin")  # the quick verdicts judged
 GROUP = "group"  # killed by a new bug group only: without the baseline, not with it (``mutation_verdicts.killed_by``)
-BASE_FIELDS = ("run ci", "plugin fails", "plugin groups")  # a base record's, the plugin line's last
+BASE_FIELDS = ("proof counts", "run ci", "plugin fails", "plugin groups")  # a base record's, the plugin line's last
 
 
 def digest(source: str) -> str:
@@ -68,13 +72,16 @@ class Results:
         """The base's record; one judged with the plugin line also answers a run without it. A record without
         a field this version reads (written by an earlier one) answers nothing: the base is judged again."""
         d = self.bases.get((shape, key, plugin)) or self.bases.get((shape, key, True))
-        return d if d is not None and all(k in d for k in BASE_FIELDS[: 3 if plugin else 1]) else None
+        return d if d is not None and all(k in d for k in BASE_FIELDS[: 4 if plugin else 2]) else None
 
     def mutant(self, base: str, key: str, plugin: bool) -> dict[str, Any] | None:
         """The mutant's record on ``base``; one judged with the plugin line also answers a run without it. An
         earlier version's record without ``by`` killed by a new cause or test only: a kill stands (``by`` set),
-        a survivor answers nothing (it is judged again, by group too)."""
+        a survivor answers nothing (it is judged again, by group too); an earlier ``equivalent`` (its proofs'
+        groups alone were the base's) answers nothing either."""
         d = self.mutants.get((base, key, plugin)) or self.mutants.get((base, key, True))
+        if d is not None and d["outcome"] == "equivalent" and d.get("equivalence", 1) < EQUIVALENCE:
+            return None  # equivalent by its groups alone: judged again, by their counts too
         if d is None or d["outcome"] != "judged":
             return d
         for e in (e for e in ENTRIES if e in d and "by" not in d[e]):

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mutation_results import EQUIVALENCE
 from mutator import Mutant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +32,24 @@ def prove_result(spec: str, space: str) -> Any:
 
     target = resolve_target(spec)
     return prove(target, request(target, space))
+
+
+def proof_counts(result: Any) -> dict[str, list[int | None]]:
+    """Each group a proof found, with how many configurations break it and its worst (columns past the end)."""
+    return {str(sig): [g.configurations, g.worst] for sig, g in result.groups.items()}
+
+
+def changed(counts: dict[str, list[int | None]], base: dict[str, list[int | None]]) -> list[str]:
+    """The groups of a mutant's proof that its base's does not have, or has with other counts: a mutant that only
+    widens a group the base already breaks (more configurations, a worse overflow) is a new bug too (in the
+    function with a known cause, the case a baseline keyed by place let through)."""
+    out = []
+    for sig, (n, worst) in sorted(counts.items()):
+        if sig not in base:
+            out.append(sig)
+        elif [n, worst] != base[sig]:
+            out.append(f"{sig} ({n} configurations, worst {worst}; the base: {base[sig][0]}, worst {base[sig][1]})")
+    return out + [f"{sig} (gone)" for sig in sorted(set(base) - set(counts))]
 
 
 def ci_findings(spec: str) -> tuple[Any, list[Any], str]:
@@ -118,6 +137,7 @@ def judge_base(spec: str, plugin: bool, baseline_file: str) -> dict[str, Any]:
     record: dict[str, Any] = {
         "prove small": sorted(map(str, small.groups)),
         "prove full": sorted(map(str, full.groups)),
+        "proof counts": {"small": proof_counts(small), "full": proof_counts(full)},
         "run ci": sorted({str(f.signature) for f in found}),
         "causes": [c.label for c in causes],
         "baseline": Path(baseline_file).read_text(),
@@ -175,27 +195,29 @@ def scoped_to(baseline_file: str, target: Any) -> str:
 
 
 def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
-    """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not) or, for the
-    others, the new groups proved, run ci's new root causes (and whether one names the mutated function),
-    the plugin line's failure; ``refused`` when the loader refuses the file (no verdict)."""
+    """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not, or one with other
+    counts: ``changed``) or, for the others, the new or changed groups proved, run ci's new root causes (and
+    whether one names the mutated function), the plugin line's failure; ``refused`` when the loader refuses the
+    file (no verdict)."""
     from fuzz.causes import root_causes
     from fuzz.findings import baseline
     from fuzz.targets.base import TargetError
 
     seconds: dict[str, float] = {}
     out: dict[str, Any] = {"seconds": seconds}
+    counts = base["proof counts"]
     try:
         t = time.monotonic()
-        new = sorted(set(map(str, prove_result(spec, "small").groups)) - set(base["prove small"]))
+        new = changed(proof_counts(prove_result(spec, "small")), counts["small"])
         seconds["prove small"] = time.monotonic() - t
         if not new:
             t = time.monotonic()
-            new = sorted(set(map(str, prove_result(spec, "full").groups)) - set(base["prove full"]))
+            new = changed(proof_counts(prove_result(spec, "full")), counts["full"])
             seconds["prove full"] = time.monotonic() - t
     except TargetError as e:
         return {**out, "outcome": "refused", "why": str(e).splitlines()[0][:160]}
     if not new:
-        return {**out, "outcome": "equivalent"}
+        return {**out, "outcome": "equivalent", "equivalence": EQUIVALENCE}
     out.update(outcome="judged", proof=new)
     t = time.monotonic()
     target, found, error = ci_findings(spec)

@@ -43,10 +43,10 @@ def test_the_verdict_file_resumes_and_never_takes_another_bases_line(bench, tmp_
     m = mutator.mutants(SOURCE)[0]
     path = tmp_path / "r.jsonl"
     r = results.Results.open(path)
-    fields = {"prove small": [], "prove full": [], "run ci": [], "baseline": "{}", "causes": []}
+    fields = {"prove small": [], "prove full": [], "run ci": [], "baseline": "{}", "causes": [], "proof counts": {}}
     r.add_base("main", "b1", True, {**fields, "plugin fails": [], "plugin groups": []})
     r.add_base("main", "b0", True, {**fields, "plugin fails": []})  # an earlier version's: no plugin groups
-    r.add_mutant("main", "b1", m, False, {"outcome": "equivalent", "seconds": {"prove small": 1.0}})
+    r.add_mutant("main", "b1", m, False, {"outcome": "equivalent", "equivalence": 2, "seconds": {"prove small": 1.0}})
     with path.open("a") as f:
         f.write('{"kind": "mutant", "base": "b1", "key": "trunc')  # a run killed mid-write
     again = results.Results.open(path)
@@ -87,3 +87,23 @@ def test_a_release_verdict_fails_on_a_miss_a_false_alarm_or_an_unconfirmed_group
     assert not ok and "FALSE ALARM (a sizing group prove does not find): write-within-row/dcp>1" in text
     ok, text = mutation_score.compare("plugin", proved, {outside: None}, 1.0)
     assert not ok and "MISSED: write-within-row/paged" in text
+
+
+def test_a_mutant_that_widens_a_group_its_base_breaks_is_not_equivalent(bench, monkeypatch, tmp_path) -> None:
+    """Same groups, more configurations or a worse overflow: a new bug (in a function with a known cause, the one
+    a baseline keyed by place hid), judged; an earlier version's equivalent (groups alone) is judged again."""
+    mutator, results = bench
+    import mutation_verdicts
+
+    base = {"write-within-row/alloc-page-1": [40, 3]}
+    assert mutation_verdicts.changed(dict(base), base) == []
+    assert mutation_verdicts.changed({"write-within-row/alloc-page-1": [41, 3]}, base) == [
+        "write-within-row/alloc-page-1 (41 configurations, worst 3; the base: 40, worst 3)"
+    ]
+    assert mutation_verdicts.changed({"write-within-row/alloc-page-1": [40, 4]}, base) != []
+    assert mutation_verdicts.changed({}, base) == ["write-within-row/alloc-page-1 (gone)"]
+    assert mutation_verdicts.changed({**base, "write-within-row/dcp>1": [1, 1]}, base) == ["write-within-row/dcp>1"]
+    m = mutator.mutants(SOURCE)[0]
+    r = results.Results.open(tmp_path / "r.jsonl")
+    r.add_mutant("main", "b1", m, True, {"outcome": "equivalent"})  # written by the groups-only criterion
+    assert results.Results.open(tmp_path / "r.jsonl").mutant("b1", results.digest(m.source), True) is None
