@@ -381,6 +381,57 @@ def test_triton_imported_without_the_interpreter_is_refused(monkeypatch: pytest.
         ensure_triton()
 
 
+def test_the_interpreter_builds_no_overflow_check_it_would_never_evaluate() -> None:
+    """``debug`` off, ``device_assert`` drops the check unevaluated: the sanitizer's int64 recomputation is dead
+    work, turned off; an int32 sum that wraps still wraps, as on a GPU build without debug."""
+    need_triton()
+    import torch
+
+    from fuzz.targets.sglang.runtime.modules import ensure_triton
+
+    triton = ensure_triton()
+    from triton.runtime import interpreter
+
+    options = interpreter.interpreter_builder.options
+    assert options.debug is False and options.sanitize_overflow is False
+    import triton.language as tl
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr):
+        tl.store(out_ptr, tl.load(x_ptr) + tl.load(y_ptr))
+
+    x, y, out = (torch.tensor([v], dtype=torch.int32) for v in (2**31 - 1, 1, 0))
+    add[(1,)](x, y, out)
+    assert out.item() == -(2**31)
+
+
+def test_a_module_level_torch_compile_is_made_at_the_first_call_with_its_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    from fuzz.targets.sglang.runtime.modules import compile_at_first_call
+
+    made: list[dict[str, object]] = []
+
+    def recorded(model: object = None, **options: object) -> object:
+        made.append(options)
+        return lambda *args: ("compiled", model, args)
+
+    monkeypatch.setattr(torch, "compile", recorded)
+    with compile_at_first_call():
+
+        @torch.compile(dynamic=True, disable=False)
+        def f(a: int) -> int:
+            return a + 1
+
+        module = torch.nn.Identity()
+        torch.compile(module, mode="default")  # anything but a plain function: compiled at once
+    assert made == [{"mode": "default"}] and torch.compile is recorded
+    assert f(1) == ("compiled", f.__wrapped__, (1,)) and f(2)[2] == (2,)  # type: ignore[attr-defined]
+    assert made == [{"mode": "default"}, {"dynamic": True, "disable": False}]  # once, with its options
+
+
 def test_the_time_bound_holds_off_the_main_thread(tmp_path: Path) -> None:
     need_triton()
     import threading
