@@ -22,8 +22,9 @@ from typing import Any
 
 from mutator import Mutant
 
-# What an ``equivalent`` record written now means: 2, its proofs found the base's groups with the base's counts
-# (``mutation_verdicts.changed``); 1 (an earlier version's), the base's groups alone.
+# What an ``equivalent`` record written now means: 2, its proofs found no group the base's does not, and none
+# with more configurations or a worse overflow (``mutation_verdicts.changed``); 1 (an earlier version's), no
+# group the base's does not.
 EQUIVALENCE = 2
 
 ENTRIES = ("run ci", "plugin")  # the quick verdicts judged

@@ -13,10 +13,10 @@ judged against a known cause); ``main`` from ``tests/sglang_shapes/main.py``.
 ``mutator.mutants`` changes one point of one sizing function at a time.
 
 Equivalence is decided by ``prove --space small``, then the full space on
-its survivors only: a mutant whose proofs find the base's groups, each with
-the base's counts (configurations broken, worst overflow), is equivalent
-(and no quick verdict is asked of it); one that only widens a group the
-base already breaks is not. A non-equivalent
+its survivors only: a mutant whose proofs find no group the base's does
+not, and none broken in more configurations or by a worse overflow, is
+equivalent (and no quick verdict is asked of it); one that only widens a
+group the base already breaks is not, one that fixes a known bug is. A non-equivalent
 mutant is *killed* by an entry point when it reports a root cause the base
 does not have (``fuzz.causes``; the base's causes written as a baseline):
 ``run --profile ci`` (in process, the model's write path), the campaign's

@@ -40,16 +40,19 @@ def proof_counts(result: Any) -> dict[str, list[int | None]]:
 
 
 def changed(counts: dict[str, list[int | None]], base: dict[str, list[int | None]]) -> list[str]:
-    """The groups of a mutant's proof that its base's does not have, or has with other counts: a mutant that only
-    widens a group the base already breaks (more configurations, a worse overflow) is a new bug too (in the
-    function with a known cause, the case a baseline keyed by place let through)."""
+    """The groups of a mutant's proof that break more than its base's: a group the base does not have, or one
+    with more configurations or a worse overflow (a mutant that only widens a group the base already breaks is a
+    new bug too: in the function with a known cause, the case a baseline keyed by place let through). Fewer, or
+    none (a mutant that fixes a known bug, ``page_size > 1`` made ``>= 1``), is no new bug to find."""
     out = []
     for sig, (n, worst) in sorted(counts.items()):
         if sig not in base:
             out.append(sig)
-        elif [n, worst] != base[sig]:
-            out.append(f"{sig} ({n} configurations, worst {worst}; the base: {base[sig][0]}, worst {base[sig][1]})")
-    return out + [f"{sig} (gone)" for sig in sorted(set(base) - set(counts))]
+            continue
+        base_n, base_worst = base[sig]
+        if (n or 0) > (base_n or 0) or (worst or 0) > (base_worst or 0):
+            out.append(f"{sig} ({n} configurations, worst {worst}; the base: {base_n}, worst {base_worst})")
+    return out
 
 
 def ci_findings(spec: str) -> tuple[Any, list[Any], str]:
@@ -195,7 +198,7 @@ def scoped_to(baseline_file: str, target: Any) -> str:
 
 
 def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
-    """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not, or one with other
+    """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not, or one broken more
     counts: ``changed``) or, for the others, the new or changed groups proved, run ci's new root causes (and
     whether one names the mutated function), the plugin line's failure; ``refused`` when the loader refuses the
     file (no verdict)."""
