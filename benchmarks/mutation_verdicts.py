@@ -199,7 +199,7 @@ def scoped_to(baseline_file: str, target: Any) -> str:
 
 def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
     """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not, or one broken more
-    counts: ``changed``) or, for the others, the new or changed groups proved, run ci's new root causes (and
+    widely: ``changed``) or, for the others, the new or widened groups proved, run ci's new root causes (and
     whether one names the mutated function), the plugin line's failure; ``refused`` when the loader refuses the
     file (no verdict)."""
     from fuzz.causes import root_causes
