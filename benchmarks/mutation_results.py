@@ -130,7 +130,7 @@ def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, p
         print(f"  KVROW-FUZZ CRASHED on {r['name']}: {r['why']}")
     ok = len(done) == len(chosen) and not by["crashed"]
     for entry in ENTRIES if plugin else ENTRIES[:1]:
-        survivors = [r["name"] for r in live if not r[entry]["killed"]]
+        survivors = [r["name"] for r in live if not r[entry]["killed"] and not r.get("explained")]
         hidden = [r["name"] for r in live if r[entry]["killed"] and r[entry]["by"] == GROUP]
         how = Counter(r[entry]["by"] for r in live if r[entry]["killed"])
         named = sum(1 for r in live if r[entry].get("named")) if entry == "run ci" else None
@@ -144,7 +144,9 @@ def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, p
             + (f"; HIDDEN BY THE BASELINE (a new group, no new cause): {', '.join(hidden)}" if hidden else "")
         )
         ok &= not survivors and not hidden
-    if elsewhere := [r["name"] for r in live if not r["run ci"].get("named")]:
+    if known := [r["name"] for r in live if r.get("explained")]:
+        print(f"  widen a known bug only (its fix clears every group they break, no new bug): {', '.join(known)}")
+    if elsewhere := [r["name"] for r in live if not r["run ci"].get("named") and not r.get("explained")]:
         print(f"  run ci's new causes name another function for: {', '.join(elsewhere)}")
     seconds: dict[str, list[float]] = {}
     for r in done:

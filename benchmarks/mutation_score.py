@@ -30,7 +30,11 @@ base even against its causes (printed on the base's line) are left out
 line's and its seconds the time to it. A mutant an entry point tells from
 its base only by a new bug group, with no new cause the baseline does not
 know, was killed without the baseline and not with it: the baseline hid a
-new bug, and the score fails (``HIDDEN BY THE BASELINE``).
+new bug, and the score fails (``HIDDEN BY THE BASELINE``). On a base as
+released, a mutant that only widens the base's groups and that no entry
+point kills is proved again with the known fix applied: clean, it widens
+the known bug only (a larger reserve the fixed headroom would follow), no
+new bug, and is listed apart rather than as a survivor.
 
 Every verdict is appended to ``--results`` (JSON lines, fsynced) as it
 comes: a killed or interrupted run resumes where it stopped, and a mutant
@@ -70,6 +74,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # --jobs workers share the cores:
 
 from mutation_results import ENTRIES, Results, digest, print_score  # noqa: E402
 from mutation_verdicts import (  # noqa: E402
+    KnownFix,
     base_or_error,
     judge_mutant,
     one_thread,
@@ -119,6 +124,7 @@ class Shape:
     source: str
     chosen: list[Mutant]
     dir: Path
+    known_fix: KnownFix | None = None  # a base as released: its known bug's fix (``explained_by``)
 
     @property
     def key(self) -> str:
@@ -141,9 +147,10 @@ def shapes(names_: list[str], limit: int | None, seed: int, work: Path, as_relea
         if name not in ("main", *PAGE_1_FIX):
             raise SystemExit(f"unknown shape {name!r}: 0.5.18, 0.5.23 or main")
         source, version = base_source(name, as_released)
+        known_fix = ("#33579", *PAGE_1_FIX[name]) if as_released and name in PAGE_1_FIX else None
         every = mutants(source)
         chosen = random.Random(seed).sample(every, min(limit, len(every))) if limit else every
-        out.append(Shape(name, version, source, chosen, work / name))
+        out.append(Shape(name, version, source, chosen, work / name, known_fix))
     return out
 
 
@@ -188,7 +195,8 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
             )
             for i, m in enumerate(s.chosen, 1):
                 if results.mutant(s.key, digest(m.source), plugin) is None:
-                    tasks.append((s, m, (s.write(f"m{i}", m.source), m, base, plugin, s.baseline_file())))
+                    spec = s.write(f"m{i}", m.source)
+                    tasks.append((s, m, (spec, m, base, plugin, s.baseline_file(), s.known_fix)))
         random.Random(seed).shuffle(tasks)
         print(f"{len(tasks)} mutant(s) to judge ({jobs} at a time), the rest in {results.path}", flush=True)
         for n, (i, record) in enumerate(in_turn(pool, [(judge_mutant, t[2]) for t in tasks]), 1):

@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mutation_results import EQUIVALENCE
+from mutation_results import ENTRIES, EQUIVALENCE
 from mutator import Mutant
 
 ROOT = Path(__file__).resolve().parents[1]
+KnownFix = tuple[str, str, str]  # (its label, the text it replaces, the fixed text): a base as released, fixed
 
 
 def prove_result(spec: str, space: str) -> Any:
@@ -173,13 +174,15 @@ def names(cause: Any, function: str) -> bool:
     return function in mirrors or any(f.split(".")[-1] == function for f in located)
 
 
-def judge_mutant(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
+def judge_mutant(
+    spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str, known_fix: KnownFix | None = None
+) -> dict[str, Any]:
     """``verdicts``, and ``crashed`` (a traceback out of kvrow-fuzz itself: a defect of the tool, listed) when
     one of them raised."""
     import traceback
 
     try:
-        return verdicts(spec, m, base, plugin, baseline_file)
+        return verdicts(spec, m, base, plugin, baseline_file, known_fix)
     except Exception as e:  # noqa: BLE001 - any exception here is the tool's own crash, recorded and listed
         tb = traceback.extract_tb(e.__traceback__)[-1]
         return {"outcome": "crashed", "why": f"{type(e).__name__}: {e} at {tb.filename}:{tb.lineno}"[:300]}
@@ -197,7 +200,9 @@ def scoped_to(baseline_file: str, target: Any) -> str:
     return str(mine)
 
 
-def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str) -> dict[str, Any]:
+def verdicts(
+    spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_file: str, known_fix: KnownFix | None = None
+) -> dict[str, Any]:
     """A mutant's verdicts: ``equivalent`` (neither proof finds a group the base's does not, or one broken more
     widely: ``changed``) or, for the others, the new or widened groups proved, run ci's new root causes (and
     whether one names the mutated function), the plugin line's failure; ``refused`` when the loader refuses the
@@ -241,7 +246,26 @@ def verdicts(spec: str, m: Mutant, base: dict[str, Any], plugin: bool, baseline_
         seconds["plugin"] = time.monotonic() - t
         out["plugin"] = {**killed_by("test" if failed else "group" if groups else None), "failed": failed}
         out["plugin"] |= {"skipped": list(skip), "groups": groups[:8]}
+    widened_only = all(" (" in g for g in new)
+    if known_fix is not None and widened_only and not any(out[e]["killed"] for e in ENTRIES if e in out):
+        t = time.monotonic()
+        out["explained"] = explained_by(spec, m, known_fix)
+        seconds["the known fix"] = time.monotonic() - t
     return out
+
+
+def explained_by(spec: str, m: Mutant, known_fix: KnownFix) -> str | None:
+    """Whether a mutant that only widens the base's groups widens its known bug and nothing else: with the known
+    fix applied to the mutant, neither proof finds a group (the fixed base's find none). Its words, or None."""
+    label, old, new = known_fix
+    if m.source.count(old.strip("\n")) != 1:
+        return None
+    path = Path(str(spec).partition("@")[0]).with_name("with_the_fix.py")
+    path.write_text(m.source.replace(old.strip("\n"), new.strip("\n")))
+    fixed = f"{path}@{str(spec).partition('@')[2]}" if "@" in str(spec) else str(path)
+    if any(prove_result(fixed, space).groups for space in ("small", "full")):
+        return None
+    return f"{label}'s: with its fix the mutant proves clean (small and full spaces)"
 
 
 def killed_by(how: str | None) -> dict[str, Any]:
