@@ -121,16 +121,18 @@ def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, p
     records = [results.mutant(base, digest(m.source), plugin) for m in chosen]
     done = [r for r in records if r is not None]
     by = {o: [r for r in done if r["outcome"] == o] for o in ("refused", "equivalent", "judged", "crashed")}
-    live = by["judged"]
+    known = [r for r in by["judged"] if r.get("explained")]  # widen the known bug only: no new bug to kill
+    live = [r for r in by["judged"] if not r.get("explained")]
     print(
         f"\n{shape}: {len(chosen)} mutants ({len(done)} judged), {len(by['refused'])} refused at load, "
         f"{len(by['equivalent'])} equivalent, {len(live)} non-equivalent"
+        + (f", {len(known)} widening the known bug only" if known else "")
     )
     for r in by["crashed"]:
         print(f"  KVROW-FUZZ CRASHED on {r['name']}: {r['why']}")
     ok = len(done) == len(chosen) and not by["crashed"]
     for entry in ENTRIES if plugin else ENTRIES[:1]:
-        survivors = [r["name"] for r in live if not r[entry]["killed"] and not r.get("explained")]
+        survivors = [r["name"] for r in live if not r[entry]["killed"]]
         hidden = [r["name"] for r in live if r[entry]["killed"] and r[entry]["by"] == GROUP]
         how = Counter(r[entry]["by"] for r in live if r[entry]["killed"])
         named = sum(1 for r in live if r[entry].get("named")) if entry == "run ci" else None
@@ -144,9 +146,10 @@ def print_score(shape: str, base: str, chosen: list[Mutant], results: Results, p
             + (f"; HIDDEN BY THE BASELINE (a new group, no new cause): {', '.join(hidden)}" if hidden else "")
         )
         ok &= not survivors and not hidden
-    if known := [r["name"] for r in live if r.get("explained")]:
-        print(f"  widen a known bug only (its fix clears every group they break, no new bug): {', '.join(known)}")
-    if elsewhere := [r["name"] for r in live if not r["run ci"].get("named") and not r.get("explained")]:
+    if known:
+        names = ", ".join(r["name"] for r in known)
+        print(f"  widen a known bug only (its fix clears every group they break, no new bug): {names}")
+    if elsewhere := [r["name"] for r in live if not r["run ci"].get("named")]:
         print(f"  run ci's new causes name another function for: {', '.join(elsewhere)}")
     seconds: dict[str, list[float]] = {}
     for r in done:

@@ -108,3 +108,22 @@ def test_a_mutant_that_widens_a_group_its_base_breaks_is_not_equivalent(bench, m
     r = results.Results.open(tmp_path / "r.jsonl")
     r.add_mutant("main", "b1", m, True, {"outcome": "equivalent"})  # written by the groups-only criterion
     assert results.Results.open(tmp_path / "r.jsonl").mutant("b1", results.digest(m.source), True) is None
+
+
+def test_the_score_fails_on_a_kill_the_baseline_hid_and_lists_a_widened_known_bug_apart(bench, tmp_path, capsys):
+    mutator, results = bench
+    hidden, widened, killed = mutator.mutants(SOURCE)[:3]
+    r = results.Results.open(tmp_path / "r.jsonl")
+    entry = {"killed": True, "by": "cause", "named": True}
+    r.add_mutant("main", "b1", killed, False, {"outcome": "judged", "proof": ["g/x"], "run ci": entry})
+    spared = {"killed": False, "by": None}
+    r.add_mutant("main", "b1", widened, False, {"outcome": "judged", "proof": ["g/x (2"], "run ci": spared})
+    assert not results.print_score("main", "b1", [killed, widened], r, False)  # a survivor
+    r.add_mutant("main", "b1", widened, False, {"outcome": "judged", "run ci": spared, "explained": "#1's"})
+    assert results.print_score("main", "b1", [killed, widened], r, False)
+    assert "1 widening the known bug only" in capsys.readouterr().out
+    hid = {"killed": True, "by": "group", "named": False}
+    r.add_mutant("main", "b1", hidden, False, {"outcome": "judged", "proof": ["g/y"], "run ci": hid})
+    assert not results.print_score("main", "b1", [killed, widened, hidden], r, False)
+    out = capsys.readouterr().out
+    assert "without the baseline 2/2, with it 1/2" in out and "HIDDEN BY THE BASELINE" in out, out
