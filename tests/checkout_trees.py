@@ -15,6 +15,7 @@ nothing).  Nothing of SGLang is kept here beyond those few words.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
@@ -329,11 +330,13 @@ SITE_PLANT_NAMES = {c.name: c for c in SITE_PLANTS.values()}
 
 @functools.cache
 def base_tree(release: str) -> Path:
-    """The release's wheel laid out as a checkout, once per process (read-only by convention)."""
+    """The release's wheel laid out as a checkout, once per process (read-only by convention), removed when the
+    process ends (about 100 MB a release: every worker and subprocess that builds one would leave it behind)."""
     wheel = pinned_wheel(release)
     if wheel is None:
         pytest.skip(missing_wheel(release))  # a test that needs the tree skips, saying why and how to get it
     root = Path(tempfile.mkdtemp(prefix=f"kvrow-sglang-{release}-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
             if (
