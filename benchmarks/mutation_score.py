@@ -80,6 +80,7 @@ from mutation_verdicts import (  # noqa: E402
     one_thread,
     plugin_groups,
     prove_result,
+    with_fix,
 )
 from mutator import Mutant, mutants  # noqa: E402
 
@@ -107,10 +108,15 @@ def base_source(shape: str, as_released: bool = False) -> tuple[str, str]:
     text = read_from_wheel(release_wheel(shape))
     if as_released:
         return text, shape
-    old, new = PAGE_1_FIX[shape]
-    if text.count(old) != 1:
-        raise SystemExit(f"sglang {shape}'s sizing file no longer has the page-1 condition {old!r}")
-    return text.replace(old, new), shape
+    fixed = with_fix(text, known_fix(shape))
+    if fixed is None:
+        raise SystemExit(f"sglang {shape}'s sizing file no longer has the page-1 condition {PAGE_1_FIX[shape][0]!r}")
+    return fixed, shape
+
+
+def known_fix(shape: str) -> KnownFix:
+    """#33579's fix on a release's base (``PAGE_1_FIX``), as the verdicts apply it."""
+    return ("#33579", *PAGE_1_FIX[shape])
 
 
 def spec_of(path: Path, version: str) -> str:
@@ -147,11 +153,16 @@ def shapes(names_: list[str], limit: int | None, seed: int, work: Path, as_relea
         if name not in ("main", *PAGE_1_FIX):
             raise SystemExit(f"unknown shape {name!r}: 0.5.18, 0.5.23 or main")
         source, version = base_source(name, as_released)
-        known_fix = ("#33579", *PAGE_1_FIX[name]) if as_released and name in PAGE_1_FIX else None
+        fix = known_fix(name) if as_released and name in PAGE_1_FIX else None
         every = mutants(source)
         chosen = random.Random(seed).sample(every, min(limit, len(every))) if limit else every
-        out.append(Shape(name, version, source, chosen, work / name, known_fix))
+        out.append(Shape(name, version, source, chosen, work / name, fix))
     return out
+
+
+def judged_base(record: dict[str, Any] | None, s: Shape) -> bool:
+    """Whether a base record answers this shape: a base as released needs its fixed counts too."""
+    return record is not None and (s.known_fix is None or "fixed proof counts" in record)
 
 
 def in_turn(pool: Any, tasks: list[tuple[Any, tuple[Any, ...]]]) -> Iterator[tuple[int, Any]]:
@@ -174,10 +185,10 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
         else None
     )
     try:
-        unjudged = [s for s in todo if results.base(s.name, s.key, plugin) is None]
+        unjudged = [s for s in todo if not judged_base(results.base(s.name, s.key, plugin), s)]
         for s in unjudged:
             print(f"[{s.name}] base: judging it", flush=True)
-        bases = [(base_or_error, (s.write("base", s.source), plugin, s.baseline_file())) for s in unjudged]
+        bases = [(base_or_error, (s.write("base", s.source), plugin, s.baseline_file(), s.known_fix)) for s in unjudged]
         for i, record in in_turn(pool, bases):
             if "error" in record:
                 print(f"[{unjudged[i].name}] base: cannot be judged, its mutants are not: {record['error']}")
@@ -186,7 +197,7 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
         tasks: list[tuple[Shape, Mutant, tuple[Any, ...]]] = []
         for s in todo:
             base = results.base(s.name, s.key, plugin)
-            if base is None:
+            if base is None or not judged_base(base, s):
                 continue
             Path(s.baseline_file()).write_text(base["baseline"])
             fails = f", the plugin line fails {', '.join(base['plugin fails'])}" if base.get("plugin fails") else ""

@@ -127,3 +127,36 @@ def test_the_score_fails_on_a_kill_the_baseline_hid_and_lists_a_widened_known_bu
     assert not results.print_score("main", "b1", [killed, widened, hidden], r, False)
     out = capsys.readouterr().out
     assert "without the baseline 2/2, with it 1/2" in out and "HIDDEN BY THE BASELINE" in out, out
+
+
+def test_a_widened_known_bug_is_explained_only_where_the_fix_leaves_no_more_than_the_fixed_base(
+    bench, monkeypatch, tmp_path
+) -> None:
+    mutator, _ = bench
+    import mutation_verdicts
+
+    fix = ("#1", "a + 1", "a + 2")
+    assert mutation_verdicts.with_fix("x = a + 1\n", fix) == "x = a + 2\n"
+    assert mutation_verdicts.with_fix("x = a + 1 + a + 1\n", fix) is None  # not there once: no fix to apply
+    m = next(m for m in mutator.mutants(SOURCE) if "a + 1" in m.source)
+    spec = tmp_path / "m1" / "allocation_sizing.py"
+    spec.parent.mkdir()
+    fixed_base = {"small": {"g/x": [3, 1]}, "full": {"g/x": [5, 1]}}
+
+    class Proved:
+        def __init__(self, groups):
+            self.groups = groups
+
+    class Group:
+        def __init__(self, n, worst):
+            self.configurations, self.worst = n, worst
+
+    for found, explained in (
+        ({"g/x": Group(3, 1)}, True),
+        ({"g/x": Group(4, 1)}, False),
+        ({"g/y": Group(1, 1)}, False),
+    ):
+        monkeypatch.setattr(mutation_verdicts, "prove_result", lambda spec, space, found=found: Proved(found))
+        words = mutation_verdicts.explained_by(f"{spec}@0.5.23", m, fix, fixed_base)
+        assert (words is not None) is explained, (found, words)
+    assert "a + 2" in (tmp_path / "m1" / "with_the_fix.py").read_text()
