@@ -250,7 +250,7 @@ def compare(entry: str, proved: frozenset[str], ran: dict[str, bool | None], sec
     beyond = sorted(set(ran) - proved)
     alarms = [g for g in beyond if in_proof_scope(g)]
     sampled = [g for g in beyond if g not in alarms]
-    said = {True: " (confirmed on SGLang's path)", False: " (NOT confirmed on SGLang's path)"}
+    said: dict[bool | None, str] = {True: " (confirmed on SGLang's path)", False: " (NOT confirmed on SGLang's path)"}
     outside = [g + said.get(ran[g], "") for g in sampled]
     text = f"{entry} {len(ran)} ({seconds:.1f}s, " + (
         f"MISSED: {', '.join(missed)}" if missed else "every proved group"
