@@ -151,9 +151,7 @@ def judge_base(spec: str, plugin: bool, baseline_file: str, known_fix: KnownFix 
         fixed_source = with_fix(Path(str(spec).partition("@")[0]).read_text(), known_fix)
         if fixed_source is None:
             raise RuntimeError(f"the base no longer holds the text {known_fix[0]}'s fix replaces")
-        path = Path(str(spec).partition("@")[0]).with_name("fixed.py")
-        path.write_text(fixed_source)
-        fixed = f"{path}@{str(spec).partition('@')[2]}" if "@" in str(spec) else str(path)
+        fixed = beside(spec, "fixed.py", fixed_source)
         record["fixed proof counts"] = {space: proof_counts(prove_result(fixed, space)) for space in ("small", "full")}
         seconds["the known fix"] = time.monotonic() - t
     if plugin:
@@ -271,6 +269,14 @@ def with_fix(source: str, known_fix: KnownFix) -> str | None:
     return source.replace(old, new) if source.count(old) == 1 else None
 
 
+def beside(spec: str, name: str, source: str) -> str:
+    """The spec of ``source`` written as ``name`` beside the file ``spec`` names, at the same version."""
+    file, at, version = str(spec).partition("@")
+    path = Path(file).with_name(name)
+    path.write_text(source)
+    return f"{path}{at}{version}"
+
+
 def explained_by(
     spec: str, m: Mutant, known_fix: KnownFix, fixed_counts: dict[str, dict[str, list[int | None]]]
 ) -> str | None:
@@ -280,9 +286,7 @@ def explained_by(
     fixed_source = with_fix(m.source, known_fix)
     if fixed_source is None:
         return None
-    path = Path(str(spec).partition("@")[0]).with_name("with_the_fix.py")
-    path.write_text(fixed_source)
-    fixed = f"{path}@{str(spec).partition('@')[2]}" if "@" in str(spec) else str(path)
+    fixed = beside(spec, "with_the_fix.py", fixed_source)
     for space in ("small", "full"):
         if changed(proof_counts(prove_result(fixed, space)), fixed_counts[space]):
             return None
