@@ -405,6 +405,47 @@ def test_the_interpreter_builds_no_overflow_check_it_would_never_evaluate() -> N
     assert out.item() == -(2**31)
 
 
+def test_a_launch_patches_triton_language_once_however_many_helpers_its_kernel_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A jitted helper called inside a kernel finds ``triton.language`` patched by the launch: no second patch,
+    the same values computed, and the language restored once the launch is over."""
+    need_triton()
+    import torch
+
+    from fuzz.targets.sglang.runtime.modules import ensure_triton
+
+    triton = ensure_triton()
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    @triton.jit
+    def twice(x):
+        return x + x
+
+    @triton.jit
+    def once_each(x_ptr, out_ptr, N: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, 4))
+        for _ in tl.static_range(N):
+            x = _twice(x)  # noqa: F821 - a jitted helper is looked up in the kernel's globals: set below
+        tl.store(out_ptr, tl.sum(x))
+
+    monkeypatch.setitem(globals(), "_twice", twice)
+
+    patches: list[object] = []
+    real = interpreter._patch_builtin
+    monkeypatch.setattr(interpreter, "_patch_builtin", lambda *a: (patches.append(a[0]), real(*a))[1])
+    counts = []
+    for n in (1, 1, 4):  # the first launch also rewrites the kernel (which adds the interpreter's names to its globals)
+        x, out = torch.tensor([1, 2, 3, 4], dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+        patches.clear()
+        once_each[(1,)](x, out, n)
+        assert out.item() == 10 * 2**n
+        counts.append(len(patches))
+        assert tl.core.is_builtin(tl.load) and tl.core.is_builtin(tl.tensor.__add__)  # restored after the launch
+    assert counts[1] == counts[2] > 0
+
+
 def test_a_module_level_torch_compile_is_made_at_the_first_call_with_its_options(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

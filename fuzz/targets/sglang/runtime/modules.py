@@ -78,13 +78,19 @@ def ensure_triton() -> types.ModuleType:
                 "triton was imported without TRITON_INTERPRET=1: SGLang's kernels cannot run on CPU tensors "
                 "(set TRITON_INTERPRET=1 before anything imports triton)"
             )
-        return _without_dead_overflow_checks(sys.modules["triton"])
+        return _interpreter_sped_up(sys.modules["triton"])
     os.environ["TRITON_INTERPRET"] = "1"
     try:
         import triton
     except ImportError:
         raise TargetError(TRITON_EXTRA) from None
-    return _without_dead_overflow_checks(triton)
+    return _interpreter_sped_up(triton)
+
+
+def _interpreter_sped_up(triton: types.ModuleType) -> types.ModuleType:
+    """``triton`` with the two interpreter speed-ups below; each computes what the interpreter computed before."""
+    _patch_lang_once(_without_dead_overflow_checks(triton))
+    return triton
 
 
 def _without_dead_overflow_checks(triton: types.ModuleType) -> types.ModuleType:
@@ -108,6 +114,56 @@ def _without_dead_overflow_checks(triton: types.ModuleType) -> types.ModuleType:
         if getattr(options, "sanitize_overflow", False):
             builder.options = dataclasses.replace(options, sanitize_overflow=False)
     return triton
+
+
+class _Unpatched:
+    """What a patch already made returns: nothing of its own to restore."""
+
+    def restore(self) -> None:
+        return None
+
+
+def _patch_lang_once(triton: types.ModuleType) -> None:
+    """The interpreter's ``_patch_lang`` made once per kernel launch instead of once per call of a jitted helper.
+
+    Each launch patches ``triton.language`` for the interpreter and restores it
+    after the grid has run; each call of a ``@triton.jit`` helper inside the
+    kernel patches the same modules again with the same interpreted builtins
+    (and never restores: the launch's restore does).  The patch depends only on
+    which of ``triton.language``/``triton.language.core`` the function sees, so a
+    helper that sees no module the launch has not patched skips it; anything
+    else is patched as before.  About a tenth of the write path's time.
+    """
+    try:
+        interpreter: Any = importlib.import_module("triton.runtime.interpreter")
+        langs = (interpreter.tl, interpreter.tl.core)
+    except (ImportError, AttributeError):
+        return
+    patch = getattr(interpreter, "_patch_lang", None)
+    if patch is None or getattr(patch, "_kvrow_once", False):
+        return
+    patched: set[int] = set()  # the modules the launch in progress has patched (empty: none in progress)
+
+    def patch_once(fn: Any) -> Any:
+        wanted = {id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in langs}
+        if patched and wanted <= patched:
+            return _Unpatched()
+        scope = patch(fn)
+        if patched:  # a helper seeing a module the launch has not patched: patched, never restored (as before)
+            patched.update(wanted)
+            return scope
+        patched.update(wanted)
+        restore = scope.restore
+
+        def restored() -> None:
+            patched.clear()
+            restore()
+
+        scope.restore = restored
+        return scope
+
+    patch_once._kvrow_once = True  # type: ignore[attr-defined]
+    interpreter._patch_lang = patch_once
 
 
 @contextlib.contextmanager
