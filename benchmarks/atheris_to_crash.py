@@ -54,11 +54,11 @@ class Hunt:
 
     def crashed(self, target: str, finding: Any, work: str) -> None:
         """A crash: the seed bug's cause ends the hunt; another's joins the baseline file in ``work``."""
-        from fuzz.causes import root_causes
         from fuzz.findings import baseline
         from fuzz.oss.target import resolved
+        from fuzz.verdict import PIPELINE
 
-        causes = root_causes(resolved(target), [finding])
+        causes = PIPELINE.causes(resolved(target), [finding])
         labels = sorted({c.label for c in causes}) or ["unexplained"]
         self.found = SEED_BUG in labels
         if not self.found:

@@ -121,8 +121,8 @@ def judge_base(spec: str, plugin: bool, baseline_file: str, known_fix: KnownFix 
     """The base's groups by each proof and by run ci, its root causes (of both) written to ``baseline_file``, the
     tests of the plugin line that fail on it even against them (``plugin fails``: no verdict on a mutant), and
     the groups the plugin line names on it without a baseline (``plugin groups``)."""
-    from fuzz.causes import root_causes
     from fuzz.findings import baseline
+    from fuzz.verdict import PIPELINE
 
     seconds: dict[str, float] = {}
     t = time.monotonic()
@@ -135,7 +135,7 @@ def judge_base(spec: str, plugin: bool, baseline_file: str, known_fix: KnownFix 
     target, found, error = ci_findings(spec)
     if error:
         raise RuntimeError(f"run ci failed on the base {spec}: {error}")
-    causes = root_causes(target, [*found, *(g.witness for g in full.groups.values())])
+    causes = PIPELINE.causes(target, [*found, *(g.witness for g in full.groups.values())])
     seconds["run ci"] = time.monotonic() - t
     Path(baseline_file).write_text(baseline.text(baseline.portable_target(target), causes))
     record: dict[str, Any] = {
@@ -215,9 +215,9 @@ def verdicts(
     widely: ``changed``) or, for the others, the new or widened groups proved, run ci's new root causes (and
     whether one names the mutated function), the plugin line's failure; ``refused`` when the loader refuses the
     file (no verdict)."""
-    from fuzz.causes import root_causes
     from fuzz.findings import baseline
     from fuzz.targets.base import TargetError
+    from fuzz.verdict import PIPELINE
 
     seconds: dict[str, float] = {}
     out: dict[str, Any] = {"seconds": seconds}
@@ -237,7 +237,7 @@ def verdicts(
     out.update(outcome="judged", proof=new)
     t = time.monotonic()
     target, found, error = ci_findings(spec)
-    fresh = baseline.judge(root_causes(target, found), baseline.load(baseline_file).entries).new  # the base's
+    fresh = PIPELINE.judge(PIPELINE.causes(target, found), baseline.load(baseline_file).entries).new  # the base's
     groups = sorted({str(f.signature) for f in found} - set(base["run ci"]))
     seconds["run ci"] = time.monotonic() - t
     out["run ci"] = {

@@ -16,8 +16,9 @@ from fuzz.common.profiles import get_profile
 from fuzz.findings.kinds import Property, Regime
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import run_case
-from fuzz.run.engine import campaign, check_scenario
+from fuzz.run.engine import campaign
 from fuzz.targets import resolve_target
+from fuzz.verdict import check_scenario
 
 V0518 = resolve_target("reference@sglang-0.5.18")
 

@@ -221,16 +221,22 @@ def test_a_written_baseline_reads_back_and_matches_the_published_schema(tmp_path
 
 def test_the_plugins_properties_pass_a_known_cause_and_fail_a_new_one(pinned_wheels, tree_causes):
     from allocator_model.scenario import DecodeScenario
-    from fuzz.properties.test_kvrow_decode import new_only
+    from fuzz.run.check import DecodeCase
+    from fuzz.verdict import PIPELINE
 
     target, causes = tree_causes
     known = baseline.parse(baseline.document(baseline.portable_target(target), causes), "the tree's baseline")
     f = next(c for c in causes if c.key == "unified-rows")
     (case,) = [w for w in _witnesses(target) if w.signature == f.variants[0]]
-    scenario = DecodeScenario.from_dict(case.config, case.case)
-    assert new_only(target, known, [case.violation], scenario) == []  # known: the property test passes
-    assert new_only(target, frozenset(), [case.violation], scenario) == [case.violation]  # no baseline: it fails
-    assert new_only(target, None, [case.violation], scenario) == [case.violation]
+    decode = DecodeCase(DecodeScenario.from_dict(case.config, case.case))
+
+    def new(entries):  # what the plugin's property test fails on (``holds``)
+        verdict = PIPELINE.case(target, decode, (case.violation.prop,), confirm=False, baseline=entries)
+        return [f.signature for f in verdict.new]
+
+    assert new(known) == []  # known: the property test passes
+    assert new(frozenset()) == [case.signature]  # an empty baseline: it fails
+    assert new(None) == [case.signature]  # no baseline: it fails
 
 
 def _witnesses(target):
@@ -460,17 +466,16 @@ def test_the_plugins_lifecycle_test_fails_only_on_a_cause_the_baseline_does_not_
     a known cause failed the plugin line)."""
     from hypothesis import settings
 
-    from fuzz.causes import root_causes
     from fuzz.lifecycle.machine import lifecycle_campaign
-    from fuzz.properties.test_kvrow_lifecycle import new_only
     from fuzz.targets import resolve_target
+    from fuzz.verdict import PIPELINE
 
     target = resolve_target("reference@sglang-0.5.18")
     found = lifecycle_campaign(target, settings(max_examples=30, database=None), steps=30, max_rounds=1).findings
     assert found
-    known = frozenset(baseline.made_by(root_causes(target, found)))
-    assert known and new_only(target, known, found) == []
-    assert new_only(target, None, found) == found and new_only(target, frozenset(), found) == found
+    known = frozenset(baseline.made_by(PIPELINE.causes(target, found)))
+    assert known and PIPELINE.new(target, found, known) == []
+    assert PIPELINE.new(target, found, frozenset()) == found
 
 
 def test_a_checkout_has_one_portable_name_however_it_is_spelled(pinned_wheels, trees, monkeypatch):

@@ -22,7 +22,6 @@ from typing import Any, TextIO, TypedDict
 
 from hypothesis import settings as Settings
 
-from fuzz.causes import root_causes
 from fuzz.common import interrupts
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins, read_baseline
@@ -35,6 +34,7 @@ from fuzz.findings.render import counterexample_block, summary_table
 from fuzz.findings.report import Command
 from fuzz.targets.base import Target, modeled_line
 from fuzz.targets.resolve import resolve_targets
+from fuzz.verdict import PIPELINE
 
 from .driver import CampaignResult, Progress, stable_seed
 from .parallel import CampaignJob, FuzzCall, plan_streams, run_streams
@@ -219,10 +219,10 @@ def conclude(
     if result.error:
         print(f"ERROR {target.spec}: {result.error}", file=out)
     if result.findings and not result.interrupted:
-        result.causes = root_causes(target, result.findings)
+        result.causes = PIPELINE.causes(target, result.findings)
         print(causes_block(target.spec, result.causes), file=out, flush=True)
     if setup.baseline is not None and not result.interrupted:
-        result.baseline = baseline.judge(result.causes, setup.baseline[target.spec])
+        result.baseline = PIPELINE.judge(result.causes, setup.baseline[target.spec])
         print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
     if after:
         after(result, out)

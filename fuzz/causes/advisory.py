@@ -35,6 +35,7 @@ input. Its parser: ``fuzz.report_commands``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -42,7 +43,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from allocator_model.revisions import RELEASE_REVISIONS
-from allocator_model.scenario import DecodeScenario
 from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.files import check_output_dir, write_atomically
@@ -55,12 +55,11 @@ from fuzz.findings.launch import MODELS, launch_line
 from fuzz.findings.model import Finding
 from fuzz.findings.regression import emit_test
 from fuzz.lifecycle.replay import run_replayable
-from fuzz.run.engine import check_scenario
 from fuzz.run.replay import ReplayableCase, replayable_case
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
+from fuzz.verdict import PIPELINE, check_scenario
 
-from .counterfactual import root_causes
 from .standalone import standalone_test
 
 MAX_INPUT_BYTES = 64 << 20
@@ -152,7 +151,7 @@ def _replayable(doc: dict[str, Any], where: str, named: str | None) -> Replayabl
 def causes_of_cases(docs: list[dict[str, Any]]) -> list[Cause]:
     """The root causes of validated case documents of one target, each replayed there (``merge``)."""
     rebuilt = [r for r in (replayed(d) for d in docs) if r is not None]
-    return root_causes(rebuilt[0][0], [f for _, f in rebuilt]) if rebuilt else []
+    return PIPELINE.causes(rebuilt[0][0], [f for _, f in rebuilt]) if rebuilt else []
 
 
 def model_case(where: str, target: Target) -> str:
@@ -220,7 +219,7 @@ def advisories(cases: list[tuple[str, ReplayableCase]], say: Callable[[str], Non
         by_target.setdefault(target.spec, (target, []))[1].append(f)
     out: dict[str, Advisory] = {}
     for spec, (target, findings) in by_target.items():
-        for cause in root_causes(target, findings):
+        for cause in PIPELINE.causes(target, findings):
             adv = out.setdefault(cause.key, Advisory(cause))
             adv.targets[spec] = target
             adv.where[spec] = cause.where
@@ -351,12 +350,7 @@ def _how(c: Cause) -> str:
 
 def _on_sglang(target: Target, f: Finding) -> str | None:
     """What SGLang's own write path did with the example case (None: the target has no such path)."""
-    from fuzz.run.sglang import confirmation, has_sglang_path, on_sglang
-
-    if f.kind is not CaseKind.DECODE or not has_sglang_path(target):
-        return None
-    check = on_sglang(target, DecodeScenario.from_dict(f.config, f.case), trace=True)
-    return confirmation(check, f.violation)[1]
+    return PIPELINE.confirm(target, dataclasses.replace(f, sglang=None)).sglang
 
 
 def cmd_advisory(args: argparse.Namespace) -> ExitCode:

@@ -127,15 +127,15 @@ def fails(target: Target, f: Finding) -> bool:
     """Whether ``f``'s own case still breaks its property on ``target``."""
     prop = Property(f.violation.prop)
     if f.kind is CaseKind.DECODE:
-        from fuzz.run.engine import check_scenario
+        from fuzz.run.check import decode_violations
 
-        _, found = check_scenario(target, DecodeScenario.from_dict(f.config, f.case), (prop,), attributed=False)
+        _, found = decode_violations(target, DecodeScenario.from_dict(f.config, f.case), (prop,))
         return any(v.prop == prop for v in found)
     if f.kind is CaseKind.LIFECYCLE:
-        from fuzz.lifecycle.replay import run_case
+        from fuzz.lifecycle.script import run_steps
 
         try:
-            run = run_case(target, f.config, list(f.case.get("steps", [])), story=False)
+            run = run_steps(target, f.config, list(f.case.get("steps", [])), (prop,), story=False)
         except Exception:  # noqa: BLE001 - a step the fixed target cannot run: the case does not fail there
             return False
         return any(v.prop == prop for _, v in run.violations)

@@ -17,18 +17,9 @@ from collections import OrderedDict
 from fuzz.findings import baseline
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target
-
-from .counterfactual import root_causes
+from fuzz.verdict import PIPELINE
 
 MAX_REMEMBERED = 4096  # cases whose verdict a KnownCauses keeps (the oldest forgotten first)
-
-
-def new_findings(target: Target, entries: frozenset[baseline.Entry], findings: list[Finding]) -> list[Finding]:
-    """The findings whose root cause the baseline's ``entries`` do not know (in their order)."""
-    if not findings:
-        return []
-    new = {s for c in root_causes(target, findings) if not baseline.is_known(c, entries) for s in c.groups}
-    return [f for f in findings if f.signature in new]
 
 
 class KnownCauses:
@@ -45,7 +36,7 @@ class KnownCauses:
             self.verdicts.move_to_end(key)
             return self.verdicts[key]
         self.judged += 1
-        known = not new_findings(self.target, self.entries, [finding])
+        known = not PIPELINE.new(self.target, [finding], self.entries)
         self.verdicts[key] = known
         if len(self.verdicts) > MAX_REMEMBERED:
             self.verdicts.popitem(last=False)

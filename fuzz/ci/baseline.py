@@ -89,12 +89,12 @@ def cmd_baseline(args: argparse.Namespace) -> ExitCode:
 def causes_of(spec: str, args: argparse.Namespace, version: str | None = None) -> tuple[str, list[Any]]:
     """(the target's portable name, ``baseline.portable_target``: never an absolute local path; its root causes):
     the campaign ``run`` runs, with this command's settings."""
-    from fuzz.causes import root_causes
     from fuzz.findings.baseline import portable_target
     from fuzz.prove.quick import proof_stage
     from fuzz.run.engine import campaign
     from fuzz.run.sglang import WritePathMode, has_sglang_path
     from fuzz.targets.resolve import resolve_targets
+    from fuzz.verdict import PIPELINE
 
     (target,) = resolve_targets([spec], version)
     args.seed = None
@@ -103,7 +103,7 @@ def causes_of(spec: str, args: argparse.Namespace, version: str | None = None) -
     result = campaign(target, hyp, seed=seed, proof=proof_stage, write_path=WritePathMode(args.write_path))
     if result.error:
         raise BadInput(f"{target.spec}: the campaign failed: {result.error}")
-    return portable_target(target), root_causes(target, result.findings)
+    return portable_target(target), PIPELINE.causes(target, result.findings)
 
 
 def write_target(args: argparse.Namespace) -> ExitCode:

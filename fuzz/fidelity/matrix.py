@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from allocator_model.revisions import REFERENCE
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.campaign.driver import CampaignResult
-from fuzz.causes import root_causes
 from fuzz.common.bounds import MAX_EXPECT_BYTES
 from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
@@ -34,10 +33,11 @@ from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
 from fuzz.findings.report import Status, status_of
-from fuzz.run.engine import campaign, check_scenario
+from fuzz.run.engine import campaign
 from fuzz.targets.base import Target, model_target
 from fuzz.targets.resolve import resolve_target
 from fuzz.targets.sglang.versions import VersionError, known_releases, parse_version, releases_between
+from fuzz.verdict import PIPELINE, check_scenario
 
 from .differential import FidelityResult, fidelity
 
@@ -147,7 +147,7 @@ def _finish(row: Row, cases_dir: str) -> None:
         save_case(f, cases_dir)
     reference_check(row)
     if row.campaign is not None and row.campaign.findings and row.target is not None:
-        row.campaign.causes = root_causes(row.target, row.campaign.findings)
+        row.campaign.causes = PIPELINE.causes(row.target, row.campaign.findings)
 
 
 class MatrixInterrupted(KeyboardInterrupt):

@@ -38,20 +38,16 @@ from fuzz.common.threads import one_torch_thread
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation, sizing_raised
 from fuzz.targets.base import Target, TargetCallError
+from fuzz.verdict import PIPELINE
 from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
 
 from .invariants import INVARIANTS, RowShadow, step_violations
-from .replay import attributed, first_violation, shorten
+from .replay import first_violation, shorten
+from .script import LifecycleCase, lifecycle_finding
 
 DEFAULT_STEPS = LIFECYCLE_STEPS
 # State-machine runs per round by profile (each up to DEFAULT_STEPS steps).
 RUNS = {"ci": 100, "dev": 500, "nightly": 2000}
-
-
-def lifecycle_finding(
-    target: str, v: Violation, cfg: ServingConfig, steps: list[dict[str, Any]], found_at: int = 0
-) -> Finding:
-    return Finding(CaseKind.LIFECYCLE, target, v, cfg, {"steps": steps}, found_at)
 
 
 @dataclass
@@ -128,7 +124,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.plan.stats.observe(self.batch)
         found = step_violations(self.batch, result, self.shadow, self.plan.checks)
         if found:
-            self._found(attributed(self.plan.target, self.cfg, self.steps, found[0], self.plan.batch_class))
+            case = LifecycleCase(self.cfg, self.steps, self.plan.batch_class)
+            self._found(PIPELINE.attribute(self.plan.target, case, found[0]))
 
     def _live(self) -> bool:
         return self.batch is not None and not self.halted

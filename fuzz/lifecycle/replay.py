@@ -8,40 +8,22 @@ violation with its step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.allocator import Unrunnable
-from allocator_model.batch import RunningBatch, StepError, StepResult
-from allocator_model.config import ConfigError, ServingConfig
+from allocator_model.batch import RunningBatch, StepError
+from allocator_model.config import ServingConfig
 from allocator_model.requests import Op
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import CaseKind, Property, Signature
-from fuzz.findings.model import Violation, attributed_without_dcp, dcp_to_be_judged, sizing_raised
-from fuzz.findings.render import config_line, format_step
+from fuzz.findings.kinds import CaseKind, Signature
+from fuzz.findings.model import Violation
+from fuzz.findings.render import config_line
 from fuzz.run.replay import ReplayableCase, replayable_case
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.targets.base import Target
+from fuzz.verdict import PIPELINE
 
-from .invariants import INVARIANTS, RowShadow, step_violations
-
-
-@dataclass
-class CaseRun:
-    """A step script replayed: the story, line by line, and each invariant's first violation with its step."""
-
-    lines: list[str]
-    violations: list[tuple[int, Violation]]
-
-
-def _story(batch: RunningBatch, result: StepResult) -> list[str]:
-    owners = batch.row_owner()
-    for rel in result.releases:
-        owners.setdefault(rel.row, rel.rid)
-    return (
-        list(result.notes)
-        + [w.describe(owners, batch.width) for w in result.writes]
-        + [rel.describe(batch.page) for rel in result.releases]
-    )
+from .invariants import INVARIANTS
+from .script import CaseRun, LifecycleCase, run_steps
 
 
 def run_case(
@@ -53,53 +35,13 @@ def run_case(
     *,
     story: bool = True,
 ) -> CaseRun:
-    """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run);
-    each violation named for its cause (``attributed``)."""
-    run = CaseRun([], [])
-    try:
-        batch = batch_class(cfg, target.sizing, target.revision)
-    except TargetCallError as e:
-        run.violations.append((0, sizing_raised(cfg, e)))
-        return run
-    shadow, seen = RowShadow(batch), set()
-    for i, step in enumerate(steps, 1):
-        try:
-            result = batch.apply(step)
-        except StepError as e:
-            raise StepError(f"step {i}: {e}") from None
-        except TargetCallError as e:
-            run.violations.append((i, sizing_raised(cfg, e)))
-            break
-        shadow.record(result)
-        if story:
-            run.lines.append(f"{i:>3}. {format_step(step)}")
-            run.lines += [f"       {line}" for line in _story(batch, result)]
-        for v in step_violations(batch, result, shadow, checks):
-            if v.prop not in seen:
-                seen.add(v.prop)
-                run.violations.append((i, attributed(target, cfg, steps[:i], v, batch_class)))
+    """``script.run_steps``, each violation named for its cause (the verdict pipeline's ``attribute``, on the
+    script up to its step)."""
+    run = run_steps(target, cfg, steps, checks, batch_class, story=story)
+    run.violations = [
+        (i, PIPELINE.attribute(target, LifecycleCase(cfg, steps[:i], batch_class), v)) for i, v in run.violations
+    ]
     return run
-
-
-def attributed(
-    target: Target, cfg: ServingConfig, steps: list, v: Violation, batch_class: type[RunningBatch] = RunningBatch
-) -> Violation:
-    """``v``, which the step script ``steps`` broke at its last step, named for its cause as a decode case is
-    (``fuzz.run.engine.attribute``): ``dcp>1`` only when the same script on the same deployment without DCP
-    breaks nothing of ``v``'s property.  A script that cannot run there keeps ``v`` as it is."""
-    if not dcp_to_be_judged(v):
-        return v
-    try:
-        other = cfg.replace(attn_dcp_size=1)
-    except ConfigError:
-        return v
-    if target.revision.refuses(other) is not None:
-        return v
-    try:
-        found = run_case(target, other, steps, (Property(v.prop),), batch_class, story=False).violations
-    except (StepError, Unrunnable):
-        return v
-    return attributed_without_dcp(v, [w for _, w in found if w.prop == v.prop])
 
 
 def first_violation(

@@ -33,10 +33,11 @@ from fuzz.findings import baseline as baseline_file
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
-from fuzz.run.engine import check_scenario, decode_finding
+from fuzz.run.check import decode_finding
 from fuzz.run.properties import PROPERTIES
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_target
+from fuzz.verdict import check_scenario
 from strategies.scenarios import decode_scenarios
 
 from .settings import DEFAULT_PROPERTY as DEFAULT_PROPERTY_NAME

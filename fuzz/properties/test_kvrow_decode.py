@@ -16,8 +16,7 @@ import pytest
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
-from fuzz.findings.kinds import Property
-from fuzz.run.engine import check_scenario
+from fuzz.run.check import DecodeCase
 from fuzz.run.properties import (
     DRAFTS_WITHIN_ALLOCATION,
     NEIGHBOUR_ROWS_UNTOUCHED,
@@ -25,24 +24,12 @@ from fuzz.run.properties import (
     WRITE_WITHIN_ROW,
     overshoot,
 )
+from fuzz.verdict import PIPELINE
 from strategies.scenarios import decode_scenarios
-
-
-def new_only(kvrow_target, kvrow_baseline, found, scenario):
-    """The violations whose root cause the baseline does not know (all of them without a baseline)."""
-    if kvrow_baseline is None or not found:
-        return found
-    from fuzz.causes.known import new_findings
-    from fuzz.run.engine import decode_finding
-
-    findings = [decode_finding(kvrow_target.spec, v, scenario) for v in found]
-    new = {f.signature for f in new_findings(kvrow_target, kvrow_baseline, findings)}
-    return [v for v in found if v.signature in new]
-
 
 # The session's --kvrow-baseline, set by the autouse fixture below: the property tests keep their signatures (and
 # so the derandomized seeds Hypothesis derives from them) whether a baseline is given or not.
-_BASELINE: list[object] = [None]
+_BASELINE: list = [None]
 
 
 @pytest.fixture(autouse=True)
@@ -52,31 +39,26 @@ def _kvrow_baseline_for_the_properties(kvrow_baseline):
     _BASELINE[0] = None
 
 
-def holds(kvrow_target, data, prop: Property) -> None:
+def holds(kvrow_target, data, prop) -> None:
+    """``prop`` on a drawn decode scenario, judged by the verdict pipeline: its findings whose root cause the
+    session's --kvrow-baseline does not know fail, each confirmed on SGLang's own write path where the target has
+    one (on the minimal example Hypothesis reports only, not on each one the shrinker tries)."""
+    from hypothesis.control import current_build_context
+
     scenario = data.draw(decode_scenarios(kvrow_target.revision), label="scenario")
-    run, found = check_scenario(kvrow_target, scenario, props=(prop,))
+    final = current_build_context().is_final
+    verdict = PIPELINE.case(kvrow_target, DecodeCase(scenario), (prop,), confirm=final, baseline=_BASELINE[0])
+    run = verdict.run
     assume(run is None or not run.skipped)
     if run is not None:
         target(float(overshoot(run)), label="overshoot past the row width")
-    found = new_only(kvrow_target, _BASELINE[0], found, scenario)
+    found = verdict.new
     story = "\n".join(
-        f"{v.signature} on {kvrow_target.spec}\n{v.describe()}{on_sglang_line(kvrow_target, scenario, v)}"
-        for v in found
+        f"{f.signature} on {kvrow_target.spec}\n{f.violation.describe()}"
+        + (f"\n  sglang: {f.sglang}" if f.sglang else "")
+        for f in found
     )
     assert not found, f"\n{story}\nconfig: {scenario.config.short()}"
-
-
-def on_sglang_line(kvrow_target, scenario, v) -> str:
-    """What SGLang's own write path made of the failing case, on a target that has it (as ``run`` reports every
-    finding): asked on the minimal example Hypothesis reports only, not on each one the shrinker tries."""
-    from hypothesis.control import current_build_context
-
-    from fuzz.run.sglang import confirmation, has_sglang_path, on_sglang
-
-    if not current_build_context().is_final or not has_sglang_path(kvrow_target):
-        return ""
-    check = on_sglang(kvrow_target, scenario, (Property(v.prop),), trace=True)
-    return f"\n  sglang: {confirmation(check, v)[1]}"
 
 
 def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):
@@ -88,11 +70,7 @@ def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):
 
     proved, groups = quick_proof(kvrow_target)
     if kvrow_baseline is not None and groups:
-        from fuzz.causes import root_causes
-        from fuzz.findings import baseline
-
-        judged = baseline.judge(root_causes(kvrow_target, [g.witness for g in groups]), kvrow_baseline)
-        new = {s for c in judged.new for s in c.groups}
+        new = {f.signature for f in PIPELINE.new(kvrow_target, [g.witness for g in groups], kvrow_baseline)}
         groups = [g for g in groups if g.signature in new]
     story = "\n".join(witness_block(g) for g in groups)
     assert not groups, (

@@ -13,18 +13,10 @@ met first cannot hide a new one.
 from hypothesis import Phase, settings
 
 from fuzz.lifecycle.machine import lifecycle_campaign
+from fuzz.verdict import PIPELINE
 
 MAX_RUNS = 100  # state-machine runs of up to 30 steps; fewer when the profile (--kvrow-max-examples) says so
 UNSHRUNK = [Phase.explicit, Phase.reuse, Phase.generate]  # the run stops at its first failure
-
-
-def new_only(kvrow_target, kvrow_baseline, findings):
-    """The findings whose root cause the baseline does not know (all of them without a baseline)."""
-    if kvrow_baseline is None or not findings:
-        return list(findings)
-    from fuzz.causes.known import new_findings
-
-    return new_findings(kvrow_target, kvrow_baseline, list(findings))
 
 
 def test_lifecycle_invariants_hold(kvrow_target, kvrow_baseline):
@@ -34,7 +26,7 @@ def test_lifecycle_invariants_hold(kvrow_target, kvrow_baseline):
         hyp = settings(hyp, phases=UNSHRUNK)
     result = lifecycle_campaign(kvrow_target, hyp, steps=30, max_rounds=1)
     assert not result.error, result.error
-    found = new_only(kvrow_target, kvrow_baseline, result.findings)
+    found = result.findings if kvrow_baseline is None else PIPELINE.new(kvrow_target, result.findings, kvrow_baseline)
     first = (
         "" if kvrow_baseline else f" (the first group; `kvrow-fuzz lifecycle --target {kvrow_target.spec}` lists all)"
     )

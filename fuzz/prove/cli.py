@@ -127,12 +127,12 @@ def algorithm_arg(text: str) -> str | None:
 
 
 def cmd_prove(args: argparse.Namespace) -> ExitCode:
-    from fuzz.causes import root_causes
     from fuzz.findings import baseline
     from fuzz.findings.cause import causes_block
     from fuzz.findings.output import Output
     from fuzz.findings.report import Command
     from fuzz.targets.resolve import resolve_targets
+    from fuzz.verdict import PIPELINE
 
     from .grid import target_algorithms
     from .parallel import prove_in_parallel
@@ -199,10 +199,10 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             results.append(result)
             print_result(t, result, out)
             if result.groups:
-                causes[t.spec] = root_causes(t, [g.witness for g in result.sorted_groups()])
+                causes[t.spec] = PIPELINE.causes(t, [g.witness for g in result.sorted_groups()])
                 print(causes_block(t.spec, causes[t.spec]), file=out)
             if known is not None:
-                judged[t.spec] = baseline.judge(causes.get(t.spec, []), known[t.spec])
+                judged[t.spec] = PIPELINE.judge(causes.get(t.spec, []), known[t.spec])
                 print("\n".join(baseline.judged_lines(judged[t.spec])), file=out)
             if args.heatmap:
                 from allocator_model.pools import KVPool

@@ -22,9 +22,8 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.render import counterexample_block
-from fuzz.run.engine import check_scenario
-from fuzz.run.sglang import confirmation, has_sglang_path, on_sglang
 from fuzz.targets.base import Target
+from fuzz.verdict import PIPELINE, check_scenario
 
 from .result import Group, ProveResult
 
@@ -131,9 +130,7 @@ def confirm(target: Target, result: ProveResult) -> None:
         grp.confirmed = True
         if prop is not Property.PAGE_ALIGNED_GROWTH and v.overshoot != grp.worst:
             grp.mismatch = f"closed form says {grp.worst} columns, the step-by-step model {v.overshoot}"
-        if has_sglang_path(target):  # and on SGLang's own write path: what it did with the worst case
-            check = on_sglang(target, decode_scenario(grp.witness), trace=True)
-            grp.witness.confirmed, grp.witness.sglang = confirmation(check, v)
+        PIPELINE.confirm(target, grp.witness)  # and on SGLang's own write path: what it did with the worst case
 
 
 def witness_block(grp: Group) -> str:

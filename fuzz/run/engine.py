@@ -1,9 +1,5 @@
-"""The decode campaign: Hypothesis draws decode scenarios, each checked on the target's real tensor.
-
-``check_scenario`` is the one place a scenario meets a target; the
-campaign (``campaign``), the replay, the bounded proof's confirmation and
-the matrix all go through it.
-"""
+"""The decode campaign: Hypothesis draws decode scenarios, each judged by the verdict pipeline
+(``fuzz.verdict.PIPELINE``) on the target's real tensor."""
 
 from __future__ import annotations
 
@@ -16,61 +12,18 @@ from hypothesis import given
 from hypothesis import settings as Settings
 from hypothesis import target as hypothesis_target
 
-from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
+from allocator_model.scenario import DecodeScenario, ScenarioRun
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
-from fuzz.findings.kinds import CaseKind, Property
-from fuzz.findings.model import Finding, Violation, attributed_without_dcp, dcp_to_be_judged, sizing_raised
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.findings.kinds import Property
+from fuzz.findings.model import Finding, Violation
+from fuzz.targets.base import Target
+from fuzz.verdict import PIPELINE
 from strategies.scenarios import decode_scenarios
 
+from .check import DecodeCase, decode_finding
 from .coverage import covering_set
-from .properties import PROPERTIES, overshoot, violations
-from .sglang import WritePathMode, attributed_here, compared, confirmation, has_sglang_path, on_sglang
-
-
-def _run(
-    target: Target, scenario: DecodeScenario, props: tuple[Property, ...]
-) -> tuple[ScenarioRun | None, list[Violation]]:
-    try:
-        run = run_scenario(scenario, target.sizing, target.revision)
-    except TargetCallError as e:
-        return None, [sizing_raised(scenario.config, e)]
-    if run.skipped:
-        return run, []
-    return run, violations(run, props)
-
-
-def attribute(target: Target, scenario: DecodeScenario, v: Violation) -> Violation:
-    """Name a violation for its cause: ``dcp>1`` only when the same case without DCP passes.
-
-    A case that also fails with ``attn_dcp_size=1`` does not fail because of
-    DCP; it is grouped by the regime it has without DCP (page 1's gap, say).
-    Applied inside ``check_scenario``, so the shrinker (which keeps a case in
-    its group) never slides a DCP bug onto a case that fails without DCP.
-    """
-    if not dcp_to_be_judged(v):
-        return v
-    other = scenario.without_dcp()
-    if other is None or scenario_problem(other, target.revision) is not None:
-        return v
-    _, found = _run(target, other, (Property(v.prop),))
-    return attributed_without_dcp(v, [w for w in found if w.prop == v.prop])
-
-
-def check_scenario(
-    target: Target, scenario: DecodeScenario, props: Iterable[Property] = PROPERTIES, *, attributed: bool = True
-) -> tuple[ScenarioRun | None, list[Violation]]:
-    """Run one scenario on a target and return every property it breaks, each named for its cause."""
-    run, found = _run(target, scenario, tuple(props))
-    if attributed:
-        found = [attribute(target, scenario, v) for v in found]
-    return run, found
-
-
-def decode_finding(target: str, v: Violation, scenario: DecodeScenario, found_at: int = 0) -> Finding:
-    return Finding(
-        CaseKind.DECODE, target, v, scenario.config, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
-    )
+from .properties import PROPERTIES, overshoot
+from .sglang import WritePathMode, compared, has_sglang_path
 
 
 def sglang_key(scenario: DecodeScenario) -> tuple[Any, ...]:
@@ -125,7 +78,7 @@ class DecodeHunt:
         known = {v.signature for v in seen}
         for v in check.violations:
             if v.signature not in known:
-                v = attributed_here(self.target, scenario, v)
+                v = PIPELINE.attribute(self.target, DecodeCase(scenario), v, sglang=True)
                 f = decode_finding(self.target.spec, v, scenario, at)
                 f.confirmed, f.sglang = (
                     True,
@@ -142,7 +95,7 @@ class DecodeHunt:
 
         def test(scenario: DecodeScenario) -> None:
             progress.tick(tracker.groups)
-            run, vs = check_scenario(target, scenario, props)
+            run, vs = PIPELINE.checked(target, DecodeCase(scenario), props)
             if run is not None and not run.skipped:
                 hypothesis_target(float(overshoot(run)), label="overshoot past the row width")
             for v in vs:
@@ -163,7 +116,7 @@ class DecodeHunt:
         on_sglang: set[tuple[Any, ...]] = set()
         for scenario in itertools.islice(covering_set(self.target, self.pins), k, None, parts):
             progress.tick(tracker.groups)
-            run, vs = check_scenario(self.target, scenario, self.props)
+            run, vs = PIPELINE.checked(self.target, DecodeCase(scenario), self.props)
             for v in vs:
                 if not tracker.is_known(v.signature):
                     yield self.finish(decode_finding(self.target.spec, v, scenario, progress.examples))
@@ -181,22 +134,18 @@ class DecodeHunt:
         (a sizing function that raised, a growth rule no closed form reads) is the witness itself."""
         for w in witnesses:
             progress.tick(tracker.groups)
-            _, vs = check_scenario(self.target, DecodeScenario.from_dict(w.config, w.case), self.props)
+            case = DecodeCase(DecodeScenario.from_dict(w.config, w.case))
+            _, vs = PIPELINE.checked(self.target, case, self.props)
             for v in vs:
                 if not tracker.is_known(v.signature):
-                    yield self.finish(decode_finding(self.target.spec, v, DecodeScenario.from_dict(w.config, w.case)))
+                    yield self.finish(case.finding(self.target, v))
             if not tracker.is_known(w.signature) and w.signature not in {v.signature for v in vs}:
                 w.found_at = progress.examples
                 yield self.finish(w)
 
     def finish(self, f: Finding) -> Finding:
-        """A decode finding replayed on SGLang's own path: it says there what that path did (``confirmation``)."""
-        if not self.sglang or f.sglang is not None or f.violation.prop is Property.MODEL_MISMATCH:
-            return f
-        scenario = DecodeScenario.from_dict(f.config, f.case)
-        check = on_sglang(self.target, scenario, trace=True)
-        f.confirmed, f.sglang = confirmation(check, f.violation)
-        return f
+        """A decode finding replayed on SGLang's own path where the hunt runs it (the pipeline's ``confirm``)."""
+        return PIPELINE.confirm(self.target, f) if self.sglang else f
 
     def stats(self) -> dict[str, Any]:
         if not self.sglang:

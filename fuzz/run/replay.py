@@ -23,9 +23,10 @@ from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
+from fuzz.verdict import PIPELINE, check_scenario
 
-from .engine import check_scenario
-from .sglang import confirmation, has_sglang_path, mismatch, on_sglang
+from .check import decode_finding
+from .sglang import has_sglang_path, mismatch, on_sglang
 
 REPLAYABLE = (CaseKind.DECODE, CaseKind.LIFECYCLE)  # the kinds ``replayable_case`` takes (fidelity has its own)
 
@@ -103,7 +104,8 @@ def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> 
         if check.mismatch is not None and prop is Property.MODEL_MISMATCH:
             there = [check.mismatch]
         if same:
-            lines.append(f"sglang: {confirmation(check, same[0])[1]}")
+            confirmed = PIPELINE.confirm(target, decode_finding(target.spec, same[0], scenario), check=check)
+            lines.append(f"sglang: {confirmed.sglang}")
         elif there:
             lines.append(
                 f"sglang: found on sglang {check.version}'s own write path ({check.chain()}); the model's run passes"

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.compat import StrEnum
-from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation, scenario_problem
+from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation
 from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.errors import BadInput
 from fuzz.findings.kinds import Property, regime
-from fuzz.findings.model import Violation, attributed_without_dcp, dcp_to_be_judged
+from fuzz.findings.model import Violation
 from fuzz.targets.base import Target
 
 from .properties import PROPERTIES, reported_as, violations
@@ -202,15 +202,3 @@ def confirmation(check: SGLangCheck, v: Violation) -> tuple[bool, str]:
     spills = [s.describe() for obs in check.run.writes for s in obs.changed_outside]
     overwritten = f"; {', '.join(spills)} overwritten" if spills else ""
     return True, f"confirmed on sglang {check.version}'s own write path: {check.chain()}{overwritten}"
-
-
-def attributed_here(target: Target, scenario: DecodeScenario, v: Violation) -> Violation:
-    """``engine.attribute`` for a violation SGLang's path found: ``dcp>1`` only when the same case without DCP
-    passes there too."""
-    if not dcp_to_be_judged(v):
-        return v
-    other = scenario.without_dcp()
-    if other is None or scenario_problem(other, target.revision) is not None:
-        return v
-    same = [w for w in on_sglang(target, other).violations if w.prop == v.prop]
-    return attributed_without_dcp(v, same, explain=False)

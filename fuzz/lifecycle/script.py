@@ -1,0 +1,122 @@
+"""A lifecycle step script run from a fresh batch, raw: the story and each invariant's first violation.
+
+``LifecycleCase`` is a step script as the verdict pipeline (``fuzz.verdict``)
+sees a case; naming each violation for its cause is the pipeline's, applied
+by ``replay.run_case``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from allocator_model.allocator import Unrunnable
+from allocator_model.batch import RunningBatch, StepError, StepResult
+from allocator_model.config import ConfigError, ServingConfig
+from fuzz.findings.kinds import CaseKind, Property
+from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.findings.render import format_step
+from fuzz.targets.base import Target, TargetCallError
+
+from .invariants import INVARIANTS, RowShadow, step_violations
+
+
+@dataclass
+class CaseRun:
+    """A step script replayed: the story, line by line, and each invariant's first violation with its step."""
+
+    lines: list[str]
+    violations: list[tuple[int, Violation]]
+
+
+def _story(batch: RunningBatch, result: StepResult) -> list[str]:
+    owners = batch.row_owner()
+    for rel in result.releases:
+        owners.setdefault(rel.row, rel.rid)
+    return (
+        list(result.notes)
+        + [w.describe(owners, batch.width) for w in result.writes]
+        + [rel.describe(batch.page) for rel in result.releases]
+    )
+
+
+def run_steps(
+    target: Target,
+    cfg: ServingConfig,
+    steps: list,
+    checks=INVARIANTS,
+    batch_class: type[RunningBatch] = RunningBatch,
+    *,
+    story: bool = True,
+) -> CaseRun:
+    """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run):
+    each property's first violation with its step, as found (``replay.run_case`` names each for its cause)."""
+    run = CaseRun([], [])
+    try:
+        batch = batch_class(cfg, target.sizing, target.revision)
+    except TargetCallError as e:
+        run.violations.append((0, sizing_raised(cfg, e)))
+        return run
+    shadow, seen = RowShadow(batch), set()
+    for i, step in enumerate(steps, 1):
+        try:
+            result = batch.apply(step)
+        except StepError as e:
+            raise StepError(f"step {i}: {e}") from None
+        except TargetCallError as e:
+            run.violations.append((i, sizing_raised(cfg, e)))
+            break
+        shadow.record(result)
+        if story:
+            run.lines.append(f"{i:>3}. {format_step(step)}")
+            run.lines += [f"       {line}" for line in _story(batch, result)]
+        for v in step_violations(batch, result, shadow, checks):
+            if v.prop not in seen:
+                seen.add(v.prop)
+                run.violations.append((i, v))
+    return run
+
+
+def lifecycle_finding(
+    target: str, v: Violation, cfg: ServingConfig, steps: list[dict[str, Any]], found_at: int = 0
+) -> Finding:
+    return Finding(CaseKind.LIFECYCLE, target, v, cfg, {"steps": steps}, found_at)
+
+
+@dataclass(frozen=True)
+class LifecycleCase:
+    """A step script on a deployment as a case of the verdict pipeline (``fuzz.verdict.Case``)."""
+
+    cfg: ServingConfig
+    steps: list[dict[str, Any]] = field(hash=False)
+    batch_class: type[RunningBatch] = RunningBatch
+    kind: ClassVar[CaseKind] = CaseKind.LIFECYCLE
+
+    @property
+    def config(self) -> ServingConfig:
+        return self.cfg
+
+    def check(self, target: Target, props: tuple[Property, ...], sglang: bool = False) -> tuple[Any, list[Violation]]:
+        """Each property of ``props`` the script breaks, at the first step it does (a script the target cannot
+        run breaks nothing there).  The lifecycle runs on the model's batch only: no SGLang path."""
+        if sglang:
+            raise ValueError("a lifecycle case has no SGLang write path to run on")
+        try:
+            run = run_steps(target, self.cfg, self.steps, props, self.batch_class, story=False)
+        except (StepError, Unrunnable):
+            return None, []
+        return run, [v for _, v in run.violations]
+
+    def without_dcp(self, target: Target) -> LifecycleCase | None:
+        """The same script on the same deployment with ``attn_dcp_size`` 1 (None: no such deployment, or one the
+        target's revision refuses)."""
+        try:
+            other = self.cfg.replace(attn_dcp_size=1)
+        except ConfigError:
+            return None
+        if target.revision.refuses(other) is not None:
+            return None
+        return LifecycleCase(other, self.steps, self.batch_class)
+
+    def finding(self, target: Target, v: Violation, found_at: int = 0) -> Finding:
+        return lifecycle_finding(target.spec, v, self.cfg, list(self.steps), found_at)
