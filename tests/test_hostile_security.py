@@ -398,17 +398,19 @@ def test_p20_schema_version_is_the_integer_one(tmp_path, capsys) -> None:
 
 
 # -- P08: a second Ctrl-C after findings still writes them ------------------------------------------
-def interrupted_twice_while_causes_are_found(monkeypatch, module: Any, argv: list[str], tmp_path: Path) -> int:
-    """``main(argv + outputs)`` with two real SIGINTs sent while the root causes are worked out (``module``'s
-    ``root_causes``, after the search met its groups); the signal handlers restored afterwards."""
+def interrupted_twice_while_causes_are_found(monkeypatch, argv: list[str], tmp_path: Path) -> int:
+    """``main(argv + outputs)`` with two real SIGINTs sent while the root causes are worked out (the verdict
+    pipeline's ``causes``, after the search met its groups); the signal handlers restored afterwards."""
     import signal
 
-    def interrupted_twice(target, findings):
+    from fuzz.verdict import Pipeline
+
+    def interrupted_twice(self, target, findings):
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)
         return []
 
-    monkeypatch.setattr(module, "root_causes", interrupted_twice)
+    monkeypatch.setattr(Pipeline, "causes", interrupted_twice)
     previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     outputs = ["--quiet", "--cases", str(tmp_path / "cases"), "--json", str(tmp_path / "r.json")]
     try:
@@ -434,11 +436,8 @@ def test_p08_signals_while_the_findings_are_written_never_stop_the_writes() -> N
 def test_p08_ctrl_c_twice_after_findings_exits_1_with_the_sarif_log(tmp_path, capsys, monkeypatch) -> None:
     """Two real SIGINTs while the root causes are worked out (after the search met its groups): the run ends
     as interrupted, and still writes the report and the SARIF log and exits 1 (found), not 130."""
-    import fuzz.campaign.execute as execute
-
     code = interrupted_twice_while_causes_are_found(
         monkeypatch,
-        execute,
         ["run", "--target", "reference@pre-26972", "--profile", "ci", "--max-examples", "30"],
         tmp_path,
     )
@@ -709,10 +708,8 @@ def shlex_quote(text: str) -> str:
 
 
 def test_p08_ctrl_c_twice_in_prove_after_its_witnesses_exits_1_with_the_report(tmp_path, capsys, monkeypatch) -> None:
-    import fuzz.causes
-
     code = interrupted_twice_while_causes_are_found(
-        monkeypatch, fuzz.causes, ["prove", "--space", "tiny", "--target", "reference@sglang-0.5.18"], tmp_path
+        monkeypatch, ["prove", "--space", "tiny", "--target", "reference@sglang-0.5.18"], tmp_path
     )
     out = capsys.readouterr().out
     assert code == 1 and "interrupted: reporting what was proved so far" in out

@@ -374,7 +374,7 @@ def test_triton_imported_without_the_interpreter_is_refused(monkeypatch: pytest.
     need_triton()
     import triton  # noqa: F401
 
-    from fuzz.targets.sglang.runtime.modules import ensure_triton
+    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(TargetError, match="imported without TRITON_INTERPRET=1"):
@@ -387,7 +387,7 @@ def test_the_interpreter_builds_no_overflow_check_it_would_never_evaluate() -> N
     need_triton()
     import torch
 
-    from fuzz.targets.sglang.runtime.modules import ensure_triton
+    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
 
     triton = ensure_triton()
     from triton.runtime import interpreter
@@ -413,7 +413,7 @@ def test_a_launch_patches_triton_language_once_however_many_helpers_its_kernel_c
     need_triton()
     import torch
 
-    from fuzz.targets.sglang.runtime.modules import ensure_triton
+    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
 
     triton = ensure_triton()
     import triton.language as tl

@@ -26,7 +26,8 @@ from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
 from ..stubs import StandInMissing
 from .bounds import DEFAULT_SECONDS, SGLangTimeout, bounded, untraced
 from .context import RuntimeContext, Settings
-from .modules import Loader, ensure_triton
+from .interpreter import ensure_triton
+from .modules import Loader
 from .releases import CHECKER_MODULE, POOL_ALLOCATOR_NAMES, POOL_ALLOCATORS, Release, Where, release_for
 from .request import RequestStandIn, make_request
 from .standins import StandIns, slice_definitions

@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dataclasses
 import functools
-import importlib
 import inspect
 import itertools
-import os
 import sys
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -44,6 +41,7 @@ from typing import Any
 from ...base import UNPARSABLE, TargetError
 from ..stubs import StandInMissing
 from .inert import PRIVATE_PREFIX, InertModule
+from .interpreter import ensure_triton
 from .tree import SourceTree
 
 # The only packages besides the standard library the executed modules import for real; every other one
@@ -52,118 +50,10 @@ from .tree import SourceTree
 # from sgl_kernel import ...`` [cite: eagle-v2-imports-sgl-kernel]; ``from huggingface_hub import
 # snapshot_download`` [cite: spec-utils-imports-hf-hub]) and the write path calls none.
 REAL_IMPORTS = frozenset({"torch", "numpy", "triton", "typing_extensions"})
-TRITON_EXTRA = "the write path needs triton: install kvrow-fuzz with the triton==3.9.0 extra"
 
 # answers(module, name) -> (found, value): what an unexecuted module's name answers (``standins.StandIns.answer``).
 Answers = Callable[[str, str], tuple[bool, Any]]
 _counter = itertools.count(1)
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on", "y", "t")
-
-
-def ensure_triton() -> types.ModuleType:
-    """The real triton, in interpreter mode; refuse (one line) where that cannot be had.
-
-    Sets ``TRITON_INTERPRET=1`` in the process environment when triton is
-    not imported yet (triton 3.9.0 reads it at each ``@triton.jit``: ``jit``
-    in ``runtime/jit.py`` asks ``knobs.runtime.interpret``, ``env_bool("TRITON_INTERPRET")``
-    in ``knobs.py``).  Already imported without
-    it: refused, rather than run compiled-mode triton on CPU tensors.
-    """
-    if "triton" in sys.modules:
-        if not _truthy(os.environ.get("TRITON_INTERPRET")):
-            raise TargetError(
-                "triton was imported without TRITON_INTERPRET=1: SGLang's kernels cannot run on CPU tensors "
-                "(set TRITON_INTERPRET=1 before anything imports triton)"
-            )
-        return _interpreter_sped_up(sys.modules["triton"])
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        import triton
-    except ImportError:
-        raise TargetError(TRITON_EXTRA) from None
-    return _interpreter_sped_up(triton)
-
-
-def _interpreter_sped_up(triton: types.ModuleType) -> types.ModuleType:
-    """``triton`` with the two interpreter speed-ups below; each computes what the interpreter computed before."""
-    _patch_lang_once(_without_dead_overflow_checks(triton))
-    return triton
-
-
-def _without_dead_overflow_checks(triton: types.ModuleType) -> types.ModuleType:
-    """``triton``, its interpreter no longer building integer-overflow checks that nothing ever evaluates.
-
-    The interpreter's options keep ``sanitize_overflow`` on and ``debug`` off:
-    every 32-bit ``+``/``-``/``*`` in a kernel then recomputes itself in int64
-    to build a ``device_assert``, which ``debug`` off discards unevaluated (as a
-    GPU build without debug does).  Turning the dead checks off changes no value
-    a kernel computes or stores, and no error it raises; it is about a fifth of
-    the write path's time.  Left as it is where ``debug`` is on (the checks
-    would run) or the interpreter has no such options.
-    """
-    try:
-        interpreter = importlib.import_module("triton.runtime.interpreter")
-    except ImportError:
-        return triton
-    builder: Any = getattr(interpreter, "interpreter_builder", None)
-    options = getattr(builder, "options", None)
-    if dataclasses.is_dataclass(options) and not isinstance(options, type) and not getattr(options, "debug", True):
-        if getattr(options, "sanitize_overflow", False):
-            builder.options = dataclasses.replace(options, sanitize_overflow=False)
-    return triton
-
-
-class _Unpatched:
-    """What a patch already made returns: nothing of its own to restore."""
-
-    def restore(self) -> None:
-        return None
-
-
-def _patch_lang_once(triton: types.ModuleType) -> None:
-    """The interpreter's ``_patch_lang`` made once per kernel launch instead of once per call of a jitted helper.
-
-    Each launch patches ``triton.language`` for the interpreter and restores it
-    after the grid has run; each call of a ``@triton.jit`` helper inside the
-    kernel patches the same modules again with the same interpreted builtins
-    (and never restores: the launch's restore does).  The patch depends only on
-    which of ``triton.language``/``triton.language.core`` the function sees, so a
-    helper that sees no module the launch has not patched skips it; anything
-    else is patched as before.  About a tenth of the write path's time.
-    """
-    try:
-        interpreter: Any = importlib.import_module("triton.runtime.interpreter")
-        langs = (interpreter.tl, interpreter.tl.core)
-    except (ImportError, AttributeError):
-        return
-    patch = getattr(interpreter, "_patch_lang", None)
-    if patch is None or getattr(patch, "_kvrow_once", False):
-        return
-    patched: set[int] = set()  # the modules the launch in progress has patched (empty: none in progress)
-
-    def patch_once(fn: Any) -> Any:
-        wanted = {id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in langs}
-        if patched and wanted <= patched:
-            return _Unpatched()
-        scope = patch(fn)
-        if patched:  # a helper seeing a module the launch has not patched: patched, never restored (as before)
-            patched.update(wanted)
-            return scope
-        patched.update(wanted)
-        restore = scope.restore
-
-        def restored() -> None:
-            patched.clear()
-            restore()
-
-        scope.restore = restored
-        return scope
-
-    patch_once._kvrow_once = True  # type: ignore[attr-defined]
-    interpreter._patch_lang = patch_once
 
 
 @contextlib.contextmanager
