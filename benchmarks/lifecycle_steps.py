@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, Phase, settings
 from fuzz.common.threads import one_torch_thread
 from fuzz.lifecycle.machine import DEFAULT_STEPS, lifecycle_campaign
 from fuzz.lifecycle.replay import run_case
+from fuzz.lifecycle.script import LifecycleCase
 from fuzz.targets import TargetError, resolve_target
 
 
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
     with one_torch_thread():  # as the campaign runs
         t0 = time.perf_counter()
         for cfg, script in scripts:
-            run_case(target, cfg, script, story=False)
+            run_case(target, LifecycleCase(cfg, script), story=False)
         model = time.perf_counter() - t0
     print(
         f"model alone: the {len(scripts)} normal runs' {steps} steps replayed with every invariant in {model:.2f} s: "

@@ -16,6 +16,7 @@ from fuzz.common.profiles import get_profile
 from fuzz.findings.kinds import Property, Regime
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import run_case
+from fuzz.lifecycle.script import LifecycleCase
 from fuzz.run.engine import campaign
 from fuzz.targets import resolve_target
 from fuzz.verdict import check_scenario
@@ -83,5 +84,5 @@ def test_a_lifecycle_script_that_fails_without_dcp_too_is_grouped_by_its_cause_a
     (f,) = result.findings
     assert f.signature.group == Regime.ALLOC_PAGE_1.value, f.signature
     assert f.violation.details[-1].startswith("cause: fails without DCP too (attn_dcp_size=1: request "), f.violation
-    ((_, replayed),) = run_case(target, cfg, f.case["steps"], checks, story=False).violations
+    ((_, replayed),) = run_case(target, LifecycleCase(cfg, f.case["steps"]), checks, story=False).violations
     assert replayed.signature == f.signature

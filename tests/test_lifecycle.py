@@ -23,6 +23,7 @@ from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import _without, run_case
+from fuzz.lifecycle.script import LifecycleCase
 from fuzz.targets import Target, TargetCallError, model_target, resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -197,10 +198,10 @@ def test_kv_lens_ordered_catches_a_verify_committing_past_the_allocation():
         {"op": "decode", "accepted": [[0, 4]]},
         {"op": "prefill", "rid": 1, "chunk": 3},
     ]
-    found = run_case(target_of("single-buffer"), c, steps, checks=(Property.KV_LENS_ORDERED,)).violations
+    found = run_case(target_of("single-buffer"), LifecycleCase(c, steps), checks=(Property.KV_LENS_ORDERED,)).violations
     assert [(i, v.prop) for i, v in found] == [(6, Property.KV_LENS_ORDERED)]
     assert "kv_committed_len 31 > kv_allocated_len 28" in found[0][1].headline
-    assert run_case(resolve_target("reference"), c, steps).violations == []
+    assert run_case(resolve_target("reference"), LifecycleCase(c, steps)).violations == []
 
 
 @pytest.mark.parametrize(
@@ -437,7 +438,7 @@ def test_a_sizing_function_that_raises_is_a_finding():
     target = Target("raising", "sizing that raises", Raising(REFERENCE), REFERENCE, "model")
     result = lifecycle_campaign(target, first_bug(20), steps=10, configs=st.just(PAGED), max_rounds=1)
     assert [f.violation.prop for f in result.findings] == ["sizing-raised"]
-    assert run_case(target, PAGED, []).violations[0][1].prop == "sizing-raised"
+    assert run_case(target, LifecycleCase(PAGED, [])).violations[0][1].prop == "sizing-raised"
 
 
 # -- kinds of KV pool: drawn as the strategies draw them, launch refusals honoured -------------------------
@@ -491,11 +492,11 @@ def test_the_unified_mamba_row_of_0_5_23_is_written_past_and_the_reference_is_no
     """The lifecycle's own find (``lifecycle --pin kv_pool=unified-mamba`` on reference@sglang-0.5.23):
     W = C + 4 + D = 24, the EAGLE (3,1,4) decode at committed 9 allocates to ceil_16(9 + 8) = 32."""
     c, steps = UNIFIED_SPILL
-    (i, v), *_ = run_case(model_target(get_revision("sglang-0.5.23")), c, steps).violations
+    (i, v), *_ = run_case(model_target(get_revision("sglang-0.5.23")), LifecycleCase(c, steps)).violations
     assert i == 3 and v.prop is Property.WRITE_WITHIN_ROW and str(v.signature) == "write-within-row/paged@unified-mamba"
     assert "wrote columns [9, 32) of a row 24 wide: 8 columns past its end" in v.headline
     assert "extra_max_context_len 8 of _init_unified_mamba_pools = 24" in v.describe()
-    assert run_case(model_target(REFERENCE), c, steps).violations == []
+    assert run_case(model_target(REFERENCE), LifecycleCase(c, steps)).violations == []
 
 
 def test_a_case_the_release_does_not_launch_is_refused_by_repro(tmp_path):

@@ -132,10 +132,10 @@ def fails(target: Target, f: Finding) -> bool:
         _, found = decode_violations(target, DecodeScenario.from_dict(f.config, f.case), (prop,))
         return any(v.prop == prop for v in found)
     if f.kind is CaseKind.LIFECYCLE:
-        from fuzz.lifecycle.script import run_steps
+        from fuzz.lifecycle.script import LifecycleCase, run_steps
 
         try:
-            run = run_steps(target, f.config, list(f.case.get("steps", [])), (prop,), story=False)
+            run = run_steps(target, LifecycleCase(f.config, list(f.case.get("steps", []))), (prop,), story=False)
         except Exception:  # noqa: BLE001 - a step the fixed target cannot run: the case does not fail there
             return False
         return any(v.prop == prop for _, v in run.violations)

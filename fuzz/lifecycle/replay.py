@@ -26,21 +26,11 @@ from .invariants import INVARIANTS
 from .script import CaseRun, LifecycleCase, run_steps
 
 
-def run_case(
-    target: Target,
-    cfg: ServingConfig,
-    steps: list,
-    checks=INVARIANTS,
-    batch_class: type[RunningBatch] = RunningBatch,
-    *,
-    story: bool = True,
-) -> CaseRun:
+def run_case(target: Target, case: LifecycleCase, checks=INVARIANTS, *, story: bool = True) -> CaseRun:
     """``script.run_steps``, each violation named for its cause (the verdict pipeline's ``attribute``, on the
     script up to its step)."""
-    run = run_steps(target, cfg, steps, checks, batch_class, story=story)
-    run.violations = [
-        (i, PIPELINE.attribute(target, LifecycleCase(cfg, steps[:i], batch_class), v)) for i, v in run.violations
-    ]
+    run = run_steps(target, case, checks, story=story)
+    run.violations = [(i, PIPELINE.attribute(target, case.upto(i), v)) for i, v in run.violations]
     return run
 
 
@@ -49,7 +39,7 @@ def first_violation(
 ) -> tuple[int, Violation | None]:
     """The step and the violation a run of ``steps`` stops at, as the machine would (0, None: none, or invalid)."""
     try:
-        found = run_case(target, cfg, steps, checks, batch_class, story=False).violations
+        found = run_case(target, LifecycleCase(cfg, steps, batch_class), checks, story=False).violations
     except StepError:
         return 0, None
     return found[0] if found else (0, None)
@@ -116,7 +106,7 @@ def run_replayable(case: ReplayableCase, where: str, *, story: bool = True) -> C
     it cannot run there: a deployment the release's own allocator takes no such page of, an invalid step."""
     assert case.steps is not None  # a lifecycle case
     try:
-        return run_case(case.target, case.config, case.steps, story=story)
+        return run_case(case.target, LifecycleCase(case.config, case.steps), story=story)
     except Unrunnable as e:
         raise CaseFileError(f"{where}: not a deployment {case.target.spec} runs: {e}") from None
     except StepError as e:

@@ -40,17 +40,10 @@ def _story(batch: RunningBatch, result: StepResult) -> list[str]:
     )
 
 
-def run_steps(
-    target: Target,
-    cfg: ServingConfig,
-    steps: list,
-    checks=INVARIANTS,
-    batch_class: type[RunningBatch] = RunningBatch,
-    *,
-    story: bool = True,
-) -> CaseRun:
+def run_steps(target: Target, case: LifecycleCase, checks=INVARIANTS, *, story: bool = True) -> CaseRun:
     """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run):
     each property's first violation with its step, as found (``replay.run_case`` names each for its cause)."""
+    cfg, steps, batch_class = case.cfg, case.steps, case.batch_class
     run = CaseRun([], [])
     try:
         batch = batch_class(cfg, target.sizing, target.revision)
@@ -102,7 +95,7 @@ class LifecycleCase:
         if sglang:
             raise ValueError("a lifecycle case has no SGLang write path to run on")
         try:
-            run = run_steps(target, self.cfg, self.steps, props, self.batch_class, story=False)
+            run = run_steps(target, self, props, story=False)
         except (StepError, Unrunnable):
             return None, []
         return run, [v for _, v in run.violations]
@@ -117,6 +110,10 @@ class LifecycleCase:
         if target.revision.refuses(other) is not None:
             return None
         return LifecycleCase(other, self.steps, self.batch_class)
+
+    def upto(self, step: int) -> LifecycleCase:
+        """The script's first ``step`` steps."""
+        return LifecycleCase(self.cfg, self.steps[:step], self.batch_class)
 
     def finding(self, target: Target, v: Violation, found_at: int = 0) -> Finding:
         return lifecycle_finding(target.spec, v, self.cfg, list(self.steps), found_at)
