@@ -55,10 +55,12 @@ from fuzz.findings.launch import MODELS, launch_line
 from fuzz.findings.model import Finding
 from fuzz.findings.regression import emit_test
 from fuzz.lifecycle.replay import run_replayable
+from fuzz.lifecycle.script import lifecycle_finding
+from fuzz.run.check import DecodeCase
 from fuzz.run.replay import ReplayableCase, replayable_case
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
-from fuzz.verdict import PIPELINE, check_scenario
+from fuzz.verdict import PIPELINE
 
 from .standalone import standalone_test
 
@@ -124,16 +126,12 @@ def replayed_case(case: ReplayableCase, where: str) -> tuple[Target, Finding] | 
     """A validated case replayed on its target as a finding, with the violation its replay shows (None: it passes
     now). The finding's case is rebuilt from the validated values (a decode state's own fields; a script)."""
     if case.scenario is not None:
-        _, found = check_scenario(case.target, case.scenario, (case.prop,))
-        data: dict[str, Any] = case.scenario.to_dict()
-        reached: str | None = case.scenario.reached_by()
-    else:
-        found = [v for _, v in run_replayable(case, where, story=False).violations]
-        data, reached = {"steps": case.steps}, None
-    same = [v for v in found if v.prop == case.prop]
-    if not same:
-        return None
-    return case.target, Finding(case.kind, case.target.spec, same[0], case.config, data, reached_by=reached)
+        found = PIPELINE.case(case.target, DecodeCase(case.scenario), (case.prop,), confirm=False).findings
+    else:  # a script the target cannot run is CaseFileError here (``run_replayable``), not a pass
+        run = run_replayable(case, where, story=False)
+        found = [lifecycle_finding(case.target.spec, v, case.config, case.steps or []) for _, v in run.violations]
+    same = [f for f in found if f.violation.prop == case.prop]
+    return (case.target, same[0]) if same else None
 
 
 def replayed(doc: dict[str, Any], where: str = "the case", named: str | None = None) -> tuple[Target, Finding] | None:

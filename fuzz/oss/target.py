@@ -3,7 +3,7 @@
 ``Entry(config)`` is a libFuzzer ``TestOneInput``: it hands the bytes to
 Hypothesis' ``fuzz_one_input`` of a ``@given`` test over the strategies
 ``run`` draws from (``strategies.scenarios.decode_scenarios``), checked by the
-same ``check_scenario`` (so a failure is named for its cause, as ``run``
+same verdict pipeline (``fuzz.verdict``; so a failure is named for its cause, as ``run``
 names it).  A failure is a ``FindingRaised`` of its group's class; before it
 leaves ``Entry`` its case file is on disk (``fuzz.findings.casefile.save``,
 the shape ``run`` writes), so whatever libFuzzer does next (record the crash,
@@ -33,11 +33,11 @@ from fuzz.findings import baseline as baseline_file
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
-from fuzz.run.check import decode_finding
+from fuzz.run.check import DecodeCase
 from fuzz.run.properties import PROPERTIES
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_target
-from fuzz.verdict import check_scenario
+from fuzz.verdict import PIPELINE
 from strategies.scenarios import decode_scenarios
 
 from .settings import DEFAULT_PROPERTY as DEFAULT_PROPERTY_NAME
@@ -138,13 +138,11 @@ def property_test(
     @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(decode_scenarios(target.revision))
     def test(scenario: DecodeScenario) -> None:
-        _, found = check_scenario(target, scenario, (prop,))
-        for v in found:
-            if v.signature in known:
+        for finding in PIPELINE.case(target, DecodeCase(scenario), (prop,), confirm=False).findings:
+            if finding.signature in known:
                 continue
-            finding = decode_finding(target.spec, v, scenario)
-            if knows is None or not knows(finding):
-                raise failure_class(v.signature)(finding)
+            if knows is None or not knows(finding):  # the baseline's verdict, each case judged once
+                raise failure_class(finding.signature)(finding)
 
     return test
 

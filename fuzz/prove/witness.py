@@ -22,8 +22,9 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.render import counterexample_block
+from fuzz.run.check import DecodeCase
 from fuzz.targets.base import Target
-from fuzz.verdict import PIPELINE, check_scenario
+from fuzz.verdict import PIPELINE
 
 from .result import Group, ProveResult
 
@@ -118,19 +119,19 @@ def confirm(target: Target, result: ProveResult) -> None:
         prop = grp.signature.prop
         if prop in UNCHECKED:
             continue
-        # Attributed like ``run``: the sweep regroups a DCP case that fails without DCP too (``attributed``).
-        _, found = check_scenario(target, decode_scenario(grp.witness), props=(prop,))
-        same = [v for v in found if v.signature == grp.signature]
+        # Judged like ``run``'s cases: the sweep regroups a DCP case that fails without DCP too (``attributed``);
+        # and on SGLang's own write path, what it did with the worst case.
+        found = PIPELINE.case(target, DecodeCase(decode_scenario(grp.witness)), (prop,)).findings
+        same = [f for f in found if f.signature == grp.signature]
         if not same:
-            got = ", ".join(str(v.signature) for v in found) or "no violation"
+            got = ", ".join(str(f.signature) for f in found) or "no violation"
             grp.mismatch = f"the step-by-step model reports {got} for the witness"
             continue
-        v = same[0]
-        grp.witness.violation = v
+        v = same[0].violation
+        grp.witness.violation, grp.witness.confirmed, grp.witness.sglang = v, same[0].confirmed, same[0].sglang
         grp.confirmed = True
         if prop is not Property.PAGE_ALIGNED_GROWTH and v.overshoot != grp.worst:
             grp.mismatch = f"closed form says {grp.worst} columns, the step-by-step model {v.overshoot}"
-        PIPELINE.confirm(target, grp.witness)  # and on SGLang's own write path: what it did with the worst case
 
 
 def witness_block(grp: Group) -> str:

@@ -15,9 +15,9 @@ from hypothesis import target as hypothesis_target
 from allocator_model.scenario import DecodeScenario, ScenarioRun
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.findings.kinds import Property
-from fuzz.findings.model import Finding, Violation
+from fuzz.findings.model import Finding
 from fuzz.targets.base import Target
-from fuzz.verdict import PIPELINE
+from fuzz.verdict import PIPELINE, CaseVerdict
 from strategies.scenarios import decode_scenarios
 
 from .check import DecodeCase, decode_finding
@@ -67,7 +67,7 @@ class DecodeHunt:
         self.counts = {"sglang_scenarios": 0, "sglang_decode_steps": 0, "sglang_seconds": 0.0}
 
     def _on_sglang(
-        self, scenario: DecodeScenario, model: ScenarioRun | None, seen: list[Violation], at: int
+        self, scenario: DecodeScenario, model: ScenarioRun | None, seen: list[Finding], at: int
     ) -> Iterator[Finding]:
         """The findings SGLang's own run of ``scenario`` adds to the model's (``seen``)."""
         started = time.monotonic()
@@ -75,7 +75,7 @@ class DecodeHunt:
         self.counts["sglang_scenarios"] += 1
         self.counts["sglang_decode_steps"] += len(check.run.writes)
         self.counts["sglang_seconds"] += time.monotonic() - started
-        known = {v.signature for v in seen}
+        known = {f.signature for f in seen}
         for v in check.violations:
             if v.signature not in known:
                 v = PIPELINE.attribute(self.target, DecodeCase(scenario), v, sglang=True)
@@ -95,14 +95,15 @@ class DecodeHunt:
 
         def test(scenario: DecodeScenario) -> None:
             progress.tick(tracker.groups)
-            run, vs = PIPELINE.checked(target, DecodeCase(scenario), props)
+            verdict = PIPELINE.case(target, DecodeCase(scenario), props, confirm=False, found_at=progress.examples)
+            run = verdict.run
             if run is not None and not run.skipped:
                 hypothesis_target(float(overshoot(run)), label="overshoot past the row width")
-            for v in vs:
-                if not tracker.is_known(v.signature):  # a known group counts as passing: hunt for the next
-                    tracker.fail(decode_finding(target.spec, v, scenario, progress.examples))
+            for f in verdict.findings:
+                if not tracker.is_known(f.signature):  # a known group counts as passing: hunt for the next
+                    tracker.fail(f)
             if self.sglang and run is not None and progress.examples % SGLANG_SAMPLE_EVERY == 0:
-                for f in self._on_sglang(scenario, run, vs, progress.examples):
+                for f in self._on_sglang(scenario, run, verdict.findings, progress.examples):
                     if not tracker.is_known(f.signature):
                         tracker.fail(f)
 
@@ -116,13 +117,13 @@ class DecodeHunt:
         on_sglang: set[tuple[Any, ...]] = set()
         for scenario in itertools.islice(covering_set(self.target, self.pins), k, None, parts):
             progress.tick(tracker.groups)
-            run, vs = PIPELINE.checked(self.target, DecodeCase(scenario), self.props)
-            for v in vs:
-                if not tracker.is_known(v.signature):
-                    yield self.finish(decode_finding(self.target.spec, v, scenario, progress.examples))
+            verdict = self.judged(DecodeCase(scenario), progress.examples)
+            for f in verdict.findings:
+                if not tracker.is_known(f.signature):
+                    yield self.finish(f)
             if self.sglang and sglang_key(scenario) not in on_sglang:
                 on_sglang.add(sglang_key(scenario))
-                for f in self._on_sglang(scenario, run, vs, progress.examples):
+                for f in self._on_sglang(scenario, verdict.run, verdict.findings, progress.examples):
                     if not tracker.is_known(f.signature):
                         yield f
         if self.proof is not None:
@@ -134,14 +135,17 @@ class DecodeHunt:
         (a sizing function that raised, a growth rule no closed form reads) is the witness itself."""
         for w in witnesses:
             progress.tick(tracker.groups)
-            case = DecodeCase(DecodeScenario.from_dict(w.config, w.case))
-            _, vs = PIPELINE.checked(self.target, case, self.props)
-            for v in vs:
-                if not tracker.is_known(v.signature):
-                    yield self.finish(case.finding(self.target, v))
-            if not tracker.is_known(w.signature) and w.signature not in {v.signature for v in vs}:
+            found = self.judged(DecodeCase(DecodeScenario.from_dict(w.config, w.case))).findings
+            for f in found:
+                if not tracker.is_known(f.signature):
+                    yield self.finish(f)
+            if not tracker.is_known(w.signature) and w.signature not in {f.signature for f in found}:
                 w.found_at = progress.examples
                 yield self.finish(w)
+
+    def judged(self, case: DecodeCase, at: int = 0) -> CaseVerdict:
+        """``case`` through the verdict pipeline, confirmation left to ``finish`` (only a new group's is run)."""
+        return PIPELINE.case(self.target, case, self.props, confirm=False, found_at=at)
 
     def finish(self, f: Finding) -> Finding:
         """A decode finding replayed on SGLang's own path where the hunt runs it (the pipeline's ``confirm``)."""

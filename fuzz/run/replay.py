@@ -23,9 +23,9 @@ from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
-from fuzz.verdict import PIPELINE, check_scenario
+from fuzz.verdict import PIPELINE
 
-from .check import decode_finding
+from .check import DecodeCase
 from .sglang import has_sglang_path, mismatch, on_sglang
 
 REPLAYABLE = (CaseKind.DECODE, CaseKind.LIFECYCLE)  # the kinds ``replayable_case`` takes (fidelity has its own)
@@ -87,7 +87,8 @@ def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> 
     case = replayable_case(CaseKind.DECODE, doc, where, named)
     target, scenario = case.target, case.scenario
     assert scenario is not None  # a decode case
-    model, found = check_scenario(target, scenario)
+    judged = PIPELINE.case(target, DecodeCase(scenario), confirm=False)
+    model, found = judged.run, [f.violation for f in judged.findings]
     lines = [
         f"target: {target.spec}",
         f"config: {scenario.config.short()}",
@@ -104,8 +105,8 @@ def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> 
         if check.mismatch is not None and prop is Property.MODEL_MISMATCH:
             there = [check.mismatch]
         if same:
-            confirmed = PIPELINE.confirm(target, decode_finding(target.spec, same[0], scenario), check=check)
-            lines.append(f"sglang: {confirmed.sglang}")
+            first = next(f for f in judged.findings if f.violation is same[0])
+            lines.append(f"sglang: {PIPELINE.confirm(target, first, check=check).sglang}")
         elif there:
             lines.append(
                 f"sglang: found on sglang {check.version}'s own write path ({check.chain()}); the model's run passes"
