@@ -165,10 +165,8 @@ class Pipeline:
         """Stages 4-5: the findings whose root cause ``baseline`` does not know (in their order)."""
         if not findings:
             return []
-        _, judged = self.verdict(target, findings, baseline)
-        assert judged is not None
-        groups = {s for c in judged.new for s in c.groups}
-        return [f for f in findings if f.signature in groups]
+        causes, judged = self.verdict(target, findings, baseline)
+        return CaseVerdict(None, findings, causes, judged).new
 
 
 PIPELINE = Pipeline()
