@@ -10,7 +10,7 @@ that compares with plain names keep working.
 
 from __future__ import annotations
 
-from .compat import StrEnum
+from fuzz.common.compat import StrEnum
 
 
 class Algorithm(StrEnum):

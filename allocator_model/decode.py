@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from fuzz.common.compat import StrEnum
+
 from . import algorithms as algo
 from .allocator import TokenToKVPoolAllocator
-from .compat import StrEnum
 from .config import ServingConfig, SpecRuntime
 from .guards import Guard
 from .numeric import Int, full_like, maximum, or_one, where

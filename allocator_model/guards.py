@@ -6,7 +6,7 @@ A leaf module (no torch): the findings layer parses guard names against
 
 from __future__ import annotations
 
-from .compat import StrEnum
+from fuzz.common.compat import StrEnum
 
 
 class Guard(StrEnum):

@@ -55,7 +55,8 @@ stub is not a CUDA deployment.
 
 from __future__ import annotations
 
-from .compat import StrEnum
+from fuzz.common.compat import StrEnum
+
 from .numeric import Int
 
 

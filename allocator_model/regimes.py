@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from fuzz.common.compat import StrEnum
+
 from . import algorithms as algo
-from .compat import StrEnum
 from .config import ServingConfig
 from .numeric import Int, where
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
+from fuzz.common.compat import StrEnum
+
 from .allocator import FreeProblem
-from .compat import StrEnum
 from .config import SpecRuntime
 from .decode import Req, RowWrite, WritePath
 from .req_to_token import GUARD

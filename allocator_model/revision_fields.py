@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fuzz.common.compat import StrEnum
+
 from . import algorithms as algo
-from .compat import StrEnum
 from .pools import KVPool
 
 

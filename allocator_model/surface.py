@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .compat import StrEnum
+from fuzz.common.compat import StrEnum
+
 from .config import ServingConfig, SpecRuntime
 from .pools import KVPool, pool_alloc_page
 

@@ -1,6 +1,6 @@
-"""allocator_model.compat: what the tool takes from Python 3.11, and its 3.10 equivalents, behave as 3.11's own.
+"""fuzz.common.compat: what the tool takes from Python 3.11, and its 3.10 equivalents, behave as 3.11's own.
 
-Imports only the standard library, Hypothesis and ``allocator_model.compat`` /
+Imports only the standard library, Hypothesis and ``fuzz.common.compat`` /
 ``allocator_model.algorithms`` (no torch): the 3.10 check runs this file in an
 environment without torch.
 """
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
-from allocator_model import compat
-from allocator_model.compat import StrEnumBackport
+from fuzz.common import compat
+from fuzz.common.compat import StrEnumBackport
 
 ROOT = Path(__file__).resolve().parents[1]
 # The backport everywhere; 3.11's own beside it where there is one: each holds every assertion below.
@@ -79,7 +79,7 @@ def test_the_tools_enums_are_compat_str_enums_and_nothing_takes_enum_str_enum_di
         for p in (ROOT / d).rglob("*.py")
         if p.name != "compat.py" and direct.search(p.read_text(encoding="utf-8"))
     ]
-    assert offenders == [], f"import StrEnum from allocator_model.compat (Python 3.10): {offenders}"
+    assert offenders == [], f"import StrEnum from fuzz.common.compat (Python 3.10): {offenders}"
 
 
 class Outer:

@@ -38,8 +38,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as Settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from allocator_model.compat import BaseExceptionGroup  # novermin (on 3.10 the backport Hypothesis raises)
 from fuzz.common import interrupts
+from fuzz.common.compat import BaseExceptionGroup  # novermin (on 3.10 the backport Hypothesis raises)
 from fuzz.common.profiles import database_dir
 from fuzz.findings.baseline import Judged
 from fuzz.findings.cause import Cause

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from allocator_model.compat import StrEnum
+from fuzz.common.compat import StrEnum
 
 from .cause import Cause, CauseKind
 from .kinds import Property

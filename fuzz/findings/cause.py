@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from allocator_model.compat import StrEnum
+from fuzz.common.compat import StrEnum
 
 from .kinds import Signature
 

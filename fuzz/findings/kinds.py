@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from allocator_model.compat import StrEnum
 from allocator_model.guards import Guard
 from allocator_model.pools import KVPool
 from allocator_model.regimes import REGIMES, Regime, moved_regime, regime, regime_codes
 from allocator_model.surface import SURFACE
+from fuzz.common.compat import StrEnum
 
 __all__ = ["REGIMES", "Regime", "moved_regime", "regime", "regime_codes"]  # with this module's own names
 

@@ -21,7 +21,7 @@ import os
 from enum import Enum
 from typing import Any
 
-from allocator_model.compat import StrEnum
+from fuzz.common.compat import StrEnum
 from fuzz.common.files import write_atomically
 from fuzz.common.text import printable
 

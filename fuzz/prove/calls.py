@@ -23,11 +23,11 @@ import torch
 from torch import Tensor
 
 from allocator_model import closed_form as cf
-from allocator_model.compat import StrEnum
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve, write_path
 from allocator_model.numeric import Int, ceil_to_page, full_like, where
 from allocator_model.surface import Entry, Surface
+from fuzz.common.compat import StrEnum
 from fuzz.targets.base import Target, TargetCallError
 
 SIZING_CONTEXT_LEN = 1 << 16  # any length: sizing does not read it

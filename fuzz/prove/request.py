@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from allocator_model.compat import StrEnum
 from allocator_model.pools import KVPool
+from fuzz.common.compat import StrEnum
 from fuzz.common.shards import WHOLE, Shard
 from fuzz.targets.base import Target
 

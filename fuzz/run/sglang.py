@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from allocator_model.compat import StrEnum
 from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation
 from allocator_model.surface import DECODE_STEPS, Provenance
+from fuzz.common.compat import StrEnum
 from fuzz.common.errors import BadInput
 from fuzz.findings.kinds import Property, regime
 from fuzz.findings.model import Violation

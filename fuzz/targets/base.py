@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from allocator_model.compat import StrEnum
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, Revision
 from allocator_model.surface import DECODE_STEPS, Provenance, Surface
+from fuzz.common.compat import StrEnum
 
 # What compiling or parsing a target's source can raise for a file that is no Python this tool can read (a null
 # byte: ValueError; nesting past the compiler's stack: MemoryError or RecursionError): a file that does not parse.

@@ -31,7 +31,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from allocator_model.compat import code_qualname
+from fuzz.common.compat import code_qualname
 
 DEFAULT_SECONDS = 60.0
 

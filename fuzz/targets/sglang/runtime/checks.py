@@ -32,8 +32,8 @@ import linecache
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from allocator_model.compat import code_qualname
 from allocator_model.config import ServingConfig, SpecRuntime
+from fuzz.common.compat import code_qualname
 
 from ..stubs import StandInMissing
 from .batch import ReqToTokenPool, ScheduleBatch, Strict, TreeCache, model_config, sampling_info

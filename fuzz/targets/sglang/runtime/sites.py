@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from allocator_model.compat import StrEnum
+from fuzz.common.compat import StrEnum
 
 from .modules import member_of
 from .releases import CHECKER_MODULE, Release

@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from allocator_model.compat import code_qualname
 from allocator_model.config import ServingConfig, SpecRuntime
+from fuzz.common.compat import code_qualname
 
 from ...base import TargetError
 from ..stubs import StandInMissing

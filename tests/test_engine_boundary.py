@@ -1,0 +1,121 @@
+"""The core imports no engine: a ratchet that only tightens.
+
+The core is every ``fuzz`` module outside an engine's own package. It must not
+import an engine's code (``fuzz.engines.<name>``, the SGLang runtime under
+``fuzz/targets/sglang/``) nor the SGLang engine's model and strategies
+(``allocator_model``, ``strategies``), at module level or inside a function:
+a second engine or a second table must land without touching it.
+
+Until the engine package is complete, ``PENDING`` names each core module that
+still imports one, with the migration step that clears it. The list only
+shrinks: a module that no longer needs its entry fails here too, so a cleared
+entry is deleted in the same change.
+"""
+
+from __future__ import annotations
+
+from test_import_cycles import import_graph
+
+ENGINE_ROOTS = ("allocator_model", "strategies", "fuzz.targets.sglang")  # the SGLang engine's, wherever they sit
+ENGINES = "fuzz.engines"  # its package and ``base`` (the registry and the interface) are core; its subpackages engines
+
+# core module -> the step of issue 34's stage 2 that clears it.
+PENDING: dict[str, str] = {
+    "fuzz.catalog": "move into the SGLang engine",
+    "fuzz.causes.advisory": "causes' SGLang half into the engine",
+    "fuzz.causes.counterfactual": "causes' SGLang half into the engine",
+    "fuzz.causes.identity": "causes' SGLang half into the engine",
+    "fuzz.causes.standalone": "causes' SGLang half into the engine",
+    "fuzz.ci.baseline": "baseline via Engine.portable_target",
+    "fuzz.ci.paths": "move into the SGLang engine",
+    "fuzz.common.options": "pins via Engine.check_pins",
+    "fuzz.fidelity.cases": "move into the SGLang engine",
+    "fuzz.fidelity.cli": "move into the SGLang engine",
+    "fuzz.fidelity.differential": "move into the SGLang engine",
+    "fuzz.fidelity.matrix": "move into the SGLang engine",
+    "fuzz.fidelity.matrix_report": "move into the SGLang engine",
+    "fuzz.fidelity.writepath": "move into the SGLang engine",
+    "fuzz.findings.baseline": "baseline via Engine.portable_target",
+    "fuzz.findings.casefile": "case types declared by engines",
+    "fuzz.findings.kinds": "open names declared by engines",
+    "fuzz.findings.launch": "move into the SGLang engine (Engine.launch_line)",
+    "fuzz.findings.model": "neutral Finding",
+    "fuzz.findings.render": "neutral Finding (Engine.launch_line)",
+    "fuzz.findings.sarif": "SARIF locations via Engine.locations",
+    "fuzz.lifecycle.invariants": "move into the SGLang engine",
+    "fuzz.lifecycle.machine": "move into the SGLang engine",
+    "fuzz.lifecycle.replay": "move into the SGLang engine",
+    "fuzz.lifecycle.script": "move into the SGLang engine",
+    "fuzz.lifecycle.slots": "move into the SGLang engine",
+    "fuzz.lifecycle.view": "move into the SGLang engine",
+    "fuzz.merge_cases": "target classes via Engine.target_class",
+    "fuzz.oss.target": "hunts via the engine",
+    "fuzz.properties.test_kvrow_decode": "lazy import of the engine's strategies",
+    "fuzz.prove.calls": "move into the SGLang engine",
+    "fuzz.prove.cli": "move into the SGLang engine",
+    "fuzz.prove.grid": "move into the SGLang engine",
+    "fuzz.prove.heatmap": "move into the SGLang engine",
+    "fuzz.prove.record": "move into the SGLang engine",
+    "fuzz.prove.request": "move into the SGLang engine",
+    "fuzz.prove.result": "move into the SGLang engine",
+    "fuzz.prove.space": "move into the SGLang engine",
+    "fuzz.prove.sweep": "move into the SGLang engine",
+    "fuzz.prove.traced_growth": "move into the SGLang engine",
+    "fuzz.prove.traced_rows": "move into the SGLang engine",
+    "fuzz.prove.witness": "move into the SGLang engine",
+    "fuzz.run.check": "move into the SGLang engine",
+    "fuzz.run.coverage": "move into the SGLang engine",
+    "fuzz.run.engine": "move into the SGLang engine",
+    "fuzz.run.properties": "move into the SGLang engine",
+    "fuzz.run.replay": "decode replay into the SGLang engine",
+    "fuzz.run.sglang": "move into the SGLang engine (its own path)",
+    "fuzz.targets.base": "Target names its engine; the model target moves into the engine",
+    "fuzz.targets.resolve": "targets resolved through the engine registry",
+    "fuzz.test_catalog": "move into the SGLang engine",
+    "fuzz.verdict": "pipeline stages through the engine",
+}
+
+
+def is_engine_module(name: str) -> bool:
+    """An engine's own code, or the SGLang engine's model and strategies."""
+    if any(name == root or name.startswith(root + ".") for root in ENGINE_ROOTS):
+        return True
+    return name.startswith(ENGINES + ".") and name != ENGINES + ".base"
+
+
+def crossings() -> dict[str, list[str]]:
+    """Core module -> the engine modules it imports (module level or in a function), for every core module that does."""
+    out = {}
+    for importer, imported in import_graph().items():
+        if not importer.startswith("fuzz") or is_engine_module(importer):
+            continue
+        engine = sorted(name for name in imported if is_engine_module(name))
+        if engine:
+            out[importer] = engine
+    return out
+
+
+def test_no_core_module_imports_an_engine_beyond_the_pending_list() -> None:
+    unlisted = {m: names for m, names in crossings().items() if m not in PENDING}
+    assert not unlisted, f"core modules importing an engine (reach it through fuzz.engines instead): {unlisted}"
+
+
+def test_the_pending_list_only_shrinks() -> None:
+    cleared = sorted(set(PENDING) - set(crossings()))
+    assert not cleared, f"no longer import an engine: delete their PENDING entries: {cleared}"
+
+
+def test_the_boundary_check_sees_an_engine_import(tmp_path) -> None:
+    """The ratchet reads the graph the cycle test reads: a planted import of the model in a core module shows."""
+    import test_import_cycles as cycles
+
+    core = tmp_path / "fuzz" / "common"
+    core.mkdir(parents=True)
+    (tmp_path / "fuzz" / "__init__.py").write_text("")
+    (core / "__init__.py").write_text("")
+    (core / "leaf.py").write_text("def f():\n    from allocator_model.config import ServingConfig\n")
+    (tmp_path / "allocator_model").mkdir()
+    (tmp_path / "allocator_model" / "__init__.py").write_text("")
+    (tmp_path / "allocator_model" / "config.py").write_text("")
+    graph = cycles.import_graph(tmp_path, ("fuzz", "allocator_model"))
+    assert [n for n in graph["fuzz.common.leaf"] if is_engine_module(n)] == ["allocator_model.config"]
