@@ -169,9 +169,9 @@ def tool_version() -> str:
 
 
 def cmd_repro(args: argparse.Namespace) -> ExitCode:
+    from fuzz.engines import runs_named_code
     from fuzz.findings import casefile
     from fuzz.findings.regression import emit_test
-    from fuzz.targets.base import runs_named_code
     from fuzz.targets.resolve import resolve_targets
 
     try:

@@ -199,9 +199,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     for spec in config.getoption(TARGET_DEST) or []:
         target = resolved(spec)
         lines.append(f"  {spec}: {target.label}")
-        from fuzz.targets.base import modeled_line  # lazily, as every import of this plugin
+        from fuzz.engines import engine_of  # lazily, as every import of this plugin
 
-        modeled = modeled_line(target)
+        modeled = engine_of(target).modeled_line(target)
         if modeled:  # a real target
             lines.append(" " + modeled)
     return lines

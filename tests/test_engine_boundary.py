@@ -69,8 +69,7 @@ PENDING: dict[str, str] = {
     "fuzz.run.properties": "move into the SGLang engine",
     "fuzz.run.replay": "decode replay into the SGLang engine",
     "fuzz.run.sglang": "move into the SGLang engine (its own path)",
-    "fuzz.targets.base": "Target names its engine; the model target moves into the engine",
-    "fuzz.targets.resolve": "targets resolved through the engine registry",
+    "fuzz.targets.base": "Target's sizing and revision typed by the engine",
     "fuzz.test_catalog": "move into the SGLang engine",
     "fuzz.verdict": "pipeline stages through the engine",
 }

@@ -19,12 +19,13 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, get_revision
 from allocator_model.scheduler import decode_alloc_bound
 from fuzz.cli import main as cli_main
+from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import _without, run_case
 from fuzz.lifecycle.script import LifecycleCase
-from fuzz.targets import Target, TargetCallError, model_target, resolve_target
+from fuzz.targets import Target, TargetCallError, TargetKind, resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -179,7 +180,9 @@ PLANTED = [
 
 def target_of(spec: str) -> Target:
     if spec == "single-buffer":
-        return Target(spec, "reference sizing with R = L", SingleBufferSizing(REFERENCE), REFERENCE, "model")
+        return Target(
+            spec, "reference sizing with R = L", SingleBufferSizing(REFERENCE), REFERENCE, TargetKind.MODEL, "sglang"
+        )
     return resolve_target(spec)
 
 
@@ -435,7 +438,7 @@ def test_a_sizing_function_that_raises_is_a_finding():
         def alloc_reserve_per_decode(self, cfg, rt):
             raise TargetCallError("alloc_reserve_per_decode raised ZeroDivisionError")
 
-    target = Target("raising", "sizing that raises", Raising(REFERENCE), REFERENCE, "model")
+    target = Target("raising", "sizing that raises", Raising(REFERENCE), REFERENCE, TargetKind.MODEL, "sglang")
     result = lifecycle_campaign(target, first_bug(20), steps=10, configs=st.just(PAGED), max_rounds=1)
     assert [f.violation.prop for f in result.findings] == ["sizing-raised"]
     assert run_case(target, LifecycleCase(PAGED, [])).violations[0][1].prop == "sizing-raised"

@@ -16,9 +16,9 @@ import pytest
 
 from fuzz.cli import main
 from fuzz.common.jsonfile import JsonFileError, read_json
+from fuzz.engines import runs_named_code
 from fuzz.findings import casefile
 from fuzz.findings.regression import regression_files
-from fuzz.targets.base import runs_named_code
 
 SIG = "write-within-row/dcp>1"
 

@@ -422,7 +422,7 @@ class _Odd(ModelSizing):
 
 
 def test_a_raising_or_unrecognised_target_is_not_called_clean() -> None:
-    t = Target("odd", "a test target", _Odd(REFERENCE), REFERENCE, TargetKind.FILE)
+    t = Target("odd", "a test target", _Odd(REFERENCE), REFERENCE, TargetKind.FILE, "sglang")
     result = prove(t, request(t, TINY))
     assert result.method.startswith("sizing calls")
     raised = result.groups[Signature(Property.SIZING_RAISED, "alloc-page-1")]

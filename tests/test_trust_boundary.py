@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from fuzz.engines import runs_named_code
 from fuzz.findings import casefile
 from fuzz.findings.regression import emit_test, regression_files
-from fuzz.targets.base import runs_named_code
 
 EVIL = """\
 open({marker!r}, "w").write("this file ran")

@@ -26,13 +26,14 @@ from fuzz.common import interrupts
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins, read_baseline
 from fuzz.common.shards import WHOLE, Shard
+from fuzz.engines import engine_of
 from fuzz.findings import baseline
 from fuzz.findings.cause import causes_block
 from fuzz.findings.model import Finding
 from fuzz.findings.output import Output
 from fuzz.findings.render import counterexample_block, summary_table
 from fuzz.findings.report import Command
-from fuzz.targets.base import Target, modeled_line
+from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 from fuzz.verdict import PIPELINE
 
@@ -148,7 +149,7 @@ def drive_campaigns(
     results: list[CampaignResult] = []
     for target in setup.targets:
         print(f"== {target.spec}: {target.label}", file=out, flush=True)
-        modeled = modeled_line(target, (options or {}).get("write_path") != "model")
+        modeled = engine_of(target).modeled_line(target, (options or {}).get("write_path") != "model")
         if modeled:  # a real target: what it still takes from the model
             print(modeled, file=out, flush=True)
         found: dict[str, Finding] = {}

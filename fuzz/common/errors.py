@@ -26,6 +26,10 @@ class BadInput(Exception):
     """Input the tool refuses: reported as one line and exit status 2."""
 
 
+class TargetError(Exception):
+    """A target spec that cannot be resolved (bad name, missing file, no network, no engine for it...)."""
+
+
 class WriteFailed(OSError):
     """An output file that could not be written (a full disk, EIO, a symbolic link refused): ``filename`` is the
     output's path, ``strerror`` why.  An OSError, so a caller that goes on after a failed write catches it as one."""

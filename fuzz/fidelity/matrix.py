@@ -28,13 +28,14 @@ from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
 from fuzz.common.profiles import get_profile
 from fuzz.common.workers import DONE, ERROR, STOPPED, Emit, WorkerPool
+from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import baseline
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
 from fuzz.findings.report import Status, status_of
 from fuzz.run.engine import campaign
-from fuzz.targets.base import Target, model_target
+from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_target
 from fuzz.targets.sglang.versions import VersionError, known_releases, parse_version, releases_between
 from fuzz.verdict import PIPELINE, check_scenario

@@ -103,7 +103,7 @@ class Finding:
     @property
     def repro(self) -> str:
         """The line that replays the case file; it names the target when the case alone may not run it."""
-        from fuzz.targets.base import runs_named_code
+        from fuzz.engines import runs_named_code
 
         if not self.case_path:
             return ""

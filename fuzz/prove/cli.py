@@ -248,14 +248,14 @@ def report_entry(r: ProveResult, shard: Shard | None = None, causes: list[Cause]
 
 def print_result(target: Target, r: ProveResult, out: TextIO) -> None:
     """What was checked, the groups with their counts and worst values, and each group's WITNESS block."""
+    from fuzz.engines import engine_of
     from fuzz.findings.kinds import Property
-    from fuzz.targets.base import modeled_line
 
     from .result import NO_VIOLATION
     from .witness import witness_block
 
     print(f"== prove {target.spec}: {target.label}", file=out)
-    modeled = modeled_line(target)
+    modeled = engine_of(target).modeled_line(target)
     if modeled:  # a real target: what it still takes from the model
         print(modeled, file=out)
     print(f"space {r.space.describe()}", file=out)

@@ -1,11 +1,11 @@
-"""Targets: the reference model and its revisions, or real SGLang sizing code.
+"""Targets: what a command runs against, each of one engine (``fuzz.engines``).
 
-base     Target (its sizing an ``allocator_model.surface.Surface``), its kinds, the two target errors (a leaf)
-resolve  target specs -> Target
+base     Target, its kinds, the two target errors (a leaf)
+resolve  target specs -> Target, through the engine that claims them
 sglang/  real SGLang code: versions, wheel cache, accessor stand-ins, loader, specs
 """
 
-from .base import Target, TargetCallError, TargetError, TargetKind, model_target
+from .base import Target, TargetCallError, TargetError, TargetKind
 from .resolve import known_targets, resolve_target, resolve_targets
 
 __all__ = [
@@ -13,7 +13,6 @@ __all__ = [
     "TargetCallError",
     "TargetError",
     "TargetKind",
-    "model_target",
     "known_targets",
     "resolve_target",
     "resolve_targets",

@@ -19,6 +19,7 @@ from typing import Any
 
 from allocator_model import algorithms as algo
 from allocator_model.revisions import RELEASE_REVISIONS, Revision
+from fuzz.engines.sglang.specs import NAME as SGLANG
 
 from ..base import Target, TargetError, TargetKind
 from . import wheels
@@ -119,7 +120,7 @@ def _target(
             narrow_rows=frozenset(),
         )
     label = f"{what}, {module.generation.describe()}, decode semantics {revision.name} ({how})"
-    return Target(spec, label, RealSizing(module, revision), revision, kind)
+    return Target(spec, label, RealSizing(module, revision), revision, kind, SGLANG)
 
 
 def _resolve_release(spec: str) -> Target:

@@ -1,0 +1,40 @@
+"""What the core asks of an engine: one interface, filled in by each engine package.
+
+An engine is one serving system (SGLang) as this tool checks it: the target
+specs it claims and resolves, whether a spec runs code it names, and what a
+target of it still takes from the engine's model.  The core holds only this
+interface and the registry (``fuzz.engines``); everything that names an
+engine's code lives in its package.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from fuzz.targets.base import Target
+
+
+class Engine(Protocol):
+    name: str  # the registry's key, and ``Target.engine`` of every target it resolves
+
+    def claims(self, spec: str) -> bool:
+        """Whether ``spec`` names a target of this engine (the registry offers a spec to each engine in turn)."""
+        ...
+
+    def resolve(self, spec: str, version: str | None = None) -> Target:
+        """The target ``spec`` names, ``version`` (``--sglang-version``) applied where it takes one; ``TargetError``
+        for a spec it cannot resolve, said in one line."""
+        ...
+
+    def runs_named_code(self, spec: str) -> bool:
+        """Whether resolving ``spec`` executes code the spec names (a file, a checkout, the installed package):
+        a case file's spec is resolved only when it does not."""
+        ...
+
+    def known_targets(self) -> list[tuple[str, str]]:
+        """``(spec, summary)`` for each target ``targets`` lists."""
+        ...
+
+    def modeled_line(self, target: Target, own_write_path: bool = True) -> str | None:
+        """What a real target still takes from the model, as the lines every command prints (None: nothing)."""
+        ...

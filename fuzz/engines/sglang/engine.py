@@ -1,0 +1,38 @@
+"""SGLang as an engine (``fuzz.engines.base.Engine``): light, each answer imports the code behind it when asked."""
+
+from __future__ import annotations
+
+from fuzz.targets.base import Target
+
+from .specs import NAME, runs_named_code
+
+
+class SGLangEngine:
+    """Claims every spec another engine did not (``reference...``, ``sglang...``, a path): asked last, it is the
+    one that calls a spec unknown."""
+
+    name = NAME
+
+    def claims(self, spec: str) -> bool:
+        return True
+
+    def resolve(self, spec: str, version: str | None = None) -> Target:
+        from .targets import resolve
+
+        return resolve(spec, version)
+
+    def runs_named_code(self, spec: str) -> bool:
+        return runs_named_code(spec)
+
+    def known_targets(self) -> list[tuple[str, str]]:
+        from .targets import known_targets
+
+        return known_targets()
+
+    def modeled_line(self, target: Target, own_write_path: bool = True) -> str | None:
+        from .targets import modeled_line
+
+        return modeled_line(target, own_write_path)
+
+
+ENGINE = SGLangEngine()

@@ -1,0 +1,92 @@
+"""SGLang's targets: the reference model and its revisions, a release's wheel, the installed package, a file.
+
+  reference                the embedded reference model (safe everywhere)
+  reference@REVISION       a historical revision of the model (a planted bug)
+  sglang==X.Y.Z            a release's own code (``fuzz.targets.sglang``: wheel cache, loader)
+  sglang[@X.Y.Z]           the installed SGLang's
+  PATH[@X.Y.Z]             an allocation_sizing.py-shaped file or SGLang checkout
+
+The sizing comes from the target; the allocator page, the write paths and
+the scheduler rules come from the model, read with the semantics
+(``Revision``) of the target's version.
+"""
+
+from __future__ import annotations
+
+from allocator_model.model_sizing import ModelSizing
+from allocator_model.revisions import REFERENCE, RELEASE_REVISIONS, REVISIONS, Revision
+from allocator_model.surface import DECODE_STEPS, Provenance
+from fuzz.common.errors import TargetError, did_you_mean
+from fuzz.targets.base import Target, TargetKind
+from fuzz.targets.sglang import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
+from fuzz.targets.sglang.versions import VersionError, parse_version
+
+from .specs import NAME, is_model_spec
+
+
+def model_target(revision: Revision) -> Target:
+    spec = "reference" if revision is REFERENCE else f"reference@{revision.name}"
+    label = f"model {revision.name}: {revision.summary}"
+    return Target(spec, label, ModelSizing(revision), revision, TargetKind.MODEL, NAME)
+
+
+def resolve_model(spec: str) -> Target:
+    """``reference``, ``reference@REVISION``, or ``reference@sglang-X.Y.Z`` for any modeled release (a release
+    that shares another's semantics, 0.5.22 say, resolves to that revision: the spec a case file records)."""
+    if spec == "reference":
+        return model_target(REFERENCE)
+    name = spec.split("@", 1)[1]
+    release = name.removeprefix("sglang-")
+    if name not in REVISIONS and name.startswith("sglang-") and release in RELEASE_REVISIONS:
+        name = RELEASE_REVISIONS[release]
+    if name not in REVISIONS:
+        known = [*REVISIONS, *(f"sglang-{r}" for r in RELEASE_REVISIONS)]
+        raise TargetError(
+            f"unknown revision {name!r} in target {spec!r}{did_you_mean(name, known)} (known: {', '.join(REVISIONS)}; "
+            f"and sglang-X.Y.Z for every modeled release {min(RELEASE_REVISIONS)}..{max(RELEASE_REVISIONS)})"
+        )
+    return model_target(REVISIONS[name])
+
+
+def resolve(spec: str, version: str | None = None) -> Target:
+    """``spec`` resolved; ``version`` (``--sglang-version``) is checked even where no target takes it (the
+    reference): never silently ignored."""
+    spec = (spec or "").strip()
+    if version:
+        try:
+            parse_version(version)
+        except VersionError as e:
+            raise TargetError(f"--sglang-version: {e}") from None
+        spec = with_sglang_version(spec, version)
+    if is_model_spec(spec):
+        return resolve_model(spec)
+    if is_real_spec(spec):
+        return resolve_real_target(spec)
+    raise TargetError(
+        f"unknown target {spec!r}{did_you_mean(spec, ['reference', 'sglang'])}: use reference[@REVISION], "
+        "sglang==X.Y.Z, sglang or a PATH (see: python -m fuzz targets)"
+    )
+
+
+def known_targets() -> list[tuple[str, str]]:
+    rows = [("reference", REFERENCE.summary)]
+    rows += [(f"reference@{r.name}", r.summary) for r in REVISIONS.values() if r is not REFERENCE]
+    return rows + real_target_rows()
+
+
+def modeled_line(target: Target, own_write_path: bool = True) -> str | None:
+    """The lines every command prints for a real target: what it still takes from the model, and where its
+    decode steps run (None: a model target, nothing to say); ``own_write_path`` False: the command was told
+    to keep the model's (``--write-path model``)."""
+    modeled = target.sizing.modeled()
+    if not modeled:
+        return None
+    line = f"   modeled, not read from the target: {'; '.join(modeled)}"
+    if target.sizing.source(DECODE_STEPS) is Provenance.READ and not own_write_path:
+        line += "\n   write path: the model's (--write-path model; the target's own code was not run)"
+    elif target.sizing.source(DECODE_STEPS) is Provenance.READ:
+        line += (
+            "\n   write path: SGLang's own code (its entry points, allocator and triton kernels under triton's "
+            "interpreter) for the covering set, a sample of the search and every finding; the search is the model's"
+        )
+    return line

@@ -1,0 +1,151 @@
+"""The engine registry: where engines are declared, which one a spec goes to, and an engine that cannot load.
+
+An engine is found by name (built in, an installed package's entry point,
+``$KVROW_FUZZ_ENGINES``) and imported only when a spec needs it; one whose
+code cannot be imported is named with why, never skipped in silence, and a
+spec that needs it is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+
+import fuzz.engines as registry
+from fuzz.common.errors import TargetError
+from fuzz.engines import EngineUnavailable, engine_for, engines, load, registered, runs_named_code
+from fuzz.targets.base import Target, TargetKind
+from fuzz.targets.resolve import known_targets, resolve_case_target, resolve_target
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TOY = textwrap.dedent(
+    """
+    from fuzz.targets.base import Target, TargetKind
+
+    class Toy:
+        name = "toy"
+
+        def claims(self, spec):
+            return spec.startswith("toy==")
+
+        def resolve(self, spec, version=None):
+            return Target(spec, "a toy", None, None, TargetKind.MODEL, self.name)
+
+        def runs_named_code(self, spec):
+            return False
+
+        def known_targets(self):
+            return [("toy==1", "the toy allocator")]
+
+        def modeled_line(self, target, own_write_path=True):
+            return None
+
+    ENGINE = Toy()
+    MISNAMED = Toy()
+    MISNAMED.name = "other"
+    """
+)
+
+
+@pytest.fixture
+def toy_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "kvrow_toy_engine.py").write_text(TOY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_loaded", {})
+    return "kvrow_toy_engine"
+
+
+def test_sglang_is_built_in_and_takes_todays_specs_unchanged() -> None:
+    assert registry.refs()["sglang"] == "fuzz.engines.sglang:ENGINE"
+    for spec in ("reference", "reference@sglang-0.5.18"):
+        target = resolve_target(spec)
+        assert (target.engine, target.spec) == ("sglang", spec)
+    with pytest.raises(TargetError, match="unknown target 'nope'"):
+        resolve_target("nope")  # SGLang is asked last and names what nobody claims
+
+
+def test_an_environment_engine_is_asked_before_the_builtins(toy_module: str, monkeypatch) -> None:
+    monkeypatch.setenv(registry.ENV, f"toy={toy_module}:ENGINE")
+    assert list(registry.refs()) == ["toy", "sglang"]
+    target = resolve_target("toy==1")
+    assert (target.engine, target.label) == ("toy", "a toy")
+    assert resolve_target("reference").engine == "sglang"
+    assert ("toy==1", "the toy allocator") in known_targets()
+    assert not runs_named_code("toy==1") and runs_named_code("./allocation_sizing.py")
+
+
+def test_an_installed_package_declares_an_engine_by_entry_point_but_cannot_take_a_builtin_name(
+    toy_module: str, monkeypatch
+) -> None:
+    declared = [
+        EntryPoint("toy", f"{toy_module}:ENGINE", registry.GROUP),
+        EntryPoint("sglang", f"{toy_module}:ENGINE", registry.GROUP),  # a package claiming the builtin's name
+    ]
+    monkeypatch.setattr(registry, "entry_points", lambda group: [ep for ep in declared if ep.group == group])
+    assert registry.refs() == {"toy": f"{toy_module}:ENGINE", "sglang": "fuzz.engines.sglang:ENGINE"}
+    assert engine_for("toy==3").name == "toy"
+
+
+def test_an_engine_that_cannot_load_is_named_with_why(toy_module: str, monkeypatch) -> None:
+    monkeypatch.setenv(registry.ENV, f"ghost=kvrow_no_such_module:ENGINE, wrong={toy_module}:MISNAMED")
+    ready, unavailable = engines()
+    assert [e.name for e in ready] == ["sglang"]
+    assert "kvrow_no_such_module cannot be imported" in unavailable["ghost"]
+    assert "is named 'other', not 'wrong'" in unavailable["wrong"]
+    rows = dict(known_targets())
+    assert rows["[ghost]"] == f"engine ghost unavailable: {unavailable['ghost']}"
+    with pytest.raises(EngineUnavailable, match="engine ghost unavailable"):
+        load("ghost")
+    assert resolve_target("reference").engine == "sglang"  # the others still work
+
+
+def test_a_blocked_engine_makes_its_specs_one_line_and_case_files_count_as_code(monkeypatch) -> None:
+    monkeypatch.setattr(registry, "_loaded", {})
+    monkeypatch.setitem(sys.modules, "fuzz.engines.sglang", None)
+    with pytest.raises(TargetError, match=r"no engine takes target 'reference' \(engine sglang unavailable: "):
+        resolve_target("reference")
+    assert runs_named_code("reference")  # nothing can vouch for it: treated as code
+    with pytest.raises(TargetError, match="would run the Python code"):
+        resolve_case_target("reference", None)
+
+
+def test_a_malformed_environment_declaration_is_refused_in_one_line(monkeypatch) -> None:
+    monkeypatch.setenv(registry.ENV, "toy")
+    with pytest.raises(TargetError, match=r"KVROW_FUZZ_ENGINES: 'toy' is not NAME=module:attr"):
+        registry.refs()
+
+
+def test_a_registered_engine_is_asked_first_and_only_inside_its_block() -> None:
+    class Everything:
+        name = "everything"
+
+        def claims(self, spec: str) -> bool:
+            return True
+
+        def resolve(self, spec: str, version: str | None = None) -> Target:
+            return Target(spec, "claimed", None, None, TargetKind.MODEL, self.name)
+
+    with registered(Everything()):  # type: ignore[arg-type]  # the rest of the interface is not asked here
+        assert resolve_target("reference").engine == "everything"
+    assert resolve_target("reference").engine == "sglang"
+
+
+def test_the_command_line_names_a_blocked_engine_and_exits_2() -> None:
+    block = (
+        "import sys; sys.modules['fuzz.engines.sglang'] = None; from fuzz.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    listed = subprocess.run([sys.executable, "-c", block, "targets"], capture_output=True, text=True, env=env)
+    assert listed.returncode == 0 and "[sglang]" in listed.stdout and "engine sglang unavailable" in listed.stdout
+    run = subprocess.run(
+        [sys.executable, "-c", block, "run", "--target", "reference"], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "engine sglang unavailable" in run.stderr, run.stderr
