@@ -69,6 +69,11 @@ class KVPool(StrEnum):
     UNIFIED_SWA = "unified-swa"
 
     @property
+    def variant(self) -> str:
+        """The ``@variant`` its bug groups carry (``paged@unified-mamba``): none for the standard pool."""
+        return "" if self is KVPool.STANDARD else self.value
+
+    @property
     def unified(self) -> bool:
         """Built under ``--enable-unified-memory`` (one pool for KV and state)."""
         return self in UNIFIED

@@ -44,7 +44,7 @@ comes: a killed or interrupted run resumes where it stopped, and a mutant
 ``--releases``: the unmutated releases, ``run --profile ci``'s groups (the
 write path included) and the plugin line's against ``prove``'s over the full
 space: a sizing group ``prove`` does not find is a false alarm; a group outside
-prove's scope (``fuzz.findings.kinds.PROVED_PROPERTIES``) is labelled so, with
+prove's scope (``Property.scope``, ``Scope.PROVED``) is labelled so, with
 what SGLang's own write path made of it.
 Exit 1 when a non-equivalent mutant survives an entry point, or on a release
 an entry point misses a proved group, raises a false alarm, or reports a group
@@ -224,9 +224,9 @@ def judge_all(todo: list[Shape], results: Results, plugin: bool, jobs: int, seed
 def in_proof_scope(signature: str) -> bool:
     """Whether prove decides the group's property (the sizing arithmetic): one it does not find there is a
     false alarm; any other (a lifecycle invariant, what a step's writes did) lies outside the proof."""
-    from fuzz.findings.kinds import SAMPLED_ONLY, Signature
+    from fuzz.findings.kinds import Scope, Signature
 
-    return Signature.parse(signature).prop not in SAMPLED_ONLY
+    return Signature.parse(signature).prop.scope is not Scope.SAMPLED
 
 
 def release_findings(spec: str) -> dict[str, bool | None]:

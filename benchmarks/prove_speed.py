@@ -29,7 +29,9 @@ from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
 from allocator_model.decode import WritePath, decode_reserve, draft_extent, write_path
 from allocator_model.numeric import ceil_to_page
-from fuzz.findings.kinds import Property, Signature, regime
+from allocator_model.regimes import regime
+from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.findings.kinds import Property, Signature
 from fuzz.prove.grid import launch_grid, target_algorithms
 from fuzz.prove.request import request
 from fuzz.prove.space import SPACES, Space
@@ -78,9 +80,9 @@ def loop_prove(target: Target, space: Space, stride: int = 1) -> tuple[int, int,
                             for d in (0, min(page - x % page, page - 1), page - 1)
                         )
                         if draft > 0:
-                            groups[Signature(Property.DRAFTS_WITHIN_ALLOCATION, reg)] += page
+                            groups[Signature(SGLangProperty.DRAFTS_WITHIN_ALLOCATION, reg)] += page
                         if not aligned and page > 1:
-                            groups[Signature(Property.PAGE_ALIGNED_GROWTH, reg)] += page
+                            groups[Signature(SGLangProperty.PAGE_ALIGNED_GROWTH, reg)] += page
     return launches, configurations, groups
 
 

@@ -260,8 +260,11 @@ def run_command(argv: list[str]) -> int:
         print(f"fuzz: error: {os_error_line(e)}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except Exception as e:  # noqa: BLE001 - only a target that cannot be run is ours to report
-        from fuzz.targets.base import TargetError  # not at import: the CLI starts without torch
+        from fuzz.engines import unavailable_behind  # not at import: the CLI starts without torch
+        from fuzz.targets.base import TargetError
 
+        if isinstance(e, ImportError) and (unavailable := unavailable_behind(e)) is not None:
+            e = unavailable  # the command needs an engine that cannot be loaded here: said, never a traceback
         if not isinstance(e, TargetError):  # found out mid-command (StandInMissing): nothing was checked
             raise
         print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)

@@ -20,6 +20,7 @@ import yaml
 from fuzz.campaign.driver import FindingRaised
 from fuzz.cli import main as cli_main
 from fuzz.common.errors import BadInput, ExitCode
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.oss import atheris_entry, stubs
@@ -186,7 +187,7 @@ def test_settings_come_from_the_command_line_then_the_environment_then_the_scrip
     got = atheris_entry.settings_strings(env, options, prop="write-within-row", target="reference")
     assert got == ("reference@pre-31616", "page-aligned-growth", None, "write-within-row/paged", None)
     config = FuzzConfig.parse(*got)
-    assert config.prop is Property.PAGE_ALIGNED_GROWTH and config.cases == "fuzz-cases"
+    assert config.prop is SGLangProperty.PAGE_ALIGNED_GROWTH and config.cases == "fuzz-cases"
     assert config.known == {Signature(Property.WRITE_WITHIN_ROW, "paged")}
     assert FuzzConfig.parse(None, None, None, None) == FuzzConfig("reference", Property.WRITE_WITHIN_ROW)
 

@@ -11,9 +11,10 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 
 from allocator_model.config import ServingConfig
+from allocator_model.regimes import Regime
 from allocator_model.scenario import DecodeScenario
 from fuzz.common.profiles import get_profile
-from fuzz.findings.kinds import Property, Regime
+from fuzz.findings.kinds import Property
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import run_case
 from fuzz.lifecycle.script import LifecycleCase

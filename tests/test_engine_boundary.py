@@ -37,7 +37,6 @@ PENDING: dict[str, str] = {
     "fuzz.fidelity.writepath": "move into the SGLang engine",
     "fuzz.findings.baseline": "baseline via Engine.portable_target",
     "fuzz.findings.casefile": "case types declared by engines",
-    "fuzz.findings.kinds": "open names declared by engines",
     "fuzz.findings.launch": "move into the SGLang engine (Engine.launch_line)",
     "fuzz.findings.model": "neutral Finding",
     "fuzz.findings.render": "neutral Finding (Engine.launch_line)",

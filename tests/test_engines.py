@@ -63,7 +63,7 @@ def toy_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_sglang_is_built_in_and_takes_todays_specs_unchanged() -> None:
-    assert registry.refs()["sglang"] == "fuzz.engines.sglang:ENGINE"
+    assert registry.refs()["sglang"] == "fuzz.engines.sglang.engine:ENGINE"
     for spec in ("reference", "reference@sglang-0.5.18"):
         target = resolve_target(spec)
         assert (target.engine, target.spec) == ("sglang", spec)
@@ -89,7 +89,7 @@ def test_an_installed_package_declares_an_engine_by_entry_point_but_cannot_take_
         EntryPoint("sglang", f"{toy_module}:ENGINE", registry.GROUP),  # a package claiming the builtin's name
     ]
     monkeypatch.setattr(registry, "entry_points", lambda group: [ep for ep in declared if ep.group == group])
-    assert registry.refs() == {"toy": f"{toy_module}:ENGINE", "sglang": "fuzz.engines.sglang:ENGINE"}
+    assert registry.refs() == {"toy": f"{toy_module}:ENGINE", "sglang": "fuzz.engines.sglang.engine:ENGINE"}
     assert engine_for("toy==3").name == "toy"
 
 
@@ -108,7 +108,8 @@ def test_an_engine_that_cannot_load_is_named_with_why(toy_module: str, monkeypat
 
 def test_a_blocked_engine_makes_its_specs_one_line_and_case_files_count_as_code(monkeypatch) -> None:
     monkeypatch.setattr(registry, "_loaded", {})
-    monkeypatch.setitem(sys.modules, "fuzz.engines.sglang", None)
+    for name in ("fuzz.engines.sglang", "fuzz.engines.sglang.engine"):  # the latter is already imported here
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(TargetError, match=r"no engine takes target 'reference' \(engine sglang unavailable: "):
         resolve_target("reference")
     assert runs_named_code("reference")  # nothing can vouch for it: treated as code

@@ -19,6 +19,7 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, get_revision
 from allocator_model.scheduler import decode_alloc_bound
 from fuzz.cli import main as cli_main
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property
@@ -152,9 +153,9 @@ PLANTED = [
     # (invariant, target, configs (None: the whole lifecycle space), batch class, what the headline must say)
     (Property.NEIGHBOUR_ROWS_UNTOUCHED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "and changed request "),
     (Property.WRITE_WITHIN_ROW, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "columns past its end"),
-    (Property.KV_LENS_ORDERED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "> row width"),
+    (SGLangProperty.KV_LENS_ORDERED, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "> row width"),
     (
-        Property.DRAFTS_WITHIN_ALLOCATION,
+        SGLangProperty.DRAFTS_WITHIN_ALLOCATION,
         "reference@pre-26972",
         st.just(
             cfg(
@@ -169,12 +170,18 @@ PLANTED = [
         RunningBatch,
         "drafts up to column",
     ),
-    (Property.ROW_HOLDS_OWN_SLOTS, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "holds slot"),
-    (Property.SLOT_SINGLE_OWNER, "reference", st.just(PAGED), StuckFreshBatch, "stands in 2 places"),
-    (Property.NO_STRANDED_PAGE_TAIL, "reference@pre-31616", st.just(PAGED), RunningBatch, "but kv_allocated_len is"),
-    (Property.FREE_LIST_UNIQUE, "reference", st.just(PAGED), UnalignedTailRelease, "a second time"),
-    (Property.NO_LEAK, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "but still owns"),
-    (Property.NO_LEAK, "reference", st.just(PAGED), PageTailLeak, "but still owns"),  # a page-tail leak
+    (SGLangProperty.ROW_HOLDS_OWN_SLOTS, "reference@sglang-0.5.18", st.just(DCP), RunningBatch, "holds slot"),
+    (SGLangProperty.SLOT_SINGLE_OWNER, "reference", st.just(PAGED), StuckFreshBatch, "stands in 2 places"),
+    (
+        SGLangProperty.NO_STRANDED_PAGE_TAIL,
+        "reference@pre-31616",
+        st.just(PAGED),
+        RunningBatch,
+        "but kv_allocated_len is",
+    ),
+    (SGLangProperty.FREE_LIST_UNIQUE, "reference", st.just(PAGED), UnalignedTailRelease, "a second time"),
+    (SGLangProperty.NO_LEAK, "reference@sglang-0.5.23", st.just(DSPARK), RunningBatch, "but still owns"),
+    (SGLangProperty.NO_LEAK, "reference", st.just(PAGED), PageTailLeak, "but still owns"),  # a page-tail leak
 ]
 
 
@@ -201,8 +208,10 @@ def test_kv_lens_ordered_catches_a_verify_committing_past_the_allocation():
         {"op": "decode", "accepted": [[0, 4]]},
         {"op": "prefill", "rid": 1, "chunk": 3},
     ]
-    found = run_case(target_of("single-buffer"), LifecycleCase(c, steps), checks=(Property.KV_LENS_ORDERED,)).violations
-    assert [(i, v.prop) for i, v in found] == [(6, Property.KV_LENS_ORDERED)]
+    found = run_case(
+        target_of("single-buffer"), LifecycleCase(c, steps), checks=(SGLangProperty.KV_LENS_ORDERED,)
+    ).violations
+    assert [(i, v.prop) for i, v in found] == [(6, SGLangProperty.KV_LENS_ORDERED)]
     assert "kv_committed_len 31 > kv_allocated_len 28" in found[0][1].headline
     assert run_case(resolve_target("reference"), LifecycleCase(c, steps)).violations == []
 
@@ -273,8 +282,8 @@ def test_sglang_0_5_18_is_caught_corrupting_a_named_neighbour_request():
 def test_pre_31616_is_caught_as_a_stranded_page_tail_or_a_leak():
     result = lifecycle_campaign(resolve_target("reference@pre-31616"), first_bug(300), steps=30, max_rounds=1)
     assert result.findings and {f.violation.prop for f in result.findings} <= {
-        Property.NO_STRANDED_PAGE_TAIL,
-        Property.NO_LEAK,
+        SGLangProperty.NO_STRANDED_PAGE_TAIL,
+        SGLangProperty.NO_LEAK,
     }
 
 
@@ -340,7 +349,7 @@ def test_repro_command_exit_codes(neighbour_case, tmp_path, capsys):
 def test_leaked_slots_are_named_in_the_story():
     doc = {
         "target": "reference@sglang-0.5.23",
-        "property": Property.NO_LEAK,
+        "property": SGLangProperty.NO_LEAK,
         "config": DSPARK.to_dict(),
         "case": {
             "steps": [

@@ -20,10 +20,12 @@ from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
+from allocator_model.regimes import REGIMES, regime, regime_codes
 from allocator_model.revisions import REFERENCE, REVISIONS, Headroom
 from allocator_model.scenario import DecodeScenario, run_scenario
 from fuzz.cli import main
-from fuzz.findings.kinds import REGIMES, CaseKind, Property, Signature, regime, regime_codes
+from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.report import Status
 from fuzz.prove.grid import launch_grid, target_algorithms
 from fuzz.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap
@@ -267,7 +269,7 @@ def test_witnesses_replay_on_the_step_by_step_model() -> None:
             # The witness is an ordinary decode finding of its group, carrying the model's account.
             assert grp.signature == sig and grp.witness.signature == sig and grp.witness.kind is CaseKind.DECODE
             assert grp.witness.target == spec and grp.witness.case["committed_len"] > 0
-            if sig.prop is not Property.PAGE_ALIGNED_GROWTH:
+            if sig.prop is not SGLangProperty.PAGE_ALIGNED_GROWTH:
                 assert grp.witness.violation.overshoot == grp.worst
 
 
@@ -351,7 +353,7 @@ def test_planted_tree_and_growth_bugs_are_found() -> None:
         Signature.parse("write-within-row/tree"),
     } <= set(tree)
     growth = prove_on(resolve_target("reference@pre-31616"), TINY).groups
-    assert growth and all(s.prop is Property.PAGE_ALIGNED_GROWTH for s in growth)
+    assert growth and all(s.prop is SGLangProperty.PAGE_ALIGNED_GROWTH for s in growth)
 
 
 def test_seed_bug_number_from_the_reference_doc() -> None:

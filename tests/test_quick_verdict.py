@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.cli import main
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.prove.quick import QUICK_SPACE, proof_stage, quick_proof
 from fuzz.targets import resolve_target
 
@@ -91,12 +92,19 @@ def test_workers_prove_disjoint_shares_that_make_the_whole():
 
 def test_a_finding_outside_the_proof_says_it_was_only_sampled():
     from allocator_model.config import ServingConfig
-    from fuzz.findings.kinds import PROVED_PROPERTIES, SAMPLED_ONLY, CaseKind, Property
+    from fuzz.findings.kinds import CaseKind, Property, Scope
     from fuzz.findings.model import Finding, Violation
     from fuzz.findings.render import counterexample_block
 
-    assert Property.NEIGHBOUR_ROWS_UNTOUCHED in SAMPLED_ONLY and Property.NO_LEAK in SAMPLED_ONLY
-    assert not SAMPLED_ONLY & (PROVED_PROPERTIES | {Property.SIZING_RAISED, Property.MODEL_MISMATCH})
+    sampled = {p for p in Property if p.scope is Scope.SAMPLED}
+    assert Property.NEIGHBOUR_ROWS_UNTOUCHED in sampled and SGLangProperty.NO_LEAK in sampled
+    proved = {p for p in Property if p.scope is Scope.PROVED}
+    assert proved == {
+        Property.WRITE_WITHIN_ROW,
+        SGLangProperty.DRAFTS_WITHIN_ALLOCATION,
+        SGLangProperty.PAGE_ALIGNED_GROWTH,
+    }
+    assert Property.SIZING_RAISED.scope is Property.MODEL_MISMATCH.scope is Scope.OWN
     cfg = ServingConfig.resolve(context_len=40)
 
     def block(prop: Property) -> str:

@@ -21,6 +21,7 @@ from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 from fuzz.campaign.driver import Progress, Tracker
 from fuzz.cli import main
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import Property
 from fuzz.findings.regression import regression_files
 from fuzz.run.engine import DecodeHunt
@@ -90,7 +91,7 @@ def test_a_model_only_plant_is_reported_as_not_reproduced_on_sglang(pinned_wheel
     found = [
         f
         for f in hunt.cover(Tracker(), Progress(planted.spec, 0.0, None))
-        if f.violation.prop is Property.PAGE_ALIGNED_GROWTH
+        if f.violation.prop is SGLangProperty.PAGE_ALIGNED_GROWTH
     ]
     assert found
     assert all(f.confirmed is False and f.sglang.startswith("NOT reproduced on sglang 0.5.23") for f in found)

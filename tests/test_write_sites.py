@@ -19,6 +19,7 @@ from hermetic import missing_wheel, pinned_wheel
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import Property
 from fuzz.run.sglang import on_sglang
 from fuzz.targets import resolve_target
@@ -196,7 +197,7 @@ def test_each_site_plant_is_found_on_sglangs_path(tmp_path, plant):
     root = build_tree(tmp_path / plant, fixed=KNOWN_BUGS, plants=(plant,))
     found = _found(root, *PLANT_CASES[plant])
     assert found, f"{plant}: nothing found on SGLang's path"
-    assert any(v.prop in (Property.ROW_HOLDS_OWN_SLOTS, Property.SIZING_RAISED) for v in found) or found, found
+    assert any(v.prop in (SGLangProperty.ROW_HOLDS_OWN_SLOTS, Property.SIZING_RAISED) for v in found) or found, found
 
 
 @needs_triton
@@ -217,4 +218,4 @@ def test_run_ci_finds_a_plant_only_a_batch_shows(tmp_path, monkeypatch, capsys, 
     capsys.readouterr()
     (entry,) = json.loads(Path("r.json").read_text())["targets"]
     assert code == 1, [f["signature"] for f in entry["findings"]]
-    assert any(f["signature"].startswith(Property.ROW_HOLDS_OWN_SLOTS.value) for f in entry["findings"])
+    assert any(f["signature"].startswith(SGLangProperty.ROW_HOLDS_OWN_SLOTS.value) for f in entry["findings"])

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from .base import Engine
 
-BUILTIN: dict[str, str] = {"sglang": "fuzz.engines.sglang:ENGINE"}
+BUILTIN: dict[str, str] = {"sglang": "fuzz.engines.sglang.engine:ENGINE"}
 GROUP = "kvrow_fuzz.engines"
 ENV = "KVROW_FUZZ_ENGINES"
 
@@ -107,6 +107,20 @@ def engines() -> tuple[list[Engine], dict[str, str]]:
         except EngineUnavailable as e:
             unavailable[name] = e.why
     return ready, unavailable
+
+
+def unavailable_behind(error: ImportError) -> EngineUnavailable | None:
+    """The unavailable engine an ImportError met, if it met one: a module inside the package of a declared engine
+    that cannot be loaded (a command that needs that engine's code, run where the engine is blocked or broken)."""
+    name = error.name or ""
+    for engine, ref in refs().items():
+        package = ref.partition(":")[0].rpartition(".")[0] or ref.partition(":")[0]
+        if name == package or name.startswith(package + "."):
+            try:
+                load(engine)
+            except EngineUnavailable as e:
+                return e
+    return None
 
 
 def engine_for(spec: str) -> Engine:

@@ -17,11 +17,12 @@ from typing import Any
 
 from allocator_model.allocator import allocator_page_size
 from allocator_model.pools import KVPool
+from allocator_model.regimes import regime
 from allocator_model.scenario import DecodeScenario
 from fuzz.catalog import CATALOG
 from fuzz.common.files import write_atomically
 from fuzz.findings.cause import Cause
-from fuzz.findings.kinds import CaseKind, Property, Signature, group_name, regime
+from fuzz.findings.kinds import CaseKind, Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Command, write_report
 from fuzz.targets.base import Target
@@ -41,7 +42,9 @@ def catalog_ids() -> Catalog:
     for bug in CATALOG:
         if bug.prop is not None:
             cfg = bug.scenario.config
-            sig = Signature(Property(bug.prop), group_name(regime(cfg, allocator_page_size(cfg)).value, cfg.kv_pool))
+            sig = Signature(
+                Property(bug.prop), group_name(regime(cfg, allocator_page_size(cfg)).value, cfg.kv_pool.variant)
+            )
             ids.setdefault(sig, [])
             if bug.bug not in ids[sig]:
                 ids[sig].append(bug.bug)

@@ -1,6 +1,6 @@
 """The findings pipeline every command shares: one finding type, one renderer, one report shape, case files.
 
-kinds       enums of properties, regimes and case kinds; the signature value type; ``regime()``
+kinds       the declared properties and names (core and engines), case kinds; the signature value type
 model       ``Violation`` (what a check saw) and ``Finding`` (a violation with its target, config and case)
 render      the COUNTEREXAMPLE block, the repro line, the summary table
 report      the JSON report every command writes
@@ -8,7 +8,7 @@ casefile    case files: the envelope, save, load, validate, and the lazy table o
 regression  a case as a ready-to-paste pytest test
 """
 
-from .kinds import CaseKind, Property, Regime, Signature, regime
+from .kinds import CaseKind, Property, Signature
 from .model import Finding, Violation
 
-__all__ = ["CaseKind", "Property", "Regime", "Signature", "regime", "Finding", "Violation"]
+__all__ = ["CaseKind", "Property", "Signature", "Finding", "Violation"]

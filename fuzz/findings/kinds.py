@@ -1,4 +1,4 @@
-"""The names findings are grouped by: properties (and invariants), regimes, case kinds, and their signature.
+"""The names findings are grouped by: properties (and invariants), groups, case kinds, and their signature.
 
 A signature is ``property/group``: the property a case breaks and the group
 it falls in, normally the configuration's regime (``write-within-row/dcp>1``
@@ -10,50 +10,165 @@ file.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
-from allocator_model.guards import Guard
-from allocator_model.pools import KVPool
-from allocator_model.regimes import REGIMES, Regime, moved_regime, regime, regime_codes
-from allocator_model.surface import SURFACE
 from fuzz.common.compat import StrEnum
 
-__all__ = ["REGIMES", "Regime", "moved_regime", "regime", "regime_codes"]  # with this module's own names
+
+class Scope(StrEnum):
+    """How a property is decided: what a clean verdict on it covers."""
+
+    PROVED = "proved"  # the bounded proof (``prove``) decides it in closed form for every configuration of its space
+    SAMPLED = "sampled"  # only sampling checks it (a lifecycle invariant, what a step did to the other rows)
+    OWN = "own"  # a kind of its own: a sizing function raised, the model disagrees, a rule the proof could not read
 
 
-class Property(StrEnum):
-    """What a finding breaks: a decode property, a lifecycle invariant, or a kind of its own."""
+@dataclass(frozen=True)
+class Declaration:
+    """What a property is, as the core or an engine declares it once."""
 
-    # decode properties (fuzz.run) and lifecycle invariants (fuzz.lifecycle)
-    WRITE_WITHIN_ROW = "write-within-row"
-    NEIGHBOUR_ROWS_UNTOUCHED = "neighbour-rows-untouched"
-    DRAFTS_WITHIN_ALLOCATION = "drafts-within-allocation"
-    PAGE_ALIGNED_GROWTH = "page-aligned-growth"
-    KV_LENS_ORDERED = "kv-lens-ordered"
-    ROW_HOLDS_OWN_SLOTS = "row-holds-own-slots"
-    SLOT_SINGLE_OWNER = "slot-single-owner"
-    NO_STRANDED_PAGE_TAIL = "no-stranded-page-tail"
-    FREE_LIST_UNIQUE = "free-list-unique"
-    NO_LEAK = "no-leak"
-    # kinds of their own
-    SIZING_RAISED = "sizing-raised"  # a real sizing function raised for a valid configuration
-    MODEL_MISMATCH = "model-mismatch"  # the model and a real module disagree (fuzz.fidelity)
-    UNPROVEN = "unproven"  # prove could not read a growth rule in closed form
+    rank: int  # its place in every list of properties (SARIF's rules, the known names): the order of blame
+    scope: Scope
+    rule: str  # what it asks, as the README's tables state it (the SARIF rule's text)
+    engine: str = ""  # the engine that declared it ("" for the core's own)
 
 
-# The properties the bounded proof (``fuzz.prove.sweep``) decides in closed form for every configuration of its
-# space, besides its own kinds (sizing-raised, unproven).  Anything else a campaign finds (a lifecycle
-# invariant, what a step's writes did to the other rows or the slots) lies outside the proof: sampled only.
-PROVED_PROPERTIES = frozenset(
-    {Property.WRITE_WITHIN_ROW, Property.DRAFTS_WITHIN_ALLOCATION, Property.PAGE_ALIGNED_GROWTH}
+_DECLARED: dict[str, tuple[Property, Declaration]] = {}
+
+
+def _engines_declared() -> None:
+    """Import every loadable engine: each declares its properties and names when its package is imported."""
+    from fuzz.engines import engines
+
+    engines()
+
+
+class _Declared(type):
+    """Iterating ``Property`` gives every declared property in rank order, the engines' included."""
+
+    def __iter__(cls) -> Iterator[Property]:
+        _engines_declared()
+        return iter(prop for prop, _ in sorted(_DECLARED.values(), key=lambda pd: pd[1].rank))
+
+    def __len__(cls) -> int:
+        return sum(1 for _ in cls)
+
+
+class Property(str, metaclass=_Declared):
+    """What a finding breaks: a name declared once, by the core (the row properties and the kinds of their own,
+    below) or by an engine (its invariants); ``Property(text)`` is that declared value, and ValueError for a
+    name nobody declared, so a hostile file never carries a property of its own into a report."""
+
+    WRITE_WITHIN_ROW: ClassVar[Property]
+    NEIGHBOUR_ROWS_UNTOUCHED: ClassVar[Property]
+    SIZING_RAISED: ClassVar[Property]
+    MODEL_MISMATCH: ClassVar[Property]
+    UNPROVEN: ClassVar[Property]
+
+    def __new__(cls, name: object) -> Property:
+        if isinstance(name, Property):
+            return name
+        found = _DECLARED.get(name) if isinstance(name, str) else None
+        if found is None and isinstance(name, str):
+            _engines_declared()
+            found = _DECLARED.get(name)
+        if found is None:
+            raise ValueError(f"{name!r} is not a valid Property")
+        return found[0]
+
+    @classmethod
+    def declare(cls, value: str, declaration: Declaration) -> Property:
+        """``value`` as a property; declaring it again the same way is a no-op, differently an error."""
+        if value in _DECLARED:
+            prop, known = _DECLARED[value]
+            if known != declaration:
+                raise ValueError(f"property {value!r} is already declared ({known})")
+            return prop
+        prop = str.__new__(cls, value)
+        _DECLARED[value] = (prop, declaration)
+        return prop
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def name(self) -> str:
+        """``WRITE_WITHIN_ROW`` for ``write-within-row`` (a SARIF rule's name is made from it)."""
+        return self.value.upper().replace("-", "_")
+
+    @property
+    def declaration(self) -> Declaration:
+        return _DECLARED[self.value][1]
+
+    @property
+    def scope(self) -> Scope:
+        return self.declaration.scope
+
+    @property
+    def rule(self) -> str:
+        return self.declaration.rule
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<Property {self.value}>"
+
+    def __reduce__(self) -> tuple[type[Property], tuple[str]]:
+        return Property, (self.value,)
+
+
+# The core's own: a write within its own row and the neighbours untouched (every table), and the kinds of their own.
+Property.WRITE_WITHIN_ROW = Property.declare(
+    "write-within-row",
+    Declaration(
+        0, Scope.PROVED, "Every rounded decode write ends within its own req_to_token row: ceil_P(c + R) <= W."
+    ),
 )
-# The other decode properties and the lifecycle invariants: what only sampling checks.
-SAMPLED_ONLY = (
-    frozenset(Property) - PROVED_PROPERTIES - {Property.SIZING_RAISED, Property.MODEL_MISMATCH, Property.UNPROVEN}
+Property.NEIGHBOUR_ROWS_UNTOUCHED = Property.declare(
+    "neighbour-rows-untouched",
+    Declaration(1, Scope.SAMPLED, "No write changes another live request's columns [0, kv_allocated_len)."),
 )
-REGIME_NAMES = frozenset(r.value for r in Regime)
-POOL_NAMES = frozenset(k.value for k in KVPool)
-GUARD_NAMES = frozenset(g.value for g in Guard)
+Property.SIZING_RAISED = Property.declare(
+    "sizing-raised",
+    Declaration(100, Scope.OWN, "A sizing function returns an integer for every valid configuration (it raised)."),
+)
+Property.MODEL_MISMATCH = Property.declare(
+    "model-mismatch",
+    Declaration(101, Scope.OWN, "The real sizing module and the model of its version agree on every function."),
+)
+Property.UNPROVEN = Property.declare(
+    "unproven", Declaration(102, Scope.OWN, "Every growth rule of the target can be checked in closed form.")
+)
+
+
+@dataclass(frozen=True)
+class Names:
+    """The names an engine's signatures and outcomes may carry, declared with the engine: a group, its
+    ``@variant``, a ``guard:NAME`` outcome, a ``model-mismatch`` group.  A signature read from a file is
+    parsed against these, never taken as free text."""
+
+    groups: Collection[str]  # the configuration class a failure belongs to (SGLang: its regimes)
+    variants: Collection[str]  # ``GROUP@VARIANT``: a deployment other than the default (SGLang: a KV pool kind)
+    guards: Collection[str]  # the engine's own checks that stop a step (``guard:NAME``)
+    mismatch_groups: Collection[str]  # what a ``model-mismatch`` is grouped by (SGLang: its sizing functions)
+
+
+_NAMES: dict[str, Names] = {}
+
+
+def declare_names(engine: str, names: Names) -> Names:
+    _NAMES[engine] = names
+    return names
+
+
+def declared_names() -> list[Names]:
+    """Every loadable engine's names."""
+    _engines_declared()
+    return list(_NAMES.values())
 
 
 class CaseKind(StrEnum):
@@ -64,14 +179,14 @@ class CaseKind(StrEnum):
     FIDELITY = "fidelity-case"  # one configuration the model and a real module disagree on (fuzz.fidelity)
 
 
-def group_name(regime: str, kv_pool: KVPool = KVPool.STANDARD) -> str:
-    """A bug group's name: the regime, with ``@kind`` for a deployment other than the standard pool.
+def group_name(group: str, variant: str = "") -> str:
+    """A bug group's name: the group (a regime), with ``@variant`` for a deployment other than the default.
 
     ``write-within-row/paged@unified-mamba`` and ``write-within-row/paged`` are
     different bugs: one is the unified builder's narrow row, the other the
     sizing module's headroom.
     """
-    return regime if kv_pool is KVPool.STANDARD else f"{regime}@{kv_pool.value}"
+    return f"{group}@{variant}" if variant else group
 
 
 class OutcomeKind(StrEnum):
@@ -108,10 +223,11 @@ class Outcome:
 
     @classmethod
     def parse(cls, text: str) -> Outcome:
-        """``silent``, ``stale-read`` or ``guard:NAME``, NAME one of SGLang's guards (``Guard``); else ValueError."""
+        """``silent``, ``stale-read`` or ``guard:NAME``, NAME one of an engine's guards (``Names``); else ValueError."""
         kind, _, guard = text.partition(":")
-        if guard and guard not in GUARD_NAMES:
-            raise ValueError(f"unknown guard {guard!r} (known: {', '.join(sorted(GUARD_NAMES))})")
+        guards = {g for names in declared_names() for g in names.guards} if guard else set()
+        if guard and guard not in guards:
+            raise ValueError(f"unknown guard {guard!r} (known: {', '.join(sorted(guards))})")
         return cls(OutcomeKind(kind), guard)
 
     @classmethod
@@ -175,15 +291,14 @@ GROWTH_RULE = "growth-rule"
 
 
 def known_group(prop: Property, group: str) -> bool:
-    """Whether ``group`` is a group ``prop`` can have: ``REGIME[@POOL]`` (sizing-raised: a regime alone),
-    ``growth-rule`` for unproven, a declared surface entry for model-mismatch (``allocator_model.surface``)."""
+    """Whether ``group`` is a group ``prop`` can have: ``GROUP[@VARIANT]`` of one engine's ``Names``
+    (sizing-raised: a group alone), ``growth-rule`` for unproven, an engine's mismatch group for model-mismatch."""
     if prop is Property.UNPROVEN:
         return group == GROWTH_RULE
     if prop is Property.MODEL_MISMATCH:
-        return group in SURFACE
-    regime_name, at, pool = group.partition("@")
-    if regime_name not in REGIME_NAMES:
-        return False
-    if not at:
-        return True
-    return prop is not Property.SIZING_RAISED and pool in POOL_NAMES and pool != KVPool.STANDARD.value
+        return any(group in names.mismatch_groups for names in declared_names())
+    name, at, variant = group.partition("@")
+    for names in declared_names():
+        if name in names.groups and (not at or (prop is not Property.SIZING_RAISED and variant in names.variants)):
+            return True
+    return False

@@ -16,10 +16,11 @@ from typing import Any
 
 from allocator_model.config import ServingConfig
 from allocator_model.pools import KVPool
+from allocator_model.regimes import REGIMES, Regime, moved_regime, regime
 from allocator_model.revisions import Revision
 from allocator_model.sizing import alloc_page_size
 
-from .kinds import REGIMES, SILENT, CaseKind, Outcome, Property, Regime, Signature, group_name, moved_regime, regime
+from .kinds import SILENT, CaseKind, Outcome, Property, Signature, group_name
 from .repro import repro_line
 
 
@@ -37,7 +38,7 @@ class Violation:
 
     @property
     def signature(self) -> Signature:
-        return Signature(Property(self.prop), group_name(str(self.group), self.pool), self.outcome)
+        return Signature(Property(self.prop), group_name(str(self.group), self.pool.variant), self.outcome)
 
     def describe(self) -> str:
         return "\n".join([f"{Property(self.prop).value}: {self.headline}"] + [f"  {d}" for d in self.details])

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from allocator_model.config import ServingConfig
 
 from .cause import Cause
-from .kinds import SAMPLED_ONLY, CaseKind
+from .kinds import CaseKind, Scope
 from .launch import launch_line
 from .model import Finding
 
@@ -62,7 +62,7 @@ def counterexample_block(f: Finding, word: str = "COUNTEREXAMPLE") -> str:
     if f.reached_by:
         lines.append(f"  reached: {f.reached_by}")
     lines += [f"  {line}" for line in f.violation.describe().splitlines()]
-    if f.signature.prop in SAMPLED_ONLY:
+    if f.signature.prop.scope is Scope.SAMPLED:
         lines.append(f"  scope: sampled only: {f.signature.prop.value} lies outside the bounded proof")
     if f.sglang:
         lines.append(f"  sglang: {f.sglang}")

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from allocator_model.surface import SURFACE
+from fuzz.engines.sglang.names import SGLangProperty
 
 from .kinds import Property
 from .model import Finding
@@ -58,28 +59,9 @@ ROW_WIDTH = "get_req_to_token_extra_context_len"
 RESERVE = "get_alloc_reserve_per_decode"
 SGLANG_REPO_PATH = "python/"  # where SGLang's repository keeps the package a wheel installs
 _ROW_WIDTH_PROPERTIES = frozenset(
-    {Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.KV_LENS_ORDERED}
+    {Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, SGLangProperty.KV_LENS_ORDERED}
 )
 _RAISED_IN = re.compile(r"^\s*([A-Za-z_]\w*)\(\)")
-
-# What each rule (property) asks, as the README's tables state it.
-RULE_TEXT: dict[Property, str] = {
-    Property.WRITE_WITHIN_ROW: "Every rounded decode write ends within its own req_to_token row: ceil_P(c + R) <= W.",
-    Property.NEIGHBOUR_ROWS_UNTOUCHED: "No write changes another live request's columns [0, kv_allocated_len).",
-    Property.DRAFTS_WITHIN_ALLOCATION: "Draft/verify columns (the spec v2 tree layout included) stay below "
-    "kv_allocated_len.",
-    Property.PAGE_ALIGNED_GROWTH: "On a paged allocator, spec decode grows kv_allocated_len to whole pages.",
-    Property.KV_LENS_ORDERED: "0 <= kv_committed_len <= kv_allocated_len <= W for every request holding a row.",
-    Property.ROW_HOLDS_OWN_SLOTS: "Every column in [0, kv_allocated_len) holds a slot the request owns.",
-    Property.SLOT_SINGLE_OWNER: "No slot stands twice among the live rows.",
-    Property.NO_STRANDED_PAGE_TAIL: "After a spec decode allocation on a paged allocator, slots owned == "
-    "kv_allocated_len.",
-    Property.FREE_LIST_UNIQUE: "No page is freed twice; the free list holds free pages, once.",
-    Property.NO_LEAK: "A released request owns no slot; with no request holding KV, every slot and row is free.",
-    Property.SIZING_RAISED: "A sizing function returns an integer for every valid configuration (it raised).",
-    Property.MODEL_MISMATCH: "The real sizing module and the model of its version agree on every function.",
-    Property.UNPROVEN: "Every growth rule of the target can be checked in closed form.",
-}
 
 
 @dataclass(frozen=True)
@@ -291,7 +273,7 @@ def sarif_log(command: Command, findings: Iterable[Any], cwd: str | None = None)
         {
             "id": p.value,
             "name": p.name.title().replace("_", ""),
-            "shortDescription": {"text": RULE_TEXT[p]},
+            "shortDescription": {"text": p.rule},
             "defaultConfiguration": {"level": "error"},
         }
         for p in props

@@ -27,6 +27,7 @@ import torch
 from allocator_model.batch import RunningBatch, StepResult, WriteEvent
 from allocator_model.decode import Refusal
 from allocator_model.req_to_token import GUARD
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import Outcome, Property
 from fuzz.findings.model import Violation
 
@@ -44,13 +45,13 @@ __all__ = ["INVARIANTS", "CHECKS", "RowShadow", "StepView", "step_violations"]
 INVARIANTS: tuple[Property, ...] = (
     Property.NEIGHBOUR_ROWS_UNTOUCHED,
     Property.WRITE_WITHIN_ROW,
-    Property.KV_LENS_ORDERED,
-    Property.DRAFTS_WITHIN_ALLOCATION,
-    Property.ROW_HOLDS_OWN_SLOTS,
-    Property.SLOT_SINGLE_OWNER,
-    Property.NO_STRANDED_PAGE_TAIL,
-    Property.FREE_LIST_UNIQUE,
-    Property.NO_LEAK,
+    SGLangProperty.KV_LENS_ORDERED,
+    SGLangProperty.DRAFTS_WITHIN_ALLOCATION,
+    SGLangProperty.ROW_HOLDS_OWN_SLOTS,
+    SGLangProperty.SLOT_SINGLE_OWNER,
+    SGLangProperty.NO_STRANDED_PAGE_TAIL,
+    SGLangProperty.FREE_LIST_UNIQUE,
+    SGLangProperty.NO_LEAK,
 )
 
 
@@ -146,7 +147,7 @@ def check_kv_lens_ordered(view: StepView) -> Violation | None:
         )
         return violation(
             batch,
-            Property.KV_LENS_ORDERED,
+            SGLangProperty.KV_LENS_ORDERED,
             f"request {r.rid} (row {r.row}): {why}",
             [
                 f"kv_committed_len {c}, kv_allocated_len {a}, row width {batch.width}, "
@@ -165,7 +166,7 @@ def check_drafts_within_allocation(view: StepView) -> Violation | None:
             continue
         return violation(
             batch,
-            Property.DRAFTS_WITHIN_ALLOCATION,
+            SGLangProperty.DRAFTS_WITHIN_ALLOCATION,
             f"request {w.rid} (row {w.row}) drafts up to column {w.draft_end} but kv_allocated_len is {w.write.nxt}",
             [
                 f"device seq_len {w.device_seq_len} (allocated at kv_committed_len {w.committed_len}), topk "
@@ -180,13 +181,13 @@ def check_drafts_within_allocation(view: StepView) -> Violation | None:
 CHECKS: dict[Property, Callable[[StepView], Violation | None]] = {
     Property.NEIGHBOUR_ROWS_UNTOUCHED: check_neighbour_rows_untouched,
     Property.WRITE_WITHIN_ROW: check_write_within_row,
-    Property.KV_LENS_ORDERED: check_kv_lens_ordered,
-    Property.DRAFTS_WITHIN_ALLOCATION: check_drafts_within_allocation,
-    Property.ROW_HOLDS_OWN_SLOTS: check_row_holds_own_slots,
-    Property.SLOT_SINGLE_OWNER: check_slot_single_owner,
-    Property.NO_STRANDED_PAGE_TAIL: check_no_stranded_page_tail,
-    Property.FREE_LIST_UNIQUE: check_free_list_unique,
-    Property.NO_LEAK: check_no_leak,
+    SGLangProperty.KV_LENS_ORDERED: check_kv_lens_ordered,
+    SGLangProperty.DRAFTS_WITHIN_ALLOCATION: check_drafts_within_allocation,
+    SGLangProperty.ROW_HOLDS_OWN_SLOTS: check_row_holds_own_slots,
+    SGLangProperty.SLOT_SINGLE_OWNER: check_slot_single_owner,
+    SGLangProperty.NO_STRANDED_PAGE_TAIL: check_no_stranded_page_tail,
+    SGLangProperty.FREE_LIST_UNIQUE: check_free_list_unique,
+    SGLangProperty.NO_LEAK: check_no_leak,
 }
 
 

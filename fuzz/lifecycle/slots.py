@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from allocator_model.batch import FREE, ReleaseEvent
-from fuzz.findings.kinds import Property
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.model import Violation
 
 from .view import StepView, cols, context_lines, head, held, runs, violation
@@ -29,7 +29,7 @@ def check_row_holds_own_slots(view: StepView) -> Violation | None:
         slot, owner = int(slots[col]), int(owners[col])
         return violation(
             batch,
-            Property.ROW_HOLDS_OWN_SLOTS,
+            SGLangProperty.ROW_HOLDS_OWN_SLOTS,
             f"request {r.rid} (row {r.row}) column {col} holds slot {slot}, owned by {_owner_name(owner)}",
             [f"{len(bad)} of its {len(slots)} allocated columns hold foreign slots: columns {cols(runs(bad))}"],
         )
@@ -53,7 +53,7 @@ def check_slot_single_owner(view: StepView) -> Violation | None:
     ]
     return violation(
         view.batch,
-        Property.SLOT_SINGLE_OWNER,
+        SGLangProperty.SLOT_SINGLE_OWNER,
         f"slot {slot} stands in {len(where)} places: {'; '.join(where)}",
         [f"{len(twice)} slots stand more than once"],
     )
@@ -72,7 +72,7 @@ def check_no_stranded_page_tail(view: StepView) -> Violation | None:
             continue
         return violation(
             batch,
-            Property.NO_STRANDED_PAGE_TAIL,
+            SGLangProperty.NO_STRANDED_PAGE_TAIL,
             f"{head(w)}: it owns {owned} slots ({owned // x.page} pages of {x.page}) but kv_allocated_len is "
             f"{held(r).kv_allocated_len}",
             [
@@ -92,7 +92,7 @@ def check_free_list_unique(view: StepView) -> Violation | None:
         if doubles:
             return violation(
                 batch,
-                Property.FREE_LIST_UNIQUE,
+                SGLangProperty.FREE_LIST_UNIQUE,
                 f"request {rel.rid} (row {rel.row}) {rel.reason} and freed pages {doubles} a second time",
                 [
                     f"kv_committed_len {rel.kv_committed_len}, kv_allocated_len {rel.kv_allocated_len}, "
@@ -105,13 +105,13 @@ def check_free_list_unique(view: StepView) -> Violation | None:
         return None
     if len(set(free)) != len(free):
         dup = sorted({p for p in free if free.count(p) > 1})
-        return violation(batch, Property.FREE_LIST_UNIQUE, f"pages {dup} stand twice in the free list", [])
+        return violation(batch, SGLangProperty.FREE_LIST_UNIQUE, f"pages {dup} stand twice in the free list", [])
     owners = alloc.page_owner_t[free]
     owned = [p for p, o in zip(free, owners.tolist(), strict=True) if o != FREE]
     if owned:
         return violation(
             batch,
-            Property.FREE_LIST_UNIQUE,
+            SGLangProperty.FREE_LIST_UNIQUE,
             f"pages {owned} are on the free list and owned by {_owner_name(int(alloc.page_owner_t[owned[0]]))}",
             [],
         )
@@ -143,7 +143,7 @@ def check_no_leak(view: StepView) -> Violation | None:
             n = len(rel.still_owned) * batch.page
             return violation(
                 batch,
-                Property.NO_LEAK,
+                SGLangProperty.NO_LEAK,
                 f"request {rel.rid} (row {rel.row}) {rel.reason} but still owns {n} slots (pages {rel.still_owned})",
                 _leak_details(view, rel),
                 n,
@@ -157,7 +157,7 @@ def check_no_leak(view: StepView) -> Violation | None:
         owners = sorted({int(o) for o in alloc.page_owner_t.tolist() if o != FREE})
         return violation(
             batch,
-            Property.NO_LEAK,
+            SGLangProperty.NO_LEAK,
             f"no request holds KV, yet {lost} of {alloc.size()} slots and {rows_out} rows are not free",
             [f"pages still owned by requests {owners}"],
             lost,

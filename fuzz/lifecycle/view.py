@@ -14,7 +14,8 @@ import torch
 
 from allocator_model.batch import Request, RunningBatch, StepResult, WriteEvent
 from allocator_model.decode import Req
-from fuzz.findings.kinds import SILENT, Outcome, Property, regime
+from allocator_model.regimes import regime
+from fuzz.findings.kinds import SILENT, Outcome, Property
 from fuzz.findings.model import Violation
 from fuzz.findings.render import row_width_text
 

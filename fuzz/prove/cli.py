@@ -249,6 +249,7 @@ def report_entry(r: ProveResult, shard: Shard | None = None, causes: list[Cause]
 def print_result(target: Target, r: ProveResult, out: TextIO) -> None:
     """What was checked, the groups with their counts and worst values, and each group's WITNESS block."""
     from fuzz.engines import engine_of
+    from fuzz.engines.sglang.names import SGLangProperty
     from fuzz.findings.kinds import Property
 
     from .result import NO_VIOLATION
@@ -294,7 +295,7 @@ def print_result(target: Target, r: ProveResult, out: TextIO) -> None:
         return
     print(f"{r.violations:,} violations (a configuration counts once per property it breaks), by bug group:", file=out)
     for grp in r.sorted_groups():
-        unit = "unrecorded page tail up to" if grp.signature.prop is Property.PAGE_ALIGNED_GROWTH else "worst"
+        unit = "unrecorded page tail up to" if grp.signature.prop is SGLangProperty.PAGE_ALIGNED_GROWTH else "worst"
         worst = f"  {unit} {grp.worst}" if grp.worst is not None else ""
         print(f"  {grp.signature!s:<34} {grp.configurations:>16,}{worst}", file=out)
     writes = [g for g in r.groups.values() if g.signature.prop is Property.WRITE_WITHIN_ROW and g.worst is not None]

@@ -13,17 +13,15 @@ import torch
 
 from allocator_model import closed_form as cf
 from allocator_model.pools import KVPool, pool_alloc_page
+from allocator_model.regimes import REGIMES, moved_regime, regime_codes
 from fuzz.findings.kinds import (
     GROWTH_RULE,
-    REGIMES,
     SILENT,
     STALE_READ,
     Outcome,
     Property,
     Signature,
     group_name,
-    moved_regime,
-    regime_codes,
 )
 
 from .grid import row_key
@@ -85,7 +83,7 @@ def record(
     pairs = [divmod(int(k), len(OUTCOMES)) for k in present.tolist()]
     for code, oc in pairs:
         mask = bad & (regime == code) & (outcome == oc)
-        sig = Signature(prop, group_name(REGIMES[code].value, kv_pool), OUTCOMES[oc])
+        sig = Signature(prop, group_name(REGIMES[code].value, kv_pool.variant), OUTCOMES[oc])
         i = int(torch.argmax(torch.where(mask, values, torch.iinfo(cf.INT).min)))
         value = int(values[i])
         grp = result.groups.get(sig)

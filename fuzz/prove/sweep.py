@@ -36,13 +36,12 @@ import torch
 
 from allocator_model import closed_form as cf
 from allocator_model.pools import KVPool
+from allocator_model.regimes import regime_codes
 from allocator_model.revisions import Revision
 from fuzz.common.shards import WHOLE, Shard
 from fuzz.common.threads import one_torch_thread
-from fuzz.findings.kinds import (
-    Property,
-    regime_codes,
-)
+from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.findings.kinds import Property
 from fuzz.targets.base import Target
 
 from .calls import CountingSizing, called_rows
@@ -255,7 +254,7 @@ def _sweep_block(
         record(
             result,
             attributed(regime, counterpart, drafts),
-            Property.DRAFTS_WITHIN_ALLOCATION,
+            SGLangProperty.DRAFTS_WITHIN_ALLOCATION,
             drafts,
             dworst,
             offsets,
@@ -268,7 +267,7 @@ def _sweep_block(
         record(
             result,
             attributed(regime, counterpart, tails),
-            Property.PAGE_ALIGNED_GROWTH,
+            SGLangProperty.PAGE_ALIGNED_GROWTH,
             tails,
             page - 1,
             offsets,

@@ -19,6 +19,7 @@ from typing import Any
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
+from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.render import counterexample_block
@@ -84,9 +85,9 @@ def _claim(sig: Signature, value: int, error: str | None) -> str:
     """What the closed form says about the witness (replaced by the model's account once confirmed)."""
     if sig.prop is Property.WRITE_WITHIN_ROW:
         return f"closed form: the worst write ends {value} columns past the row end"
-    if sig.prop is Property.DRAFTS_WITHIN_ALLOCATION:
+    if sig.prop is SGLangProperty.DRAFTS_WITHIN_ALLOCATION:
         return f"closed form: the worst draft footprint ends {value} columns past kv_allocated_len"
-    if sig.prop is Property.PAGE_ALIGNED_GROWTH:
+    if sig.prop is SGLangProperty.PAGE_ALIGNED_GROWTH:
         return f"closed form: growth is not page-aligned, up to {value} columns of a page tail unrecorded"
     if sig.prop is Property.SIZING_RAISED:
         return f"a sizing function raised: {error}" if error else "a sizing function raised"
@@ -130,7 +131,7 @@ def confirm(target: Target, result: ProveResult) -> None:
         v = same[0].violation
         grp.witness.violation, grp.witness.confirmed, grp.witness.sglang = v, same[0].confirmed, same[0].sglang
         grp.confirmed = True
-        if prop is not Property.PAGE_ALIGNED_GROWTH and v.overshoot != grp.worst:
+        if prop is not SGLangProperty.PAGE_ALIGNED_GROWTH and v.overshoot != grp.worst:
             grp.mismatch = f"closed form says {grp.worst} columns, the step-by-step model {v.overshoot}"
 
 

@@ -13,16 +13,18 @@ from dataclasses import replace
 
 from allocator_model.decode import Refusal, WritePath
 from allocator_model.pools import KVPool
+from allocator_model.regimes import regime
 from allocator_model.req_to_token import GUARD, Spill
 from allocator_model.scenario import ScenarioRun, WriteObservation
-from fuzz.findings.kinds import STALE_READ, Outcome, Property, regime
+from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.findings.kinds import STALE_READ, Outcome, Property
 from fuzz.findings.model import Violation
 from fuzz.findings.render import row_width_text
 
 WRITE_WITHIN_ROW = Property.WRITE_WITHIN_ROW
 NEIGHBOUR_ROWS_UNTOUCHED = Property.NEIGHBOUR_ROWS_UNTOUCHED
-DRAFTS_WITHIN_ALLOCATION = Property.DRAFTS_WITHIN_ALLOCATION
-PAGE_ALIGNED_GROWTH = Property.PAGE_ALIGNED_GROWTH
+DRAFTS_WITHIN_ALLOCATION = SGLangProperty.DRAFTS_WITHIN_ALLOCATION
+PAGE_ALIGNED_GROWTH = SGLangProperty.PAGE_ALIGNED_GROWTH
 
 PROPERTIES: tuple[Property, ...] = (
     WRITE_WITHIN_ROW,

@@ -17,11 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from allocator_model.regimes import regime
 from allocator_model.scenario import DecodeScenario, ScenarioRun, WriteObservation
 from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.compat import StrEnum
 from fuzz.common.errors import BadInput
-from fuzz.findings.kinds import Property, regime
+from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.findings.kinds import Property
 from fuzz.findings.model import Violation
 from fuzz.targets.base import Target
 
@@ -88,7 +90,7 @@ def on_sglang(
     if steps is not None and problem and not spilled:  # a spill's copied slots are that spill's
         found.append(
             Violation(
-                Property.ROW_HOLDS_OWN_SLOTS,
+                SGLangProperty.ROW_HOLDS_OWN_SLOTS,
                 regime(cfg, run.alloc_page).value,
                 f"on sglang {steps.version}'s own write path, {problem}",
                 [f"config: {cfg.short()}"],

@@ -1,9 +1,11 @@
-"""SGLang as an engine (``fuzz.engines.base.Engine``): light, each answer imports the code behind it when asked."""
+"""SGLang as an engine (``fuzz.engines.base.Engine``): its names are declared on load; each other answer imports
+the code behind it when asked."""
 
 from __future__ import annotations
 
 from fuzz.targets.base import Target
 
+from . import names  # noqa: F401  (declares SGLang's properties and names on load)
 from .specs import NAME, runs_named_code
 
 
