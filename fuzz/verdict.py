@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
+from fuzz.engines.sglang.groups import attributed_without_dcp, dcp_to_be_judged, scenario_of
 from fuzz.findings.kinds import CaseKind, Property
-from fuzz.findings.model import Finding, Violation, attributed_without_dcp, dcp_to_be_judged
+from fuzz.findings.model import Finding, Violation
 from fuzz.run.check import DecodeCase
 from fuzz.run.properties import PROPERTIES
 from fuzz.run.sglang import SGLangCheck, WritePathMode, confirmation, has_sglang_path, on_sglang
@@ -108,7 +109,7 @@ class Pipeline:
         if check is None and not has_sglang_path(target, mode):
             return f
         if check is None:
-            check = on_sglang(target, DecodeScenario.from_dict(f.config, f.case), trace=True)
+            check = on_sglang(target, scenario_of(f), trace=True)
         f.confirmed, f.sglang = confirmation(check, f.violation)
         return f
 

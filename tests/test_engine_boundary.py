@@ -38,7 +38,6 @@ PENDING: dict[str, str] = {
     "fuzz.findings.baseline": "baseline via Engine.portable_target",
     "fuzz.findings.casefile": "case types declared by engines",
     "fuzz.findings.launch": "move into the SGLang engine (Engine.launch_line)",
-    "fuzz.findings.model": "neutral Finding",
     "fuzz.findings.render": "neutral Finding (Engine.launch_line)",
     "fuzz.findings.sarif": "SARIF locations via Engine.locations",
     "fuzz.lifecycle.invariants": "move into the SGLang engine",

@@ -48,6 +48,7 @@ from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.files import check_output_dir, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.text import MAX_SHOWN, markdown_block, printable
+from fuzz.engines.sglang.groups import serving_config
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind
@@ -239,10 +240,10 @@ def example(adv: Advisory) -> tuple[str, Finding]:
         pairs,
         key=lambda p: (
             p[1].signature.outcome.rank,
-            p[1].config.page_size == 1,
-            p[1].config.attn_dcp_size != 1,
-            p[1].config.speculative_adaptive,
-            kinds.index(p[1].config.kv_pool),
+            serving_config(p[1]).page_size == 1,
+            serving_config(p[1]).attn_dcp_size != 1,
+            serving_config(p[1]).speculative_adaptive,
+            kinds.index(serving_config(p[1]).kv_pool),
             str(p[1].signature),
         ),
     )
@@ -270,10 +271,10 @@ def render(adv: Advisory) -> str:
         "",
         "## Deployment",
         "",
-        _fenced([launch_line(f.config)]),
+        _fenced([launch_line(serving_config(f))]),
     ]
-    if f.config.kv_pool in MODELS:
-        lines += [f"Reached with {MODELS[f.config.kv_pool]}.", ""]
+    if serving_config(f).kv_pool in MODELS:
+        lines += [f"Reached with {MODELS[serving_config(f).kv_pool]}.", ""]
     story = f.violation.describe().splitlines() + ([f"reached: {f.reached_by}"] if f.reached_by else [])
     lines += ["## What happens", "", f"On {printable(spec, 300)}:", "", _fenced(story)]
     sglang = _on_sglang(adv.targets[spec], f)
@@ -290,8 +291,10 @@ def render(adv: Advisory) -> str:
             if g.signature in seen:
                 continue
             seen.add(g.signature)
-            algorithm = g.config.speculative_algorithm or "none"
-            lines.append(f"| {_code(g.signature)} | {g.config.kv_pool.value} | {algorithm} | {g.signature.outcome} |")
+            algorithm = serving_config(g).speculative_algorithm or "none"
+            lines.append(
+                f"| {_code(g.signature)} | {serving_config(g).kv_pool.value} | {algorithm} | {g.signature.outcome} |"
+            )
     for other, sigs in sorted(c.needs_both.items()):
         both = ", ".join(_code(s) for s in sorted(sigs))
         lines += ["", f"Needs this fix and {printable(other, 200)} together: {both}."]
@@ -306,7 +309,7 @@ def render(adv: Advisory) -> str:
         "",
         _fenced(test.rstrip().splitlines(), "python"),
     ]
-    standalone = standalone_test(c, sorted(adv.findings), f.config)
+    standalone = standalone_test(c, sorted(adv.findings), serving_config(f))
     if standalone is not None:
         lines += [
             f"The same check in SGLang's own test layout, {_code(standalone.path)}: it calls SGLang's functions "

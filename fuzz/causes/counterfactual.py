@@ -33,8 +33,8 @@ from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, NEW, PIECES, KnownFix, fully_fixed, with_fixes
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
-from allocator_model.scenario import DecodeScenario
 from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
+from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding
@@ -110,8 +110,8 @@ def fixed_target(target: Target, fix: Fix) -> Target:
 
 def _runtime(f: Finding) -> SpecRuntime | None:
     if f.kind is CaseKind.DECODE:
-        return DecodeScenario.from_dict(f.config, f.case).runtime(f.case.get("num_steps"))
-    return f.config.launch_runtime
+        return scenario_of(f).runtime(f.case.get("num_steps"))
+    return serving_config(f).launch_runtime
 
 
 def piece_value(sizing: Surface, entry: Entry, cfg: ServingConfig, rt: SpecRuntime | None) -> int | None:
@@ -129,13 +129,15 @@ def fails(target: Target, f: Finding) -> bool:
     if f.kind is CaseKind.DECODE:
         from fuzz.run.check import decode_violations
 
-        _, found = decode_violations(target, DecodeScenario.from_dict(f.config, f.case), (prop,))
+        _, found = decode_violations(target, scenario_of(f), (prop,))
         return any(v.prop == prop for v in found)
     if f.kind is CaseKind.LIFECYCLE:
         from fuzz.lifecycle.script import LifecycleCase, run_steps
 
         try:
-            run = run_steps(target, LifecycleCase(f.config, list(f.case.get("steps", []))), (prop,), story=False)
+            run = run_steps(
+                target, LifecycleCase(serving_config(f), list(f.case.get("steps", []))), (prop,), story=False
+            )
         except Exception:  # noqa: BLE001 - a step the fixed target cannot run: the case does not fail there
             return False
         return any(v.prop == prop for _, v in run.violations)
@@ -152,7 +154,7 @@ def _differing(target: Target, f: Finding, model: Surface) -> list[Entry]:
     return [
         e
         for e in _read_pieces(target)
-        if piece_value(target.sizing, e, f.config, rt) != piece_value(model, e, f.config, rt)
+        if piece_value(target.sizing, e, serving_config(f), rt) != piece_value(model, e, serving_config(f), rt)
     ]
 
 
@@ -218,7 +220,10 @@ def _values(target: Target, fix: Fix, f: Finding) -> list[str]:
     entries = [e for k in fix.known for e in k.entries if e in VALUE_NAMES] + [p for p in fix.pieces]
     out = []
     for e in dict.fromkeys(entries):
-        was, now = piece_value(target.sizing, e, f.config, rt), piece_value(fixed.sizing, e, f.config, rt)
+        was, now = (
+            piece_value(target.sizing, e, serving_config(f), rt),
+            piece_value(fixed.sizing, e, serving_config(f), rt),
+        )
         if was != now:
             out.append(f"e.g. {VALUE_NAMES.get(e, e.name)} {was}, fixed {now}, at {f.config.short()}")
     return out
@@ -232,7 +237,7 @@ def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
     entries = [e for k in fix.known for e in k.entries] + list(fix.pieces)
     out: list[Any] = []
     if entries == [ROW_WIDTH]:  # the cause lives in the builders (each that sizes its own row)
-        for f in {f.config.kv_pool: f for f in findings}.values():
+        for f in {serving_config(f).kv_pool: f for f in findings}.values():
             found = builder_location(target, f)
             if found is not None:
                 out.append(found)

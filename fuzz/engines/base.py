@@ -9,9 +9,30 @@ engine's code lives in its package.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from fuzz.targets.base import Target
+
+
+class Config(Protocol):
+    """An engine's serving configuration, as a finding carries it: written to reports and case files as data."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as the engine's own argument names (what a case file records and replays)."""
+        ...
+
+    def short(self) -> str:
+        """One line a counterexample prints."""
+        ...
+
+
+class Semantics(Protocol):
+    """A model revision a finding was judged against (fidelity): named in reports, recorded whole in case files."""
+
+    @property
+    def name(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class Engine(Protocol):

@@ -54,9 +54,10 @@ from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface
 from fuzz.common import interrupts
 from fuzz.common.defaults import FIDELITY_CONFIGS
 from fuzz.common.text import printable
+from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.findings import casefile
 from fuzz.findings.kinds import CaseKind, Property, Signature
-from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.findings.model import Finding, Violation
 from fuzz.findings.report import Status
 from fuzz.run.sglang import has_sglang_path
 from fuzz.targets.base import Target, TargetCallError

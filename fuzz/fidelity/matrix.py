@@ -21,13 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from allocator_model.revisions import REFERENCE
-from allocator_model.scenario import DecodeScenario, scenario_problem
+from allocator_model.scenario import scenario_problem
 from fuzz.campaign.driver import CampaignResult
 from fuzz.common.bounds import MAX_EXPECT_BYTES
 from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
 from fuzz.common.profiles import get_profile
 from fuzz.common.workers import DONE, ERROR, STOPPED, Emit, WorkerPool
+from fuzz.engines.sglang.groups import scenario_of
 from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import baseline
 from fuzz.findings.kinds import Signature
@@ -133,7 +134,7 @@ def reference_check(row: Row) -> None:
     reference = model_target(REFERENCE)
     assert row.target is not None
     for f in row.campaign.findings if row.campaign else []:
-        scenario = DecodeScenario.from_dict(f.config, f.case)
+        scenario = scenario_of(f)
         problem = scenario_problem(scenario, row.target.revision)
         if problem:
             row.checks[f.signature] = f"outside the bound: {problem}"

@@ -18,9 +18,9 @@ from typing import Any
 from allocator_model.allocator import allocator_page_size
 from allocator_model.pools import KVPool
 from allocator_model.regimes import regime
-from allocator_model.scenario import DecodeScenario
 from fuzz.catalog import CATALOG
 from fuzz.common.files import write_atomically
+from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.findings.cause import Cause
 from fuzz.findings.kinds import CaseKind, Property, Signature, group_name
 from fuzz.findings.model import Finding
@@ -53,7 +53,7 @@ def catalog_ids() -> Catalog:
 
 def case_text(f: Finding) -> str:
     """A decode finding's minimal case on one line: the config, the committed length and what else it sets."""
-    s = DecodeScenario.from_dict(f.config, f.case)
+    s = scenario_of(f)
     text = f"{s.config.short()}; committed_len={s.committed_len}"
     if s.num_steps is not None:
         text += f" num_steps={s.num_steps}"
@@ -101,7 +101,7 @@ def markdown(rows: list[Row], known: Catalog, heading: str) -> str:
             cells = (
                 (first if i == 0 else ["", "", ""])
                 + [
-                    f.config.kv_pool.value,
+                    serving_config(f).kv_pool.value,
                     f"`{f.signature}`",
                     str(f.violation.outcome),
                     cause_of.get(f.signature) or ", ".join(known.get(f.signature, [])) or "not catalogued",
@@ -135,7 +135,7 @@ def causes_by_group(causes: list[Cause]) -> dict[Signature, str]:
 def by_pool(findings: list[Finding]) -> list[Finding]:
     """Groups per deployment kind (the standard pool first), silent groups first within a kind."""
     kinds = list(KVPool)
-    return sorted(findings, key=lambda f: (kinds.index(f.config.kv_pool), *f.signature.sort_key))
+    return sorted(findings, key=lambda f: (kinds.index(serving_config(f).kv_pool), *f.signature.sort_key))
 
 
 def finding_entry(f: Finding, row: Row, known: Catalog) -> dict[str, Any]:

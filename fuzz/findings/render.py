@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from allocator_model.config import ServingConfig
+from fuzz.engines.sglang.groups import serving_config
 
 from .cause import Cause
 from .kinds import CaseKind, Scope
@@ -56,8 +57,8 @@ def _suffix(f: Finding) -> str:
 
 def counterexample_block(f: Finding, word: str = "COUNTEREXAMPLE") -> str:
     """The block every command prints for a finding; ``word`` is WITNESS for prove's worst configurations."""
-    lines = [f"{word} {f.signature} on {f.target}{_suffix(f)}", f"  config: {config_line(f.config, f.kind)}"]
-    lines.append(f"  launch: {launch_line(f.config)}")
+    lines = [f"{word} {f.signature} on {f.target}{_suffix(f)}", f"  config: {config_line(serving_config(f), f.kind)}"]
+    lines.append(f"  launch: {launch_line(serving_config(f))}")
     lines += [f"  {line}" for line in case_lines(f.kind, f.case)]
     if f.reached_by:
         lines.append(f"  reached: {f.reached_by}")

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from allocator_model.surface import SURFACE
+from fuzz.engines.sglang.groups import serving_config
 from fuzz.engines.sglang.names import SGLangProperty
 
 from .kinds import Property
@@ -158,7 +159,7 @@ def builder_location(target: Any, f: Finding, cwd: str | None = None) -> SourceL
     from fuzz.targets.base import TargetKind
     from fuzz.targets.sglang import wheels
 
-    kind = f.config.kv_pool
+    kind = serving_config(f).kv_pool
     if kind is KVPool.STANDARD or Property(f.violation.prop) not in _ROW_WIDTH_PROPERTIES:
         return None
     if target.kind is TargetKind.MODEL:

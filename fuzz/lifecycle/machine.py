@@ -35,8 +35,9 @@ from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign
 from fuzz.common.bounds import ReplayMeter
 from fuzz.common.defaults import LIFECYCLE_STEPS
 from fuzz.common.threads import one_torch_thread
+from fuzz.engines.sglang.groups import serving_config, sizing_raised
 from fuzz.findings.kinds import CaseKind, Property
-from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.findings.model import Finding, Violation
 from fuzz.targets.base import Target, TargetCallError
 from fuzz.verdict import PIPELINE
 from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
@@ -277,11 +278,11 @@ class LifecycleHunt:
 
     def finish(self, f: Finding) -> Finding:
         """The finding with its step script shortened, and the violation as the short script shows it."""
-        steps = shorten(self.target, f.config, f.case["steps"], f.signature, self.checks, self.batch_class)
-        _, v = first_violation(self.target, f.config, steps, self.checks, self.batch_class)
+        steps = shorten(self.target, serving_config(f), f.case["steps"], f.signature, self.checks, self.batch_class)
+        _, v = first_violation(self.target, serving_config(f), steps, self.checks, self.batch_class)
         if v is None or v.signature != f.signature:
             return f
-        return lifecycle_finding(f.target, v, f.config, steps, f.found_at)
+        return lifecycle_finding(f.target, v, serving_config(f), steps, f.found_at)
 
     def stats(self) -> dict[str, Any]:
         s = self.counts

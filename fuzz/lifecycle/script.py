@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 from allocator_model.allocator import Unrunnable
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
+from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.findings.kinds import CaseKind, Property
-from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.findings.model import Finding, Violation
 from fuzz.findings.render import format_step
 from fuzz.targets.base import Target, TargetCallError
 

@@ -104,7 +104,7 @@ def violation(
     outcome: Outcome = SILENT,
 ) -> Violation:
     return Violation(
-        prop, regime(batch.cfg, batch.page).value, headline, details, overshoot, outcome, batch.cfg.kv_pool
+        prop, regime(batch.cfg, batch.page).value, headline, details, overshoot, outcome, batch.cfg.kv_pool.variant
     )
 
 

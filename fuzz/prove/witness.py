@@ -19,6 +19,7 @@ from typing import Any
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
+from fuzz.engines.sglang.groups import scenario_of
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.model import Finding, Violation
@@ -111,7 +112,7 @@ def witness_finding(
 
 
 def decode_scenario(f: Finding) -> DecodeScenario:
-    return DecodeScenario.from_dict(f.config, f.case)
+    return scenario_of(f)
 
 
 def confirm(target: Target, result: ProveResult) -> None:

@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
+from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.findings.kinds import CaseKind, Property
-from fuzz.findings.model import Finding, Violation, sizing_raised
+from fuzz.findings.model import Finding, Violation
 from fuzz.targets.base import Target, TargetCallError
 
 from .properties import PROPERTIES, violations

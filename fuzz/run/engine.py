@@ -14,6 +14,7 @@ from hypothesis import target as hypothesis_target
 
 from allocator_model.scenario import DecodeScenario, ScenarioRun
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
+from fuzz.engines.sglang.groups import scenario_of
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target
@@ -135,7 +136,7 @@ class DecodeHunt:
         (a sizing function that raised, a growth rule no closed form reads) is the witness itself."""
         for w in witnesses:
             progress.tick(tracker.groups)
-            found = self.judged(DecodeCase(DecodeScenario.from_dict(w.config, w.case))).findings
+            found = self.judged(DecodeCase(scenario_of(w))).findings
             for f in found:
                 if not tracker.is_known(f.signature):
                     yield self.finish(f)

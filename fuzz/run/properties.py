@@ -183,7 +183,7 @@ def violations(run: ScenarioRun, props=PROPERTIES) -> list[Violation]:
                 continue
             v = CHECKS[prop](run, obs)
             if v is not None:
-                found.append(replace(v, pool=run.config.kv_pool))  # the deployment names the group too
+                found.append(replace(v, variant=run.config.kv_pool.variant))  # the deployment names the group too
                 break
     return found
 

@@ -94,7 +94,7 @@ def on_sglang(
                 regime(cfg, run.alloc_page).value,
                 f"on sglang {steps.version}'s own write path, {problem}",
                 [f"config: {cfg.short()}"],
-                pool=cfg.kv_pool,
+                variant=cfg.kv_pool.variant,
             )
         )
     if steps is not None and steps.raised:
