@@ -27,7 +27,7 @@ from fuzz.common.files import write_atomically
 from fuzz.common.jsonfile import JsonFileError, parse_json, read_bytes
 from fuzz.common.text import printable
 from fuzz.findings import casefile
-from fuzz.findings.kinds import CaseKind, Signature
+from fuzz.findings.kinds import Signature
 from fuzz.findings.report import Command
 from fuzz.findings.repro import repro_line
 
@@ -154,7 +154,7 @@ def copy_name(doc: dict[str, Any], command: str, target: str, group: str) -> str
     """
     cls = target_class(target)
     spec = casefile.slug(target) if cls in (TargetClass.MODEL, TargetClass.RELEASE) else "local"
-    kind = "" if doc["kind"] == CaseKind.DECODE.value else f"{doc['kind']}--"
+    kind = casefile.kind_part(doc["kind"])
     readable = f"{spec}--{kind}{casefile.slug(str(Signature.parse(doc['signature'])))}"[:MAX_READABLE]
     key = "\0".join((command, target, doc["kind"], group)).encode()
     return f"{readable}--{hashlib.sha256(key).hexdigest()[:DIGEST_CHARS]}.json"

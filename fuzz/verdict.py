@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import attributed_without_dcp, dcp_to_be_judged, scenario_of
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
@@ -104,13 +105,13 @@ class Pipeline:
         """Stage 3: a decode finding replayed on the target's own write path (where ``mode`` runs one): it says
         there what that path did.  A finding that already says it, a model mismatch or another kind is as is.
         ``check``: the case's traced run on that path where the caller has made it already."""
-        if f.kind is not CaseKind.DECODE or f.sglang is not None or f.violation.prop is Property.MODEL_MISMATCH:
+        if f.kind is not SGLangCase.DECODE or f.confirmation is not None or f.violation.prop is Property.MODEL_MISMATCH:
             return f
         if check is None and not has_sglang_path(target, mode):
             return f
         if check is None:
             check = on_sglang(target, scenario_of(f), trace=True)
-        f.confirmed, f.sglang = confirmation(check, f.violation)
+        f.confirmed, f.confirmation = confirmation(check, f.violation)
         return f
 
     def causes(self, target: Target, findings: list[Finding]) -> list[Cause]:

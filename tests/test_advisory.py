@@ -352,12 +352,12 @@ HOSTILE_TEXT = "a``b\x1b[2J\u202e\nFAILS ```\n# injected"
 
 def test_every_value_an_advisory_shows_is_printable_and_stays_inside_its_block(tmp_path):
     from fuzz.causes.advisory import advisories, render
-    from fuzz.findings.kinds import CaseKind
+    from fuzz.engines.sglang.cases import SGLangCase
     from fuzz.run.replay import replayable_case
 
     path = next(p for p in regression_files() if "--write-within-row-dcp-1" in p)
     # A model case: the command refuses it, render does not care.
-    case = replayable_case(CaseKind.DECODE, load_document(path), path)
+    case = replayable_case(SGLangCase.DECODE, load_document(path), path)
     (adv,) = advisories([(path, case)], lambda line: None)
     spec = next(iter(adv.findings))
     adv.where[spec] = [HOSTILE_TEXT]

@@ -19,10 +19,11 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, get_revision
 from allocator_model.scheduler import decode_alloc_bound
 from fuzz.cli import main as cli_main
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import casefile
-from fuzz.findings.kinds import CaseKind, Property
+from fuzz.findings.kinds import Property
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import _without, run_case
 from fuzz.lifecycle.script import LifecycleCase
@@ -361,7 +362,7 @@ def test_leaked_slots_are_named_in_the_story():
             ]
         },
     }
-    replay = casefile.replayer(CaseKind.LIFECYCLE)(doc, "inline")
+    replay = casefile.replayer(SGLangCase.LIFECYCLE)(doc, "inline")
     assert replay.reproduced, replay.text
     assert "still owns" in replay.text and "leaked slots [" in replay.text
     assert "also fails write-within-row/alloc-page-1 at step 3" in replay.text

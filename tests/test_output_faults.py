@@ -326,7 +326,7 @@ def test_a_nested_unknown_key_is_one_line_and_exit_2(path, change, says, tmp_pat
 
 def test_the_nested_fields_are_the_schemas() -> None:
     """``casefile``'s step and prior fields and the published schema say the same."""
-    from fuzz.findings.casefile import PRIOR_FIELDS, STEP_FIELDS
+    from fuzz.engines.sglang.cases import PRIOR_FIELDS, STEP_FIELDS
     from fuzz.findings.schemas import load_schema
 
     schema = load_schema("case")

@@ -24,8 +24,9 @@ from allocator_model.regimes import REGIMES, regime, regime_codes
 from allocator_model.revisions import REFERENCE, REVISIONS, Headroom
 from allocator_model.scenario import DecodeScenario, run_scenario
 from fuzz.cli import main
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.names import SGLangProperty
-from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.report import Status
 from fuzz.prove.grid import launch_grid, target_algorithms
 from fuzz.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap
@@ -267,7 +268,7 @@ def test_witnesses_replay_on_the_step_by_step_model() -> None:
         for sig, grp in result.groups.items():
             assert grp.confirmed and not grp.mismatch, (spec, sig, grp.mismatch)
             # The witness is an ordinary decode finding of its group, carrying the model's account.
-            assert grp.signature == sig and grp.witness.signature == sig and grp.witness.kind is CaseKind.DECODE
+            assert grp.signature == sig and grp.witness.signature == sig and grp.witness.kind is SGLangCase.DECODE
             assert grp.witness.target == spec and grp.witness.case["committed_len"] > 0
             if sig.prop is not SGLangProperty.PAGE_ALIGNED_GROWTH:
                 assert grp.witness.violation.overshoot == grp.worst
@@ -485,7 +486,7 @@ def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path: Path, capsys:
     for f in t["findings"]:
         assert {"kind", "class", "signature", "config", "case", "message", "found_at", "repro"} <= set(f)
         assert {"configurations", "worst", "first_at", "mismatch"} <= set(f) and f["mismatch"] is None
-        assert f["kind"] == CaseKind.DECODE.value and f["repro"].startswith("python -m fuzz repro ")
+        assert f["kind"] == SGLangCase.DECODE.value and f["repro"].startswith("python -m fuzz repro ")
     pytest.importorskip("jsonschema")
     schemas = pytest.importorskip("fuzz.findings.schemas")
     schemas.validate("report", json.loads(report.read_text()))

@@ -92,7 +92,8 @@ def test_workers_prove_disjoint_shares_that_make_the_whole():
 
 def test_a_finding_outside_the_proof_says_it_was_only_sampled():
     from allocator_model.config import ServingConfig
-    from fuzz.findings.kinds import CaseKind, Property, Scope
+    from fuzz.engines.sglang.cases import SGLangCase
+    from fuzz.findings.kinds import Property, Scope
     from fuzz.findings.model import Finding, Violation
     from fuzz.findings.render import counterexample_block
 
@@ -109,7 +110,7 @@ def test_a_finding_outside_the_proof_says_it_was_only_sampled():
 
     def block(prop: Property) -> str:
         v = Violation(prop, "paged", "request 0 (row 1) wrote columns [0, 44) of a row 42 wide")
-        return counterexample_block(Finding(CaseKind.LIFECYCLE, "reference", v, cfg, {"steps": []}))
+        return counterexample_block(Finding(SGLangCase.LIFECYCLE, "reference", v, cfg, {"steps": []}))
 
     said = "scope: sampled only: neighbour-rows-untouched lies outside the bounded proof"
     assert said in block(Property.NEIGHBOUR_ROWS_UNTOUCHED)

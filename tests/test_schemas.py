@@ -67,18 +67,19 @@ def test_campaign_reports_follow_the_report_schema(tmp_path, capsys, command, ex
 
 def test_the_case_files_fields_are_the_schemas():
     """``casefile``'s field lists (what it reads, all it accepts) and the published schema say the same."""
-    from fuzz.findings.casefile import CASE_FIELDS, FIELDS
-    from fuzz.findings.kinds import CaseKind
+    from fuzz.findings.casefile import FIELDS
+    from fuzz.findings.kinds import CaseKind, case_type
     from fuzz.findings.schemas import load_schema
 
     schema = load_schema("case")
-    assert schema["additionalProperties"] is False and set(schema["properties"]) == FIELDS
+    engines = {case_type(kind).engine for kind in CaseKind}  # each engine's confirmation field
+    assert schema["additionalProperties"] is False and set(schema["properties"]) == FIELDS | engines
     per_kind = {
         rule["if"]["properties"]["kind"]["const"]: rule["then"]["properties"]["case"] for rule in schema["allOf"]
     }
     for kind in CaseKind:
         case = per_kind[kind.value]
-        assert case["additionalProperties"] is False and set(case["properties"]) == CASE_FIELDS[kind], kind
+        assert case["additionalProperties"] is False and set(case["properties"]) == case_type(kind).fields, kind
 
 
 def test_a_fidelity_report_follows_the_strict_report_schema(tmp_path, capsys):

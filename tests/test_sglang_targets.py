@@ -27,9 +27,9 @@ from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS
 from allocator_model.scenario import DecodeScenario
 from fuzz.catalog import CATALOG
 from fuzz.common.profiles import get_profile
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.fidelity import differential
 from fuzz.findings import casefile
-from fuzz.findings.kinds import CaseKind
 from fuzz.findings.report import Status
 from fuzz.findings.schemas import validate
 from fuzz.run.engine import campaign
@@ -280,7 +280,7 @@ def test_fidelity_of_a_release_and_a_mismatch_found_and_shrunk(releases):
     assert "model-mismatch/req_to_token_extra_context_len" in sigs, sigs
     for f in gap.findings:
         assert (
-            f.kind is CaseKind.FIDELITY
+            f.kind is SGLangCase.FIDELITY
             and f.revision == REVISIONS["sglang-0.5.19"]
             and f.target == releases[BUGGY].spec
         )

@@ -77,7 +77,7 @@ def test_each_write_path_plant_is_found_on_sglang_and_missed_by_the_model(tree, 
         scenario = DecodeScenario.from_dict(f.config, f.case)
         _, model = check_scenario(target, scenario)
         assert f.violation.prop is Property.MODEL_MISMATCH or f.signature not in {v.signature for v in model}
-    assert any(f.sglang and f.sglang.startswith("found on sglang 0.5.23") for f in found) or any(
+    assert any(f.confirmation and f.confirmation.startswith("found on sglang 0.5.23") for f in found) or any(
         f.violation.prop is Property.MODEL_MISMATCH for f in found
     )
 
@@ -94,7 +94,7 @@ def test_a_model_only_plant_is_reported_as_not_reproduced_on_sglang(pinned_wheel
         if f.violation.prop is SGLangProperty.PAGE_ALIGNED_GROWTH
     ]
     assert found
-    assert all(f.confirmed is False and f.sglang.startswith("NOT reproduced on sglang 0.5.23") for f in found)
+    assert all(f.confirmed is False and f.confirmation.startswith("NOT reproduced on sglang 0.5.23") for f in found)
 
 
 def test_the_seed_bug_overwrites_the_neighbour_row_on_0_5_18s_own_path(pinned_wheels, tmp_path, capsys, monkeypatch):

@@ -48,11 +48,11 @@ from fuzz.common.errors import BadInput, ExitCode, one_line
 from fuzz.common.files import check_output_dir, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.text import MAX_SHOWN, markdown_block, printable
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import serving_config
+from fuzz.engines.sglang.launch import MODELS, launch_line
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
-from fuzz.findings.kinds import CaseKind
-from fuzz.findings.launch import MODELS, launch_line
 from fuzz.findings.model import Finding
 from fuzz.findings.regression import emit_test
 from fuzz.lifecycle.replay import run_replayable
@@ -105,7 +105,7 @@ def _check_count(count: int, where: str) -> None:
 
 def _from_report(entry: dict[str, Any], f: Any) -> dict[str, Any] | None:
     """A report finding as a case document (None: not a replayable kind); validated like a case file."""
-    if not isinstance(f, dict) or f.get("kind") not in (CaseKind.DECODE.value, CaseKind.LIFECYCLE.value):
+    if not isinstance(f, dict) or f.get("kind") not in (SGLangCase.DECODE.value, SGLangCase.LIFECYCLE.value):
         return None
     doc = {
         "schema": casefile.SCHEMA,
@@ -180,7 +180,7 @@ def validated(
     SGLang's code, no bug of SGLang's) is left out, and said so."""
     out = []
     for where, doc in docs:
-        if casefile.case_kind(doc) is CaseKind.FIDELITY:
+        if casefile.case_kind(doc) is SGLangCase.FIDELITY:
             say(f"left out: {printable(where, 300)}: a fidelity case (the model against SGLang's code): no advisory")
             continue
         try:
@@ -351,7 +351,7 @@ def _how(c: Cause) -> str:
 
 def _on_sglang(target: Target, f: Finding) -> str | None:
     """What SGLang's own write path did with the example case (None: the target has no such path)."""
-    return PIPELINE.confirm(target, dataclasses.replace(f, sglang=None)).sglang
+    return PIPELINE.confirm(target, dataclasses.replace(f, confirmation=None)).confirmation
 
 
 def cmd_advisory(args: argparse.Namespace) -> ExitCode:

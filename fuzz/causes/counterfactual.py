@@ -34,9 +34,10 @@ from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, NEW, PIECES, Know
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.findings.cause import Cause, CauseKind
-from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target, TargetCallError, TargetKind
 from fuzz.targets.sglang.wheels import CONFIGURATOR_MODULE, MIXIN_MODULE, lone_sizing_path, repository_path
@@ -109,7 +110,7 @@ def fixed_target(target: Target, fix: Fix) -> Target:
 
 
 def _runtime(f: Finding) -> SpecRuntime | None:
-    if f.kind is CaseKind.DECODE:
+    if f.kind is SGLangCase.DECODE:
         return scenario_of(f).runtime(f.case.get("num_steps"))
     return serving_config(f).launch_runtime
 
@@ -126,12 +127,12 @@ def piece_value(sizing: Surface, entry: Entry, cfg: ServingConfig, rt: SpecRunti
 def fails(target: Target, f: Finding) -> bool:
     """Whether ``f``'s own case still breaks its property on ``target``."""
     prop = Property(f.violation.prop)
-    if f.kind is CaseKind.DECODE:
+    if f.kind is SGLangCase.DECODE:
         from fuzz.run.check import decode_violations
 
         _, found = decode_violations(target, scenario_of(f), (prop,))
         return any(v.prop == prop for v in found)
-    if f.kind is CaseKind.LIFECYCLE:
+    if f.kind is SGLangCase.LIFECYCLE:
         from fuzz.lifecycle.script import LifecycleCase, run_steps
 
         try:
@@ -208,7 +209,7 @@ def _cause(target: Target, key: str, f: Finding) -> Cause:
 def _unexplained_title(f: Finding) -> str:
     if f.violation.prop is Property.MODEL_MISMATCH:
         return f"the model and the target disagree ({f.violation.group}): a model defect or a new SGLang behaviour"
-    if f.sglang and "model's run passes" in f.sglang:
+    if f.confirmation and "model's run passes" in f.confirmation:
         return "found on SGLang's own write path only (the model's run passes): the write path itself"
     return "no known fix, no reference piece and no pair of them makes the case pass"
 

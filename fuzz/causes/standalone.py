@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from allocator_model.config import ServingConfig
 from allocator_model.pools import KVPool
 from fuzz.common.text import printable
+from fuzz.engines.sglang.launch import launch_flags
 from fuzz.findings.cause import Cause
-from fuzz.findings.launch import launch_flags
 
 DIRECTORY = "test/registered/unit/mem_cache"
 # Where SGLang's unified pool factories live; each builder imports its own from here when it runs.

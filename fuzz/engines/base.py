@@ -56,6 +56,10 @@ class Engine(Protocol):
         """``(spec, summary)`` for each target ``targets`` lists."""
         ...
 
+    def launch_line(self, config: Any) -> str | None:
+        """The command that starts the engine with ``config`` (None: the engine has none to give)."""
+        ...
+
     def modeled_line(self, target: Target, own_write_path: bool = True) -> str | None:
         """What a real target still takes from the model, as the lines every command prints (None: nothing)."""
         ...

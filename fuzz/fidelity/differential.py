@@ -28,8 +28,8 @@ rest must still agree.
 A disagreement is a ``Finding`` of kind ``fidelity-case`` and class
 ``model-mismatch``, grouped by function (``model-mismatch/<function>``),
 shrunk by Hypothesis to a minimal configuration; its case file replays with
-``python -m fuzz repro`` (``replay_fidelity``, named in
-``fuzz.findings.casefile.REPLAYERS``).  Printing and saving are the
+``python -m fuzz repro`` (``replay_fidelity``, named by its case type in
+``fuzz.engines.sglang.cases``).  Printing and saving are the
 command's (``fuzz.fidelity.cli``).
 """
 
@@ -54,9 +54,10 @@ from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface
 from fuzz.common import interrupts
 from fuzz.common.defaults import FIDELITY_CONFIGS
 from fuzz.common.text import printable
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.findings import casefile
-from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.report import Status
 from fuzz.run.sglang import has_sglang_path
@@ -300,7 +301,9 @@ def fidelity(
                 result.interrupted, case = True, pool_case
             v = next(v for v in disagreements(real, model, case) if v.signature == sig)  # sizing-raised: one each
             result.findings.append(
-                Finding(CaseKind.FIDELITY, target.spec, v, case.config, case.to_dict(), found_at=at, revision=revision)
+                Finding(
+                    SGLangCase.FIDELITY, target.spec, v, case.config, case.to_dict(), found_at=at, revision=revision
+                )
             )
     if write_path_steps and has_sglang_path(target) and revision is target.revision and not result.interrupted:
         result.write_path, mismatches = write_path_fidelity(target, write_path_steps)

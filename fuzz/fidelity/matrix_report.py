@@ -20,9 +20,10 @@ from allocator_model.pools import KVPool
 from allocator_model.regimes import regime
 from fuzz.catalog import CATALOG
 from fuzz.common.files import write_atomically
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.findings.cause import Cause
-from fuzz.findings.kinds import CaseKind, Property, Signature, group_name
+from fuzz.findings.kinds import Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Command, write_report
 from fuzz.targets.base import Target
@@ -143,7 +144,7 @@ def finding_entry(f: Finding, row: Row, known: Catalog) -> dict[str, Any]:
 
     A fidelity finding has no catalog ids and is not run on the reference (``on_reference`` null).
     """
-    decode = f.kind is not CaseKind.FIDELITY
+    decode = f.kind is not SGLangCase.FIDELITY
     return {
         **f.to_json(),
         "catalog": known.get(f.signature, []) if decode else [],

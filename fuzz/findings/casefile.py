@@ -5,9 +5,10 @@ the target spec, the case kind, the property it broke, the configuration
 (SGLang argument names) and the case.  Replaying runs the same model code
 on the same inputs, so the same file always prints the same story.
 
-Each case kind has one replayer, named in ``REPLAYERS`` and imported the
-first time a case of that kind is read: validating a case never depends on
-which command happened to be imported before.
+Each kind of case is declared by its engine (``kinds.CaseType``): the
+fields its case holds, and its replayer, imported the first time a case of
+that kind is read, so validating a case never depends on which command
+happened to be imported before.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from allocator_model.requests import Op
 from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.files import write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 
-from .kinds import CaseKind, Property, Signature
+from .kinds import CaseKind, Property, Signature, case_type
 from .model import Finding, Violation
 
 SCHEMA = "kvrow-fuzz/case"
@@ -38,28 +38,11 @@ class CaseFileError(Exception):
 
 # The fields a case file may hold, as ``document`` writes them (``case.schema.json`` says the same, with
 # ``additionalProperties: false``; tests/test_schemas.py holds the two equal): an unknown field is refused, not
-# carried along, so a case file means exactly what this tool reads from it.
+# carried along, so a case file means exactly what this tool reads from it.  Besides these, the field named after
+# the case's engine: what the engine's own code did with the case (``Finding.confirmation``), a string.
 REQUIRED_FIELDS = ("schema", "schema_version", "kind", "target", "property", "config", "case")
-TEXT_FIELDS = ("message", "reached_by", "sglang")  # strings when present
+TEXT_FIELDS = ("message", "reached_by")  # strings when present
 FIELDS = frozenset((*REQUIRED_FIELDS, "signature", *TEXT_FIELDS, "revision"))
-# The fields of each kind's "case" object (its replayer reads no others).
-CASE_FIELDS: dict[CaseKind, frozenset[str]] = {
-    CaseKind.DECODE: frozenset({"committed_len", "num_steps", "prior", "device_lag"}),
-    CaseKind.LIFECYCLE: frozenset({"steps"}),
-    CaseKind.FIDELITY: frozenset({"lens"}),
-}
-# Inside a case: a decode case's "prior" step, and each lifecycle step by its op (what ``DecodeScenario.from_dict``
-# and ``RunningBatch.apply`` read; the schema says the same).  A case file is data: a field this tool would not
-# read is refused, never carried along unread.
-PRIOR_FIELDS = frozenset({"accepted", "num_steps"})
-STEP_FIELDS: dict[Op, frozenset[str]] = {
-    Op.ADMIT: frozenset({"op", "input_len", "max_new_tokens"}),
-    Op.PREFILL: frozenset({"op", "rid", "chunk"}),
-    Op.DECODE: frozenset({"op", "accepted"}),
-    Op.SET_NUM_STEPS: frozenset({"op", "num_steps"}),
-    Op.RETRACT: frozenset({"op", "rid"}),
-    Op.STOP: frozenset({"op", "rid"}),
-}
 
 
 @dataclass(frozen=True)
@@ -96,16 +79,9 @@ def verdict(
 # (the case, where it came from, the target the command line names or None) -> the replay
 Replayer = Callable[[dict[str, Any], str, str | None], Replay]
 
-# Case kind -> "module:function" of its replayer, imported on first use.
-REPLAYERS: dict[CaseKind, str] = {
-    CaseKind.DECODE: "fuzz.run.replay:replay_decode",
-    CaseKind.LIFECYCLE: "fuzz.lifecycle.replay:replay_lifecycle",
-    CaseKind.FIDELITY: "fuzz.fidelity.differential:replay_fidelity",
-}
-
 
 def replayer(kind: CaseKind) -> Replayer:
-    module, _, name = REPLAYERS[kind].partition(":")
+    module, _, name = case_type(kind).replayer.partition(":")
     fn: Replayer = getattr(importlib.import_module(module), name)
     return fn
 
@@ -131,14 +107,19 @@ def document(f: Finding) -> dict[str, Any]:
         doc["revision"] = f.revision.to_dict()  # the whole revision: replay rebuilds exactly what was compared
     if f.reached_by is not None:
         doc["reached_by"] = f.reached_by
-    if f.sglang is not None:
-        doc["sglang"] = f.sglang  # what SGLang's own write path did with it (informational: replay runs it again)
+    if f.confirmation is not None:
+        doc[f.engine] = f.confirmation  # what the engine's own code did with it (informational: replay runs it again)
     return doc
+
+
+def kind_part(kind: str) -> str:
+    """``KIND--`` in a case file's name, for a kind named apart from its engine's main kind; else nothing."""
+    return f"{kind}--" if case_type(kind).named_apart else ""
 
 
 def case_file_name(doc: dict[str, Any], origin: str | None = None) -> str:
     """TARGET--SIGNATURE.json for a decode case; other kinds (and ``origin``, e.g. prove's witnesses) named apart."""
-    kind = "" if doc["kind"] == CaseKind.DECODE.value else f"{doc['kind']}--"
+    kind = kind_part(doc["kind"])
     prefix = f"{origin}--" if origin else ""
     return f"{slug(doc['target'])}--{prefix}{kind}{slug(doc['signature'])}.json"
 
@@ -175,18 +156,19 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     for key in REQUIRED_FIELDS:
         if key not in doc:
             raise CaseFileError(f"{where} is missing the field {key!r}")
-    unknown = sorted(k for k in doc if k not in FIELDS)
-    if unknown:
-        raise CaseFileError(f"{where} has unknown field {unknown[0]!r:.60} (known: {', '.join(sorted(FIELDS))})")
     kind = case_kind(doc)
     if kind is None:
         raise CaseFileError(f"{where} has unknown kind {doc['kind']!r} (known: {', '.join(k.value for k in CaseKind)})")
+    known = FIELDS | {case_type(kind).engine}
+    unknown = sorted(k for k in doc if k not in known)
+    if unknown:
+        raise CaseFileError(f"{where} has unknown field {unknown[0]!r:.60} (known: {', '.join(sorted(known))})")
     if not isinstance(doc["target"], str) or not doc["target"].strip():
         raise CaseFileError(f'{where}: "target" must be a target spec string, got {doc["target"]!r}')
-    for key in TEXT_FIELDS:
+    for key in (*TEXT_FIELDS, case_type(kind).engine):
         if key in doc and not isinstance(doc[key], str):
             raise CaseFileError(f'{where}: "{key}" must be a string, got {doc[key]!r:.60}')
-    if "revision" in doc and kind is not CaseKind.FIDELITY:
+    if "revision" in doc and not case_type(kind).carries_revision:
         raise CaseFileError(f'{where}: "revision" belongs to a fidelity case, not a {kind.value} case')
     try:
         Property(doc["property"])
@@ -203,32 +185,14 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
             raise CaseFileError(f"{where} has signature {doc['signature']!r}, not {doc['property']}/GROUP")
     if not isinstance(doc["config"], dict) or not isinstance(doc["case"], dict):
         raise CaseFileError(f'{where}: "config" and "case" must be JSON objects')
-    problem = _stray(doc["case"], CASE_FIELDS[kind], f'a {kind.value} "case"') or nested_problem(kind, doc["case"])
+    ct = case_type(kind)
+    problem = stray_field(doc["case"], ct.fields, f'a {kind.value} "case"') or ct.nested_problem(doc["case"])
     if problem:
         raise CaseFileError(f"{where}: {problem}")
     return doc
 
 
-def nested_problem(kind: CaseKind, case: dict[str, Any]) -> str | None:
-    """Why the objects inside ``case`` are not what its kind's replayer reads (None: they are): a decode case's
-    ``prior`` with a field besides ``PRIOR_FIELDS``; a lifecycle step that is not an object, has no known op, or
-    holds a field its op does not take (``STEP_FIELDS``).  Values are the replayer's to check."""
-    prior = case.get("prior") if kind is CaseKind.DECODE else None
-    if isinstance(prior, dict):
-        return _stray(prior, PRIOR_FIELDS, '"prior"')
-    steps = case.get("steps") if kind is CaseKind.LIFECYCLE else None
-    for i, step in enumerate(steps if isinstance(steps, list) else [], 1):
-        op = Op.of(step)
-        if op is None:
-            known = ", ".join(Op)
-            return f"step {i} is not an object with a known op ({known}): {json.dumps(step)[:80]}"
-        stray = _stray(step, STEP_FIELDS[op], f"step {i} ({op.value})")
-        if stray:
-            return stray
-    return None
-
-
-def _stray(obj: dict[str, Any], known: frozenset[str], what: str) -> str | None:
+def stray_field(obj: dict[str, Any], known: frozenset[str], what: str) -> str | None:
     """``unknown field 'x' in WHAT (known: ...)`` for the first field of ``obj`` not in ``known``; None if none."""
     stray = sorted(k for k in obj if k not in known)
     return f"unknown field {stray[0]!r:.60} in {what} (known: {', '.join(sorted(known))})" if stray else None

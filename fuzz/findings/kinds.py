@@ -10,9 +10,10 @@ file.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import json
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from fuzz.common.compat import StrEnum
 
@@ -35,60 +36,57 @@ class Declaration:
     engine: str = ""  # the engine that declared it ("" for the core's own)
 
 
-_DECLARED: dict[str, tuple[Property, Declaration]] = {}
-
-
 def _engines_declared() -> None:
-    """Import every loadable engine: each declares its properties and names when its package is imported."""
+    """Import every loadable engine: each declares its names when its package is imported."""
     from fuzz.engines import engines
 
     engines()
 
 
-class _Declared(type):
-    """Iterating ``Property`` gives every declared property in rank order, the engines' included."""
+class _Registry(type):
+    """Iterating a declared-name class gives every name declared so far, the loadable engines' included, in the
+    class's order (``_order``)."""
 
-    def __iter__(cls) -> Iterator[Property]:
+    def __iter__(cls) -> Iterator[Any]:
         _engines_declared()
-        return iter(prop for prop, _ in sorted(_DECLARED.values(), key=lambda pd: pd[1].rank))
+        return iter(sorted(cls._declared.values(), key=cls._order))  # type: ignore[attr-defined]
 
     def __len__(cls) -> int:
         return sum(1 for _ in cls)
 
 
-class Property(str, metaclass=_Declared):
-    """What a finding breaks: a name declared once, by the core (the row properties and the kinds of their own,
-    below) or by an engine (its invariants); ``Property(text)`` is that declared value, and ValueError for a
-    name nobody declared, so a hostile file never carries a property of its own into a report."""
+class DeclaredName(str, metaclass=_Registry):
+    """A name from a closed but open-ended set: the core and each engine declare theirs once, and
+    ``Cls(text)`` is the declared value (ValueError for a name nobody declared), so a hostile file never carries
+    a name of its own into what is printed or generated from it."""
 
-    WRITE_WITHIN_ROW: ClassVar[Property]
-    NEIGHBOUR_ROWS_UNTOUCHED: ClassVar[Property]
-    SIZING_RAISED: ClassVar[Property]
-    MODEL_MISMATCH: ClassVar[Property]
-    UNPROVEN: ClassVar[Property]
+    _declared: ClassVar[dict[str, Any]]
 
-    def __new__(cls, name: object) -> Property:
-        if isinstance(name, Property):
+    def __init_subclass__(cls) -> None:
+        cls._declared = {}
+
+    def __new__(cls, name: object) -> Any:
+        if isinstance(name, cls):
             return name
-        found = _DECLARED.get(name) if isinstance(name, str) else None
+        found = cls._declared.get(name) if isinstance(name, str) else None
         if found is None and isinstance(name, str):
             _engines_declared()
-            found = _DECLARED.get(name)
+            found = cls._declared.get(name)
         if found is None:
-            raise ValueError(f"{name!r} is not a valid Property")
-        return found[0]
+            raise ValueError(f"{name!r} is not a valid {cls.__name__}")
+        return found
 
     @classmethod
-    def declare(cls, value: str, declaration: Declaration) -> Property:
-        """``value`` as a property; declaring it again the same way is a no-op, differently an error."""
-        if value in _DECLARED:
-            prop, known = _DECLARED[value]
-            if known != declaration:
-                raise ValueError(f"property {value!r} is already declared ({known})")
-            return prop
-        prop = str.__new__(cls, value)
-        _DECLARED[value] = (prop, declaration)
-        return prop
+    def _add(cls, value: str) -> Any:
+        if value in cls._declared:
+            raise ValueError(f"{cls.__name__} {value!r} is already declared")
+        name = str.__new__(cls, value)
+        cls._declared[value] = name
+        return name
+
+    @classmethod
+    def _order(cls, name: Any) -> Any:
+        return list(cls._declared).index(name)  # the order of declaration
 
     @property
     def value(self) -> str:
@@ -99,9 +97,52 @@ class Property(str, metaclass=_Declared):
         """``WRITE_WITHIN_ROW`` for ``write-within-row`` (a SARIF rule's name is made from it)."""
         return self.value.upper().replace("-", "_")
 
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.value}>"
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return type(self), (self.value,)
+
+
+_DECLARATIONS: dict[str, Declaration] = {}
+
+
+class Property(DeclaredName):
+    """What a finding breaks: declared once, by the core (the row properties and the kinds of their own, below)
+    or by an engine (its invariants), with its ``Declaration``; listed in rank order (the order of blame)."""
+
+    WRITE_WITHIN_ROW: ClassVar[Property]
+    NEIGHBOUR_ROWS_UNTOUCHED: ClassVar[Property]
+    SIZING_RAISED: ClassVar[Property]
+    MODEL_MISMATCH: ClassVar[Property]
+    UNPROVEN: ClassVar[Property]
+
+    def __new__(cls, name: object) -> Property:
+        prop: Property = super().__new__(cls, name)
+        return prop
+
+    @classmethod
+    def declare(cls, value: str, declaration: Declaration) -> Property:
+        """``value`` as a property; declaring it again the same way is a no-op, differently an error."""
+        if value in _DECLARATIONS:
+            if _DECLARATIONS[value] != declaration:
+                raise ValueError(f"property {value!r} is already declared ({_DECLARATIONS[value]})")
+            prop: Property = cls._declared[value]
+            return prop
+        _DECLARATIONS[value] = declaration
+        prop = cls._add(value)
+        return prop
+
+    @classmethod
+    def _order(cls, name: Any) -> Any:
+        return _DECLARATIONS[name].rank
+
     @property
     def declaration(self) -> Declaration:
-        return _DECLARED[self.value][1]
+        return _DECLARATIONS[self.value]
 
     @property
     def scope(self) -> Scope:
@@ -110,15 +151,6 @@ class Property(str, metaclass=_Declared):
     @property
     def rule(self) -> str:
         return self.declaration.rule
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"<Property {self.value}>"
-
-    def __reduce__(self) -> tuple[type[Property], tuple[str]]:
-        return Property, (self.value,)
 
 
 # The core's own: a write within its own row and the neighbours untouched (every table), and the kinds of their own.
@@ -171,12 +203,56 @@ def declared_names() -> list[Names]:
     return list(_NAMES.values())
 
 
-class CaseKind(StrEnum):
-    """What a case file holds, and so which replayer replays it."""
+class CaseKind(DeclaredName):
+    """What a case file holds, and so which replayer replays it: declared by an engine with its ``CaseType``."""
 
-    DECODE = "decode-scenario"  # one request's last decode steps (fuzz.run)
-    LIFECYCLE = "lifecycle"  # a step script over a running batch (fuzz.lifecycle)
-    FIDELITY = "fidelity-case"  # one configuration the model and a real module disagree on (fuzz.fidelity)
+
+def _one_json_line(case: dict[str, Any]) -> list[str]:
+    return [f"case:   {json.dumps(case, sort_keys=True)}"]
+
+
+def _short(config: Any) -> str:
+    return str(config.short())
+
+
+def _no_suffix(case: dict[str, Any], revision: Any) -> str:
+    return ""
+
+
+def _nothing_nested(case: dict[str, Any]) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class CaseType:
+    """A kind of case as its engine declares it: what its case object holds, who replays it, how it prints."""
+
+    kind: CaseKind
+    engine: str
+    fields: frozenset[str]  # the fields of its "case" object (its replayer reads no others)
+    replayer: str  # "module:function" of its replayer, imported the first time a case of the kind is read
+    # Why the objects inside a case are not what the replayer reads (None: they are); values are the replayer's.
+    nested_problem: Callable[[dict[str, Any]], str | None] = _nothing_nested
+    lines: Callable[[dict[str, Any]], list[str]] = _one_json_line  # the case as a COUNTEREXAMPLE block shows it
+    config_line: Callable[[Any], str] = _short  # the configuration as the block's config line shows it
+    suffix: Callable[[dict[str, Any], Any], str] = _no_suffix  # after the target on the block's first line
+    named_apart: bool = True  # its case files' names carry the kind (the engine's main kind's do not)
+    carries_revision: bool = False  # its case files record the model revision the case was judged against
+
+
+_CASE_TYPES: dict[str, CaseType] = {}
+
+
+def declare_case_type(kind: str, engine: str, fields: frozenset[str], replayer: str, **how: Any) -> CaseKind:
+    """Declare a kind of case (an engine does, once, when it is loaded)."""
+    declared = CaseKind._add(kind)
+    _CASE_TYPES[kind] = CaseType(declared, engine, fields, replayer, **how)
+    return declared
+
+
+def case_type(kind: str) -> CaseType:
+    """The declared type of case ``kind``; ValueError for a kind nobody declared."""
+    return _CASE_TYPES[CaseKind(kind).value]
 
 
 def group_name(group: str, variant: str = "") -> str:

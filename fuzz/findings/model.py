@@ -16,7 +16,7 @@ from typing import Any
 
 from fuzz.engines.base import Config, Semantics
 
-from .kinds import SILENT, CaseKind, Outcome, Property, Signature, group_name
+from .kinds import SILENT, CaseKind, Outcome, Property, Signature, case_type, group_name
 from .repro import repro_line
 
 
@@ -53,14 +53,19 @@ class Finding:
     case_path: str | None = None
     revision: Semantics | None = None  # fidelity: the model revision the real module was compared with
     reached_by: str | None = None  # decode: how the scheduler gets a request into the case's first state
-    # What SGLang's own write path did with the case (``fuzz.run.sglang.confirmation``): confirmed, found only
-    # there, or not reproduced there (a model defect); None: the target's write path is the model's.
-    sglang: str | None = None
+    # What the engine's own code did with the case (SGLang: its write path, ``fuzz.run.sglang.confirmation``):
+    # confirmed, found only there, or not reproduced there (a model defect); None: the target's code is the model's.
+    confirmation: str | None = None
     confirmed: bool | None = None
 
     @property
     def signature(self) -> Signature:
         return self.violation.signature
+
+    @property
+    def engine(self) -> str:
+        """The engine whose kind of case this is: reports and case files name its confirmation after it."""
+        return case_type(self.kind).engine
 
     @property
     def repro(self) -> str:
@@ -89,7 +94,7 @@ class Finding:
             d["revision"] = self.revision.name
         if self.reached_by is not None:
             d["reached_by"] = self.reached_by
-        if self.sglang is not None:
-            d["sglang"] = self.sglang
+        if self.confirmation is not None:
+            d[self.engine] = self.confirmation
             d["confirmed"] = self.confirmed
         return d

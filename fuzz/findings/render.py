@@ -13,60 +13,34 @@ command.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from allocator_model.config import ServingConfig
-from fuzz.engines.sglang.groups import serving_config
-
 from .cause import Cause
-from .kinds import CaseKind, Scope
-from .launch import launch_line
+from .kinds import Scope, case_type
 from .model import Finding
-
-
-def config_line(cfg: ServingConfig, kind: CaseKind = CaseKind.DECODE) -> str:
-    """The configuration in SGLang argument names; a lifecycle run also depends on its row count."""
-    if kind is CaseKind.LIFECYCLE:
-        return f"{cfg.short()} max_running_requests={cfg.max_running_requests}"
-    return cfg.short()
-
-
-def format_step(step: Any) -> str:
-    """``op key=value ...``, values as JSON: how a lifecycle step prints."""
-    if not isinstance(step, dict):
-        return json.dumps(step)
-    return " ".join([str(step.get("op"))] + [f"{k}={json.dumps(v)}" for k, v in step.items() if k != "op"])
-
-
-def case_lines(kind: CaseKind, case: dict[str, Any]) -> list[str]:
-    """The case as the block shows it: a decode or fidelity case as one JSON line, a step script numbered."""
-    if kind is CaseKind.LIFECYCLE:
-        return [f"{i:>3}. {format_step(step)}" for i, step in enumerate(case.get("steps", []), 1)]
-    return [f"case:   {json.dumps(case, sort_keys=True)}"]
-
-
-def _suffix(f: Finding) -> str:
-    if f.kind is CaseKind.LIFECYCLE:
-        return f" (lifecycle, {len(f.case.get('steps', []))} steps)"
-    if f.kind is CaseKind.FIDELITY and f.revision is not None:
-        return f" (model {f.revision.name})"
-    return ""
 
 
 def counterexample_block(f: Finding, word: str = "COUNTEREXAMPLE") -> str:
     """The block every command prints for a finding; ``word`` is WITNESS for prove's worst configurations."""
-    lines = [f"{word} {f.signature} on {f.target}{_suffix(f)}", f"  config: {config_line(serving_config(f), f.kind)}"]
-    lines.append(f"  launch: {launch_line(serving_config(f))}")
-    lines += [f"  {line}" for line in case_lines(f.kind, f.case)]
+    from fuzz.engines import load
+
+    how = case_type(f.kind)
+    lines = [
+        f"{word} {f.signature} on {f.target}{how.suffix(f.case, f.revision)}",
+        f"  config: {how.config_line(f.config)}",
+    ]
+    launch = load(f.engine).launch_line(f.config)
+    if launch is not None:
+        lines.append(f"  launch: {launch}")
+    lines += [f"  {line}" for line in how.lines(f.case)]
     if f.reached_by:
         lines.append(f"  reached: {f.reached_by}")
     lines += [f"  {line}" for line in f.violation.describe().splitlines()]
     if f.signature.prop.scope is Scope.SAMPLED:
         lines.append(f"  scope: sampled only: {f.signature.prop.value} lies outside the bounded proof")
-    if f.sglang:
-        lines.append(f"  sglang: {f.sglang}")
+    if f.confirmation:
+        lines.append(f"  {f.engine}: {f.confirmation}")
     if f.case_path:
         lines.append(f"repro: {f.repro}")
     return "\n".join(lines)

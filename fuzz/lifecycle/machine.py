@@ -35,8 +35,9 @@ from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign
 from fuzz.common.bounds import ReplayMeter
 from fuzz.common.defaults import LIFECYCLE_STEPS
 from fuzz.common.threads import one_torch_thread
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import serving_config, sizing_raised
-from fuzz.findings.kinds import CaseKind, Property
+from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding, Violation
 from fuzz.targets.base import Target, TargetCallError
 from fuzz.verdict import PIPELINE
@@ -287,7 +288,7 @@ class LifecycleHunt:
     def stats(self) -> dict[str, Any]:
         s = self.counts
         return {
-            "kind": CaseKind.LIFECYCLE.value,
+            "kind": SGLangCase.LIFECYCLE.value,
             "runs": s.runs,
             "runs_started": s.started,
             "steps": s.steps,

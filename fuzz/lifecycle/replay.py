@@ -14,10 +14,10 @@ from allocator_model.allocator import Unrunnable
 from allocator_model.batch import RunningBatch, StepError
 from allocator_model.config import ServingConfig
 from allocator_model.requests import Op
+from fuzz.engines.sglang.cases import SGLangCase, lifecycle_config_line
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import CaseKind, Signature
+from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Violation
-from fuzz.findings.render import config_line
 from fuzz.run.replay import ReplayableCase, replayable_case
 from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE
@@ -114,13 +114,13 @@ def run_replayable(case: ReplayableCase, where: str, *, story: bool = True) -> C
 
 
 def replay_lifecycle(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
-    case = replayable_case(CaseKind.LIFECYCLE, doc, where, named)
+    case = replayable_case(SGLangCase.LIFECYCLE, doc, where, named)
     run = run_replayable(case, where)
     target, steps = case.target, case.steps or []
     prop = doc["property"]
     lines = [
         f"target: {target.spec}",
-        f"config: {config_line(case.config, CaseKind.LIFECYCLE)}",
+        f"config: {lifecycle_config_line(case.config)}",
         f"steps ({len(steps)}):",
     ] + run.lines
     same = [(i, v) for i, v in run.violations if v.prop == prop]

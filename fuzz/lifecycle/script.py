@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 from allocator_model.allocator import Unrunnable
 from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
+from fuzz.engines.sglang.cases import SGLangCase, format_step
 from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
-from fuzz.findings.render import format_step
 from fuzz.targets.base import Target, TargetCallError
 
 from .invariants import INVARIANTS, RowShadow, step_violations
@@ -74,7 +74,7 @@ def run_steps(target: Target, case: LifecycleCase, checks=INVARIANTS, *, story: 
 def lifecycle_finding(
     target: str, v: Violation, cfg: ServingConfig, steps: list[dict[str, Any]], found_at: int = 0
 ) -> Finding:
-    return Finding(CaseKind.LIFECYCLE, target, v, cfg, {"steps": steps}, found_at)
+    return Finding(SGLangCase.LIFECYCLE, target, v, cfg, {"steps": steps}, found_at)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class LifecycleCase:
     cfg: ServingConfig
     steps: list[dict[str, Any]] = field(hash=False)
     batch_class: type[RunningBatch] = RunningBatch
-    kind: ClassVar[CaseKind] = CaseKind.LIFECYCLE
+    kind: ClassVar[CaseKind] = SGLangCase.LIFECYCLE
 
     @property
     def config(self) -> ServingConfig:

@@ -55,7 +55,7 @@ def holds(kvrow_target, data, prop) -> None:
     found = verdict.new
     story = "\n".join(
         f"{f.signature} on {kvrow_target.spec}\n{f.violation.describe()}"
-        + (f"\n  sglang: {f.sglang}" if f.sglang else "")
+        + (f"\n  {f.engine}: {f.confirmation}" if f.confirmation else "")
         for f in found
     )
     assert not found, f"\n{story}\nconfig: {scenario.config.short()}"

@@ -19,9 +19,10 @@ from typing import Any
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import scenario_of
 from fuzz.engines.sglang.names import SGLangProperty
-from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.render import counterexample_block
 from fuzz.run.check import DecodeCase
@@ -107,7 +108,7 @@ def witness_finding(
     violation = Violation(sig.prop, sig.group, _claim(sig, value, error), [], value, outcome=sig.outcome)
     assert violation.signature == sig, (violation.signature, sig)
     return Finding(
-        CaseKind.DECODE, target, violation, cfg, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
+        SGLangCase.DECODE, target, violation, cfg, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
     )
 
 
@@ -130,7 +131,11 @@ def confirm(target: Target, result: ProveResult) -> None:
             grp.mismatch = f"the step-by-step model reports {got} for the witness"
             continue
         v = same[0].violation
-        grp.witness.violation, grp.witness.confirmed, grp.witness.sglang = v, same[0].confirmed, same[0].sglang
+        grp.witness.violation, grp.witness.confirmed, grp.witness.confirmation = (
+            v,
+            same[0].confirmed,
+            same[0].confirmation,
+        )
         grp.confirmed = True
         if prop is not SGLangProperty.PAGE_ALIGNED_GROWTH and v.overshoot != grp.worst:
             grp.mismatch = f"closed form says {grp.worst} columns, the step-by-step model {v.overshoot}"

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
@@ -38,7 +39,7 @@ def decode_violations(
 
 def decode_finding(target: str, v: Violation, scenario: DecodeScenario, found_at: int = 0) -> Finding:
     return Finding(
-        CaseKind.DECODE, target, v, scenario.config, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
+        SGLangCase.DECODE, target, v, scenario.config, scenario.to_dict(), found_at, reached_by=scenario.reached_by()
     )
 
 
@@ -47,7 +48,7 @@ class DecodeCase:
     """A decode scenario as a case of the verdict pipeline (``fuzz.verdict.Case``)."""
 
     scenario: DecodeScenario
-    kind: ClassVar[CaseKind] = CaseKind.DECODE
+    kind: ClassVar[CaseKind] = SGLangCase.DECODE
 
     @property
     def config(self) -> ServingConfig:

@@ -81,7 +81,7 @@ class DecodeHunt:
             if v.signature not in known:
                 v = PIPELINE.attribute(self.target, DecodeCase(scenario), v, sglang=True)
                 f = decode_finding(self.target.spec, v, scenario, at)
-                f.confirmed, f.sglang = (
+                f.confirmed, f.confirmation = (
                     True,
                     f"found on sglang {check.version}'s own write path (the model's run passes)",
                 )

@@ -19,6 +19,7 @@ from typing import Any
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.common.bounds import lifecycle_cost_problem
+from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.targets.base import Target, TargetError
@@ -28,7 +29,7 @@ from fuzz.verdict import PIPELINE
 from .check import DecodeCase
 from .sglang import has_sglang_path, mismatch, on_sglang
 
-REPLAYABLE = (CaseKind.DECODE, CaseKind.LIFECYCLE)  # the kinds ``replayable_case`` takes (fidelity has its own)
+REPLAYABLE = (SGLangCase.DECODE, SGLangCase.LIFECYCLE)  # the kinds ``replayable_case`` takes (fidelity has its own)
 
 
 @dataclass(frozen=True)
@@ -59,15 +60,15 @@ def replayable_case(kind: CaseKind, doc: dict[str, Any], where: str, named: str 
     """
     if kind not in REPLAYABLE:
         raise CaseFileError(f"{where}: a {kind.value} case is replayed by its own command, not here")
-    steps = doc["case"].get("steps") if kind is CaseKind.LIFECYCLE and isinstance(doc["case"], dict) else None
-    if kind is CaseKind.LIFECYCLE and not isinstance(steps, list):
+    steps = doc["case"].get("steps") if kind is SGLangCase.LIFECYCLE and isinstance(doc["case"], dict) else None
+    if kind is SGLangCase.LIFECYCLE and not isinstance(steps, list):
         raise CaseFileError(f'{where}: a lifecycle case needs "case": {{"steps": [...]}}')
-    too_costly = lifecycle_cost_problem(doc["config"], doc["case"]) if kind is CaseKind.LIFECYCLE else None
+    too_costly = lifecycle_cost_problem(doc["config"], doc["case"]) if kind is SGLangCase.LIFECYCLE else None
     if too_costly:
         raise CaseFileError(f"{where}: {too_costly}")
     try:
         cfg = ServingConfig.from_dict(doc["config"])
-        scenario = DecodeScenario.from_dict(cfg, doc["case"]) if kind is CaseKind.DECODE else None
+        scenario = DecodeScenario.from_dict(cfg, doc["case"]) if kind is SGLangCase.DECODE else None
     except (ConfigError, TypeError) as e:
         raise CaseFileError(f"{where}: {e}") from None
     try:
@@ -84,7 +85,7 @@ def replayable_case(kind: CaseKind, doc: dict[str, Any], where: str, named: str 
 
 
 def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
-    case = replayable_case(CaseKind.DECODE, doc, where, named)
+    case = replayable_case(SGLangCase.DECODE, doc, where, named)
     target, scenario = case.target, case.scenario
     assert scenario is not None  # a decode case
     judged = PIPELINE.case(target, DecodeCase(scenario), confirm=False)
@@ -106,7 +107,7 @@ def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> 
             there = [check.mismatch]
         if same:
             first = next(f for f in judged.findings if f.violation is same[0])
-            lines.append(f"sglang: {PIPELINE.confirm(target, first, check=check).sglang}")
+            lines.append(f"sglang: {PIPELINE.confirm(target, first, check=check).confirmation}")
         elif there:
             lines.append(
                 f"sglang: found on sglang {check.version}'s own write path ({check.chain()}); the model's run passes"

@@ -3,9 +3,11 @@ the code behind it when asked."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fuzz.targets.base import Target
 
-from . import names  # noqa: F401  (declares SGLang's properties and names on load)
+from . import cases, names  # noqa: F401  (declare SGLang's properties, names and kinds of case on load)
 from .specs import NAME, runs_named_code
 
 
@@ -30,6 +32,11 @@ class SGLangEngine:
         from .targets import known_targets
 
         return known_targets()
+
+    def launch_line(self, config: Any) -> str | None:
+        from .launch import launch_line
+
+        return launch_line(config)
 
     def modeled_line(self, target: Target, own_write_path: bool = True) -> str | None:
         from .targets import modeled_line
