@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import target as hypothesis_target
 
+from fuzz.run.check import check_scenario
 from fuzz.run.coverage import covering_set
 from fuzz.run.properties import overshoot
 from fuzz.targets import resolve_target
-from fuzz.verdict import check_scenario
 from strategies.scenarios import decode_scenarios
 from strategies.uniform import uniform_scenario
 

@@ -6,8 +6,8 @@ import pytest
 
 from allocator_model.scenario import scenario_problem
 from fuzz.catalog import CATALOG
+from fuzz.run.check import check_scenario
 from fuzz.targets import resolve_target
-from fuzz.verdict import check_scenario
 
 
 @pytest.mark.parametrize("known", CATALOG, ids=[k.id for k in CATALOG])

@@ -4,13 +4,14 @@ A case (a decode scenario, a lifecycle step script: ``Case``) is judged in
 five stages, each a method of ``Pipeline`` and written only there:
 
 1. ``check``: what the case breaks on the target, raw.
-2. ``attribute``: each violation named for its cause: ``dcp>1`` only when the
-   same case without DCP passes (on the path the violation was found on).
-   Applied with the check (``checked``), so a shrinker that keeps a case in
-   its group never slides a DCP bug onto a case that fails without DCP.
-3. ``confirm``: a decode finding replayed on the target's own write path,
-   saying what that path did (``fuzz.run.sglang.confirmation``).
-4. ``causes``: the root causes of findings, by counterfactual.
+2. ``attribute``: each violation named for its cause by the engine's
+   attributions (SGLang: ``dcp>1`` only when the same case without DCP
+   passes, on the path the violation was found on).  Applied with the check
+   (``checked``), so a shrinker that keeps a case in its group never slides
+   a DCP bug onto a case that fails without DCP.
+3. ``confirm``: a finding replayed on the target's own code (SGLang: a
+   decode finding on its write path), saying what that code did.
+4. ``causes``: the root causes of findings, as the engine finds them.
 5. ``judge``: the causes held to a baseline: known, new, fixed.
 
 ``case`` runs all five on one case; ``verdict`` runs the last two on a
@@ -25,15 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from allocator_model.config import ServingConfig
-from allocator_model.scenario import DecodeScenario
-from fuzz.engines.sglang.cases import SGLangCase
-from fuzz.engines.sglang.groups import attributed_without_dcp, dcp_to_be_judged, scenario_of
+from fuzz.engines import engine_of
+from fuzz.engines.base import Config
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
-from fuzz.run.check import DecodeCase
-from fuzz.run.properties import PROPERTIES
-from fuzz.run.sglang import SGLangCheck, WritePathMode, confirmation, has_sglang_path, on_sglang
 from fuzz.targets.base import Target
 
 if TYPE_CHECKING:
@@ -41,20 +37,22 @@ if TYPE_CHECKING:
     from fuzz.findings.cause import Cause
 
 
+class Unjudgeable(Exception):
+    """A case the target cannot run (a step it refuses): nothing was checked, so it is never a clean verdict."""
+
+
 class Case(Protocol):
-    """What the pipeline judges: a case that checks itself on a target and knows itself without DCP."""
+    """What the pipeline judges: a case of one engine that checks itself on a target and makes its findings."""
 
     kind: ClassVar[CaseKind]
+    properties: ClassVar[tuple[Property, ...]]  # what it is judged on where the caller names nothing
 
     @property
-    def config(self) -> ServingConfig: ...
+    def config(self) -> Config: ...
 
-    def check(self, target: Target, props: tuple[Property, ...], sglang: bool = False) -> tuple[Any, list[Violation]]:
-        """(the run, what it breaks of ``props``): on the model's run, or on SGLang's own path (``sglang``)."""
-        ...
-
-    def without_dcp(self, target: Target) -> Case | None:
-        """The same case with ``attn_dcp_size`` 1 (None: the target cannot run it)."""
+    def check(self, target: Target, props: tuple[Property, ...], own: bool = False) -> tuple[Any, list[Violation]]:
+        """(the run, what it breaks of ``props``): on the model's run, or on the engine's own code (``own``);
+        ``Unjudgeable`` where the target cannot run it."""
         ...
 
     def finding(self, target: Target, v: Violation, found_at: int = 0) -> Finding: ...
@@ -83,42 +81,39 @@ class Pipeline:
     """The five stages (see the module docstring); ``PIPELINE`` is the one every entry point uses."""
 
     def check(
-        self, target: Target, case: Case, props: tuple[Property, ...] = PROPERTIES, sglang: bool = False
+        self, target: Target, case: Case, props: Iterable[Property] | None = None, own: bool = False
     ) -> tuple[Any, list[Violation]]:
-        """Stage 1: what ``case`` breaks on ``target``, unattributed."""
-        return case.check(target, props, sglang)
+        """Stage 1: what ``case`` breaks on ``target``, unattributed (``props`` None: the case's own)."""
+        return case.check(target, case.properties if props is None else tuple(props), own)
 
-    def attribute(self, target: Target, case: Case, v: Violation, sglang: bool = False) -> Violation:
-        """Stage 2: ``v`` named for its cause: ``dcp>1`` only when the same case without DCP passes, on the same
-        path (a case the target cannot run without DCP keeps ``v`` as it is)."""
-        if not dcp_to_be_judged(v):
-            return v
-        other = case.without_dcp(target)
-        if other is None:
-            return v
-        _, found = self.check(target, other, (Property(v.prop),), sglang)
-        return attributed_without_dcp(v, [w for w in found if w.prop == v.prop], explain=not sglang)
+    def attribute(self, target: Target, case: Case, v: Violation, own: bool = False) -> Violation:
+        """Stage 2: ``v`` named for its cause by each of the engine's attributions: a group it keeps only where the
+        same case without the attribution's feature passes, on the same path (a case the target cannot run
+        without it keeps ``v`` as it is)."""
+        for attribution in engine_of(target).attributions:
+            if not attribution.applies(v):
+                continue
+            other = attribution.drop(case, target)
+            if other is None:
+                continue
+            try:
+                _, found = self.check(target, other, (Property(v.prop),), own)
+            except Unjudgeable:
+                continue
+            v = attribution.regroup(v, [w for w in found if w.prop == v.prop], not own)
+        return v
 
-    def confirm(
-        self, target: Target, f: Finding, mode: WritePathMode = WritePathMode.AUTO, check: SGLangCheck | None = None
-    ) -> Finding:
-        """Stage 3: a decode finding replayed on the target's own write path (where ``mode`` runs one): it says
-        there what that path did.  A finding that already says it, a model mismatch or another kind is as is.
-        ``check``: the case's traced run on that path where the caller has made it already."""
-        if f.kind is not SGLangCase.DECODE or f.confirmation is not None or f.violation.prop is Property.MODEL_MISMATCH:
-            return f
-        if check is None and not has_sglang_path(target, mode):
-            return f
-        if check is None:
-            check = on_sglang(target, scenario_of(f), trace=True)
-        f.confirmed, f.confirmation = confirmation(check, f.violation)
-        return f
+    def confirm(self, target: Target, f: Finding, mode: str = "auto", check: Any = None) -> Finding:
+        """Stage 3: ``f`` replayed on the engine's own code where the target has it (``mode``: the command's
+        ``--write-path``): it says there what that code did.  ``check``: the case's traced run on that code where
+        the caller has made it already."""
+        confirmed: Finding = engine_of(target).confirm(target, f, mode, check)
+        return confirmed
 
     def causes(self, target: Target, findings: list[Finding]) -> list[Cause]:
-        """Stage 4: the root causes of ``findings`` (``fuzz.causes.counterfactual``)."""
-        from fuzz.causes import root_causes
-
-        return root_causes(target, findings)
+        """Stage 4: the root causes of ``findings``, as the target's engine finds them."""
+        causes: list[Cause] = engine_of(target).root_causes(target, findings)
+        return causes
 
     def judge(self, causes: list[Cause], entries: frozenset[Entry]) -> Judged:
         """Stage 5: ``causes`` held to a baseline's entries."""
@@ -129,17 +124,17 @@ class Pipeline:
     # The stages composed.
 
     def checked(
-        self, target: Target, case: Case, props: Iterable[Property] = PROPERTIES, sglang: bool = False
+        self, target: Target, case: Case, props: Iterable[Property] | None = None, own: bool = False
     ) -> tuple[Any, list[Violation]]:
         """Stages 1-2: what ``case`` breaks, each violation named for its cause."""
-        run, found = self.check(target, case, tuple(props), sglang)
-        return run, [self.attribute(target, case, v, sglang) for v in found]
+        run, found = self.check(target, case, props, own)
+        return run, [self.attribute(target, case, v, own) for v in found]
 
     def case(
         self,
         target: Target,
         case: Case,
-        props: Iterable[Property] = PROPERTIES,
+        props: Iterable[Property] | None = None,
         *,
         confirm: bool = True,
         baseline: frozenset[Entry] | None = None,
@@ -172,12 +167,3 @@ class Pipeline:
 
 
 PIPELINE = Pipeline()
-
-
-def check_scenario(
-    target: Target, scenario: DecodeScenario, props: Iterable[Property] = PROPERTIES, *, attributed: bool = True
-) -> tuple[Any, list[Violation]]:
-    """A decode scenario through stages 1-2 (``attributed=False``: stage 1 only)."""
-    if attributed:
-        return PIPELINE.checked(target, DecodeCase(scenario), props)
-    return PIPELINE.check(target, DecodeCase(scenario), tuple(props))

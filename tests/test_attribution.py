@@ -18,9 +18,9 @@ from fuzz.findings.kinds import Property
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import run_case
 from fuzz.lifecycle.script import LifecycleCase
+from fuzz.run.check import check_scenario
 from fuzz.run.engine import campaign
 from fuzz.targets import resolve_target
-from fuzz.verdict import check_scenario
 
 V0518 = resolve_target("reference@sglang-0.5.18")
 

@@ -66,7 +66,6 @@ PENDING: dict[str, str] = {
     "fuzz.run.sglang": "move into the SGLang engine (its own path)",
     "fuzz.targets.base": "Target's sizing and revision typed by the engine",
     "fuzz.test_catalog": "move into the SGLang engine",
-    "fuzz.verdict": "pipeline stages through the engine",
 }
 
 

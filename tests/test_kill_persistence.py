@@ -25,10 +25,9 @@ from fuzz.fidelity import matrix
 from fuzz.findings import casefile
 from fuzz.findings.regression import regression_files
 from fuzz.findings.schemas import validate
-from fuzz.run.check import decode_finding
+from fuzz.run.check import check_scenario, decode_finding
 from fuzz.run.engine import DecodeHunt
 from fuzz.targets import resolve_target
-from fuzz.verdict import check_scenario
 
 
 class Killed(BaseException):

@@ -23,11 +23,11 @@ from fuzz.findings.kinds import Outcome, Signature
 from fuzz.prove.request import request
 from fuzz.prove.sweep import blocks, prove
 from fuzz.prove.witness import confirm
+from fuzz.run.check import check_scenario
 from fuzz.targets import resolve_target
 from fuzz.targets.sglang.builders import extract_row_extras
 from fuzz.targets.sglang.private_imports import StandIns
 from fuzz.targets.sglang.stubs import Published
-from fuzz.verdict import check_scenario
 
 EAGLE_3_1_4 = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_num_draft_tokens=4)
 EAGLE_TREE = dict(

@@ -21,10 +21,10 @@ from fuzz.fidelity.differential import fidelity
 from fuzz.prove.request import request
 from fuzz.prove.sweep import prove, prove_on
 from fuzz.prove.witness import confirm
+from fuzz.run.check import check_scenario
 from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetError
 from fuzz.targets.sglang.stubs import StandInMissing
-from fuzz.verdict import check_scenario
 
 MAIN = Path(__file__).parent / "sglang_shapes" / "main.py"
 CANDIDATES = "for p in get_candidate_alloc_page_sizes(server_args)"

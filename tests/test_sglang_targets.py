@@ -32,13 +32,13 @@ from fuzz.fidelity import differential
 from fuzz.findings import casefile
 from fuzz.findings.report import Status
 from fuzz.findings.schemas import validate
+from fuzz.run.check import check_scenario
 from fuzz.run.engine import campaign
 from fuzz.run.properties import WRITE_WITHIN_ROW
 from fuzz.targets import TargetCallError, TargetError, resolve_target
 from fuzz.targets.sglang import wheels
 from fuzz.targets.sglang.loader import load_sizing_module
 from fuzz.targets.sglang.real import RealSizing
-from fuzz.verdict import check_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUGGY, FIXED = "0.5.18", "0.5.19"

@@ -17,13 +17,13 @@ from hypothesis import Phase, settings
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding, Violation
 from fuzz.targets import resolve_target
-from fuzz.verdict import Pipeline
+from fuzz.verdict import PIPELINE, Pipeline
 
 STUB = "stub"
 TARGET = "reference@sglang-0.5.18"  # the seed bug: dcp>1 groups, attributed against the case without DCP
 
 
-def stub_attribute(self: Pipeline, target: object, case: object, v: Violation, sglang: bool = False) -> Violation:
+def stub_attribute(self: Pipeline, target: object, case: object, v: Violation, own: bool = False) -> Violation:
     return dataclasses.replace(v, group=STUB)
 
 
@@ -142,3 +142,20 @@ def test_a_stub_attribution_changes_the_entry_points_verdict(entry, target, dcp_
     monkeypatch.setattr(Pipeline, "attribute", stub_attribute)
     stubbed = ENTRY_POINTS[entry](target, dcp_finding)
     assert STUB in stubbed, (entry, stubbed)
+
+
+def test_a_case_the_target_cannot_run_is_never_a_clean_verdict():
+    """A step script the target refuses was not checked: the pipeline says so (``Unjudgeable``), never an empty
+    list of findings; attribution, which only asks whether the case without DCP fails, keeps the group as it is."""
+    from allocator_model.config import ServingConfig
+    from allocator_model.revisions import REFERENCE
+    from fuzz.engines.sglang.targets import model_target
+    from fuzz.lifecycle.script import LifecycleCase
+    from fuzz.verdict import Unjudgeable
+
+    target = model_target(REFERENCE)
+    unrunnable = LifecycleCase(ServingConfig.resolve(context_len=40), [{"op": "retract", "rid": 7}])
+    with pytest.raises(Unjudgeable, match="no request 7"):
+        PIPELINE.case(target, unrunnable)
+    v = Violation(Property.WRITE_WITHIN_ROW, "dcp>1", "a write past the row")
+    assert PIPELINE.attribute(target, unrunnable, v) is v

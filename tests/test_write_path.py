@@ -24,10 +24,10 @@ from fuzz.cli import main
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import Property
 from fuzz.findings.regression import regression_files
+from fuzz.run.check import check_scenario
 from fuzz.run.engine import DecodeHunt
 from fuzz.run.sglang import WritePathMode, has_sglang_path, on_sglang
 from fuzz.targets import resolve_target
-from fuzz.verdict import check_scenario
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the write path needs triton")
 

@@ -9,6 +9,8 @@ engine's code lives in its package.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fuzz.targets.base import Target
@@ -35,6 +37,20 @@ class Semantics(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class Attribution:
+    """A group a violation keeps only where the same case without one feature passes; a case that fails without the
+    feature too does not fail because of it (SGLang: ``dcp>1`` only when the case without DCP passes).
+
+    Typed loosely (a ``Violation``, a verdict ``Case``): the findings import
+    this module's interfaces, so it cannot import them back.
+    """
+
+    applies: Callable[[Any], bool]  # whether a violation's group is one this feature must earn
+    drop: Callable[[Any, Target], Any]  # the case without the feature (None: the target cannot run it)
+    regroup: Callable[[Any, list[Any], bool], Any]  # the violation named by what the case does without it (explain?)
+
+
 class Engine(Protocol):
     name: str  # the registry's key, and ``Target.engine`` of every target it resolves
 
@@ -54,6 +70,17 @@ class Engine(Protocol):
 
     def known_targets(self) -> list[tuple[str, str]]:
         """``(spec, summary)`` for each target ``targets`` lists."""
+        ...
+
+    attributions: tuple[Attribution, ...]  # the verdict pipeline's stage 2, in order
+
+    def confirm(self, target: Target, finding: Any, mode: str = "auto", check: Any = None) -> Any:
+        """The verdict pipeline's stage 3: ``finding`` replayed on the engine's own code where the target has it
+        (``mode``: the command's ``--write-path``), saying what that code did (``Finding.confirmation``)."""
+        ...
+
+    def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
+        """The verdict pipeline's stage 4: the ``Cause`` of each finding's group."""
         ...
 
     def launch_line(self, config: Any) -> str | None:

@@ -35,11 +35,12 @@ from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
 from fuzz.findings.report import Status, status_of
+from fuzz.run.check import check_scenario
 from fuzz.run.engine import campaign
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_target
 from fuzz.targets.sglang.versions import VersionError, known_releases, parse_version, releases_between
-from fuzz.verdict import PIPELINE, check_scenario
+from fuzz.verdict import PIPELINE
 
 from .differential import FidelityResult, fidelity
 

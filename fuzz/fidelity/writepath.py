@@ -23,10 +23,9 @@ from typing import Any
 from allocator_model.pools import KVPool
 from fuzz.common.defaults import WRITE_PATH_STEPS
 from fuzz.findings.model import Finding
-from fuzz.run.check import decode_finding
+from fuzz.run.check import check_scenario, decode_finding
 from fuzz.run.sglang import compared
 from fuzz.targets.base import Target
-from fuzz.verdict import check_scenario
 from strategies import space
 
 from .cases import PreferringChooser

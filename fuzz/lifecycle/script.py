@@ -85,20 +85,24 @@ class LifecycleCase:
     steps: list[dict[str, Any]] = field(hash=False)
     batch_class: type[RunningBatch] = RunningBatch
     kind: ClassVar[CaseKind] = SGLangCase.LIFECYCLE
+    properties: ClassVar[tuple[Property, ...]] = INVARIANTS
 
     @property
     def config(self) -> ServingConfig:
         return self.cfg
 
-    def check(self, target: Target, props: tuple[Property, ...], sglang: bool = False) -> tuple[Any, list[Violation]]:
-        """Each property of ``props`` the script breaks, at the first step it does (a script the target cannot
-        run breaks nothing there).  The lifecycle runs on the model's batch only: no SGLang path."""
-        if sglang:
+    def check(self, target: Target, props: tuple[Property, ...], own: bool = False) -> tuple[Any, list[Violation]]:
+        """Each property of ``props`` the script breaks, at the first step it does; ``Unjudgeable`` for a script
+        the target cannot run (never a clean verdict).  The lifecycle runs on the model's batch only: no SGLang
+        path."""
+        from fuzz.verdict import Unjudgeable
+
+        if own:
             raise ValueError("a lifecycle case has no SGLang write path to run on")
         try:
             run = run_steps(target, self, props, story=False)
-        except (StepError, Unrunnable):
-            return None, []
+        except (StepError, Unrunnable) as e:
+            raise Unjudgeable(f"the script cannot run on {target.spec}: {e}") from None
         return run, [v for _, v in run.violations]
 
     def without_dcp(self, target: Target) -> LifecycleCase | None:

@@ -8,6 +8,7 @@ as found; naming each violation for its cause is the pipeline's next stage.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -49,15 +50,16 @@ class DecodeCase:
 
     scenario: DecodeScenario
     kind: ClassVar[CaseKind] = SGLangCase.DECODE
+    properties: ClassVar[tuple[Property, ...]] = PROPERTIES
 
     @property
     def config(self) -> ServingConfig:
         return self.scenario.config
 
-    def check(self, target: Target, props: tuple[Property, ...], sglang: bool = False) -> tuple[Any, list[Violation]]:
-        """What the case breaks of ``props``: on the model's run, or (``sglang``) on SGLang's own path, judged on
+    def check(self, target: Target, props: tuple[Property, ...], own: bool = False) -> tuple[Any, list[Violation]]:
+        """What the case breaks of ``props``: on the model's run, or (``own``) on SGLang's own path, judged on
         every property there as a campaign's run is, then kept to ``props``."""
-        if not sglang:
+        if not own:
             return decode_violations(target, self.scenario, props)
         check = on_sglang(target, self.scenario)
         return check.run, [v for v in check.violations if v.prop in props]
@@ -71,3 +73,14 @@ class DecodeCase:
 
     def finding(self, target: Target, v: Violation, found_at: int = 0) -> Finding:
         return decode_finding(target.spec, v, self.scenario, found_at)
+
+
+def check_scenario(
+    target: Target, scenario: DecodeScenario, props: Iterable[Property] = PROPERTIES, *, attributed: bool = True
+) -> tuple[Any, list[Violation]]:
+    """A decode scenario through the verdict pipeline's stages 1-2 (``attributed=False``: stage 1 only)."""
+    from fuzz.verdict import PIPELINE
+
+    if attributed:
+        return PIPELINE.checked(target, DecodeCase(scenario), props)
+    return PIPELINE.check(target, DecodeCase(scenario), props)

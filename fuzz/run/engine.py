@@ -79,7 +79,7 @@ class DecodeHunt:
         known = {f.signature for f in seen}
         for v in check.violations:
             if v.signature not in known:
-                v = PIPELINE.attribute(self.target, DecodeCase(scenario), v, sglang=True)
+                v = PIPELINE.attribute(self.target, DecodeCase(scenario), v, own=True)
                 f = decode_finding(self.target.spec, v, scenario, at)
                 f.confirmed, f.confirmation = (
                     True,

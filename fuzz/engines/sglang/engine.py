@@ -17,6 +17,22 @@ class SGLangEngine:
 
     name = NAME
 
+    @property
+    def attributions(self) -> tuple[Any, ...]:
+        from .verdict import ATTRIBUTIONS
+
+        return ATTRIBUTIONS
+
+    def confirm(self, target: Target, finding: Any, mode: str = "auto", check: Any = None) -> Any:
+        from .verdict import confirm
+
+        return confirm(target, finding, mode, check)
+
+    def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
+        from .verdict import root_causes
+
+        return root_causes(target, findings)
+
     def claims(self, spec: str) -> bool:
         return True
 
