@@ -35,8 +35,6 @@ PENDING: dict[str, str] = {
     "fuzz.fidelity.matrix": "move into the SGLang engine",
     "fuzz.fidelity.matrix_report": "move into the SGLang engine",
     "fuzz.fidelity.writepath": "move into the SGLang engine",
-    "fuzz.findings.baseline": "baseline via Engine.portable_target",
-    "fuzz.findings.sarif": "SARIF locations via Engine.locations",
     "fuzz.lifecycle.invariants": "move into the SGLang engine",
     "fuzz.lifecycle.machine": "move into the SGLang engine",
     "fuzz.lifecycle.replay": "move into the SGLang engine",

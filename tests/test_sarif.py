@@ -22,9 +22,10 @@ import pytest
 
 from allocator_model.pools import KVPool
 from fuzz.cli import main
+from fuzz.engines.sglang.locations import RESERVE, ROW_WIDTH, locate, sizing_functions
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import Property
-from fuzz.findings.sarif import RESERVE, ROW_WIDTH, artifact_uri, locate, sizing_functions
+from fuzz.findings.sarif import artifact_uri
 from fuzz.targets import resolve_target
 from fuzz.targets.sglang import wheels
 

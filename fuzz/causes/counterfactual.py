@@ -233,7 +233,7 @@ def _values(target: Target, fix: Fix, f: Finding) -> list[str]:
 def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
     """The code each cause lives in (``SourceLine``s): the target's functions, and for the row width each pool's
     builder that sizes its own row (located as SARIF locates them)."""
-    from fuzz.findings.sarif import builder_location, locate
+    from fuzz.engines.sglang.locations import builder_location, locate
 
     entries = [e for k in fix.known for e in k.entries] + list(fix.pieces)
     out: list[Any] = []

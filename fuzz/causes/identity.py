@@ -195,7 +195,7 @@ def code_digest(target: Any, function: str) -> str | None:
     read (the cause has no identity, so no baseline knows it)."""
     from pathlib import Path
 
-    from fuzz.findings.sarif import target_source
+    from fuzz.engines.sglang.locations import target_source
 
     if target.is_model:
         import allocator_model.pools as pools

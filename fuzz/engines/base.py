@@ -83,6 +83,14 @@ class Engine(Protocol):
         """The verdict pipeline's stage 4: the ``Cause`` of each finding's group."""
         ...
 
+    def locations(self, target: Target, finding: Any, cwd: str | None = None) -> list[Any]:
+        """The code a finding indicts, as ``fuzz.findings.sarif.SourceLine``s, the primary first."""
+        ...
+
+    def portable_target(self, target: Target, cwd: str | None = None) -> str:
+        """How a baseline names ``target``, the same on every machine and checkout (never an absolute path)."""
+        ...
+
     def launch_line(self, config: Any) -> str | None:
         """The command that starts the engine with ``config`` (None: the engine has none to give)."""
         ...

@@ -45,7 +45,6 @@ the campaign and records the identity of each cause the old file knew).
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -157,22 +156,12 @@ def release_key(release: str) -> Any:
 
 
 def portable_target(target: Any, cwd: str | None = None) -> str:
-    """How a baseline names a target, the same on every machine and checkout: a spec as it is (a release, the
-    model, the installed package); a file as SGLang's repository names it (``python/sglang/...``), else relative
-    to the working directory, else its name alone; a ``@X.Y.Z`` it was given kept. Never an absolute path."""
-    from fuzz.targets.base import TargetKind
-    from fuzz.targets.sglang.resolve import _split_version
-    from fuzz.targets.sglang.wheels import repository_path
+    """How a baseline names a target, the same on every machine and checkout, as its engine says (never an
+    absolute path)."""
+    from fuzz.engines import engine_of
 
-    if target.kind is not TargetKind.FILE:
-        return RELEASES_TARGET if target.kind is TargetKind.INSTALLED else str(target.spec)
-    base, version = _split_version(str(target.spec))
-    path = os.path.abspath(base)
-    where = repository_path(path)
-    if where == path:
-        here = os.path.abspath(cwd or os.getcwd())
-        where = os.path.relpath(path, here) if path.startswith(here + os.sep) else os.path.basename(path)
-    return where.replace(os.sep, "/") + (f"@{version}" if version else "")
+    name: str = engine_of(target).portable_target(target, cwd)
+    return name
 
 
 def target_release(target: str) -> tuple[str, ...]:

@@ -49,6 +49,16 @@ class SGLangEngine:
 
         return known_targets()
 
+    def locations(self, target: Target, finding: Any, cwd: str | None = None) -> list[Any]:
+        from .locations import locations
+
+        return locations(target, finding, cwd)
+
+    def portable_target(self, target: Target, cwd: str | None = None) -> str:
+        from .targets import portable_target
+
+        return portable_target(target, cwd)
+
     def launch_line(self, config: Any) -> str | None:
         from .launch import launch_line
 

@@ -13,6 +13,9 @@ the scheduler rules come from the model, read with the semantics
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, RELEASE_REVISIONS, REVISIONS, Revision
 from allocator_model.surface import DECODE_STEPS, Provenance
@@ -90,3 +93,22 @@ def modeled_line(target: Target, own_write_path: bool = True) -> str | None:
             "interpreter) for the covering set, a sample of the search and every finding; the search is the model's"
         )
     return line
+
+
+def portable_target(target: Any, cwd: str | None = None) -> str:
+    """How a baseline names a target, the same on every machine and checkout: a spec as it is (a release, the
+    model, the installed package); a file as SGLang's repository names it (``python/sglang/...``), else relative
+    to the working directory, else its name alone; a ``@X.Y.Z`` it was given kept. Never an absolute path."""
+    from fuzz.findings.baseline_entries import RELEASES_TARGET
+    from fuzz.targets.sglang.resolve import _split_version
+    from fuzz.targets.sglang.wheels import repository_path
+
+    if target.kind is not TargetKind.FILE:
+        return RELEASES_TARGET if target.kind is TargetKind.INSTALLED else str(target.spec)
+    base, version = _split_version(str(target.spec))
+    path = os.path.abspath(base)
+    where = repository_path(path)
+    if where == path:
+        here = os.path.abspath(cwd or os.getcwd())
+        where = os.path.relpath(path, here) if path.startswith(here + os.sep) else os.path.basename(path)
+    return where.replace(os.sep, "/") + (f"@{version}" if version else "")
