@@ -65,7 +65,7 @@ def shown_case() -> dict:
 
 def unified_rows(code: list[tuple[str, str]]) -> Cause:
     known = KNOWN_FIX["unified-rows"]
-    return Cause(known.key, CauseKind.KNOWN, known.bug, known.title, known.fix, code=code)
+    return Cause(known.key, CauseKind.KNOWN, known.bug, known.title, known.fix, code=code, table="req_to_token")
 
 
 @pytest.mark.skipif(

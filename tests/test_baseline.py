@@ -373,7 +373,14 @@ def test_baseline_write_releases_merges_each_release_and_the_allowed_baseline(tm
     from fuzz.findings.kinds import Signature
 
     def cause(function, group="dcp>1"):
-        c = Cause(TERM, CauseKind.PIECE, "new", function, variants=[Signature.parse(f"write-within-row/{group}")])
+        c = Cause(
+            TERM,
+            CauseKind.PIECE,
+            "new",
+            function,
+            variants=[Signature.parse(f"write-within-row/{group}")],
+            table="req_to_token",
+        )
         c.code, c.digests = [(SIZING, function)], {(SIZING, function): DIGEST}
         return c
 
@@ -425,7 +432,12 @@ def test_a_known_bug_is_keyed_by_its_fix_and_an_unexplained_cause_by_nothing():
     from fuzz.findings.kinds import Signature
 
     dflash = Cause(
-        "dflash-page-rounding", CauseKind.KNOWN, "#35265", "t", variants=[Signature.parse("write-within-row/dflash")]
+        "dflash-page-rounding",
+        CauseKind.KNOWN,
+        "#35265",
+        "t",
+        variants=[Signature.parse("write-within-row/dflash")],
+        table="req_to_token",
     )
     (e,) = baseline.entries_of(dflash)
     assert (e.known, e.function, e.path) == ("dflash-page-rounding", "", "")
@@ -433,7 +445,7 @@ def test_a_known_bug_is_keyed_by_its_fix_and_an_unexplained_cause_by_nothing():
         known = {"property": "write-within-row", "table": "req_to_token", "known": fix.key}
         assert baseline.read(v2(known), "doc").entries
     assert baseline.is_known(dflash, frozenset({e}))
-    unexplained = Cause("unexplained", CauseKind.UNEXPLAINED, "", "t", variants=dflash.variants)
+    unexplained = Cause("unexplained", CauseKind.UNEXPLAINED, "", "t", variants=dflash.variants, table="req_to_token")
     assert baseline.entries_of(unexplained) == set() and not baseline.is_known(unexplained, frozenset({e}))
 
 
@@ -497,7 +509,14 @@ def _row_cause(digest):
     from fuzz.findings.cause import Cause, CauseKind
     from fuzz.findings.kinds import Signature
 
-    c = Cause(ALIAS["term"], CauseKind.PIECE, "new", "t", variants=[Signature.parse("write-within-row/dcp>1")])
+    c = Cause(
+        ALIAS["term"],
+        CauseKind.PIECE,
+        "new",
+        "t",
+        variants=[Signature.parse("write-within-row/dcp>1")],
+        table="req_to_token",
+    )
     c.code, c.digests = [(SIZING, ALIAS["function"])], {(SIZING, ALIAS["function"]): digest}
     return c
 
@@ -519,10 +538,16 @@ def test_a_piece_cause_is_known_by_a_known_entrys_alias_only_with_its_digest():
 
 def test_a_releases_document_keeps_a_known_entrys_aliases_from_every_release():
     one = baseline.Entry(
-        "write-within-row", known="unified-rows", as_new=((SIZING, "C.a", "req_to_token_row_width", DIGEST),)
+        "write-within-row",
+        "req_to_token",
+        known="unified-rows",
+        as_new=((SIZING, "C.a", "req_to_token_row_width", DIGEST),),
     )
     two = baseline.Entry(
-        "write-within-row", known="unified-rows", as_new=((SIZING, "C.b", "req_to_token_row_width", DIGEST),)
+        "write-within-row",
+        "req_to_token",
+        known="unified-rows",
+        as_new=((SIZING, "C.b", "req_to_token_row_width", DIGEST),),
     )
     doc = baseline.releases_document("sglang", {"0.5.18": {one: True}, "0.5.19": {two: True}})
     pytest.importorskip("jsonschema").validate(doc, json.loads(SCHEMA_PATH.read_text()))

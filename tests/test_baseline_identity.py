@@ -81,7 +81,9 @@ def test_a_model_revision_is_part_of_the_digest_and_an_unreadable_function_has_n
 
 
 def piece(key="req_to_token_extra_context_len", function="get_req_to_token_extra_context_len", d="0123456789abcdef"):
-    c = Cause(key, CauseKind.PIECE, "new", "t", variants=[Signature.parse("write-within-row/paged")])
+    c = Cause(
+        key, CauseKind.PIECE, "new", "t", variants=[Signature.parse("write-within-row/paged")], table="req_to_token"
+    )
     c.code, c.digests = [(SIZING, function)], {(SIZING, function): d}
     return c
 
@@ -96,7 +98,12 @@ def test_a_new_cause_in_a_known_function_is_new():
     unreadable.digests = {(SIZING, "get_req_to_token_extra_context_len"): None}
     assert baseline.entries_of(unreadable) == set() and not baseline.is_known(unreadable, known)
     k = Cause(
-        "page-1-headroom", CauseKind.KNOWN, "#33579", "t", variants=[Signature.parse("write-within-row/alloc-page-1")]
+        "page-1-headroom",
+        CauseKind.KNOWN,
+        "#33579",
+        "t",
+        variants=[Signature.parse("write-within-row/alloc-page-1")],
+        table="req_to_token",
     )
     assert baseline.entries_of(k) == {baseline.Entry("write-within-row", "req_to_token", known="page-1-headroom")}
 
@@ -226,7 +233,11 @@ def test_any_pep_440_release_and_the_table_are_read_as_the_schema_says():
     )
     jsonschema.validate(doc, schema())
     assert baseline.read(doc, "d").releases == ("0.5.0rc2", "0.5.12", "0.5.12.post1")  # ordered as versions
-    for bad in ({**KNOWN, "table": "token_to_kv"}, {k: v for k, v in KNOWN.items() if k != "table"}):
+    undeclared = {**KNOWN, "table": "token_to_kv"}  # a name no engine declares: the schema cannot know, the reader does
+    jsonschema.validate(release_doc("sglang==0.5.18", undeclared), schema())
+    with pytest.raises(baseline.BaselineError, match="table must be one of req_to_token"):
+        baseline.read(release_doc("sglang==0.5.18", undeclared), "d")
+    for bad in ({**KNOWN, "table": "Req-To-Token"}, {k: v for k, v in KNOWN.items() if k != "table"}):
         with pytest.raises(baseline.BaselineError):
             baseline.read(release_doc("sglang==0.5.18", bad), "d")
         with pytest.raises(jsonschema.ValidationError):
@@ -238,7 +249,12 @@ def test_baseline_upgrade_rewrites_a_v1_file_by_root_cause(tmp_path, monkeypatch
     from fuzz.ci import baseline as command
 
     known = Cause(
-        "page-1-headroom", CauseKind.KNOWN, "#33579", "t", variants=[Signature.parse("write-within-row/paged")]
+        "page-1-headroom",
+        CauseKind.KNOWN,
+        "#33579",
+        "t",
+        variants=[Signature.parse("write-within-row/paged")],
+        table="req_to_token",
     )
     known.code = [(SIZING, "get_req_to_token_extra_context_len")]
     found = {"sglang==0.5.18": [known, piece(key="alloc_reserve_per_decode", function="get_alloc_reserve_per_decode")]}

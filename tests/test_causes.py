@@ -114,7 +114,7 @@ def test_a_cause_names_the_missing_term_only_where_the_catalog_states_it():
 
     stated = [k for k in KNOWN_FIXES if k.missing]
     assert {k.key for k in stated} >= {"page-1-headroom", "alloc-page-dcp", "unified-rows"}
-    unstated = Cause("x", CauseKind.PIECE, "new", "t", "f")
+    unstated = Cause("x", CauseKind.PIECE, "new", "t", "f", table="req_to_token")
     assert "missing" not in unstated.to_json() and "missing:" not in causes_block("t", [unstated])
 
 

@@ -23,11 +23,18 @@ SCHEMA = ROOT / "fuzz" / "findings" / "baseline.schema.json"
 
 SIZING = "python/sglang/srt/mem_cache/allocation_sizing.py"
 DIGEST = "0123456789abcdef"
-DCP = Cause("dcp", CauseKind.KNOWN, "#35424", "the DCP reserve", variants=[Signature.parse("write-within-row/dcp>1")])
+DCP = Cause(
+    "dcp",
+    CauseKind.KNOWN,
+    "#35424",
+    "the DCP reserve",
+    variants=[Signature.parse("write-within-row/dcp>1")],
+    table="req_to_token",
+)
 DCP.code = [(SIZING, "get_alloc_len_per_decode")]
-PAGE1 = Cause("page-1", CauseKind.KNOWN, "#33579", "the page-1 headroom")
+PAGE1 = Cause("page-1", CauseKind.KNOWN, "#33579", "the page-1 headroom", table="req_to_token")
 PAGE1.variants, PAGE1.code = [Signature.parse("write-within-row/alloc-page-1")], [(SIZING, "get_extra_len")]
-PIECE = Cause("alloc_len_per_decode", CauseKind.PIECE, "new", "a new alloc length")
+PIECE = Cause("alloc_len_per_decode", CauseKind.PIECE, "new", "a new alloc length", table="req_to_token")
 PIECE.variants, PIECE.code = [Signature.parse("write-within-row/tree")], [(SIZING, "get_alloc_len_per_decode")]
 PIECE.digests = {PIECE.code[0]: DIGEST}
 
@@ -68,7 +75,7 @@ def test_known_causes_are_met_whatever_their_groups(expect_file):
     expected = load_expectations(expect_file, ["0.5.18", "0.5.19"])
     assert compare_with_expectations([row("0.5.18", DCP)], expected) == []
     assert compare_with_expectations([row("0.5.18", DCP, PAGE1), row("0.5.19", PAGE1)], expected) == []
-    variant = Cause("dcp", CauseKind.KNOWN, "#35424", "the DCP reserve", code=DCP.code)
+    variant = Cause("dcp", CauseKind.KNOWN, "#35424", "the DCP reserve", code=DCP.code, table="req_to_token")
     variant.variants = [Signature.parse("write-within-row/dcp>1@swa")]  # a new group of a known cause: known
     assert compare_with_expectations([row("0.5.18", variant)], expected) == []
 
@@ -83,7 +90,14 @@ def test_missing_and_new_causes_and_mismatches_are_reported(expect_file):
         "(a new finding)",
     ]
     # a new cause in a known function is new; one in a known group label is new too
-    growth = Cause("growth", CauseKind.PIECE, "new", "growth", variants=[Signature.parse("page-aligned-growth/dcp>1")])
+    growth = Cause(
+        "growth",
+        CauseKind.PIECE,
+        "new",
+        "growth",
+        variants=[Signature.parse("page-aligned-growth/dcp>1")],
+        table="req_to_token",
+    )
     growth.code, growth.digests = DCP.code, {DCP.code[0]: DIGEST}
     lines = compare_with_expectations(
         [row("0.5.18", DCP, growth, mismatches=["model-mismatch/alloc_len_per_decode"])], expected
@@ -93,7 +107,9 @@ def test_missing_and_new_causes_and_mismatches_are_reported(expect_file):
         "page-aligned-growth in get_alloc_len_per_decode" in lines[0]
         and "model-mismatch/alloc_len_per_decode" in lines[1]
     )
-    in_known_function = Cause("dcp-2", CauseKind.KNOWN, "new", "another bug in get_alloc_len_per_decode")
+    in_known_function = Cause(
+        "dcp-2", CauseKind.KNOWN, "new", "another bug in get_alloc_len_per_decode", table="req_to_token"
+    )
     in_known_function.variants, in_known_function.code = DCP.variants, DCP.code
     assert compare_with_expectations([row("0.5.18", DCP, in_known_function)], expected)[0].startswith("NEW 0.5.18")
     assert compare_with_expectations([row("0.5.19", PIECE)], expected)[0].startswith("NEW 0.5.19: new: alloc_len")

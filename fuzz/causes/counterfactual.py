@@ -36,6 +36,7 @@ from allocator_model.pools import KVPool
 from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import scenario_of, serving_config
+from fuzz.engines.sglang.names import REQ_TO_TOKEN
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
@@ -193,7 +194,7 @@ def _cause(target: Target, key: str, f: Finding) -> Cause:
     known = {k.key: k for k in KNOWN_FIXES}
     if key in known:
         k = known[key]
-        return Cause(key, CauseKind.KNOWN, k.bug, k.title, k.fix, k.missing)
+        return Cause(key, CauseKind.KNOWN, k.bug, k.title, k.fix, REQ_TO_TOKEN, k.missing)
     entry = next((p for p in PIECES if p.name == key), None)
     if entry is not None:
         return Cause(
@@ -202,8 +203,9 @@ def _cause(target: Target, key: str, f: Finding) -> Cause:
             "new",
             f"{entry.mirrors}: differs from the reference, and the reference's alone makes the case pass",
             "compute it as the reference does",
+            REQ_TO_TOKEN,
         )
-    return Cause(key, CauseKind.UNEXPLAINED, "", _unexplained_title(f))
+    return Cause(key, CauseKind.UNEXPLAINED, "", _unexplained_title(f), table=REQ_TO_TOKEN)
 
 
 def _unexplained_title(f: Finding) -> str:

@@ -58,7 +58,6 @@ from .baseline_entries import (
     Judged,
     Known,
     Listed,
-    Table,
     entries_of,
     identity,
     is_known,
@@ -69,7 +68,7 @@ from .baseline_entries import (
     used,
 )
 from .cause import Cause
-from .kinds import Property
+from .kinds import Property, declared_tables
 
 # What callers use; the entries and the verdict live in ``baseline_entries`` and are named through here.
 __all__ = [
@@ -94,7 +93,6 @@ __all__ = [
     "SAME_WRITE",
     "SCHEMA",
     "SCHEMA_VERSION",
-    "Table",
     "V1",
     "V1_ENTRY_KEYS",
     "document",
@@ -357,8 +355,9 @@ def _item(e: Any, where: str, declared: frozenset[str] | None) -> Listed:
         )
     prop = _property(e, where)
     table = e["table"]
-    if not isinstance(table, str) or table not in {t.value for t in Table}:
-        raise BaselineError(f"{where}: table must be one of {', '.join(t.value for t in Table)}")
+    tables = declared_tables()
+    if not isinstance(table, str) or table not in tables:
+        raise BaselineError(f"{where}: table must be one of {', '.join(sorted(tables))} (the engines' tables)")
     releases, required = _scope(e, where, declared)
     if kind is KNOWN_KEYS:
         known = _text(e, "known", _KEY, where, "a known fix's key")

@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fuzz.common.compat import StrEnum
-
 from .cause import Cause, CauseKind
 from .kinds import Property
 
@@ -39,19 +37,13 @@ class BaselineError(ValueError):
     """A baseline file that is not one (one line; the command exits 2)."""
 
 
-class Table(StrEnum):
-    """The table a cause is in (the row it writes past, the slots it hands out)."""
-
-    REQ_TO_TOKEN = "req_to_token"
-
-
 @dataclass(frozen=True, order=True)
 class Entry:
     """One root cause's identity for one property: ``known`` (a known fix's key), else where the new cause lives,
     the term that differs from the reference and its code's digest."""
 
     property: str
-    table: str = Table.REQ_TO_TOKEN.value
+    table: str  # the table the cause is in (``Cause.table``), as its engine names it
     known: str = ""
     function: str = ""
     path: str = ""
@@ -83,7 +75,9 @@ def entries_of(cause: Cause) -> set[Entry]:
     per function it lives in. None for an unexplained cause, nor for a new one whose code could not be read or
     located: the baseline cannot know it (a cause without identity is never suppressed)."""
     props = sorted({SAME_WRITE.get(p, p) for p in cause.properties})
-    table = Table.REQ_TO_TOKEN.value
+    table = cause.table
+    if not table:
+        return set()
     if cause.kind is CauseKind.KNOWN:
         return {Entry(p, table, known=cause.key, as_new=tuple(sorted(set(cause.aliases)))) for p in props}
     if cause.kind is not CauseKind.PIECE or not cause.code:

@@ -33,6 +33,7 @@ class Cause:
     bug: str  # "#33579", "new", or "" (unexplained)
     title: str
     fix: str = ""
+    table: str = ""  # the table the cause is in (a name its engine declares); "": none, and no baseline knows it
     missing: str = ""  # the term the code lacks, where the known bug's catalog entry names one
     variants: list[Signature] = field(default_factory=list)  # groups this cause alone explains
     needs_both: dict[str, list[Signature]] = field(default_factory=dict)  # other cause key -> groups fixed by both

@@ -14,6 +14,8 @@ from fuzz.findings.kinds import Declaration, Names, Property, Scope, declare_nam
 
 from .specs import NAME
 
+REQ_TO_TOKEN = "req_to_token"  # the table every SGLang cause is in: a row per request, a column per token
+
 
 def _declare(value: str, rank: int, scope: Scope, rule: str) -> Property:
     return Property.declare(value, Declaration(rank, scope, rule, NAME))
@@ -69,5 +71,6 @@ NAMES = declare_names(
         variants=frozenset(k.value for k in KVPool if k is not KVPool.STANDARD),
         guards=frozenset(g.value for g in Guard),
         mismatch_groups=SURFACE.keys(),  # live: a test's declared entry (``surface.declared``) is a group too
+        tables=frozenset({REQ_TO_TOKEN}),
     ),
 )
