@@ -446,6 +446,39 @@ def test_a_launch_patches_triton_language_once_however_many_helpers_its_kernel_c
     assert counts[1] == counts[2] > 0
 
 
+def test_a_launch_wraps_the_builtins_a_scan_finds_and_scans_each_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_patch_builtin`` lists an object's builtins once: each call wraps at least what ``inspect.getmembers``
+    finds builtin there now (the interpreter's own scan; a name a launch left wrapped, as ``tl.core``'s after a
+    jitted helper, is wrapped again around the same builtin), and the restore puts back what was there."""
+    need_triton()
+    import inspect
+
+    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
+
+    ensure_triton()
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    objects = (tl, tl.core, tl.tensor, tl.math, tl.core.tensor_descriptor_base)
+    for obj in objects:  # listed (a launch may have done it already)
+        scope = interpreter._LangPatchScope()
+        interpreter._patch_builtin(obj, interpreter.interpreter_builder, scope)
+        scope.restore()
+    scans: list[object] = []
+    real_scan = inspect.getmembers
+    monkeypatch.setattr(inspect, "getmembers", lambda obj, *a: (scans.append(obj), real_scan(obj, *a))[1])
+    for obj in objects:
+        builtins = {n for n, m in real_scan(obj) if tl.core.is_builtin(m)}
+        scope = interpreter._LangPatchScope()
+        interpreter._patch_builtin(obj, interpreter.interpreter_builder, scope)
+        before = {name: value for o, name, value in scope._changes if o is obj}
+        assert builtins <= set(before) and before, (obj, builtins - set(before))
+        assert not any(tl.core.is_builtin(getattr(obj, n)) for n in before)  # each one wrapped
+        scope.restore()
+        assert all(getattr(obj, n) is v for n, v in before.items())  # and put back as it was
+    assert scans == []  # no scan after the first
+
+
 def test_a_module_level_torch_compile_is_made_at_the_first_call_with_its_options(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

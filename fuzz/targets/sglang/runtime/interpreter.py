@@ -1,4 +1,4 @@
-"""Triton for SGLang's kernels on CPU: the real triton in interpreter mode, and two speed-ups of its interpreter.
+"""Triton for SGLang's kernels on CPU: the real triton in interpreter mode, and three speed-ups of its interpreter.
 
 Each speed-up computes what the interpreter computed before (every value a
 kernel stores, every error it raises); ``tests/test_sglang_runtime.py``
@@ -49,8 +49,9 @@ def ensure_triton() -> types.ModuleType:
 
 
 def _interpreter_sped_up(triton: types.ModuleType) -> types.ModuleType:
-    """``triton`` with the two interpreter speed-ups below; each computes what the interpreter computed before."""
+    """``triton`` with the three interpreter speed-ups below; each computes what the interpreter computed before."""
     _patch_lang_once(_without_dead_overflow_checks(triton))
+    _builtins_listed_once()
     return triton
 
 
@@ -125,3 +126,40 @@ def _patch_lang_once(triton: types.ModuleType) -> None:
 
     patch_once._kvrow_once = True  # type: ignore[attr-defined]
     interpreter._patch_lang = patch_once
+
+
+def _builtins_listed_once() -> None:
+    """The interpreter's ``_patch_builtin`` without its ``inspect.getmembers`` scan at each call.
+
+    Each launch patches every builtin of ``triton.language``, ``triton.language.core``, ``tl.tensor``,
+    ``tl.math`` and ``tensor_descriptor_base`` (about eight scans of a few hundred members per launch).  Here each
+    object's builtins are listed once, before any launch (another object: at its first scan), and each call
+    wraps those.  The same: the builtins of triton's language objects are fixed once it is imported, and a patch
+    only ever replaces one by a wrapper that is no builtin, so what a scan finds is always among those listed.
+    A listed name the scan would skip is already wrapped (the class reached as ``tl.tensor`` and again as
+    ``tl.core.tensor``; ``tl.core``'s names that a jitted helper's patch leaves wrapped) or was just replaced by
+    ``_patch_lang``'s own ``reduce``/``associative_scan``, which ``_patch_lang`` sets again right after: it is
+    wrapped around the same builtin, which computes the same, and the restore puts back what was there.
+    """
+    try:
+        interpreter: Any = importlib.import_module("triton.runtime.interpreter")
+        scan, wrap, is_builtin = interpreter._patch_builtin, interpreter._patch_attr, interpreter.tl.core.is_builtin
+    except (ImportError, AttributeError):
+        return
+    if getattr(scan, "_kvrow_listed", False):
+        return
+    listed: dict[int, tuple[object, list[tuple[str, Any]]]] = {}  # id(obj) -> (obj, its builtins): obj kept alive
+
+    def patch_builtin(pkg: Any, builder: Any, scope: Any) -> None:
+        entry = listed.get(id(pkg))
+        if entry is None or entry[0] is not pkg:
+            entry = listed[id(pkg)] = (pkg, [(n, m) for n, m in inspect.getmembers(pkg) if is_builtin(m)])
+        for name, member in entry[1]:
+            wrap(pkg, name, member, builder, scope)
+
+    tl = interpreter.tl
+    for obj in (tl, tl.core, tl.tensor, tl.math, getattr(tl.core, "tensor_descriptor_base", None)):
+        if obj is not None and id(obj) not in listed:  # before any launch of ours: as triton defines them
+            listed[id(obj)] = (obj, [(n, m) for n, m in inspect.getmembers(obj) if is_builtin(m)])
+    patch_builtin._kvrow_listed = True  # type: ignore[attr-defined]
+    interpreter._patch_builtin = patch_builtin
