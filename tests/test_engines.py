@@ -118,9 +118,13 @@ def test_a_blocked_engine_makes_its_specs_one_line_and_case_files_count_as_code(
 
 
 def test_a_malformed_environment_declaration_is_refused_in_one_line(monkeypatch) -> None:
+    from fuzz.findings.kinds import Property
+
     monkeypatch.setenv(registry.ENV, "toy")
     with pytest.raises(TargetError, match=r"KVROW_FUZZ_ENGINES: 'toy' is not NAME=module:attr"):
         registry.refs()
+    with pytest.raises(ValueError, match="'nope' is not a valid Property"):  # a name lookup still says what it is
+        Property("nope")
 
 
 def test_a_registered_engine_is_asked_first_and_only_inside_its_block() -> None:

@@ -37,10 +37,15 @@ class Declaration:
 
 
 def _engines_declared() -> None:
-    """Import every loadable engine: each declares its names when its package is imported."""
+    """Import every loadable engine: each declares its names when its package is imported.  A malformed engine
+    declaration is the resolver's to report (one line); here it only means no more names are known."""
+    from fuzz.common.errors import TargetError
     from fuzz.engines import engines
 
-    engines()
+    try:
+        engines()
+    except TargetError:
+        pass
 
 
 class _Registry(type):
