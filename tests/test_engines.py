@@ -59,6 +59,7 @@ def toy_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     (tmp_path / "kvrow_toy_engine.py").write_text(TOY)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_loaded", {})
+    monkeypatch.setattr(registry, "_refs", {})
     return "kvrow_toy_engine"
 
 
@@ -89,14 +90,20 @@ def test_an_installed_package_declares_an_engine_by_entry_point_but_cannot_take_
         EntryPoint("sglang", f"{toy_module}:ENGINE", registry.GROUP),  # a package claiming the builtin's name
     ]
     monkeypatch.setattr(registry, "entry_points", lambda group: [ep for ep in declared if ep.group == group])
+    monkeypatch.setattr(registry, "_refs", {})
     assert registry.refs() == {"toy": f"{toy_module}:ENGINE", "sglang": "fuzz.engines.sglang.engine:ENGINE"}
     assert engine_for("toy==3").name == "toy"
 
 
-def test_an_engine_that_cannot_load_is_named_with_why(toy_module: str, monkeypatch) -> None:
-    monkeypatch.setenv(registry.ENV, f"ghost=kvrow_no_such_module:ENGINE, wrong={toy_module}:MISNAMED")
+def test_an_engine_that_cannot_load_is_named_with_why(toy_module: str, tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "kvrow_broken_engine.py").write_text("raise RuntimeError('boom')\n")
+    monkeypatch.setenv(
+        registry.ENV,
+        f"ghost=kvrow_no_such_module:ENGINE, wrong={toy_module}:MISNAMED, broken=kvrow_broken_engine:ENGINE",
+    )
     ready, unavailable = engines()
     assert [e.name for e in ready] == ["sglang"]
+    assert "failed to import (RuntimeError: boom)" in unavailable["broken"]
     assert "kvrow_no_such_module cannot be imported" in unavailable["ghost"]
     assert "is named 'other', not 'wrong'" in unavailable["wrong"]
     rows = dict(known_targets())
@@ -123,7 +130,7 @@ def test_a_malformed_environment_declaration_is_refused_in_one_line(monkeypatch)
     monkeypatch.setenv(registry.ENV, "toy")
     with pytest.raises(TargetError, match=r"KVROW_FUZZ_ENGINES: 'toy' is not NAME=module:attr"):
         registry.refs()
-    with pytest.raises(ValueError, match="'nope' is not a valid Property"):  # a name lookup still says what it is
+    with pytest.raises(TargetError, match="KVROW_FUZZ_ENGINES"):  # the declaration is blamed, never the name
         Property("nope")
 
 

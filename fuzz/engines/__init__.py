@@ -40,6 +40,7 @@ ENV = "KVROW_FUZZ_ENGINES"
 
 _loaded: dict[tuple[str, str], Engine] = {}  # (name, module:attr) -> the engine imported
 _registered: dict[str, Engine] = {}  # engines a test registered in-process (``registered``), asked first
+_refs: dict[str, dict[str, str]] = {}  # $KVROW_FUZZ_ENGINES -> ``refs()``
 
 
 class EngineUnavailable(TargetError):
@@ -62,11 +63,19 @@ def _env_refs() -> dict[str, str]:
 
 
 def refs() -> dict[str, str]:
-    """Every declared engine, name -> ``module:attr``, in the order specs are offered to them (first asked first)."""
-    installed = {ep.name: ep.value for ep in entry_points(group=GROUP) if ep.name not in BUILTIN}
-    env = _env_refs()
-    ordered = {**env, **{n: r for n, r in installed.items() if n not in env}}
-    return {**ordered, **{n: r for n, r in BUILTIN.items() if n not in ordered}}
+    """Every declared engine, name -> ``module:attr``, in the order specs are offered to them (first asked first).
+
+    Read once per process and value of ``$KVROW_FUZZ_ENGINES`` (scanning the
+    installed packages' entry points costs milliseconds, and every name
+    lookup and verdict asks): what is installed does not change under a run.
+    """
+    key = os.environ.get(ENV, "")
+    if key not in _refs:
+        installed = {ep.name: ep.value for ep in entry_points(group=GROUP) if ep.name not in BUILTIN}
+        env = _env_refs()
+        ordered = {**env, **{n: r for n, r in installed.items() if n not in env}}
+        _refs[key] = {**ordered, **{n: r for n, r in BUILTIN.items() if n not in ordered}}
+    return dict(_refs[key])
 
 
 def load(name: str) -> Engine:
@@ -91,6 +100,8 @@ def _imported(name: str, ref: str) -> Engine:
         raise EngineUnavailable(name, f"{module} cannot be imported ({e})") from None
     except AttributeError:
         raise EngineUnavailable(name, f"{module} has no {attr}") from None
+    except Exception as e:  # noqa: BLE001 - an engine whose code fails to load is unavailable, said in one line
+        raise EngineUnavailable(name, f"{module} failed to import ({type(e).__name__}: {e})") from None
     if getattr(engine, "name", None) != name:
         raise EngineUnavailable(name, f"{ref} is named {getattr(engine, 'name', None)!r}, not {name!r}")
     return engine

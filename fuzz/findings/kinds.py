@@ -38,14 +38,11 @@ class Declaration:
 
 def _engines_declared() -> None:
     """Import every loadable engine: each declares its names when its package is imported.  A malformed engine
-    declaration is the resolver's to report (one line); here it only means no more names are known."""
-    from fuzz.common.errors import TargetError
+    declaration (``TargetError``) is raised as it is: the names it would declare are unknown, and saying a case's
+    name is unknown would blame the case for the declaration."""
     from fuzz.engines import engines
 
-    try:
-        engines()
-    except TargetError:
-        pass
+    engines()
 
 
 class _Registry(type):

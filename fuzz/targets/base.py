@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from allocator_model.revisions import Revision
-from allocator_model.surface import Surface
 from fuzz.common.compat import StrEnum
 from fuzz.common.errors import TargetError
+
+if TYPE_CHECKING:  # annotations only: the core imports no engine's model at run time
+    from allocator_model.revisions import Revision
+    from allocator_model.surface import Surface
 
 __all__ = ["UNPARSABLE", "Target", "TargetCallError", "TargetError", "TargetKind"]
 
