@@ -161,3 +161,21 @@ def test_the_command_line_names_a_blocked_engine_and_exits_2() -> None:
     )
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("\n") == 1 and "engine sglang unavailable" in run.stderr, run.stderr
+
+
+def test_an_engine_name_is_a_plain_identifier(monkeypatch) -> None:
+    """An engine's name becomes a key of reports and case files: anything but an identifier is refused."""
+    for bad in ("Bad-Name=m:E", "a b=m:E", "=m:E"):
+        monkeypatch.setenv(registry.ENV, bad)
+        with pytest.raises(TargetError, match="is not NAME=module:attr"):
+            registry.refs()
+
+
+def test_two_properties_cannot_share_a_rank() -> None:
+    """The rank orders SARIF's rules; a second property at a taken rank is refused, never ordered by import order."""
+    from fuzz.findings.kinds import Declaration, Property, Scope
+
+    with pytest.raises(ValueError, match="rank 0 is 'write-within-row'"):
+        Property.declare("a-test-property", Declaration(0, Scope.SAMPLED, "a rule", "toy"))
+    with pytest.raises(ValueError, match="is not a valid Property"):
+        Property("a-test-property")  # nothing was declared

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 BUILTIN: dict[str, str] = {"sglang": "fuzz.engines.sglang.engine:ENGINE"}
 GROUP = "kvrow_fuzz.engines"
 ENV = "KVROW_FUZZ_ENGINES"
+# An engine's name: a key in reports and case files (its confirmation), so a plain identifier.
+NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 _loaded: dict[tuple[str, str], Engine] = {}  # (name, module:attr) -> the engine imported
 _registered: dict[str, Engine] = {}  # engines a test registered in-process (``registered``), asked first
@@ -56,8 +59,8 @@ def _env_refs() -> dict[str, str]:
     refs = {}
     for item in filter(None, (part.strip() for part in os.environ.get(ENV, "").split(","))):
         name, sep, ref = item.partition("=")
-        if not sep or not name.strip() or ":" not in ref:
-            raise TargetError(f"${ENV}: {item!r} is not NAME=module:attr")
+        if not sep or not NAME.fullmatch(name.strip()) or ":" not in ref:
+            raise TargetError(f"${ENV}: {item[:200]!r} is not NAME=module:attr (NAME: {NAME.pattern})")
         refs[name.strip()] = ref.strip()
     return refs
 
@@ -102,7 +105,7 @@ def _imported(name: str, ref: str) -> Engine:
         raise EngineUnavailable(name, f"{module} has no {attr}") from None
     except Exception as e:  # noqa: BLE001 - an engine whose code fails to load is unavailable, said in one line
         raise EngineUnavailable(name, f"{module} failed to import ({type(e).__name__}: {e})") from None
-    if getattr(engine, "name", None) != name:
+    if not NAME.fullmatch(name) or getattr(engine, "name", None) != name:
         raise EngineUnavailable(name, f"{ref} is named {getattr(engine, 'name', None)!r}, not {name!r}")
     return engine
 

@@ -108,6 +108,8 @@ def document(f: Finding) -> dict[str, Any]:
     if f.reached_by is not None:
         doc["reached_by"] = f.reached_by
     if f.confirmation is not None:
+        if f.engine in FIELDS:
+            raise ValueError(f"engine {f.engine!r} is named as a field of a case file")
         doc[f.engine] = f.confirmation  # what the engine's own code did with it (informational: replay runs it again)
     return doc
 
@@ -158,7 +160,9 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
             raise CaseFileError(f"{where} is missing the field {key!r}")
     kind = case_kind(doc)
     if kind is None:
-        raise CaseFileError(f"{where} has unknown kind {doc['kind']!r} (known: {', '.join(k.value for k in CaseKind)})")
+        raise CaseFileError(
+            f"{where} has unknown kind {doc['kind']!r:.60} (known: {', '.join(k.value for k in CaseKind)})"
+        )
     known = FIELDS | {case_type(kind).engine}
     unknown = sorted(k for k in doc if k not in known)
     if unknown:
@@ -174,7 +178,7 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
         Property(doc["property"])
     except (ValueError, TypeError):
         raise CaseFileError(
-            f"{where} has unknown property {doc['property']!r} (known: {', '.join(p.value for p in Property)})"
+            f"{where} has unknown property {doc['property']!r:.60} (known: {', '.join(p.value for p in Property)})"
         ) from None
     if "signature" in doc:
         try:

@@ -134,6 +134,9 @@ class Property(DeclaredName):
                 raise ValueError(f"property {value!r} is already declared ({_DECLARATIONS[value]})")
             prop: Property = cls._declared[value]
             return prop
+        taken = [v for v, d in _DECLARATIONS.items() if d.rank == declaration.rank]
+        if taken:  # the rank orders SARIF's rules: two at one rank would be ordered by import order
+            raise ValueError(f"property {value!r}: rank {declaration.rank} is {taken[0]!r}'s")
         _DECLARATIONS[value] = declaration
         prop = cls._add(value)
         return prop

@@ -95,6 +95,8 @@ class Finding:
         if self.reached_by is not None:
             d["reached_by"] = self.reached_by
         if self.confirmation is not None:
+            if self.engine in d:
+                raise ValueError(f"engine {self.engine!r} is named as a field of a finding")
             d[self.engine] = self.confirmation
             d["confirmed"] = self.confirmed
         return d
