@@ -111,6 +111,8 @@ def test_an_engine_that_cannot_load_is_named_with_why(toy_module: str, tmp_path:
     with pytest.raises(EngineUnavailable, match="engine ghost unavailable"):
         load("ghost")
     assert resolve_target("reference").engine == "sglang"  # the others still work
+    with pytest.raises(TargetError, match=r"unknown target 'toy==1'.*engine ghost unavailable"):
+        resolve_target("toy==1")  # SGLang cannot take it; the engine that may have is named
 
 
 def test_a_blocked_engine_makes_its_specs_one_line_and_case_files_count_as_code(monkeypatch) -> None:

@@ -9,7 +9,7 @@ runs no code the spec names.
 from __future__ import annotations
 
 from fuzz.common.errors import BadInput
-from fuzz.engines import engine_for, engines, runs_named_code
+from fuzz.engines import EngineUnavailable, engine_for, engines, runs_named_code
 
 from .base import Target, TargetError
 
@@ -17,7 +17,16 @@ from .base import Target, TargetError
 def resolve_target(spec: str, version: str | None = None) -> Target:
     """``spec`` resolved by its engine; ``version`` (``--sglang-version``) applied where the target takes one."""
     spec = (spec or "").strip()
-    return engine_for(spec).resolve(spec, version)
+    try:
+        return engine_for(spec).resolve(spec, version)
+    except EngineUnavailable:
+        raise
+    except TargetError as e:  # an engine that could not load may be the one this spec is for: named
+        unavailable = engines()[1]
+        if not unavailable:
+            raise
+        missing = "; ".join(f"engine {n} unavailable: {why}" for n, why in unavailable.items())
+        raise TargetError(f"{e} ({missing})") from None
 
 
 def resolve_case_target(named: object, override: str | None) -> Target:
