@@ -436,11 +436,11 @@ def test_a_launch_patches_triton_language_once_however_many_helpers_its_kernel_c
     real = interpreter._patch_builtin
     monkeypatch.setattr(interpreter, "_patch_builtin", lambda *a: (patches.append(a[0]), real(*a))[1])
     counts = []
-    for n in (1, 1, 4):  # the first launch also rewrites the kernel (which adds the interpreter's names to its globals)
-        x, out = torch.tensor([1, 2, 3, 4], dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    for k, n in enumerate((1, 1, 4)):  # the first launch also rewrites the kernel (adding the interpreter's names)
+        x, out = torch.tensor([1, 2, 3, 4], dtype=torch.int32) * (k + 1), torch.zeros(1, dtype=torch.int32)
         patches.clear()
-        once_each[(1,)](x, out, n)
-        assert out.item() == 10 * 2**n
+        once_each[(1,)](x, out, n)  # each launch's input its own: none is a remembered one
+        assert out.item() == 10 * (k + 1) * 2**n
         counts.append(len(patches))
         assert tl.core.is_builtin(tl.load) and tl.core.is_builtin(tl.tensor.__add__)  # restored after the launch
     assert counts[1] == counts[2] > 0
@@ -573,3 +573,65 @@ def test_a_short_free_list_is_out_of_memory_before_the_kernel_reads_past_it(
     assert got is not None and torch.equal(got, own)  # within the list: SGLang's answer, untouched
     assert allocator.available_size() == twin.available_size() == 0
     assert extend(allocator, 15, 17) is None  # a new page, none left
+
+
+def test_a_launch_equal_to_an_earlier_one_leaves_what_that_one_left_and_any_other_runs() -> None:
+    """``_launches_remembered``: a launch whose inputs (the bytes of every storage it is given, their layout and
+    sharing, the scalars, the grid, the kernel's globals) were all seen before writes what that launch left;
+    any difference runs the kernel; a launch under a trace function, or one that raised, runs again."""
+    need_triton()
+    import sys
+
+    import torch
+
+    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
+
+    triton = ensure_triton()
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    launches = interpreter.GridExecutor.__call__.launches
+
+    @triton.jit
+    def shifted_copy(src_ptr, dst_ptr, shift, N: tl.constexpr):
+        i = tl.arange(0, N)
+        tl.store(dst_ptr + i + shift, tl.load(src_ptr + i) * 3 + tl.program_id(0))
+
+    def launch(src: torch.Tensor, dst: torch.Tensor, shift: int = 0, grid: tuple[int, ...] = (1,)) -> tuple[int, int]:
+        hits, runs = launches.hits, launches.runs
+        shifted_copy[grid](src, dst, shift, 4)
+        return launches.hits - hits, launches.runs - runs
+
+    def fresh() -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.tensor([1, 2, 3, 4], dtype=torch.int32), torch.zeros(8, dtype=torch.int32)
+
+    src, dst = fresh()
+    assert launch(src, dst) == (0, 1)
+    first = dst.clone()
+    src, dst = fresh()
+    assert launch(src, dst) == (1, 0) and torch.equal(dst, first)  # remembered: the same bytes
+    assert dst.tolist() == [3, 6, 9, 12, 0, 0, 0, 0]
+    src, dst = fresh()
+    dst[7] = 5  # a byte the kernel never touches is still an input: it runs, and keeps it
+    assert launch(src, dst) == (0, 1) and dst.tolist() == [3, 6, 9, 12, 0, 0, 0, 5]
+    src, dst = fresh()
+    assert launch(src, dst, shift=2) == (0, 1) and dst.tolist() == [0, 0, 3, 6, 9, 12, 0, 0]
+    src, dst = fresh()
+    assert launch(src, dst, grid=(2,)) == (0, 1) and dst.tolist() == [4, 7, 10, 13, 0, 0, 0, 0]
+    both = torch.tensor([1, 2, 3, 4, 0, 0, 0, 0], dtype=torch.int32)  # the source and destination share a storage
+    assert launch(both[:4], both[4:]) == (0, 1) and both.tolist() == [1, 2, 3, 4, 3, 6, 9, 12]
+    src, dst = fresh()
+    sys.settrace(lambda *a: None)  # a trace function sees the kernel's frames: it runs
+    try:
+        assert launch(src, dst) == (0, 0) and torch.equal(dst, first)
+    finally:
+        sys.settrace(None)
+
+    @triton.jit
+    def raising(x_ptr):
+        tl.store(x_ptr + tl.arange(0, 3), 1)  # a range of 3: not a power of two, refused
+
+    x = torch.zeros(4, dtype=torch.int32)
+    for _ in range(2):  # a launch that raised is not remembered: it raises again
+        with pytest.raises(interpreter.InterpreterError, match="power of 2"):
+            raising[(1,)](x)
