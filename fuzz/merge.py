@@ -19,7 +19,7 @@ resolves is bad input, never "clean"; every field merge reads is checked
 against ``fuzz.findings.report``'s table of fields (types, finite bounds)
 and only those fields reach the merged report.  Nothing a shard wrote is
 printed in a command: a repro line names merge's own copy and, where the
-case needs a target, a spec the tool recognises (``TargetClass``) or the
+case needs a target, a spec the tool recognises (``target_class``) or the
 placeholder ``YOUR_CHECKOUT``, the target the shard named said on a line of
 its own.  A copy is named from the validated case (its target only where
 the tool recognises it) and a digest of the full target, kind and group,
@@ -39,8 +39,9 @@ from fuzz.common.files import check_output_dir, check_output_file, write_atomica
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.shards import WHOLE, Shard, parse_shard
 from fuzz.common.text import markdown_block, printable
-from fuzz.findings.kinds import CaseKind, Property, Signature
+from fuzz.findings.kinds import CaseKind, Property, Signature, case_type
 from fuzz.findings.report import (
+    CONFIRMATION,
     ENTRY_FIELDS,
     FINDING_FIELDS,
     REPORT_SCHEMA,
@@ -52,7 +53,8 @@ from fuzz.findings.report import (
     status_of,
     write_report,
 )
-from fuzz.merge_cases import MAX_TARGET_CHARS, PLACEHOLDER, TargetClass, copy_case, target_class
+from fuzz.merge_cases import MAX_TARGET_CHARS, PLACEHOLDER, copy_case, target_class
+from fuzz.targets.base import TargetKind
 
 MAX_REPORT_BYTES = 64 << 20
 MAX_TARGETS = 1024  # target entries in one report (a run names a few targets; matrix, not merged, a dozen)
@@ -133,7 +135,7 @@ def check_entry(entry: dict[str, Any], path: str, command: Command) -> None:
     if len(target) > MAX_TARGET_CHARS:
         raise BadInput(f"{path}: a target spec of {len(target)} characters (at most {MAX_TARGET_CHARS})")
     if target_class(target) is None:
-        raise BadInput(f"{where} names no target this tool resolves (reference[@REVISION], sglang==X.Y.Z, PATH)")
+        raise BadInput(f"{where} names no target this tool resolves (`python -m fuzz targets` lists them)")
     for key, value in entry.items():
         if _depth(value) > MAX_DEPTH:
             raise BadInput(f'{where}: "{printable(key, 80)}" is nested deeper than {MAX_DEPTH} levels')
@@ -179,12 +181,21 @@ def check_finding(f: Any, where: str) -> None:
     sig = f["signature"]
     if f.get("repro") is not None and not isinstance(f["repro"], str):
         raise BadInput(f'{where}: finding {sig}: "repro" must be text')
-    for key, kind in FINDING_FIELDS.items():
-        if not kind.holds(f.get(key)):
-            raise BadInput(f'{where}: finding {sig}: "{key}" must be {kind.value}, got {_shown(f[key])}')
     for key, enum in (("kind", CaseKind), ("class", Property)):
         if f.get(key) is not None and f[key] not in [e.value for e in enum]:
             raise BadInput(f'{where}: finding {sig}: "{key}" {_shown(f[key])} is not one this tool writes')
+    for key, kind in finding_fields(f).items():
+        if not kind.holds(f.get(key)):
+            raise BadInput(f'{where}: finding {sig}: "{key}" must be {kind.value}, got {_shown(f[key])}')
+
+
+def finding_fields(f: dict[str, Any]) -> dict[str, Field]:
+    """The fields a finding of its kind has: ``FINDING_FIELDS``, and the confirmation of the engine whose kind of
+    case it is, under that engine's name (a kind nobody declared has none)."""
+    kind = f.get("kind")
+    if not isinstance(kind, str) or kind not in [k.value for k in CaseKind]:
+        return FINDING_FIELDS
+    return {**FINDING_FIELDS, case_type(kind).engine: CONFIRMATION}
 
 
 def _depth(value: Any, limit: int = 64) -> int:
@@ -247,7 +258,8 @@ def merge_findings(parts: list[Part], prove: bool) -> list[dict[str, Any]]:
         for found in p.entry["findings"]:
             if not isinstance(found, dict) or not isinstance(found.get("signature"), str):
                 raise BadInput(f'{p.report}: a finding of {printable(p.entry["target"], 200)} has no "signature"')
-            f = {k: v for k, v in found.items() if k in FINDING_FIELDS}  # never a field merge does not check
+            fields = finding_fields(found)
+            f = {k: v for k, v in found.items() if k in fields}  # never a field merge does not check
             sig = str(f.get("group") or f["signature"])  # prove: the group's full signature
             prior = groups.get(sig)
             if prior is None:
@@ -331,7 +343,7 @@ def summary_lines(command: Command, merged: list[Merged]) -> list[str]:
             for f in e["findings"]
         ]
         cls = target_class(e["target"])
-        if cls is TargetClass.PATH and any(f.get("repro") for f in e["findings"]):  # said apart, never in a command
+        if cls is TargetKind.FILE and any(f.get("repro") for f in e["findings"]):  # said apart, never in a command
             lines.append(f"  {PLACEHOLDER}: the shard named the target {printable(e['target'])}; give your own copy")
         for c in e.get("causes", []):  # decided by merge itself (``merged_causes``): its own text
             label = c["bug"] if c["kind"] == "known" and c["bug"] != "new" else f"new: {c['key']}"

@@ -7,29 +7,28 @@ validated case (its target only where the tool recognises it) and a digest
 of the full target, kind and group: no two targets share a copy, and an
 existing different file is never overwritten.  A repro line names merge's
 own copy and, where the case needs a target, a spec the tool recognises
-(``TargetClass``) or the placeholder ``YOUR_CHECKOUT``.
+(``target_class``, its engine's reading) or the placeholder ``YOUR_CHECKOUT``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 import stat
-from enum import Enum
 from typing import Any
 
-from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS
 from fuzz.common.bounds import MAX_CASE_BYTES
-from fuzz.common.errors import BadInput
+from fuzz.common.errors import BadInput, TargetError
 from fuzz.common.files import write_atomically
 from fuzz.common.jsonfile import JsonFileError, parse_json, read_bytes
 from fuzz.common.text import printable
+from fuzz.engines import engine_for
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Signature
 from fuzz.findings.report import Command
-from fuzz.findings.repro import repro_line
+from fuzz.findings.repro import PLACEHOLDER, repro_line
+from fuzz.targets.base import TargetKind
 
 MAX_READABLE = 120  # characters of a copy's readable name, before its digest
 
@@ -39,54 +38,17 @@ MAX_TARGET_CHARS = 4096  # a target spec: a path and a version
 DIGEST_CHARS = 12
 
 
-PLACEHOLDER = "YOUR_CHECKOUT"  # what a repro line says where a shard's target would run code a path names
+NEEDS_TARGET = (TargetKind.INSTALLED, TargetKind.FILE)  # ``runs_named_code``: a case file never runs code it names
 
 
-_VERSION = r"[0-9]{1,6}(?:\.[0-9]{1,6}){2,3}(?:(?:a|b|rc)[0-9]{1,6})?(?:\.post[0-9]{1,6})?(?:\.dev[0-9]{1,6})?"
+def needs_target(kind: TargetKind) -> bool:
+    """Whether a case of a target of ``kind`` replays only with ``--target`` (it would run code its spec names)."""
+    return kind in NEEDS_TARGET
 
 
-_RELEASE = re.compile(rf"sglang=={_VERSION}", re.ASCII)
-
-
-_INSTALLED = re.compile(rf"sglang(?:@{_VERSION})?", re.ASCII)
-
-
-_MODEL = re.compile(r"reference(?:@[a-z0-9][a-z0-9.\-]{0,63})?", re.ASCII)
-
-
-_AT_VERSION = re.compile(rf"@{_VERSION}$", re.ASCII)  # PATH@X.Y.Z: the version a file's semantics are read at
-
-
-class TargetClass(Enum):
-    """What a target spec in a shard's report is, as this tool recognises it (``target_class``)."""
-
-    MODEL = "reference[@REVISION]"  # the embedded model: no code of anyone's
-    RELEASE = "sglang==X.Y.Z"  # a release's wheel, fetched by its version
-    INSTALLED = "sglang[@X.Y.Z]"  # the SGLang installed where the repro runs
-    PATH = "PATH[@X.Y.Z]"  # a file or checkout: the code at a path the shard named
-
-    @property
-    def needs_target(self) -> bool:
-        """Whether a case of this target replays only with ``--target`` (``runs_named_code``: a case file never
-        runs code it names)."""
-        return self in (TargetClass.INSTALLED, TargetClass.PATH)
-
-    def printed(self, spec: str) -> str | None:
-        """What a repro line gives as ``--target``: nothing where the case replays on its own target, the spec
-        where the tool recognises every character of it (``_INSTALLED``), else the placeholder with the path's
-        ``@X.Y.Z`` if it has one (``_AT_VERSION``: digits and dots, the semantics to replay at): a path a shard
-        named is never printed in a command (pasting it would run that file)."""
-        if not self.needs_target:
-            return None
-        if self is TargetClass.INSTALLED:
-            return spec
-        version = _AT_VERSION.search(spec)
-        return PLACEHOLDER + (version.group() if version else "")
-
-
-def target_class(spec: str) -> TargetClass | None:
-    """The class of a shard's target spec; None: no target this tool resolves (empty, text around it, a control
-    character, an unknown model revision, a malformed release, a bare word that names no path).
+def target_class(spec: str) -> TargetKind | None:
+    """The kind of a shard's target spec, as the engine that claims it reads the text; None: no target this tool
+    resolves (empty, text around it, a control character, or a spec its engine does not recognise).
 
     Decided from the text alone (a shard ran elsewhere: its path need not exist here), and strictly: the
     spec is the canonical one a report records, so ``"reference "`` is not ``"reference"``.
@@ -98,17 +60,22 @@ def target_class(spec: str) -> TargetClass | None:
         or printable(spec, MAX_TARGET_CHARS + 1) != spec
     ):
         return None
-    if spec == "reference" or spec.startswith("reference@"):
-        name = spec.partition("@")[2]
-        release = name.startswith("sglang-") and name.removeprefix("sglang-") in RELEASE_REVISIONS
-        known = not name or name in REVISIONS or release
-        return TargetClass.MODEL if _MODEL.fullmatch(spec) and known else None
-    if spec.startswith("sglang=="):
-        return TargetClass.RELEASE if _RELEASE.fullmatch(spec) else None
-    if spec == "sglang" or spec.startswith("sglang@"):
-        return TargetClass.INSTALLED if _INSTALLED.fullmatch(spec) else None
-    base = _AT_VERSION.sub("", spec)
-    return TargetClass.PATH if base.endswith(".py") or "/" in base or "\\" in base else None
+    try:
+        return engine_for(spec).target_class(spec)
+    except TargetError:  # no engine that could claim it loads
+        return None
+
+
+def printed_target(kind: TargetKind, spec: str) -> str | None:
+    """What a repro line gives as ``--target`` for a case on ``spec``: nothing where the case replays on its own
+    target; else what its engine recognises in every character, or ``PLACEHOLDER`` (a path a shard named is never
+    printed in a command: pasting it would run that file)."""
+    if not needs_target(kind):
+        return None
+    try:
+        return engine_for(spec).printed_target(kind, spec)
+    except TargetError:
+        return PLACEHOLDER
 
 
 def case_path(finding: dict[str, Any], report: str) -> str | None:
@@ -153,7 +120,7 @@ def copy_name(doc: dict[str, Any], command: str, target: str, group: str) -> str
     a trailing space), so one shard's case can never take another's name.
     """
     cls = target_class(target)
-    spec = casefile.slug(target) if cls in (TargetClass.MODEL, TargetClass.RELEASE) else "local"
+    spec = casefile.slug(target) if cls in (TargetKind.MODEL, TargetKind.RELEASE) else "local"
     kind = casefile.kind_part(doc["kind"])
     readable = f"{spec}--{kind}{casefile.slug(str(Signature.parse(doc['signature'])))}"[:MAX_READABLE]
     key = "\0".join((command, target, doc["kind"], group)).encode()
@@ -189,7 +156,7 @@ def place_copy(out_dir: str, name: str, text: str) -> str:
 def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str, command: Command) -> None:
     """Copy the group's case file into ``out_dir`` (atomically, ``copy_name``), checked as a case of this finding,
     and give the finding a repro line of merge's own making: this tool's command, the copy, and where the case
-    needs one a target the tool recognises or the placeholder (``TargetClass.printed``)."""
+    needs one a target the tool recognises or the placeholder (``printed_target``)."""
     source = case_path(finding, report)
     if source is None:
         finding.pop("repro", None)
@@ -206,5 +173,5 @@ def copy_case(finding: dict[str, Any], report: str, target: str, out_dir: str, c
     group = str(finding.get("group") or finding["signature"])
     copy = place_copy(out_dir, copy_name(doc, command.value, target, group), text)
     cls = target_class(target)  # never None here: ``check_entry`` refused the target otherwise
-    finding["repro"] = repro_line(copy, cls.printed(target) if cls else PLACEHOLDER)
+    finding["repro"] = repro_line(copy, printed_target(cls, target) if cls else PLACEHOLDER)
     finding["_case"] = doc

@@ -41,7 +41,6 @@ PENDING: dict[str, str] = {
     "fuzz.lifecycle.script": "move into the SGLang engine",
     "fuzz.lifecycle.slots": "move into the SGLang engine",
     "fuzz.lifecycle.view": "move into the SGLang engine",
-    "fuzz.merge_cases": "target classes via Engine.target_class",
     "fuzz.oss.target": "hunts via the engine",
     "fuzz.properties.test_kvrow_decode": "lazy import of the engine's strategies",
     "fuzz.prove.calls": "move into the SGLang engine",

@@ -47,6 +47,12 @@ TOY = textwrap.dedent(
         def modeled_line(self, target, own_write_path=True):
             return None
 
+        def target_class(self, spec):
+            return TargetKind.MODEL if spec == "toy==1" else None
+
+        def printed_target(self, kind, spec):
+            return None
+
     ENGINE = Toy()
     MISNAMED = Toy()
     MISNAMED.name = "other"
@@ -70,6 +76,27 @@ def test_sglang_is_built_in_and_takes_todays_specs_unchanged() -> None:
         assert (target.engine, target.spec) == ("sglang", spec)
     with pytest.raises(TargetError, match="unknown target 'nope'"):
         resolve_target("nope")  # SGLang is asked last and names what nobody claims
+
+
+def test_a_case_replays_only_on_a_target_of_the_engine_that_declared_its_kind(
+    toy_module: str, monkeypatch, tmp_path: Path, capsys
+) -> None:
+    """An SGLang case naming (or replayed with ``--target``) another engine's target is refused in one line: its
+    replayer would be handed a ``Target`` it does not know."""
+    from fuzz.cli import main
+
+    monkeypatch.setenv(registry.ENV, f"toy={toy_module}:ENGINE")
+    assert resolve_case_target("reference", None, "decode-scenario").engine == "sglang"
+    with pytest.raises(
+        TargetError, match="'toy==1' is a target of engine toy, and a decode-scenario case is engine sglang's"
+    ):
+        resolve_case_target("toy==1", None, "decode-scenario")
+    with pytest.raises(TargetError, match="a target of engine toy"):
+        resolve_case_target("reference", "toy==1", "fidelity-case")
+    case = ROOT / "fuzz" / "regressions" / "reference-sglang-0.5.18--write-within-row-dcp-1.json"
+    assert main(["repro", str(case), "--target", "toy==1"]) == 2
+    err = capsys.readouterr().err
+    assert "a case replays only on a target of its own engine" in err and len(err.strip().splitlines()) == 1
 
 
 def test_an_environment_engine_is_asked_before_the_builtins(toy_module: str, monkeypatch) -> None:
@@ -123,7 +150,7 @@ def test_a_blocked_engine_makes_its_specs_one_line_and_case_files_count_as_code(
         resolve_target("reference")
     assert runs_named_code("reference")  # nothing can vouch for it: treated as code
     with pytest.raises(TargetError, match="would run the Python code"):
-        resolve_case_target("reference", None)
+        resolve_case_target("reference", None, "decode-scenario")
 
 
 def test_a_malformed_environment_declaration_is_refused_in_one_line(monkeypatch) -> None:
@@ -181,3 +208,46 @@ def test_two_properties_cannot_share_a_rank() -> None:
         Property.declare("a-test-property", Declaration(0, Scope.SAMPLED, "a rule", "toy"))
     with pytest.raises(ValueError, match="is not a valid Property"):
         Property("a-test-property")  # nothing was declared
+
+
+def test_an_engine_declares_its_names_once() -> None:
+    """Which names a signature may carry never depends on which declaration ran last: declaring other names for an
+    engine that has declared its own is refused; declaring the same again (a module re-imported) is not."""
+    from dataclasses import replace
+
+    from fuzz.engines.sglang.names import NAMES
+    from fuzz.findings.kinds import declare_names, declared_names
+
+    assert declare_names("sglang", NAMES) is NAMES
+    with pytest.raises(ValueError, match="engine 'sglang' has already declared its names"):
+        declare_names("sglang", replace(NAMES, guards=frozenset({"a-forged-guard"})))
+    assert NAMES in declared_names() and all(n.guards == NAMES.guards for n in declared_names() if n is NAMES)
+
+
+def test_merge_keeps_each_engines_confirmation_under_its_name(toy_module: str, monkeypatch, tmp_path: Path) -> None:
+    """A finding's confirmation is written under the name of the engine whose kind of case it is; merge keeps it
+    for any engine (it kept ``sglang`` only, and dropped another engine's) and checks it is text."""
+    import json
+
+    from fuzz.cli import main
+    from fuzz.findings import kinds
+
+    monkeypatch.setenv(registry.ENV, f"toy={toy_module}:ENGINE")
+    monkeypatch.setattr(kinds, "_CASE_TYPES", dict(kinds._CASE_TYPES))  # the declaration below undone after
+    monkeypatch.setattr(kinds.CaseKind, "_declared", dict(kinds.CaseKind._declared))
+    kinds.declare_case_type("toy-case", "toy", frozenset({"n"}), "kvrow_toy_engine:replay")
+    found = {"kind": "toy-case", "signature": "write-within-row/dcp>1", "class": "write-within-row"}
+    entry = {"target": "toy==1", "status": "counterexample", "seconds": 1, "examples": 3}
+
+    def merged(confirmation: object) -> tuple[int, dict]:
+        doc = {"schema": "kvrow-fuzz/report", "schema_version": 1, "command": "run"}
+        doc["targets"] = [{**entry, "findings": [{**found, "toy": confirmation}]}]
+        (tmp_path / "r.json").write_text(json.dumps(doc))
+        out = tmp_path / "merged.json"
+        code = main(["merge", str(tmp_path / "r.json"), "--json", str(out), "--cases-out", str(tmp_path / "c")])
+        return code, json.loads(out.read_text()) if out.exists() else {}
+
+    code, doc = merged("confirmed on the toy's own allocator")
+    assert code == 1 and doc["targets"][0]["findings"][0]["toy"] == "confirmed on the toy's own allocator"
+    (tmp_path / "merged.json").unlink()
+    assert merged(7)[0] == 2  # not text: bad input

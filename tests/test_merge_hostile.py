@@ -198,11 +198,11 @@ def test_the_repro_line_names_no_path_from_a_shard(tmp_path, monkeypatch, capsys
 )
 def test_the_target_a_repro_line_gives(target, printed) -> None:
     """Only what the tool recognises is ever printed; a spec that replays itself from the case file is not."""
-    from fuzz.merge_cases import target_class
+    from fuzz.merge_cases import needs_target, printed_target, target_class
 
     cls = target_class(target)
-    assert cls is not None and cls.needs_target == runs_named_code(target)
-    assert cls.printed(target) == printed
+    assert cls is not None and needs_target(cls) == runs_named_code(target)
+    assert printed_target(cls, target) == printed
     assert target_class("sglang==0.5.18 ; rm -rf ~") is None and target_class("sglang@x") is None
 
 
@@ -252,7 +252,8 @@ def test_a_copy_never_overwrites_a_different_case_and_reuses_the_same(tmp_path, 
 
 
 def test_copy_names_are_readable_and_tell_every_target_apart() -> None:
-    from fuzz.merge_cases import TargetClass, copy_name
+    from fuzz.merge_cases import copy_name, printed_target
+    from fuzz.targets.base import TargetKind
 
     doc = json.loads(_case_text("reference@sglang-0.5.18"))
     name = copy_name(doc, "run", "reference@sglang-0.5.18", SIG)
@@ -260,7 +261,7 @@ def test_copy_names_are_readable_and_tell_every_target_apart() -> None:
     local = {copy_name(doc, "run", t, SIG) for t in ("/c/a-b.py", "/c/a_b.py", "/c/a-b.py ", "/c/a b.py")}
     assert len(local) == 4 and all(n.startswith("local--write-within-row-dcp-1--") for n in local)
     assert copy_name(doc, "prove", "/c/a-b.py", SIG) not in local
-    assert TargetClass.PATH.printed("/c/a-b.py") == "YOUR_CHECKOUT"
+    assert printed_target(TargetKind.FILE, "/c/a-b.py") == "YOUR_CHECKOUT"
 
 
 def test_readme_and_regression_case_paths_still_resolve() -> None:

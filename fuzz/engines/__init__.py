@@ -4,6 +4,9 @@ The core reaches an engine only through this registry and the interface of
 ``fuzz.engines.base``; it never imports an engine's package by name, so an
 engine whose code cannot load (missing dependency, or blocked) costs the
 core nothing until a target needs it, and then it is one line (exit 2).
+First use: a spec routed to the engines (``engine_for``), or a declared name
+(a property, a kind of case, a group) first looked up, which imports every
+declared engine, since a case file or a signature may carry any engine's names.
 
 Where an engine is declared, later overriding earlier:
 

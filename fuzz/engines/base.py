@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fuzz.targets.base import Target
+from fuzz.targets.base import Target, TargetKind
 
 
 class Config(Protocol):
@@ -70,6 +70,17 @@ class Engine(Protocol):
 
     def known_targets(self) -> list[tuple[str, str]]:
         """``(spec, summary)`` for each target ``targets`` lists."""
+        ...
+
+    def target_class(self, spec: str) -> TargetKind | None:
+        """The kind of target ``spec`` names, read from its text alone (a shard's spec: what it names need not
+        exist here), strictly; None where ``spec`` is no canonical spec of this engine's."""
+        ...
+
+    def printed_target(self, kind: TargetKind, spec: str) -> str | None:
+        """What a repro line passes as ``--target`` for a case on ``spec``, a target of a ``kind`` that runs code
+        its spec names: the spec where every character of it is one this engine recognises as no path (an
+        installed package), else ``fuzz.findings.repro.PLACEHOLDER`` (with what the engine reads from the spec)."""
         ...
 
     attributions: tuple[Attribution, ...]  # the verdict pipeline's stage 2, in order

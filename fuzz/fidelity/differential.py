@@ -373,7 +373,7 @@ def replay_fidelity(doc: dict[str, Any], where: str, named: str | None = None) -
         raise casefile.CaseFileError(f"{where}: {e}") from None
     revision = case_revision(doc, where)
     try:
-        target = resolve_case_target(doc["target"], named)
+        target = resolve_case_target(doc["target"], named, SGLangCase.FIDELITY)
     except TargetError as e:
         raise casefile.CaseFileError(f"{where}: {e}") from None
     found = disagreements(target.sizing, ModelSizing(revision), case)

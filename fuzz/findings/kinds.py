@@ -199,6 +199,10 @@ _NAMES: dict[str, Names] = {}
 
 
 def declare_names(engine: str, names: Names) -> Names:
+    """Declare ``engine``'s names (it does, once, when it is loaded); declaring others for it is an error: which
+    names a signature may carry never depends on which declaration ran last."""
+    if _NAMES.get(engine, names) != names:
+        raise ValueError(f"engine {engine!r} has already declared its names")
     _NAMES[engine] = names
     return names
 

@@ -155,7 +155,9 @@ ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
     },
 }
 # A finding's fields (``Finding.to_json``; prove's groups add their counts); signature and group are parsed
-# against the known names (``Signature.parse``), kind and class against their enums, by the reader.
+# against the known names (``Signature.parse``), kind and class against their enums, by the reader.  Besides
+# these, what the engine's own code did with the case: text under the name of the engine whose kind of case it is
+# (``CONFIRMATION``, ``Finding.engine``).
 FINDING_FIELDS: dict[str, Field] = {
     "kind": Field.LABEL,
     "class": Field.LABEL,
@@ -170,13 +172,13 @@ FINDING_FIELDS: dict[str, Field] = {
     "repro": Field.TEXT,
     "revision": Field.LABEL,
     "reached_by": Field.TEXT,
-    "sglang": Field.TEXT,
     "confirmed": Field.FLAG,
     "configurations": Field.COUNT,
     "worst": Field.COUNT,
     "first_at": Field.COUNT,
     "mismatch": Field.TEXT,
 }
+CONFIRMATION = Field.TEXT
 
 
 def report_document(command: Command, targets: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:

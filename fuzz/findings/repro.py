@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 REPRO_COMMAND = "python -m fuzz repro"
+PLACEHOLDER = "YOUR_CHECKOUT"  # what a repro line gives as --target where a shard's spec would run code a path names
 
 
 def repro_line(case_path: str, target: str | None = None) -> str:

@@ -72,7 +72,7 @@ def replayable_case(kind: CaseKind, doc: dict[str, Any], where: str, named: str 
     except (ConfigError, TypeError) as e:
         raise CaseFileError(f"{where}: {e}") from None
     try:
-        target = resolve_case_target(doc["target"], named)
+        target = resolve_case_target(doc["target"], named, kind)
     except TargetError as e:
         raise CaseFileError(f"{where}: {e}") from None
     refusal = target.revision.refuses(cfg)  # an algorithm, a kind of KV pool or a DCP size the release lacks

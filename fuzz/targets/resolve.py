@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fuzz.common.errors import BadInput
 from fuzz.engines import EngineUnavailable, engine_for, engines, runs_named_code
+from fuzz.findings.kinds import case_type
 
 from .base import Target, TargetError
 
@@ -29,13 +30,26 @@ def resolve_target(spec: str, version: str | None = None) -> Target:
         raise TargetError(f"{e} ({missing})") from None
 
 
-def resolve_case_target(named: object, override: str | None) -> Target:
-    """The target a case file replays on: the one it names, if that runs no named code, else ``override``.
+def resolve_case_target(named: object, override: str | None, kind: str) -> Target:
+    """The target a ``kind`` case file replays on: the one it names, if that runs no named code, else ``override``;
+    either way a target of the engine that declared ``kind``.
 
     A case file is data (it travels as a CI artifact): a target that would
     execute a file it names is only used when the command line names it
-    (``repro CASE --target SPEC``, or ``KVROW_FUZZ_TARGET`` for an emitted test).
+    (``repro CASE --target SPEC``, or ``KVROW_FUZZ_TARGET`` for an emitted test).  A case is replayed only by
+    its own engine's code: another engine's target would be handed to a replayer that does not know it.
     """
+    target = _case_target(named, override)
+    engine = case_type(kind).engine
+    if target.engine != engine:
+        raise TargetError(
+            f"{target.spec!r} is a target of engine {target.engine}, and a {kind} case is engine {engine}'s: "
+            "a case replays only on a target of its own engine"
+        )
+    return target
+
+
+def _case_target(named: object, override: str | None) -> Target:
     if override:
         return resolve_target(override)
     if not isinstance(named, str) or not named.strip():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.targets.base import Target
+from fuzz.targets.base import Target, TargetKind
 
 from . import cases, names  # noqa: F401  (declare SGLang's properties, names and kinds of case on load)
 from .specs import NAME, runs_named_code
@@ -48,6 +48,16 @@ class SGLangEngine:
         from .targets import known_targets
 
         return known_targets()
+
+    def target_class(self, spec: str) -> TargetKind | None:
+        from .targets import target_class
+
+        return target_class(spec)
+
+    def printed_target(self, kind: TargetKind, spec: str) -> str | None:
+        from .targets import printed_target
+
+        return printed_target(kind, spec)
 
     def locations(self, target: Target, finding: Any, cwd: str | None = None) -> list[Any]:
         from .locations import locations

@@ -14,17 +14,25 @@ the scheduler rules come from the model, read with the semantics
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, RELEASE_REVISIONS, REVISIONS, Revision
 from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.errors import TargetError, did_you_mean
+from fuzz.findings.repro import PLACEHOLDER
 from fuzz.targets.base import Target, TargetKind
 from fuzz.targets.sglang import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
 from fuzz.targets.sglang.versions import VersionError, parse_version
 
 from .specs import NAME, is_model_spec
+
+_VERSION = r"[0-9]{1,6}(?:\.[0-9]{1,6}){2,3}(?:(?:a|b|rc)[0-9]{1,6})?(?:\.post[0-9]{1,6})?(?:\.dev[0-9]{1,6})?"
+_RELEASE = re.compile(rf"sglang=={_VERSION}", re.ASCII)
+_INSTALLED = re.compile(rf"sglang(?:@{_VERSION})?", re.ASCII)
+_MODEL = re.compile(r"reference(?:@[a-z0-9][a-z0-9.\-]{0,63})?", re.ASCII)
+_AT_VERSION = re.compile(rf"@{_VERSION}$", re.ASCII)  # PATH@X.Y.Z: the version a file's semantics are read at
 
 
 def model_target(revision: Revision) -> Target:
@@ -112,3 +120,29 @@ def portable_target(target: Any, cwd: str | None = None) -> str:
         here = os.path.abspath(cwd or os.getcwd())
         where = os.path.relpath(path, here) if path.startswith(here + os.sep) else os.path.basename(path)
     return where.replace(os.sep, "/") + (f"@{version}" if version else "")
+
+
+def target_class(spec: str) -> TargetKind | None:
+    """The kind of a shard's spec from its text: ``reference[@REVISION]`` of a known revision or modeled release,
+    ``sglang==X.Y.Z``, ``sglang[@X.Y.Z]``, or a path (``.py``, or with a separator); None for anything else (a
+    malformed release, an unknown revision, a bare word that names no path)."""
+    if is_model_spec(spec):
+        name = spec.partition("@")[2]
+        release = name.startswith("sglang-") and name.removeprefix("sglang-") in RELEASE_REVISIONS
+        known = not name or name in REVISIONS or release
+        return TargetKind.MODEL if _MODEL.fullmatch(spec) and known else None
+    if spec.startswith("sglang=="):
+        return TargetKind.RELEASE if _RELEASE.fullmatch(spec) else None
+    if spec == "sglang" or spec.startswith("sglang@"):
+        return TargetKind.INSTALLED if _INSTALLED.fullmatch(spec) else None
+    base = _AT_VERSION.sub("", spec)
+    return TargetKind.FILE if base.endswith(".py") or "/" in base or "\\" in base else None
+
+
+def printed_target(kind: TargetKind, spec: str) -> str | None:
+    """The installed package's spec as it is (``_INSTALLED``: every character recognised); a path's placeholder
+    with the path's ``@X.Y.Z`` if it has one (``_AT_VERSION``: digits and dots, the semantics to replay at)."""
+    if kind is TargetKind.INSTALLED and _INSTALLED.fullmatch(spec):
+        return spec
+    version = _AT_VERSION.search(spec)
+    return PLACEHOLDER + (version.group() if version else "")

@@ -40,13 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuzz.common.compat import StrEnum
+from fuzz.engines.sglang.names import REQ_TO_TOKEN as ROW
 
 from .modules import member_of
 from .releases import CHECKER_MODULE, Release
 from .tree import SourceTree
 
 SITES_FILE = Path(__file__).resolve().parent.parent / "write_sites.json"
-ROW = "req_to_token"
 ROW_POOL = "req_to_token_pool"
 HAND_OUTS = frozenset({"alloc", "alloc_extend", "alloc_decode", "alloc_logical_only"})
 SOURCES = HAND_OUTS | {"free"}
