@@ -49,6 +49,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fuzz.tables import tables as declared_tables
+
 from .baseline_entries import (
     RELEASES_TARGET,
     SAME_WRITE,
@@ -68,7 +70,7 @@ from .baseline_entries import (
     used,
 )
 from .cause import Cause
-from .kinds import Property, declared_tables
+from .kinds import Property
 
 # What callers use; the entries and the verdict live in ``baseline_entries`` and are named through here.
 __all__ = [
@@ -355,7 +357,7 @@ def _item(e: Any, where: str, declared: frozenset[str] | None) -> Listed:
         )
     prop = _property(e, where)
     table = e["table"]
-    tables = declared_tables()
+    tables = {t.name for t in declared_tables()}
     if not isinstance(table, str) or table not in tables:
         raise BaselineError(f"{where}: table must be one of {', '.join(sorted(tables))} (the engines' tables)")
     releases, required = _scope(e, where, declared)

@@ -192,7 +192,6 @@ class Names:
     variants: Collection[str]  # ``GROUP@VARIANT``: a deployment other than the default (SGLang: a KV pool kind)
     guards: Collection[str]  # the engine's own checks that stop a step (``guard:NAME``)
     mismatch_groups: Collection[str]  # what a ``model-mismatch`` is grouped by (SGLang: its sizing functions)
-    tables: Collection[str] = frozenset()  # the tables its causes are in (a baseline entry names one)
 
 
 _NAMES: dict[str, Names] = {}
@@ -205,11 +204,6 @@ def declare_names(engine: str, names: Names) -> Names:
         raise ValueError(f"engine {engine!r} has already declared its names")
     _NAMES[engine] = names
     return names
-
-
-def declared_tables() -> frozenset[str]:
-    """Every table a loadable engine declares."""
-    return frozenset(t for names in declared_names() for t in names.tables)
 
 
 def declared_names() -> list[Names]:

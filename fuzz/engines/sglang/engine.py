@@ -7,7 +7,7 @@ from typing import Any
 
 from fuzz.targets.base import Target, TargetKind
 
-from . import cases, names  # noqa: F401  (declare SGLang's properties, names and kinds of case on load)
+from . import cases, names, tables  # noqa: F401  (declare SGLang's properties, names, kinds of case, tables on load)
 from .specs import NAME, runs_named_code
 
 

@@ -71,6 +71,5 @@ NAMES = declare_names(
         variants=frozenset(k.value for k in KVPool if k is not KVPool.STANDARD),
         guards=frozenset(g.value for g in Guard),
         mismatch_groups=SURFACE.keys(),  # live: a test's declared entry (``surface.declared``) is a group too
-        tables=frozenset({REQ_TO_TOKEN}),
     ),
 )

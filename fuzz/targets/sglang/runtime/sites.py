@@ -304,6 +304,11 @@ def scan(tree: SourceTree, release: Release) -> list[Site]:
 # -- the committed list -----------------------------------------------------------------------------------
 
 
+def listed_releases(path: Path = SITES_FILE) -> list[str]:
+    """The releases the committed list has sites for."""
+    return list(json.loads(path.read_text())["releases"])
+
+
 def expected(release: str, path: Path = SITES_FILE) -> list[Site] | None:
     """The committed sites of ``release`` (None: the list has no entry for it)."""
     doc = json.loads(path.read_text())

@@ -1,0 +1,105 @@
+"""SGLang's checked tables: ``req_to_token``, a row per running request and a column per token.
+
+Its width is the row the pool builder allocates (``C + extra``, the extra from
+``get_req_to_token_extra_context_len`` or the unified pools' own builders);
+its writers are the sites of every release's write path that store into a row
+(``write_sites.json``, generated from the wheels); a write whose rounded end
+passes the row lands in the next request's row (``Layout.ROWS``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocator_model.config import ServingConfig
+from allocator_model.model_sizing import ModelSizing
+from allocator_model.pools import ROW_BUILDERS
+from allocator_model.req_to_token import GUARD, Spill
+from allocator_model.scenario import ScenarioRun
+from fuzz.findings.kinds import Property
+from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
+from fuzz.targets.sglang.runtime.sites import ROW_KINDS, expected, listed_releases
+from fuzz.targets.sglang.wheels import COMMON_MODULE, CONFIGURATOR_MODULE, MIXIN_MODULE, SIZING_MODULE
+
+from .locations import ROW_WIDTH, SGLANG_REPO_PATH
+from .names import REQ_TO_TOKEN, SGLangProperty
+from .specs import NAME
+
+
+def _width(target: Any, cfg: ServingConfig) -> int:
+    """The target's own row: its sizing surface's ``req_to_token_row_width`` (SGLang's builders where it has them)."""
+    return int(target.sizing.req_to_token_row_width(cfg))
+
+
+def _model_width(cfg: ServingConfig, revision: Any) -> int:
+    return int(ModelSizing(revision).req_to_token_row_width(cfg))
+
+
+def _repo(member: str) -> str:
+    return SGLANG_REPO_PATH + member
+
+
+def _writers() -> tuple[CodeRef, ...]:
+    """Every function that stores into a row of ``req_to_token`` in a listed release, once each."""
+    found = {(s.member, s.function) for r in listed_releases() for s in expected(r) or () if s.kind in ROW_KINDS}
+    return tuple(CodeRef(_repo(m), f) for m, f in sorted(found))
+
+
+def _width_code() -> tuple[CodeRef, ...]:
+    """The headroom function (``allocation_sizing.py``; ``common.py`` before it) and the pool builders (the
+    configurator's; the ModelRunner mixin's ``_init_pools`` before it): each release has some of them."""
+    builders = [CodeRef(_repo(CONFIGURATOR_MODULE), f"KVCacheConfigurator.{b}") for b in ROW_BUILDERS.values()]
+    return (
+        CodeRef(_repo(SIZING_MODULE), ROW_WIDTH),
+        CodeRef(_repo(COMMON_MODULE), ROW_WIDTH),
+        *builders,
+        CodeRef(_repo(MIXIN_MODULE), "ModelRunnerKVCacheMixin._init_pools"),
+    )
+
+
+def _span(spill: Spill, width: int, owner: dict[int, int]) -> Span:
+    if spill.victim_row == GUARD:
+        return Span(None, spill.col_start, spill.col_end, "guard")
+    row = int(spill.victim_row)
+    return Span(row, spill.col_start, spill.col_end, f"request {owner[row]}" if row in owner else None)
+
+
+def accesses(run: ScenarioRun) -> list[Access]:
+    """The model's run as accesses of ``req_to_token``: each request's write of columns ``[cur, nxt)`` of its row
+    (what it asked for where SGLang's own guard stopped it), bound by ``[0, W)``, and what changed outside it."""
+    out = []
+    for obs in run.writes:
+        w, row = obs.write, obs.req.req_pool_idx
+        out.append(
+            Access(
+                REQ_TO_TOKEN,
+                f"request {obs.req.rid}",
+                AccessKind.WRITE,
+                (Span(row, w.cur, w.nxt),),
+                (Span(row, 0, run.width),),
+                tuple(_span(s, run.width, obs.row_owner) for s in obs.changed_outside),
+                w.guard.value if w.guard is not None and w.refused else None,
+                obs.step,
+                obs,
+            )
+        )
+    return out
+
+
+REQ_TO_TOKEN_TABLE = declare_table(
+    Table(
+        REQ_TO_TOKEN,
+        NAME,
+        Layout.ROWS,
+        Width(_width, _model_width, _width_code()),
+        _writers(),
+        (),  # its readers (the clamped free of a row) are not judged yet
+        (
+            Property.WRITE_WITHIN_ROW,
+            Property.NEIGHBOUR_ROWS_UNTOUCHED,
+            SGLangProperty.DRAFTS_WITHIN_ALLOCATION,
+            SGLangProperty.PAGE_ALIGNED_GROWTH,
+        ),
+        {Property.NEIGHBOUR_ROWS_UNTOUCHED: Property.WRITE_WITHIN_ROW},
+    )
+)

@@ -1,0 +1,24 @@
+"""Checked tables: an engine's per-request tables, declared once each, and the checks judged on them.
+
+``Table`` (``table.py``) declares one; ``Access`` (``observe.py``) is what
+an execution did to it; ``judge`` (``checks.py``) is the generic verdict.
+"""
+
+from .checks import Breach, judge
+from .observe import Access, AccessKind, Span
+from .table import CodeRef, Layout, Table, Width, declare_table, table, tables
+
+__all__ = [
+    "Access",
+    "AccessKind",
+    "Breach",
+    "CodeRef",
+    "Layout",
+    "Span",
+    "Table",
+    "Width",
+    "declare_table",
+    "judge",
+    "table",
+    "tables",
+]

@@ -1,0 +1,68 @@
+"""The generic checks of a checked table: judged on ``Access``es, whatever the table's layout.
+
+A table whose engine has worded checks of its own (SGLang's ``req_to_token``)
+is judged by those; the generic ones judge the same accesses, and a test
+holds the two to the same properties on the same runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fuzz.findings.kinds import Property
+
+from .observe import Access, AccessKind, past, within
+from .table import Table
+
+
+@dataclass(frozen=True)
+class Breach:
+    """A property an access broke, and by how far (columns past its bound)."""
+
+    prop: Property
+    access: Access
+    overshoot: int
+
+
+def _write_within_row(a: Access) -> Breach | None:
+    """Every span a write (or commit) touches lies in its owner's part; one its own guard stopped counts too."""
+    if a.kind is AccessKind.READ:
+        return None
+    outside = [s for s in a.touched if not within(s, a.bound)]
+    if not outside:
+        return None
+    return Breach(Property.WRITE_WITHIN_ROW, a, max(past(s, a.bound) for s in outside))
+
+
+def _neighbour_rows_untouched(a: Access) -> Breach | None:
+    """Nothing outside the owner's part changes when it accesses its own."""
+    if not a.changed_outside:
+        return None
+    return Breach(Property.NEIGHBOUR_ROWS_UNTOUCHED, a, max(past(s, a.bound) for s in a.touched) if a.touched else 0)
+
+
+GENERIC: dict[Property, Callable[[Access], Breach | None]] = {
+    Property.WRITE_WITHIN_ROW: _write_within_row,
+    Property.NEIGHBOUR_ROWS_UNTOUCHED: _neighbour_rows_untouched,
+}
+
+
+def judge(table: Table, accesses: Sequence[Access], props: Sequence[Property] | None = None) -> list[Breach]:
+    """The first breach of each property of ``table`` (``props``: those of them), in the table's order of blame.
+
+    A break of a property that ``table.same_write`` names as another one's (a neighbour a write past its part
+    lands in) is left to that one where that one breaks on the same access: one break, named once.
+    """
+    wanted = [p for p in table.properties if p in GENERIC and (props is None or p in props)]
+    found: list[Breach] = []
+    for prop in wanted:
+        also = table.same_write.get(prop)
+        for a in accesses:
+            if also in wanted and also is not None and GENERIC[also](a) is not None:
+                continue
+            breach = GENERIC[prop](a)
+            if breach is not None:
+                found.append(breach)
+                break
+    return found
