@@ -37,7 +37,7 @@ wheels; each ``[cite: KEY]`` is a release, file and line in
   Decode rounds with the real allocator's page
   [cite: decode-rounds-with-allocator-page].
   A real target reads every kind's page out of its own code
-  (``fuzz.targets.sglang.allocators``); ``pool_alloc_page`` is the twin held
+  (``fuzz.engines.sglang.real.allocators``); ``pool_alloc_page`` is the twin held
   equal to it (``tests/test_allocator_pages.py``, ``fidelity``).
 * Launch rules (``arg_groups/kv_cache_hook.py``): unified memory takes only
   algorithms of ``Revision.unified_spec`` (0.5.23: DSPARK, EAGLE, EAGLE3,

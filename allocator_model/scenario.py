@@ -183,7 +183,7 @@ class ScenarioRun:
     writes: list[WriteObservation]
     sizing_page: int | None = None  # the alloc page the sizing module believes in (None: it has no accessor)
     skipped: str | None = None  # the scheduler would not run this (out of memory): nothing to check
-    sglang: Any = None  # a run on SGLang's own code: what only it has (``fuzz.targets.sglang.scenario``)
+    sglang: Any = None  # a run on SGLang's own code: what only it has (``fuzz.engines.sglang.real.scenario``)
 
 
 def run_scenario(s: DecodeScenario, sizing: Surface, revision: Revision) -> ScenarioRun:

@@ -249,7 +249,7 @@ DECODE_STEPS = declare(
 class Surface:
     """A target's answers to the declared entries: ``call``, and a typed method per built-in entry.
 
-    ``sizing.ModelSizing`` answers from the model; ``fuzz.targets.sglang.RealSizing``
+    ``sizing.ModelSizing`` answers from the model; ``fuzz.engines.sglang.real.RealSizing``
     from SGLang's code behind a checking wrapper.  The rest says where the
     answers come from, for reports (never to decide what to call).
     """
@@ -284,7 +284,7 @@ class Surface:
     def kv_allocator(self, cfg: ServingConfig, num_tokens: int, page_size: int) -> Any:
         """The token-to-KV allocator a request lifecycle runs on (an ``allocator.OwnershipAllocator``): the
         model's, or a release's own class behind the same page-ownership bookkeeping
-        (``fuzz.targets.sglang.allocator_adapter``)."""
+        (``fuzz.engines.sglang.real.allocator_adapter``)."""
         raise NotImplementedError
 
     # -- the built-in entries, typed ---------------------------------------------------------------

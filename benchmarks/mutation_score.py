@@ -103,7 +103,7 @@ def base_source(shape: str, as_released: bool = False) -> tuple[str, str]:
     the base's baseline: a mutant in a function with a known cause is judged against it)."""
     if shape == "main":
         return MAIN_SHAPE.read_text(), ""
-    from fuzz.targets.sglang.wheels import read_from_wheel, release_wheel
+    from fuzz.engines.sglang.real.wheels import read_from_wheel, release_wheel
 
     text = read_from_wheel(release_wheel(shape))
     if as_released:

@@ -174,7 +174,7 @@ def names(cause: Any, function: str) -> bool:
     """Whether a root cause names ``function``: the surface entry it is keyed by mirrors it, or the code it lives
     in is it."""
     from allocator_model.surface import ROW_WIDTH, entries
-    from fuzz.targets.sglang.real import ROW_WIDTH_FUNCTION
+    from fuzz.engines.sglang.real.real import ROW_WIDTH_FUNCTION
 
     mirrors = {f for e in entries() if e.name == cause.key for f in e.functions}
     mirrors |= {ROW_WIDTH_FUNCTION} if cause.key == ROW_WIDTH.name else set()

@@ -128,7 +128,7 @@ BY_NAME = {s.name: s for s in SAMPLES}
 def normalise(text: str, workdir: str) -> str:
     """The output made the same on every machine: the working directory and the wheel cache by their usual
     names, the home directory ``~``, every timing (``35.1s``, the summary's seconds column) ``…``."""
-    from fuzz.targets.sglang.wheels import cache_dir
+    from fuzz.engines.sglang.real.wheels import cache_dir
 
     text = text.replace(cache_dir(), "~/.cache/kvrow-fuzz/wheels")
     text = text.replace(workdir + os.sep, "").replace(workdir, ".")

@@ -188,7 +188,7 @@ SIZING_PLANTS: dict[str, Change] = {
 }
 
 
-# -- one plant per site of 0.5.23's write path that the decode steps reach (fuzz/targets/sglang/write_sites.json):
+# -- one plant per site of 0.5.23's write path that the decode steps reach (fuzz/engines/sglang/real/write_sites.json):
 # site (its function and anchor) -> a one-line regression of that site's own line or of the value it stores ----
 SPEC_UTILS_UNO = "srt/speculative/uno_info.py"
 PAGED = "srt/mem_cache/allocator/paged.py"

@@ -2,7 +2,7 @@
 
 ``sglang==X.Y.Z`` targets read ``sglang/srt/mem_cache/allocation_sizing.py``
 (``mem_cache/common.py`` before 0.5.16) out of a cached wheel
-(``fuzz.targets.sglang.wheels``).  For every modeled
+(``fuzz.engines.sglang.real.wheels``).  For every modeled
 release this session builds a wheel laid out and named like the real one,
 holding the sizing module of its API shape from ``tests/sglang_shapes/``
 (written for the tests, with the release's arithmetic), and points
@@ -40,7 +40,7 @@ from hermetic import (
     require_wheel,
 )
 
-from fuzz.targets.sglang.wheels import OFFLINE
+from fuzz.engines.sglang.real.wheels import OFFLINE
 
 SLOW_ENV = "KVROW_FUZZ_SLOW"
 

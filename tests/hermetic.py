@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from allocator_model.revisions import RELEASE_REVISIONS
-from fuzz.targets.sglang.wheels import COMMON_MODULE, SIZING_MODULE
+from fuzz.engines.sglang.real.wheels import COMMON_MODULE, SIZING_MODULE
 
 SHAPES_DIR = Path(__file__).parent / "sglang_shapes"
 # API shape (a file of tests/sglang_shapes/) -> the releases that shipped it, and the generation
-# fuzz/targets/sglang/loader.py detects in it.
+# fuzz/engines/sglang/real/loader.py detects in it.
 SHAPES: dict[str, tuple[str, ...]] = {
     "common_0_5_13": ("0.5.13",),
     "common": ("0.5.14", "0.5.15"),

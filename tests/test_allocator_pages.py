@@ -24,15 +24,15 @@ from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.revisions import REVISIONS
 from allocator_model.scenario import DecodeScenario, run_scenario
 from allocator_model.surface import ALLOCATOR_PAGE_SIZE, Provenance
+from fuzz.engines.sglang.real.allocators import ALLOCATOR_KINDS, Source, extract_alloc_pages
+from fuzz.engines.sglang.real.private_imports import StandIns
+from fuzz.engines.sglang.real.stubs import Published, StandInMissing
+from fuzz.engines.sglang.real.versions import known_releases
+from fuzz.engines.sglang.real.wheels import MAX_SOURCE_BYTES
 from fuzz.fidelity.differential import FidelityCase, disagreements
 from fuzz.run.check import check_scenario
 from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetCallError, TargetError
-from fuzz.targets.sglang.allocators import ALLOCATOR_KINDS, Source, extract_alloc_pages
-from fuzz.targets.sglang.private_imports import StandIns
-from fuzz.targets.sglang.stubs import Published, StandInMissing
-from fuzz.targets.sglang.versions import known_releases
-from fuzz.targets.sglang.wheels import MAX_SOURCE_BYTES
 
 SHAPES = Path(__file__).parent / "sglang_shapes"
 CONFIGURATOR = (SHAPES / "configurator.py").read_text()  # 0.5.23's shape, in this project's words

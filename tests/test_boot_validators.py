@@ -19,8 +19,7 @@ from allocator_model import algorithms as algo
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.pools import KVPool
 from allocator_model.revisions import RELEASE_REVISIONS, get_revision
-from fuzz.targets.base import TargetError
-from fuzz.targets.sglang.runtime.validators import (
+from fuzz.engines.sglang.real.runtime.validators import (
     HOSTS,
     MAMBA_MHA,
     MAMBA_MLA,
@@ -30,6 +29,7 @@ from fuzz.targets.sglang.runtime.validators import (
     Launch,
     boots,
 )
+from fuzz.targets.base import TargetError
 
 CONFIGURATOR = "sglang/srt/mem_cache/kv_cache_configurator.py"
 # The refusal _fused_draft_for_mamba_factory raises, and the decline _fused_draft_decision gives under DCP.

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fuzz.ci.paths import read_paths
 from fuzz.cli import main
+from fuzz.engines.sglang.real.wheels import repository_path
 from fuzz.targets import resolve_target
-from fuzz.targets.sglang.wheels import repository_path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

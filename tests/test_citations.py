@@ -164,7 +164,7 @@ def cites_by_release() -> dict[str, list[tuple[str, Cite]]]:
 @pytest.mark.parametrize("release", sorted(cites_by_release()))
 def test_every_cited_line_says_what_the_table_says(release, real_wheel_cache):
     """Line ``line`` of ``member`` in the release's wheel holds ``text``; ``end`` is inside the file."""
-    from fuzz.targets.sglang.wheels import cache_dir, cached_wheel
+    from fuzz.engines.sglang.real.wheels import cache_dir, cached_wheel
 
     if release == "main":
         pytest.skip("main has no wheel: its citations are checked against a checkout, not here")

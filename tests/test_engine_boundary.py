@@ -1,8 +1,8 @@
 """The core imports no engine: a ratchet that only tightens.
 
 The core is every ``fuzz`` module outside an engine's own package. It must not
-import an engine's code (``fuzz.engines.<name>``, the SGLang runtime under
-``fuzz/targets/sglang/``) nor the SGLang engine's model and strategies
+import an engine's code (``fuzz.engines.<name>``, SGLang's own code runner
+``fuzz/engines/sglang/real/`` among it) nor the SGLang engine's model and strategies
 (``allocator_model``, ``strategies``), at module level or inside a function:
 a second engine or a second table must land without touching it.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from test_import_cycles import import_graph
 
-ENGINE_ROOTS = ("allocator_model", "strategies", "fuzz.targets.sglang")  # the SGLang engine's, wherever they sit
+ENGINE_ROOTS = ("allocator_model", "strategies")  # the SGLang engine's model and strategies, at the top level
 ENGINES = "fuzz.engines"  # its package and ``base`` (the registry and the interface) are core; its subpackages engines
 
 # core module -> the step of issue 34's stage 2 that clears it.

@@ -535,8 +535,8 @@ def test_p15_a_file_the_compiler_cannot_nest_is_one_line_and_exit_2(tmp_path, ca
 
 @pytest.mark.parametrize("where", ["import", "call"])
 def test_a_sizing_file_that_never_returns_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, where) -> None:
-    import fuzz.targets.sglang.boundary as boundary
-    import fuzz.targets.sglang.loader as loader
+    import fuzz.engines.sglang.real.boundary as boundary
+    import fuzz.engines.sglang.real.loader as loader
 
     monkeypatch.setattr(boundary, "SIZING_SECONDS", 0.5)
     monkeypatch.setattr(loader, "SIZING_SECONDS", 0.5)

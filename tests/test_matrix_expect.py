@@ -10,12 +10,12 @@ import pytest
 from fuzz.campaign.driver import CampaignResult
 from fuzz.cli import main
 from fuzz.common.errors import BadInput
+from fuzz.engines.sglang.real.versions import VersionError, known_releases
 from fuzz.fidelity import matrix
 from fuzz.fidelity.matrix import Row, compare_with_expectations, load_expectations, parse_releases
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Signature
 from fuzz.findings.schemas import validate
-from fuzz.targets.sglang.versions import VersionError, known_releases
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "fuzz" / "findings" / "baseline.schema.json"

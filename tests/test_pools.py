@@ -19,15 +19,15 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import DecodeScenario, scenario_problem
+from fuzz.engines.sglang.real.builders import extract_row_extras
+from fuzz.engines.sglang.real.private_imports import StandIns
+from fuzz.engines.sglang.real.stubs import Published
 from fuzz.findings.kinds import Outcome, Signature
 from fuzz.prove.request import request
 from fuzz.prove.sweep import blocks, prove
 from fuzz.prove.witness import confirm
 from fuzz.run.check import check_scenario
 from fuzz.targets import resolve_target
-from fuzz.targets.sglang.builders import extract_row_extras
-from fuzz.targets.sglang.private_imports import StandIns
-from fuzz.targets.sglang.stubs import Published
 
 EAGLE_3_1_4 = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_num_draft_tokens=4)
 EAGLE_TREE = dict(
@@ -177,7 +177,7 @@ def test_a_release_reads_its_builders_and_agrees_with_the_model_on_every_kind(mo
     """The real 0.5.23 and 0.5.20 wheels of the user's cache (skipped when absent): builders read, rows as modeled."""
     from hermetic import missing_wheel, real_wheel_dir
 
-    from fuzz.targets.sglang import wheels
+    from fuzz.engines.sglang.real import wheels
 
     monkeypatch.setenv("KVROW_FUZZ_CACHE", str(real_wheel_dir()))
     for version in ("0.5.20", "0.5.23"):

@@ -1,4 +1,4 @@
-"""Every line of the release table (``fuzz.targets.sglang.runtime.releases``) is where it says, in the real wheel.
+"""Every line of the release table (``fuzz.engines.sglang.real.runtime.releases``) is where it says, in the real wheel.
 
 A ``Where(module, name, line)`` of ``RELEASES`` names, in that release's
 wheel, the line of ``def name`` / ``class Name`` (``Class.method``: the
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from hermetic import PINNED_RELEASES, missing_wheel, pinned_wheel, real_wheel_dir
 
-from fuzz.targets.sglang.runtime.releases import (
+from fuzz.engines.sglang.real.runtime.releases import (
     AFTER_DECODE,
     POOL_ALLOCATOR_NAMES,
     POOL_ALLOCATORS,
@@ -37,7 +37,7 @@ from fuzz.targets.sglang.runtime.releases import (
     Release,
     Where,
 )
-from fuzz.targets.sglang.runtime.writepath import EAGLE_GUARD, GUARD_WORDS, UNO_GUARD
+from fuzz.engines.sglang.real.runtime.writepath import EAGLE_GUARD, GUARD_WORDS, UNO_GUARD
 
 EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
 # The Where fields whose line is a guard statement, not a definition: (the statement's type, its message's words).
@@ -51,7 +51,7 @@ Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 def release_wheel(version: str, request: pytest.FixtureRequest) -> Path:
     """The real wheel of ``version``: the pinned ones where ``./kvrow test`` put them, the others the user's cache."""
-    from fuzz.targets.sglang.wheels import cache_dir, cached_wheel
+    from fuzz.engines.sglang.real.wheels import cache_dir, cached_wheel
 
     if version in PINNED_RELEASES:
         found, where = pinned_wheel(version), str(real_wheel_dir())

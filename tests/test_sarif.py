@@ -24,10 +24,10 @@ from allocator_model.pools import KVPool
 from fuzz.cli import main
 from fuzz.engines.sglang.locations import RESERVE, ROW_WIDTH, locate, sizing_functions
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.real import wheels
 from fuzz.findings.kinds import Property
 from fuzz.findings.sarif import artifact_uri
 from fuzz.targets import resolve_target
-from fuzz.targets.sglang import wheels
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKOUT_PATH = "python/sglang/srt/mem_cache/allocation_sizing.py"

@@ -17,6 +17,7 @@ import pytest
 
 from allocator_model.config import ServingConfig
 from fuzz.cli import main
+from fuzz.engines.sglang.real.stubs import StandInMissing
 from fuzz.fidelity.differential import fidelity
 from fuzz.prove.request import request
 from fuzz.prove.sweep import prove, prove_on
@@ -24,7 +25,6 @@ from fuzz.prove.witness import confirm
 from fuzz.run.check import check_scenario
 from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetError
-from fuzz.targets.sglang.stubs import StandInMissing
 
 MAIN = Path(__file__).parent / "sglang_shapes" / "main.py"
 CANDIDATES = "for p in get_candidate_alloc_page_sizes(server_args)"

@@ -1,4 +1,4 @@
-"""SGLang's own decode write path on CPU (``fuzz.targets.sglang.runtime``), from the real released wheels.
+"""SGLang's own decode write path on CPU (``fuzz.engines.sglang.real.runtime``), from the real released wheels.
 
 Hermetic: reads only the user's wheel cache of real releases
 (``$KVROW_FUZZ_REAL_WHEELS``, else ``~/.cache/kvrow-fuzz/wheels``; the session's
@@ -23,8 +23,8 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 from hermetic import PINNED_RELEASES, require_wheel  # noqa: E402
 
 from allocator_model.config import ServingConfig  # noqa: E402
+from fuzz.engines.sglang.real.stubs import StandInMissing  # noqa: E402
 from fuzz.targets.base import TargetError  # noqa: E402
-from fuzz.targets.sglang.stubs import StandInMissing  # noqa: E402
 
 RELEASES = tuple(f"0.5.{n}" for n in range(13, 24))
 HAS_TRITON = importlib.util.find_spec("triton") is not None
@@ -43,7 +43,7 @@ def need_triton() -> None:
 
 @functools.cache
 def _runtime(version: str):  # type: ignore[no-untyped-def]
-    from fuzz.targets.sglang.runtime import SGLangRuntime
+    from fuzz.engines.sglang.real.runtime import SGLangRuntime
 
     return SGLangRuntime.load(str(wheel(version)))
 
@@ -68,8 +68,8 @@ def eagle(**kw: object) -> ServingConfig:
 
 def two_requests(rt, cfg: ServingConfig, width: int, subject_len: int, guard_rows: int = 1):  # type: ignore[no-untyped-def]
     """Rows of ``width``; the subject in row 1 (``subject_len`` tokens), a neighbour in row 2 (30 tokens)."""
-    from fuzz.targets.sglang.runtime import Rows
-    from fuzz.targets.sglang.runtime.checks import prefill
+    from fuzz.engines.sglang.real.runtime import Rows
+    from fuzz.engines.sglang.real.runtime.checks import prefill
 
     rows = Rows(4, width, guard_rows=guard_rows)
     allocator = rt.allocator(cfg, 64 * rt.allocator_page(cfg))
@@ -80,7 +80,7 @@ def two_requests(rt, cfg: ServingConfig, width: int, subject_len: int, guard_row
 
 
 def step(rt, cfg, reqs, rows, allocator):  # type: ignore[no-untyped-def]
-    from fuzz.targets.sglang.runtime import changed_outside, decode_step
+    from fuzz.engines.sglang.real.runtime import changed_outside, decode_step
 
     before = rows.snapshot()
     result = decode_step(rt, cfg, cfg.launch_runtime, reqs, rows, allocator)
@@ -122,8 +122,8 @@ def test_eagle_wide_row_writes_only_its_own_window(version: str) -> None:
 def test_the_last_row_spills_into_the_guard_row_only() -> None:
     rt = runtime("0.5.23")
     cfg = eagle()
-    from fuzz.targets.sglang.runtime import Rows
-    from fuzz.targets.sglang.runtime.checks import prefill
+    from fuzz.engines.sglang.real.runtime import Rows
+    from fuzz.engines.sglang.real.runtime.checks import prefill
 
     rows = Rows(1, 300)  # one request row: the spill goes to the guard row
     allocator = rt.allocator(cfg, 64 * 64)
@@ -171,7 +171,7 @@ def test_0_5_13_neither_rounds_nor_waits_to_commit() -> None:
     assert result.entered[0] == "EagleDraftInputV2Mixin.prepare_for_decode"
     assert result.requests[0].kv_allocated_len == 282  # 274 + 8, not page-rounded
     assert result.requests[0].kv_committed_len == 275  # pre-claimed +1 in prepare
-    from fuzz.targets.sglang.runtime import verify
+    from fuzz.engines.sglang.real.runtime import verify
 
     verify(rt, subject, 3)  # the resolve takes the pre-claim back
     assert subject.committed == 277
@@ -230,7 +230,7 @@ def test_every_release_runs_its_own_eagle_and_decode_paths(version: str) -> None
 
 
 def _fake_tree(tmp_path: Path, body: str):  # type: ignore[no-untyped-def]
-    from fuzz.targets.sglang.runtime.tree import directory_tree
+    from fuzz.engines.sglang.real.runtime.tree import directory_tree
 
     package = tmp_path / "python" / "sglang" / "srt"
     package.mkdir(parents=True)
@@ -239,9 +239,9 @@ def _fake_tree(tmp_path: Path, body: str):  # type: ignore[no-untyped-def]
 
 
 def _loader(tree):  # type: ignore[no-untyped-def]
-    from fuzz.targets.sglang.runtime.context import RuntimeContext
-    from fuzz.targets.sglang.runtime.modules import Loader
-    from fuzz.targets.sglang.runtime.standins import ModelSpeculativeAlgorithm, StandIns
+    from fuzz.engines.sglang.real.runtime.context import RuntimeContext
+    from fuzz.engines.sglang.real.runtime.modules import Loader
+    from fuzz.engines.sglang.real.runtime.standins import ModelSpeculativeAlgorithm, StandIns
 
     standins = StandIns(tree, RuntimeContext(), lambda: ModelSpeculativeAlgorithm)
     return Loader(tree, ["sglang.srt.probe"], standins.answer)
@@ -261,7 +261,7 @@ def test_a_name_without_stand_in_stops_in_one_line(tmp_path: Path) -> None:
 
 def test_a_hanging_sglang_function_hits_the_time_bound(tmp_path: Path) -> None:
     need_triton()
-    from fuzz.targets.sglang.runtime.bounds import SGLangTimeout, bounded
+    from fuzz.engines.sglang.real.runtime.bounds import SGLangTimeout, bounded
 
     tree = _fake_tree(tmp_path, "def spin():\n    while True:\n        pass\n")
     loader = _loader(tree)
@@ -273,7 +273,7 @@ def test_a_hanging_sglang_function_hits_the_time_bound(tmp_path: Path) -> None:
 
 def test_a_step_past_its_bound_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     rt = runtime("0.5.23")
-    from fuzz.targets.sglang.runtime import StepTimeout
+    from fuzz.engines.sglang.real.runtime import StepTimeout
 
     cfg = eagle()
     rows, allocator, subject, _ = two_requests(rt, cfg, width=400, subject_len=200)
@@ -308,7 +308,7 @@ def test_nothing_sglang_enters_sys_modules() -> None:
 def test_request_layouts_match_every_wheel(version: str) -> None:
     import ast
 
-    from fuzz.targets.sglang.runtime.request import LAYOUTS
+    from fuzz.engines.sglang.real.runtime.request import LAYOUTS
 
     with zipfile.ZipFile(wheel(version)) as z:
         tree = ast.parse(z.read("sglang/srt/managers/schedule_batch.py"))
@@ -334,7 +334,7 @@ def test_request_layouts_match_every_wheel(version: str) -> None:
 
 
 def test_request_shapes_per_release() -> None:
-    from fuzz.targets.sglang.runtime import ReqAttributeMissing, make_request
+    from fuzz.engines.sglang.real.runtime import ReqAttributeMissing, make_request
 
     new = make_request("0.5.23", 3, 10, 12)
     assert (new.kv.kv_committed_len, new.kv.kv_allocated_len, new.kv.req_pool_idx, new.kv.holds_kv) == (10, 12, 3, True)
@@ -354,8 +354,8 @@ def test_request_shapes_per_release() -> None:
 
 
 def test_trees_refuse_what_they_cannot_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fuzz.targets.sglang import wheels
-    from fuzz.targets.sglang.runtime.tree import directory_tree
+    from fuzz.engines.sglang.real import wheels
+    from fuzz.engines.sglang.real.runtime.tree import directory_tree
 
     tree = _fake_tree(tmp_path, "x = 1\n")
     (tmp_path / "python" / "sglang" / "srt" / "latin.py").write_bytes(b"s = '\xe9'\n")
@@ -374,7 +374,7 @@ def test_triton_imported_without_the_interpreter_is_refused(monkeypatch: pytest.
     need_triton()
     import triton  # noqa: F401
 
-    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(TargetError, match="imported without TRITON_INTERPRET=1"):
@@ -387,7 +387,7 @@ def test_the_interpreter_builds_no_overflow_check_it_would_never_evaluate() -> N
     need_triton()
     import torch
 
-    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
 
     triton = ensure_triton()
     from triton.runtime import interpreter
@@ -413,7 +413,7 @@ def test_a_launch_patches_triton_language_once_however_many_helpers_its_kernel_c
     need_triton()
     import torch
 
-    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
 
     triton = ensure_triton()
     import triton.language as tl
@@ -453,7 +453,7 @@ def test_a_launch_wraps_the_builtins_a_scan_finds_and_scans_each_object_once(mon
     need_triton()
     import inspect
 
-    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
 
     ensure_triton()
     import triton.language as tl
@@ -484,7 +484,7 @@ def test_a_module_level_torch_compile_is_made_at_the_first_call_with_its_options
 ) -> None:
     import torch
 
-    from fuzz.targets.sglang.runtime.modules import compile_at_first_call
+    from fuzz.engines.sglang.real.runtime.modules import compile_at_first_call
 
     made: list[dict[str, object]] = []
 
@@ -510,7 +510,7 @@ def test_the_time_bound_holds_off_the_main_thread(tmp_path: Path) -> None:
     need_triton()
     import threading
 
-    from fuzz.targets.sglang.runtime.bounds import SGLangTimeout, bounded
+    from fuzz.engines.sglang.real.runtime.bounds import SGLangTimeout, bounded
 
     loader = _loader(_fake_tree(tmp_path, "def spin():\n    while True:\n        pass\n"))
     module = loader.module("sglang.srt.probe")
@@ -531,7 +531,7 @@ def test_the_time_bound_holds_off_the_main_thread(tmp_path: Path) -> None:
 
 def test_release_frees_the_tail_through_sglang() -> None:
     rt = runtime("0.5.23")
-    from fuzz.targets.sglang.runtime import release_request
+    from fuzz.engines.sglang.real.runtime import release_request
 
     cfg = eagle()
     rows, allocator, subject, _ = two_requests(rt, cfg, width=400, subject_len=200)
@@ -584,7 +584,7 @@ def test_a_launch_equal_to_an_earlier_one_leaves_what_that_one_left_and_any_othe
 
     import torch
 
-    from fuzz.targets.sglang.runtime.interpreter import ensure_triton
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
 
     triton = ensure_triton()
     import triton.language as tl

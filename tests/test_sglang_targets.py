@@ -28,6 +28,9 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.catalog import CATALOG
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.real import wheels
+from fuzz.engines.sglang.real.loader import load_sizing_module
+from fuzz.engines.sglang.real.real import RealSizing
 from fuzz.fidelity import differential
 from fuzz.findings import casefile
 from fuzz.findings.report import Status
@@ -36,9 +39,6 @@ from fuzz.run.check import check_scenario
 from fuzz.run.engine import campaign
 from fuzz.run.properties import WRITE_WITHIN_ROW
 from fuzz.targets import TargetCallError, TargetError, resolve_target
-from fuzz.targets.sglang import wheels
-from fuzz.targets.sglang.loader import load_sizing_module
-from fuzz.targets.sglang.real import RealSizing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUGGY, FIXED = "0.5.18", "0.5.19"
@@ -367,7 +367,7 @@ def test_a_checkout_directory_and_an_explicit_version(tmp_path):
     assert newest.kind == "file" and newest.revision.name == "sglang-0.5.23" and "version unknown" in newest.label
     old = resolve_target(f"{checkout}@0.5.18")
     assert old.revision.name == "sglang-0.5.18" and old.spec.endswith("allocation_sizing.py@0.5.18")
-    from fuzz.targets.sglang import with_sglang_version
+    from fuzz.engines.sglang.real import with_sglang_version
 
     assert with_sglang_version(str(checkout), "0.5.18") == f"{checkout}@0.5.18"
     with pytest.raises(TargetError, match="contradicts"):
@@ -630,9 +630,9 @@ def test_a_version_the_registry_does_not_have(tmp_path, monkeypatch, capsys, rea
 
 
 def test_bad_sglang_version_and_matrix_range(tmp_path):
+    from fuzz.engines.sglang.real import with_sglang_version
+    from fuzz.engines.sglang.real.versions import VersionError
     from fuzz.fidelity.matrix import parse_releases
-    from fuzz.targets.sglang import with_sglang_version
-    from fuzz.targets.sglang.versions import VersionError
 
     with pytest.raises(TargetError, match="--sglang-version: sglang 0.4.0 predates"):
         with_sglang_version(sizing_file(tmp_path), "0.4.0")

@@ -64,9 +64,9 @@ from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ServingConfig
 from allocator_model.numeric import ceil_to_page
 from allocator_model.revisions import RELEASE_REVISIONS
+from fuzz.engines.sglang.real.versions import parse_version
 from fuzz.targets import resolve_target
 from fuzz.targets.base import Target
-from fuzz.targets.sglang.versions import parse_version
 
 MAIN = Path(__file__).parent / "sglang_shapes" / "main.py"
 CONTEXT = 4096

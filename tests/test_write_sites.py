@@ -1,6 +1,6 @@
 """Every site of SGLang's executed write path that writes req_to_token or hands out slots: listed, and judged.
 
-The list (``fuzz/targets/sglang/write_sites.json``) is what ``runtime.sites.scan`` finds in each pinned
+The list (``fuzz/engines/sglang/real/write_sites.json``) is what ``runtime.sites.scan`` finds in each pinned
 wheel: a site the scan finds unlisted fails here (the tool would not know a write it does not judge).
 Each site of 0.5.23 the decode steps reach gets a one-line plant of its own (``checkout_trees.SITE_PLANTS``),
 found on SGLang's path; the unplanted tree is clean of ownership findings.
@@ -20,14 +20,14 @@ from hermetic import missing_wheel, pinned_wheel
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.real.runtime.ownership import HandOuts, Window, ownership_problem
+from fuzz.engines.sglang.real.runtime.releases import release_for
+from fuzz.engines.sglang.real.runtime.sites import SiteKind, expected, scan, unlisted
+from fuzz.engines.sglang.real.runtime.tree import open_tree, wheel_tree
+from fuzz.engines.sglang.real.runtime.unreached import not_run
 from fuzz.findings.kinds import Property
 from fuzz.run.sglang import on_sglang
 from fuzz.targets import resolve_target
-from fuzz.targets.sglang.runtime.ownership import HandOuts, Window, ownership_problem
-from fuzz.targets.sglang.runtime.releases import release_for
-from fuzz.targets.sglang.runtime.sites import SiteKind, expected, scan, unlisted
-from fuzz.targets.sglang.runtime.tree import open_tree, wheel_tree
-from fuzz.targets.sglang.runtime.unreached import not_run
 
 PINNED = ("0.5.13", "0.5.16", "0.5.18", "0.5.19", "0.5.23")
 needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the write path needs triton")
@@ -86,7 +86,7 @@ def test_a_new_write_into_req_to_token_is_a_site_the_list_lacks(tmp_path):
 
 
 def test_the_list_is_the_scanners_own_text():
-    from fuzz.targets.sglang.runtime.sites import SITES_FILE, Site, listing
+    from fuzz.engines.sglang.real.runtime.sites import SITES_FILE, Site, listing
 
     doc = json.loads(SITES_FILE.read_text())
     found = {r: sorted(Site.from_dict(e) for e in es) for r, es in doc["releases"].items()}

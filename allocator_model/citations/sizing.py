@@ -261,7 +261,7 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     "validate-input-length": (
         Cite("0.5.23", _SRT + "managers/utils.py", 272, None, "if len(req.origin_input_ids) >= max_req_input_len:"),
     ),
-    # -- the allocator builders' inputs (fuzz/targets/sglang/allocators.py, builders.py) ---------------------
+    # -- the allocator builders' inputs (fuzz/engines/sglang/real/allocators.py, builders.py) ---------------------
     # The configurator module's platform probe, at import.
     "configurator-is-npu-probe": (Cite("0.5.23", _CONFIGURATOR, 163, None, "_is_npu = is_npu()"),),
     # The builders' isinstance of the DeepSeek V4 pool.

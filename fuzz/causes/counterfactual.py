@@ -37,11 +37,11 @@ from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.engines.sglang.names import REQ_TO_TOKEN
+from fuzz.engines.sglang.real.wheels import CONFIGURATOR_MODULE, MIXIN_MODULE, lone_sizing_path, repository_path
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target, TargetCallError, TargetKind
-from fuzz.targets.sglang.wheels import CONFIGURATOR_MODULE, MIXIN_MODULE, lone_sizing_path, repository_path
 
 from .identity import code_digest
 

@@ -215,7 +215,7 @@ def code_digest(target: Any, function: str) -> str | None:
 
 def _origin_source(origin: str) -> str | None:
     """The text of a file the target read its builders from: a wheel's member (``WHEEL/sglang/...``) or a file."""
-    from fuzz.targets.sglang import wheels
+    from fuzz.engines.sglang.real import wheels
 
     try:
         if ".whl/" in origin:

@@ -63,7 +63,7 @@ class Standalone:
 
 def builders(cause: Cause) -> list[Builder]:
     """The unified pool builders (methods that size their own row) the cause lives in, in its order."""
-    from fuzz.targets.sglang.builders import BUILDERS
+    from fuzz.engines.sglang.real.builders import BUILDERS
 
     out = []
     for path, function in cause.code:

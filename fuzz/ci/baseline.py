@@ -120,9 +120,9 @@ def write_target(args: argparse.Namespace) -> ExitCode:
 
 def write_releases(args: argparse.Namespace) -> ExitCode:
     """One document over the releases: what each release's campaign found (required), ``--allow``'s (allowed)."""
+    from fuzz.engines.sglang.real.versions import VersionError
     from fuzz.fidelity.matrix import parse_releases
     from fuzz.findings import baseline
-    from fuzz.targets.sglang.versions import VersionError
 
     if args.sglang_version:
         raise BadInput("--sglang-version is for --target (each release of --releases has its own)")

@@ -39,10 +39,10 @@ def register(subparsers: Any) -> None:
 
 def read_paths(target: Target) -> list[str]:
     """The repository paths of every SGLang file ``target`` reads (sizing, builders, write path), in that order."""
-    from fuzz.targets.sglang.real import RealSizing
-    from fuzz.targets.sglang.runtime.releases import release_for
-    from fuzz.targets.sglang.runtime.tree import open_tree
-    from fuzz.targets.sglang.wheels import repository_path
+    from fuzz.engines.sglang.real.real import RealSizing
+    from fuzz.engines.sglang.real.runtime.releases import release_for
+    from fuzz.engines.sglang.real.runtime.tree import open_tree
+    from fuzz.engines.sglang.real.wheels import repository_path
 
     if not isinstance(target.sizing, RealSizing):
         raise BadInput(f"{target.spec} is a model target: it reads no SGLang file")

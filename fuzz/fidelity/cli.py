@@ -217,8 +217,8 @@ def still(what: str) -> Callable[[float], None]:
 
 
 def cmd_matrix(args: argparse.Namespace) -> ExitCode:
+    from fuzz.engines.sglang.real.versions import VersionError
     from fuzz.targets.base import TargetError
-    from fuzz.targets.sglang.versions import VersionError
 
     from .matrix import (
         MatrixInterrupted,

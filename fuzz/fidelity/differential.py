@@ -13,7 +13,7 @@ release builds instead, the kind pinned, and tallies the agreeing ones per
 kind.  The entries today:
 
     allocator_page_size                the page the kind's allocator is built with (read where SGLang
-                                       builds it: ``fuzz.targets.sglang.allocators``)
+                                       builds it: ``fuzz.engines.sglang.real.allocators``)
     alloc_page_size                    (files that define it: 0.5.19+)
     alloc_len_per_decode, reserve      every run-time shape of the config (adaptive: each candidate)
     req_to_token_extra_context_len     launch shape

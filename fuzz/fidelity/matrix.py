@@ -29,6 +29,7 @@ from fuzz.common.heartbeat import heartbeat
 from fuzz.common.profiles import get_profile
 from fuzz.common.workers import DONE, ERROR, STOPPED, Emit, WorkerPool
 from fuzz.engines.sglang.groups import scenario_of
+from fuzz.engines.sglang.real.versions import VersionError, known_releases, parse_version, releases_between
 from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import baseline
 from fuzz.findings.kinds import Signature
@@ -39,7 +40,6 @@ from fuzz.run.check import check_scenario
 from fuzz.run.engine import campaign
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_target
-from fuzz.targets.sglang.versions import VersionError, known_releases, parse_version, releases_between
 from fuzz.verdict import PIPELINE
 
 from .differential import FidelityResult, fidelity

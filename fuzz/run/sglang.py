@@ -1,7 +1,7 @@
 """Decode scenarios judged on SGLang's own write path, and the model held to it.
 
 A real target whose tree and triton are at hand answers the surface's
-``decode_step`` entry with SGLang's code (``fuzz.targets.sglang.scenario``);
+``decode_step`` entry with SGLang's code (``fuzz.engines.sglang.real.scenario``);
 the properties judge that run with the same checks as the model's
 (``properties.violations``), plus what only a real tensor shows: a slot id
 twice among the live rows, or off its page (``row-holds-own-slots``), and
@@ -116,7 +116,7 @@ def batch_problem(target: Target, scenario: DecodeScenario, run: ScenarioRun) ->
     path = getattr(target.sizing, "write_path", None)
     if path is None:
         return None
-    from fuzz.targets.sglang.runtime import batch_ownership
+    from fuzz.engines.sglang.real.runtime import batch_ownership
 
     step = batch_ownership(
         path.runtime, scenario.config, scenario.runtime(scenario.num_steps), run.width, run.alloc_page

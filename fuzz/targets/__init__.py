@@ -2,7 +2,8 @@
 
 base     Target, its kinds, the two target errors (a leaf)
 resolve  target specs -> Target, through the engine that claims them
-sglang/  real SGLang code: versions, wheel cache, accessor stand-ins, loader, specs
+
+SGLang's real code (versions, wheel cache, stand-ins, loader) is its engine's: ``fuzz/engines/sglang/real/``.
 """
 
 from .base import Target, TargetCallError, TargetError, TargetKind

@@ -16,7 +16,7 @@ whichever was built.  The unified builders hand ``page_size=self.page_size``
 to ``unified_memory_pool.py``'s ``init_unified_*_pools`` (0.5.23 908, 1501),
 as ``unified_memory_pool.py`` here does to the allocator classes of
 ``unified_allocators.py``.
-Never imported: ``fuzz.targets.sglang.builders`` slices it, and
+Never imported: ``fuzz.engines.sglang.real.builders`` slices it, and
 ``tests/test_sarif.py`` places it beside a sizing file.
 """
 

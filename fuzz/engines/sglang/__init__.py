@@ -5,5 +5,5 @@ properties and names (``names``, which imports the model).  The package
 itself imports nothing, so its leaves (``specs``) stay light.  Its model and
 strategies sit in the top-level ``allocator_model/`` and ``strategies/``; its
 runtime (wheels, loader, the decode write path under triton's interpreter)
-in ``fuzz/targets/sglang/``.
+in ``fuzz/engines/sglang/real/``.
 """

@@ -64,9 +64,9 @@ def sizing_functions(f: Finding) -> tuple[str, ...]:
 
 def target_source(target: Any, cwd: str | None = None) -> tuple[str, str, bool]:
     """(artifact URI, source text, model?) of a target's sizing code; the source is "" when it cannot be read."""
+    from fuzz.engines.sglang.real import wheels
+    from fuzz.engines.sglang.real.resolve import _split_version
     from fuzz.targets.base import TargetKind
-    from fuzz.targets.sglang import wheels
-    from fuzz.targets.sglang.resolve import _split_version
 
     if target.kind is TargetKind.MODEL:
         import allocator_model.sizing as model
@@ -104,12 +104,12 @@ def builder_location(target: Any, f: Finding, cwd: str | None = None) -> SourceL
     """Where the row of the finding's kind of pool is sized when its own builder sizes it (None: the headroom).
 
     A unified pool's row is ``C + extra_max_context_len`` of its builder in
-    ``kv_cache_configurator.py`` (``fuzz.targets.sglang.builders``), not the
+    ``kv_cache_configurator.py`` (``fuzz.engines.sglang.real.builders``), not the
     sizing file's headroom; a model target's is ``pools.unified_row_extra``.
     """
     from allocator_model.pools import KVPool
+    from fuzz.engines.sglang.real import wheels
     from fuzz.targets.base import TargetKind
-    from fuzz.targets.sglang import wheels
 
     kind = serving_config(f).kv_pool
     if kind is KVPool.STANDARD or Property(f.violation.prop) not in _ROW_WIDTH_PROPERTIES:

@@ -16,10 +16,10 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import ROW_BUILDERS
 from allocator_model.req_to_token import GUARD, Spill
 from allocator_model.scenario import ScenarioRun
+from fuzz.engines.sglang.real.runtime.sites import ROW_KINDS, expected, listed_releases
+from fuzz.engines.sglang.real.wheels import COMMON_MODULE, CONFIGURATOR_MODULE, MIXIN_MODULE, SIZING_MODULE
 from fuzz.findings.kinds import Property
 from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
-from fuzz.targets.sglang.runtime.sites import ROW_KINDS, expected, listed_releases
-from fuzz.targets.sglang.wheels import COMMON_MODULE, CONFIGURATOR_MODULE, MIXIN_MODULE, SIZING_MODULE
 
 from .locations import ROW_WIDTH, SGLANG_REPO_PATH
 from .names import REQ_TO_TOKEN, SGLangProperty

@@ -2,7 +2,7 @@
 
   reference                the embedded reference model (safe everywhere)
   reference@REVISION       a historical revision of the model (a planted bug)
-  sglang==X.Y.Z            a release's own code (``fuzz.targets.sglang``: wheel cache, loader)
+  sglang==X.Y.Z            a release's own code (``fuzz.engines.sglang.real``: wheel cache, loader)
   sglang[@X.Y.Z]           the installed SGLang's
   PATH[@X.Y.Z]             an allocation_sizing.py-shaped file or SGLang checkout
 
@@ -21,10 +21,10 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.revisions import REFERENCE, RELEASE_REVISIONS, REVISIONS, Revision
 from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.errors import TargetError, did_you_mean
+from fuzz.engines.sglang.real import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
+from fuzz.engines.sglang.real.versions import VersionError, parse_version
 from fuzz.findings.repro import PLACEHOLDER
 from fuzz.targets.base import Target, TargetKind
-from fuzz.targets.sglang import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
-from fuzz.targets.sglang.versions import VersionError, parse_version
 
 from .specs import NAME, is_model_spec
 
@@ -107,9 +107,9 @@ def portable_target(target: Any, cwd: str | None = None) -> str:
     """How a baseline names a target, the same on every machine and checkout: a spec as it is (a release, the
     model, the installed package); a file as SGLang's repository names it (``python/sglang/...``), else relative
     to the working directory, else its name alone; a ``@X.Y.Z`` it was given kept. Never an absolute path."""
+    from fuzz.engines.sglang.real.resolve import _split_version
+    from fuzz.engines.sglang.real.wheels import repository_path
     from fuzz.findings.baseline_entries import RELEASES_TARGET
-    from fuzz.targets.sglang.resolve import _split_version
-    from fuzz.targets.sglang.wheels import repository_path
 
     if target.kind is not TargetKind.FILE:
         return RELEASES_TARGET if target.kind is TargetKind.INSTALLED else str(target.spec)

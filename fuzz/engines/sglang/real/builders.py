@@ -43,8 +43,8 @@ from collections.abc import Callable
 from typing import Any
 
 from allocator_model.pools import KVPool
+from fuzz.targets.base import UNPARSABLE
 
-from ..base import UNPARSABLE
 from .private_imports import StandIns, private_builtins
 from .stubs import Published, Unsupplied
 

@@ -40,7 +40,8 @@ from typing import Any
 
 import torch
 
-from ...base import TargetError
+from fuzz.targets.base import TargetError
+
 from ..stubs import CudaPlatform, ServerArgs, StandInMissing
 from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
 from .context import RuntimeContext

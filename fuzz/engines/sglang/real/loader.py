@@ -41,8 +41,8 @@ from typing import Any
 
 from allocator_model.pools import KVPool
 from allocator_model.surface import ALIGNED_LENS, ROW_GUARD, SIZING_ALLOC_PAGE, entries
+from fuzz.targets.base import TargetError
 
-from ..base import TargetError
 from .allocators import AllocPages, Source, extract_alloc_pages
 from .boundary import SIZING_SECONDS
 from .builders import RowExtra, builder_lines, extract_row_extras

@@ -27,7 +27,8 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 
-from ...base import TargetError
+from fuzz.targets.base import TargetError
+
 from .. import wheels
 
 PACKAGE = "sglang"

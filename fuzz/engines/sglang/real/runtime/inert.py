@@ -34,7 +34,7 @@ PLACEHOLDER = "__kvrow_inert_base__"
 def missing(what: str, use: str) -> StandInMissing:
     return StandInMissing(
         f"SGLang's write path {use} {what}, which kvrow-fuzz has no stand-in for "
-        "(fuzz/targets/sglang/runtime: refuse, never guess)"
+        "(fuzz/engines/sglang/real/runtime: refuse, never guess)"
     )
 
 

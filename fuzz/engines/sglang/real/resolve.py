@@ -20,8 +20,8 @@ from typing import Any
 from allocator_model import algorithms as algo
 from allocator_model.revisions import RELEASE_REVISIONS, Revision
 from fuzz.engines.sglang.specs import NAME as SGLANG
+from fuzz.targets.base import Target, TargetError, TargetKind
 
-from ..base import Target, TargetError, TargetKind
 from . import wheels
 from .allocators import UNIFIED_MODULES, Source
 from .loader import Generation, load_sizing_module

@@ -50,8 +50,8 @@ from allocator_model.surface import (
     Surface,
     entries,
 )
+from fuzz.targets.base import TargetCallError, TargetError
 
-from ..base import TargetCallError, TargetError
 from .boundary import RAISED_BY_TARGET, TARGET_BASE_EXCEPTIONS, TargetRaised, bounded_call, depth, out_of_range
 from .callers import Caller, Modeled, context, integer, raised_where
 from .loader import MODEL_CONFIG, PAGE_SIZE, Generation, SizingModule, server_args_parameter

@@ -41,8 +41,7 @@ from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.numeric import ceil_div, ceil_to_page
 from allocator_model.pools import KVPool
-
-from ..base import TargetError
+from fuzz.targets.base import TargetError
 
 
 class Bag:
@@ -220,7 +219,7 @@ HELPERS: dict[str, Any] = {
 def _unsupplied_op(self: Unsupplied, *args: Any, **kwargs: Any) -> Any:
     raise StandInMissing(
         f"the sizing file uses {self._qualname}, which kvrow-fuzz has no stand-in for "
-        "(the stand-ins are listed in fuzz/targets/sglang/stubs.py: KNOWN, HELPERS)"
+        "(the stand-ins are listed in fuzz/engines/sglang/real/stubs.py: KNOWN, HELPERS)"
     )
 
 

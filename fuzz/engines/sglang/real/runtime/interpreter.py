@@ -16,7 +16,7 @@ import sys
 import types
 from typing import Any
 
-from ...base import TargetError
+from fuzz.targets.base import TargetError
 
 TRITON_EXTRA = "the write path needs triton: install kvrow-fuzz with the triton==3.9.0 extra"
 

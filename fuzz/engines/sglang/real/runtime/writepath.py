@@ -31,8 +31,8 @@ import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
 from fuzz.common.compat import code_qualname
+from fuzz.targets.base import TargetError
 
-from ...base import TargetError
 from ..stubs import StandInMissing
 from .batch import ReqToTokenPool, ScheduleBatch, Strict, TreeCache, model_config, sampling_info
 from .bounds import Entered, SGLangTimeout

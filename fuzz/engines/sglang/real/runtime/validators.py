@@ -40,8 +40,8 @@ import torch
 
 from allocator_model.config import ServingConfig
 from allocator_model.pools import KVPool
+from fuzz.targets.base import TargetError
 
-from ...base import TargetError
 from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
 from ..stubs import StandInMissing
 from .context import RuntimeContext, StrictBag

@@ -334,10 +334,11 @@ def listing(found: dict[str, list[Site]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fuzz.targets.sglang.runtime.sites WHEEL...``: print the list of the wheels' releases."""
+    """``python -m fuzz.engines.sglang.real.runtime.sites WHEEL...``: print the list of the wheels' releases."""
     import sys
 
-    from ...base import TargetError
+    from fuzz.targets.base import TargetError
+
     from .releases import release_for
     from .tree import open_tree
 

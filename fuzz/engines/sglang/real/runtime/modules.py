@@ -38,7 +38,8 @@ import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ...base import UNPARSABLE, TargetError
+from fuzz.targets.base import UNPARSABLE, TargetError
+
 from ..stubs import StandInMissing
 from .inert import PRIVATE_PREFIX, InertModule
 from .interpreter import ensure_triton

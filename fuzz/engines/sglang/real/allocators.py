@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.pools import ROW_BUILDERS, KVPool
+from fuzz.targets.base import UNPARSABLE
 
-from ..base import UNPARSABLE
 from .builders import compiled
 from .private_imports import StandIns
 from .stubs import Published, StandInBag, StandInMissing

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable, Iterator
 
 from fuzz.common.bounds import MAX_SIZING_ANSWER
+from fuzz.targets.base import TargetCallError
 
-from ..base import TargetCallError
 from .runtime.bounds import bounded
 
 # One call into a target's sizing code (a page size, a row width, a reserve) answers in microseconds; past this

@@ -40,8 +40,7 @@ from allocator_model.revisions import Revision
 from allocator_model.scenario import NEIGHBOUR, SUBJECT, DecodeScenario, ScenarioRun, WriteObservation
 from allocator_model.scheduler import decode_alloc_bound
 from allocator_model.surface import Surface
-
-from ..base import TargetError
+from fuzz.targets.base import TargetError
 
 GUARDS = {"eagle-tree-row": Guard.EAGLE_TREE_ROW, "uno-row": Guard.UNO_ROW}
 

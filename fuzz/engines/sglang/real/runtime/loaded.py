@@ -20,8 +20,8 @@ import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.pools import KVPool, pool_alloc_page
+from fuzz.targets.base import TargetError
 
-from ...base import TargetError
 from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
 from ..stubs import StandInMissing
 from .bounds import DEFAULT_SECONDS, SGLangTimeout, bounded, untraced
