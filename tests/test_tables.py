@@ -136,3 +136,23 @@ def test_a_write_past_its_row_landing_in_the_next_is_named_once_and_a_lone_spill
     assert [b.prop for b in judge(t, [stray])] == [Property.NEIGHBOUR_ROWS_UNTOUCHED]
     read = Access("toy_rows", "a", AccessKind.READ, (Span(0, 0, 70),), (Span(0, 0, 64),))
     assert judge(t, [read]) == []  # a read is judged by read-within-row, not by a write's property
+
+
+def test_a_core_rule_is_worded_by_the_one_table_that_words_it_else_generically(monkeypatch) -> None:
+    """SARIF's rule text: ``req_to_token``'s own words while it is the only table wording the rule (the text SARIF
+    has always had); the core's table-neutral words once another table words it differently."""
+    import sys
+
+    from fuzz.tables import rule_text
+
+    table_module = sys.modules["fuzz.tables.declared"]
+
+    wrote = Property.WRITE_WITHIN_ROW
+    assert "req_to_token" not in wrote.rule and "req_to_token" not in Property.NEIGHBOUR_ROWS_UNTOUCHED.rule
+    assert rule_text(wrote) == "Every rounded decode write ends within its own req_to_token row: ceil_P(c + R) <= W."
+    monkeypatch.setattr(table_module, "_TABLES", dict(table_module._TABLES))
+    declare_table(
+        replace(REQ_TO_TOKEN_TABLE, name="toy_rows", engine="toy", rules={wrote: "A toy row is not overrun."})
+    )
+    assert rule_text(wrote) == wrote.rule
+    assert rule_text(Property.NEIGHBOUR_ROWS_UNTOUCHED).startswith("No write changes another live request's")

@@ -158,16 +158,15 @@ class Property(DeclaredName):
         return self.declaration.rule
 
 
-# The core's own: a write within its own row and the neighbours untouched (every table), and the kinds of their own.
+# The core's own: a write within its own row and the neighbours untouched (every table: each table words them in
+# its own terms, ``fuzz.tables.rule_text``), and the kinds of their own.
 Property.WRITE_WITHIN_ROW = Property.declare(
     "write-within-row",
-    Declaration(
-        0, Scope.PROVED, "Every rounded decode write ends within its own req_to_token row: ceil_P(c + R) <= W."
-    ),
+    Declaration(0, Scope.PROVED, "Every write ends within its owner's part of the table it writes."),
 )
 Property.NEIGHBOUR_ROWS_UNTOUCHED = Property.declare(
     "neighbour-rows-untouched",
-    Declaration(1, Scope.SAMPLED, "No write changes another live request's columns [0, kv_allocated_len)."),
+    Declaration(1, Scope.SAMPLED, "No write changes another owner's part of the table."),
 )
 Property.SIZING_RAISED = Property.declare(
     "sizing-raised",

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fuzz.tables import rule_text
+
 from .kinds import Property
 from .model import Finding
 from .render import counterexample_block
@@ -156,7 +158,7 @@ def sarif_log(command: Command, findings: Iterable[Any], cwd: str | None = None)
         {
             "id": p.value,
             "name": p.name.title().replace("_", ""),
-            "shortDescription": {"text": p.rule},
+            "shortDescription": {"text": rule_text(p)},
             "defaultConfiguration": {"level": "error"},
         }
         for p in props

@@ -1,12 +1,12 @@
 """Checked tables: an engine's per-request tables, declared once each, and the checks judged on them.
 
-``Table`` (``table.py``) declares one; ``Access`` (``observe.py``) is what
+``Table`` (``declared.py``) declares one; ``Access`` (``observe.py``) is what
 an execution did to it; ``judge`` (``checks.py``) is the generic verdict.
 """
 
 from .checks import Breach, judge
 from .observe import Access, AccessKind, Span
-from .table import CodeRef, Layout, Table, Width, declare_table, table, tables
+from .declared import CodeRef, Layout, Table, Width, declare_table, rule_text, table, tables
 
 __all__ = [
     "Access",
@@ -19,6 +19,7 @@ __all__ = [
     "Width",
     "declare_table",
     "judge",
+    "rule_text",
     "table",
     "tables",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fuzz.findings.kinds import Property
 
 from .observe import Access, AccessKind, past, within
-from .table import Table
+from .declared import Table
 
 
 @dataclass(frozen=True)

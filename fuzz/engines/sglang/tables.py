@@ -101,5 +101,10 @@ REQ_TO_TOKEN_TABLE = declare_table(
             SGLangProperty.PAGE_ALIGNED_GROWTH,
         ),
         {Property.NEIGHBOUR_ROWS_UNTOUCHED: Property.WRITE_WITHIN_ROW},
+        {
+            Property.WRITE_WITHIN_ROW: "Every rounded decode write ends within its own req_to_token row: "
+            "ceil_P(c + R) <= W.",
+            Property.NEIGHBOUR_ROWS_UNTOUCHED: "No write changes another live request's columns [0, kv_allocated_len).",
+        },
     )
 )

@@ -182,6 +182,11 @@ class _Launches:
         self.outputs: collections.OrderedDict[tuple[Any, ...], tuple[bytes, ...]] = collections.OrderedDict()
         self.hits = self.runs = 0
 
+    def forget(self) -> None:
+        """Nothing remembered any more (a benchmark's fresh start)."""
+        self.outputs.clear()
+        self.held = self.hits = self.runs = 0
+
     def remember(self, key: tuple[Any, ...], size: int, after: tuple[bytes, ...]) -> None:
         cost = size + sum(map(len, after))
         if cost > self.budget:
@@ -287,6 +292,7 @@ def _launches_remembered(budget: int = REMEMBERED_BYTES) -> None:
 
     remembered._kvrow_remembered = True  # type: ignore[attr-defined]
     remembered.launches = launches  # type: ignore[attr-defined]
+    remembered.unremembered = run  # type: ignore[attr-defined]  # every launch run (benchmarks/write_path_speed.py)
     executor_class.__call__ = remembered
 
 

@@ -57,7 +57,8 @@ class Width:
 class Table:
     """One checked table (module docstring).  ``properties``: judged on it, in the order of blame.
     ``same_write``: a property whose break is, for this table, always a break of another one too (the
-    neighbour a write past its part lands in): named once, as the other."""
+    neighbour a write past its part lands in): named once, as the other.  ``rules``: a core property's rule in
+    this table's own terms (``rule_text``)."""
 
     name: str
     engine: str
@@ -67,6 +68,7 @@ class Table:
     readers: tuple[CodeRef, ...]
     properties: tuple[Property, ...]
     same_write: Mapping[Property, Property] = field(default_factory=dict)
+    rules: Mapping[Property, str] = field(default_factory=dict)
 
 
 _TABLES: dict[str, Table] = {}
@@ -96,3 +98,10 @@ def table(name: str) -> Table:
     if found is None:
         raise ValueError(f"{name!r} is not a table any engine declares")
     return found
+
+
+def rule_text(prop: Property) -> str:
+    """``prop``'s rule as SARIF states it: the one wording the declared tables give it, or the property's own
+    where none words it or two word it differently (no table's terms are passed off as another's)."""
+    wordings = {t.rules[prop] for t in tables() if prop in t.rules}
+    return wordings.pop() if len(wordings) == 1 else prop.rule
