@@ -28,7 +28,6 @@ PENDING: dict[str, str] = {
     "fuzz.causes.standalone": "causes' SGLang half into the engine",
     "fuzz.ci.baseline": "baseline via Engine.portable_target",
     "fuzz.ci.paths": "move into the SGLang engine",
-    "fuzz.common.options": "pins via Engine.check_pins",
     "fuzz.fidelity.cases": "move into the SGLang engine",
     "fuzz.fidelity.cli": "move into the SGLang engine",
     "fuzz.fidelity.differential": "move into the SGLang engine",

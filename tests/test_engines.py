@@ -47,6 +47,10 @@ TOY = textwrap.dedent(
         def modeled_line(self, target, own_write_path=True):
             return None
 
+        def check_pins(self, pins):
+            if set(pins) - {"rows"}:
+                raise ValueError(f"the toy has no field {sorted(set(pins) - {'rows'})[0]}")
+
         def target_class(self, spec):
             return TargetKind.MODEL if spec == "toy==1" else None
 
@@ -251,3 +255,20 @@ def test_merge_keeps_each_engines_confirmation_under_its_name(toy_module: str, m
     assert code == 1 and doc["targets"][0]["findings"][0]["toy"] == "confirmed on the toy's own allocator"
     (tmp_path / "merged.json").unlink()
     assert merged(7)[0] == 2  # not text: bad input
+
+
+def test_pins_are_checked_by_the_engine_of_each_target(toy_module: str, monkeypatch) -> None:
+    """``--pin`` names fields of an engine's configuration space: each target's engine checks them."""
+    from fuzz.common.errors import BadInput
+    from fuzz.common.options import parse_pins
+
+    monkeypatch.setenv(registry.ENV, f"toy={toy_module}:ENGINE")
+    toy, sglang = resolve_target("toy==1"), resolve_target("reference")
+    assert parse_pins(["rows=2"], [toy]) == {"rows": 2}
+    with pytest.raises(BadInput, match="invalid configuration: the toy has no field page_size"):
+        parse_pins(["page_size=64"], [toy])
+    assert parse_pins(["page_size=64"], [sglang]) == {"page_size": 64}
+    with pytest.raises(BadInput, match="invalid configuration"):
+        parse_pins(["page_size=64"], [sglang, toy])  # every target's engine: the toy refuses it
+    with pytest.raises(BadInput, match="invalid configuration"):
+        parse_pins(["page_size=-3"], [sglang])

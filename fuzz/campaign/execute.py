@@ -85,7 +85,7 @@ def setup_campaign(args: argparse.Namespace, command: Command) -> CampaignSetup:
         seed = random.SystemRandom().randrange(2**32)
     base = read_baseline(args, targets)
     return CampaignSetup(
-        output, targets, profile, hyp, seed, parse_pins(args.pin), jobs, args.shard, base, args.baseline_strict
+        output, targets, profile, hyp, seed, parse_pins(args.pin, targets), jobs, args.shard, base, args.baseline_strict
     )
 
 

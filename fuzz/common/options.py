@@ -16,7 +16,7 @@ import importlib
 import json
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .defaults import PROFILES
@@ -209,10 +209,10 @@ def campaign_jobs(args: argparse.Namespace, profile: str) -> int:
     return parse_jobs("auto") if profile in JOBS_EVERY_CORE else 1
 
 
-def parse_pins(items: list[str]) -> dict[str, Any]:
-    """``NAME=VALUE`` pairs; VALUE is JSON when it parses (64, true, null, [1,3]), else a string."""
-    from allocator_model.config import ConfigError
-    from strategies.space import check_pins
+def parse_pins(items: list[str], targets: Sequence[Any]) -> dict[str, Any]:
+    """``NAME=VALUE`` pairs; VALUE is JSON when it parses (64, true, null, [1,3]), else a string; each checked by
+    the engine of every target (``Engine.check_pins``: its configuration space names the fields)."""
+    from fuzz.engines import engine_of
 
     pins: dict[str, Any] = {}
     for item in items:
@@ -227,10 +227,13 @@ def parse_pins(items: list[str]) -> dict[str, Any]:
         except (json.JSONDecodeError, RecursionError, ValueError):
             value = text
         pins[name] = value
-    try:
-        check_pins(pins)
-    except ConfigError as e:
-        raise BadInput(f"invalid configuration: {e}") from None
+    if not pins:
+        return pins
+    for engine in {id(e): e for e in map(engine_of, targets)}.values():
+        try:
+            engine.check_pins(pins)
+        except ValueError as e:
+            raise BadInput(f"invalid configuration: {e}") from None
     return pins
 
 

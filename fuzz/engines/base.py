@@ -9,7 +9,7 @@ engine's code lives in its package.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -70,6 +70,10 @@ class Engine(Protocol):
 
     def known_targets(self) -> list[tuple[str, str]]:
         """``(spec, summary)`` for each target ``targets`` lists."""
+        ...
+
+    def check_pins(self, pins: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` (one line) for ``--pin NAME=VALUE``s no configuration of this engine can have."""
         ...
 
     def target_class(self, spec: str) -> TargetKind | None:

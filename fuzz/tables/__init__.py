@@ -5,8 +5,8 @@ an execution did to it; ``judge`` (``checks.py``) is the generic verdict.
 """
 
 from .checks import Breach, judge
-from .observe import Access, AccessKind, Span
 from .declared import CodeRef, Layout, Table, Width, declare_table, rule_text, table, tables
+from .observe import Access, AccessKind, Span
 
 __all__ = [
     "Access",

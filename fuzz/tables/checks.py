@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from fuzz.findings.kinds import Property
 
-from .observe import Access, AccessKind, past, within
 from .declared import Table
+from .observe import Access, AccessKind, past, within
 
 
 @dataclass(frozen=True)

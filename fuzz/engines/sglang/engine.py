@@ -3,6 +3,7 @@ the code behind it when asked."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fuzz.targets.base import Target, TargetKind
@@ -48,6 +49,11 @@ class SGLangEngine:
         from .targets import known_targets
 
         return known_targets()
+
+    def check_pins(self, pins: Mapping[str, Any]) -> None:
+        from strategies.space import check_pins
+
+        check_pins(pins)  # ConfigError: a ValueError
 
     def target_class(self, spec: str) -> TargetKind | None:
         from .targets import target_class
