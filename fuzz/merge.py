@@ -34,11 +34,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.common.errors import BadInput, ExitCode
+from fuzz.common.errors import BadInput, ExitCode, TargetError
 from fuzz.common.files import check_output_dir, check_output_file, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.shards import WHOLE, Shard, parse_shard
 from fuzz.common.text import markdown_block, printable
+from fuzz.engines import engine_for
 from fuzz.findings.kinds import CaseKind, Property, Signature, case_type
 from fuzz.findings.report import (
     CONFIRMATION,
@@ -143,7 +144,7 @@ def check_entry(entry: dict[str, Any], path: str, command: Command) -> None:
         shown = ", ".join(s.value for s in Status)
         raise BadInput(f'{where}: "status" must be one of {shown}, got {_shown(entry.get("status"))}')
     own = {"seconds": Field.SECONDS, "error": Field.TEXT, "shard": Field.LABEL, "interrupted": Field.FLAG}
-    fields = {**own, **ENTRY_FIELDS[command]}
+    fields = {**own, **entry_fields(command, entry["target"])}
     for key, kind in fields.items():
         if not kind.holds(entry.get(key)):
             raise BadInput(f'{where}: "{key}" must be {kind.value}, got {_shown(entry[key])}')
@@ -187,6 +188,16 @@ def check_finding(f: Any, where: str) -> None:
     for key, kind in finding_fields(f).items():
         if not kind.holds(f.get(key)):
             raise BadInput(f'{where}: finding {sig}: "{key}" must be {kind.value}, got {_shown(f[key])}')
+
+
+def entry_fields(command: Command, target: str) -> dict[str, Field]:
+    """The counts a ``command``'s entry for ``target`` has: ``ENTRY_FIELDS``, and those of the engine that claims
+    the target (``Engine.report_fields``; none where no engine can)."""
+    try:
+        own = engine_for(target).report_fields.get(command, {})
+    except TargetError:
+        own = {}
+    return {**ENTRY_FIELDS[command], **own}
 
 
 def finding_fields(f: dict[str, Any]) -> dict[str, Field]:
@@ -289,7 +300,7 @@ def merge_target(target: str, parts: list[Part], command: Command) -> Merged:
         f"shard {p.shard}: error" for p in parts if p.entry.get("status") == Status.ERROR and not p.entry.get("error")
     ]
     interrupted = any(e.get("interrupted") or e.get("status") == Status.INTERRUPTED for e in entries)
-    fields = ENTRY_FIELDS[command]  # the only fields carried over: each checked (``check_entry``)
+    fields = entry_fields(command, target)  # the only fields carried over: each checked (``check_entry``)
     counts = list(dict.fromkeys(k for e in entries for k in e if k in fields and k not in OWN))
     entry: dict[str, Any] = {
         "target": target,

@@ -31,6 +31,7 @@ TOY = textwrap.dedent(
 
     class Toy:
         name = "toy"
+        report_fields = {}
 
         def claims(self, spec):
             return spec.startswith("toy==")
@@ -272,3 +273,31 @@ def test_pins_are_checked_by_the_engine_of_each_target(toy_module: str, monkeypa
         parse_pins(["page_size=64"], [sglang, toy])  # every target's engine: the toy refuses it
     with pytest.raises(BadInput, match="invalid configuration"):
         parse_pins(["page_size=-3"], [sglang])
+
+
+def test_merge_checks_and_keeps_the_counts_the_targets_engine_declares(
+    toy_module: str, monkeypatch, tmp_path: Path
+) -> None:
+    """SGLang's write-path counts are its engine's report fields: merge checks and carries them for its targets,
+    and never for another engine's (whose report declares none)."""
+    import json
+
+    from fuzz.cli import main
+
+    monkeypatch.setenv(registry.ENV, f"toy={toy_module}:ENGINE")
+
+    def merged(target: str, count: object) -> tuple[int, dict]:
+        entry = {"target": target, "status": "clean", "seconds": 1, "examples": 3, "findings": []}
+        doc = {"schema": "kvrow-fuzz/report", "schema_version": 1, "command": "run"}
+        doc["targets"] = [{**entry, "sglang_scenarios": count}]
+        (tmp_path / "r.json").write_text(json.dumps(doc))
+        out = tmp_path / "merged.json"
+        out.unlink(missing_ok=True)
+        code = main(["merge", str(tmp_path / "r.json"), "--json", str(out), "--cases-out", str(tmp_path / "c")])
+        return code, json.loads(out.read_text())["targets"][0] if out.exists() else {}
+
+    code, entry = merged("reference", 4)
+    assert code == 0 and entry["sglang_scenarios"] == 4
+    assert merged("reference", "four")[0] == 2
+    code, entry = merged("toy==1", 4)
+    assert code == 0 and "sglang_scenarios" not in entry

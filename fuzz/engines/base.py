@@ -88,6 +88,9 @@ class Engine(Protocol):
         ...
 
     attributions: tuple[Attribution, ...]  # the verdict pipeline's stage 2, in order
+    # The counts a command's report entry for one of its targets adds (``fuzz.findings.report.ENTRY_FIELDS``'s
+    # shape: command -> field -> ``Field``), which ``merge`` checks and carries over.
+    report_fields: Mapping[Any, Mapping[str, Any]]
 
     def confirm(self, target: Target, finding: Any, mode: str = "auto", check: Any = None) -> Any:
         """The verdict pipeline's stage 3: ``finding`` replayed on the engine's own code where the target has it

@@ -120,14 +120,11 @@ TRACE_FIELDS = {  # ``fuzz.prove.result.TraceStats``
     "diverged": Field.LABELS,
 }
 _CAMPAIGN = {"examples": Field.COUNT, "jobs": Field.COUNT, "seeds": Field.SEEDS}  # ``fuzz.campaign``
-# The counts each command writes beside target, status, seconds, findings, interrupted, error and shard.
+# The counts each command writes beside target, status, seconds, findings, interrupted, error and shard; a
+# target's engine adds its own (``Engine.report_fields``: what its own code did, SGLang's write path say).
 ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
     Command.RUN: {
         **_CAMPAIGN,
-        "write_path": Field.LABEL,  # ``fuzz.run.engine`` stats
-        "sglang_scenarios": Field.COUNT,
-        "sglang_decode_steps": Field.COUNT,
-        "sglang_seconds": Field.SECONDS,
         "proof_space": Field.LABEL,  # ``fuzz.prove.quick`` stats
         "proved_configurations": Field.COUNT,
         "proof_seconds": Field.SECONDS,

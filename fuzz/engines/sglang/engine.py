@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fuzz.findings.report import Command, Field
 from fuzz.targets.base import Target, TargetKind
 
 from . import cases, names, tables  # noqa: F401  (declare SGLang's properties, names, kinds of case, tables on load)
@@ -17,6 +18,15 @@ class SGLangEngine:
     one that calls a spec unknown."""
 
     name = NAME
+    # What its write path did in a run (``fuzz.run.engine`` counts them).
+    report_fields = {
+        Command.RUN: {
+            "write_path": Field.LABEL,
+            "sglang_scenarios": Field.COUNT,
+            "sglang_decode_steps": Field.COUNT,
+            "sglang_seconds": Field.SECONDS,
+        }
+    }
 
     @property
     def attributions(self) -> tuple[Any, ...]:
