@@ -34,23 +34,21 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.common.errors import BadInput, ExitCode, TargetError
+from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir, check_output_file, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.shards import WHOLE, Shard, parse_shard
 from fuzz.common.text import markdown_block, printable
-from fuzz.engines import engine_for
-from fuzz.findings.kinds import CaseKind, Property, Signature, case_type
+from fuzz.findings.kinds import CaseKind, Property, Signature
 from fuzz.findings.report import (
-    CONFIRMATION,
-    ENTRY_FIELDS,
-    FINDING_FIELDS,
     REPORT_SCHEMA,
     REPORT_SCHEMA_VERSION,
     TRACE_FIELDS,
     Command,
     Field,
     Status,
+    entry_fields,
+    finding_fields,
     status_of,
     write_report,
 )
@@ -188,25 +186,6 @@ def check_finding(f: Any, where: str) -> None:
     for key, kind in finding_fields(f).items():
         if not kind.holds(f.get(key)):
             raise BadInput(f'{where}: finding {sig}: "{key}" must be {kind.value}, got {_shown(f[key])}')
-
-
-def entry_fields(command: Command, target: str) -> dict[str, Field]:
-    """The counts a ``command``'s entry for ``target`` has: ``ENTRY_FIELDS``, and those of the engine that claims
-    the target (``Engine.report_fields``; none where no engine can)."""
-    try:
-        own = engine_for(target).report_fields.get(command, {})
-    except TargetError:
-        own = {}
-    return {**ENTRY_FIELDS[command], **own}
-
-
-def finding_fields(f: dict[str, Any]) -> dict[str, Field]:
-    """The fields a finding of its kind has: ``FINDING_FIELDS``, and the confirmation of the engine whose kind of
-    case it is, under that engine's name (a kind nobody declared has none)."""
-    kind = f.get("kind")
-    if not isinstance(kind, str) or kind not in [k.value for k in CaseKind]:
-        return FINDING_FIELDS
-    return {**FINDING_FIELDS, case_type(kind).engine: CONFIRMATION}
 
 
 def _depth(value: Any, limit: int = 64) -> int:

@@ -22,8 +22,12 @@ from enum import Enum
 from typing import Any
 
 from fuzz.common.compat import StrEnum
+from fuzz.common.errors import TargetError
 from fuzz.common.files import write_atomically
 from fuzz.common.text import printable
+from fuzz.engines import engine_for
+
+from .kinds import CaseKind, case_type
 
 REPORT_SCHEMA = "kvrow-fuzz/report"
 REPORT_SCHEMA_VERSION = 1
@@ -176,6 +180,25 @@ FINDING_FIELDS: dict[str, Field] = {
     "mismatch": Field.TEXT,
 }
 CONFIRMATION = Field.TEXT
+
+
+def entry_fields(command: Command, target: str) -> dict[str, Field]:
+    """The counts a ``command``'s entry for ``target`` has: ``ENTRY_FIELDS``, and those of the engine that claims
+    the target (``Engine.report_fields``; none where no engine can)."""
+    try:
+        own = engine_for(target).report_fields.get(command, {})
+    except TargetError:
+        own = {}
+    return {**ENTRY_FIELDS[command], **own}
+
+
+def finding_fields(f: dict[str, Any]) -> dict[str, Field]:
+    """The fields a finding of its kind has: ``FINDING_FIELDS``, and the confirmation of the engine whose kind of
+    case it is, under that engine's name (a kind nobody declared has none)."""
+    kind = f.get("kind")
+    if not isinstance(kind, str) or kind not in [k.value for k in CaseKind]:
+        return FINDING_FIELDS
+    return {**FINDING_FIELDS, case_type(kind).engine: CONFIRMATION}
 
 
 def report_document(command: Command, targets: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
