@@ -25,6 +25,7 @@ __all__ = [
     "MAX_CANDIDATE_BITS",
 ]
 
+import copy
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -113,6 +114,19 @@ class ServingConfig:
 
     def replace(self, **changes: Any) -> ServingConfig:
         return dataclasses.replace(self, **changes)
+
+    def at_context_len(self, context_len: int) -> ServingConfig:
+        """The same launch at another context length, checked as ``replace`` would check it: no launch rule reads
+        context_len (``_validate`` only asks it be a positive integer), so only that and the limits are checked
+        again, and the limits only where it grows (each bounds context_len from above): a sweep over context
+        lengths builds millions of these."""
+        _integer("context_len", context_len)
+        _positive("context_len", context_len)
+        new = copy.copy(self)
+        object.__setattr__(new, "context_len", context_len)
+        if context_len > self.context_len:
+            _check_limits(new)
+        return new
 
     def __post_init__(self) -> None:
         _check_limits(self)  # sizes first: a value past a bound is refused as that, whatever else is wrong

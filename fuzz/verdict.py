@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fuzz.engines import engine_of
 from fuzz.engines.base import Config
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
+from fuzz.tables.declared import TABLE_CASE
 from fuzz.targets.base import Target
 
 if TYPE_CHECKING:
@@ -44,8 +45,13 @@ class Unjudgeable(Exception):
 class Case(Protocol):
     """What the pipeline judges: a case of one engine that checks itself on a target and makes its findings."""
 
-    kind: ClassVar[CaseKind]
-    properties: ClassVar[tuple[Property, ...]]  # what it is judged on where the caller names nothing
+    @property
+    def kind(self) -> CaseKind: ...
+
+    @property
+    def properties(self) -> tuple[Property, ...]:
+        """What it is judged on where the caller names nothing."""
+        ...
 
     @property
     def config(self) -> Config: ...
@@ -107,13 +113,20 @@ class Pipeline:
         """Stage 3: ``f`` replayed on the engine's own code where the target has it (``mode``: the command's
         ``--write-path``): it says there what that code did.  ``check``: the case's traced run on that code where
         the caller has made it already."""
+        if f.kind is TABLE_CASE:
+            return f  # a table checked on its own is checked on the model: no own code to replay it on
         confirmed: Finding = engine_of(target).confirm(target, f, mode, check)
         return confirmed
 
     def causes(self, target: Target, findings: list[Finding]) -> list[Cause]:
-        """Stage 4: the root causes of ``findings``, as the target's engine finds them."""
-        causes: list[Cause] = engine_of(target).root_causes(target, findings)
-        return causes
+        """Stage 4: the root causes of ``findings``, as the target's engine finds them (those on a table checked on
+        its own: the table's width, ``fuzz.tables.causes``)."""
+        from fuzz.tables.causes import table_causes
+
+        on_tables = [f for f in findings if f.kind is TABLE_CASE]
+        rest = [f for f in findings if f.kind is not TABLE_CASE]
+        causes: list[Cause] = engine_of(target).root_causes(target, rest) if rest or not on_tables else []
+        return causes + table_causes(on_tables)
 
     def judge(self, causes: list[Cause], entries: frozenset[Entry]) -> Judged:
         """Stage 5: ``causes`` held to a baseline's entries."""

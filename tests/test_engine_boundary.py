@@ -24,7 +24,6 @@ PENDING: dict[str, str] = {
     "fuzz.catalog": "move into the SGLang engine",
     "fuzz.causes.advisory": "causes' SGLang half into the engine",
     "fuzz.causes.counterfactual": "causes' SGLang half into the engine",
-    "fuzz.causes.identity": "causes' SGLang half into the engine",
     "fuzz.causes.standalone": "causes' SGLang half into the engine",
     "fuzz.ci.baseline": "baseline via Engine.portable_target",
     "fuzz.ci.paths": "move into the SGLang engine",

@@ -48,6 +48,11 @@ TOY = textwrap.dedent(
         def modeled_line(self, target, own_write_path=True):
             return None
 
+        def config_from_dict(self, data):
+            if set(data) != {"rows"}:
+                raise ValueError("a toy configuration is {'rows': N}")
+            return data
+
         def check_pins(self, pins):
             if set(pins) - {"rows"}:
                 raise ValueError(f"the toy has no field {sorted(set(pins) - {'rows'})[0]}")

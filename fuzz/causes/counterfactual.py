@@ -35,6 +35,7 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.surface import ROW_WIDTH, Entry, Provenance, Shape, Surface
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.digests import code_digest
 from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.engines.sglang.names import REQ_TO_TOKEN
 from fuzz.engines.sglang.real.wheels import CONFIGURATOR_MODULE, MIXIN_MODULE, lone_sizing_path, repository_path
@@ -42,8 +43,6 @@ from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target, TargetCallError, TargetKind
-
-from .identity import code_digest
 
 # How SGLang names each piece's value in a report.
 VALUE_NAMES = dict(

@@ -72,6 +72,11 @@ class Engine(Protocol):
         """``(spec, summary)`` for each target ``targets`` lists."""
         ...
 
+    def config_from_dict(self, data: Mapping[str, Any]) -> Config:
+        """The configuration a case file records (``Config.to_dict``'s shape), checked; ``ValueError`` (one line)
+        for one this engine cannot have."""
+        ...
+
     def check_pins(self, pins: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` (one line) for ``--pin NAME=VALUE``s no configuration of this engine can have."""
         ...

@@ -163,13 +163,14 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
         raise CaseFileError(
             f"{where} has unknown kind {doc['kind']!r:.60} (known: {', '.join(k.value for k in CaseKind)})"
         )
-    known = FIELDS | {case_type(kind).engine}
+    engine = case_type(kind).engine  # "" for a core kind: no engine's confirmation field
+    known = FIELDS | ({engine} if engine else set())
     unknown = sorted(k for k in doc if k not in known)
     if unknown:
         raise CaseFileError(f"{where} has unknown field {unknown[0]!r:.60} (known: {', '.join(sorted(known))})")
     if not isinstance(doc["target"], str) or not doc["target"].strip():
         raise CaseFileError(f'{where}: "target" must be a target spec string, got {doc["target"]!r}')
-    for key in (*TEXT_FIELDS, case_type(kind).engine):
+    for key in (*TEXT_FIELDS, *known - FIELDS):
         if key in doc and not isinstance(doc[key], str):
             raise CaseFileError(f'{where}: "{key}" must be a string, got {doc[key]!r:.60}')
     if "revision" in doc and not case_type(kind).carries_revision:

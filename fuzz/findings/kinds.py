@@ -11,11 +11,13 @@ file.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fuzz.common.compat import StrEnum
+
+from .declared_names import DeclaredName, _engines_declared
 
 
 class Scope(StrEnum):
@@ -34,79 +36,6 @@ class Declaration:
     scope: Scope
     rule: str  # what it asks, as the README's tables state it (the SARIF rule's text)
     engine: str = ""  # the engine that declared it ("" for the core's own)
-
-
-def _engines_declared() -> None:
-    """Import every loadable engine: each declares its names when its package is imported.  A malformed engine
-    declaration (``TargetError``) is raised as it is: the names it would declare are unknown, and saying a case's
-    name is unknown would blame the case for the declaration."""
-    from fuzz.engines import engines
-
-    engines()
-
-
-class _Registry(type):
-    """Iterating a declared-name class gives every name declared so far, the loadable engines' included, in the
-    class's order (``_order``)."""
-
-    def __iter__(cls) -> Iterator[Any]:
-        _engines_declared()
-        return iter(sorted(cls._declared.values(), key=cls._order))  # type: ignore[attr-defined]
-
-    def __len__(cls) -> int:
-        return sum(1 for _ in cls)
-
-
-class DeclaredName(str, metaclass=_Registry):
-    """A name from a closed but open-ended set: the core and each engine declare theirs once, and
-    ``Cls(text)`` is the declared value (ValueError for a name nobody declared), so a hostile file never carries
-    a name of its own into what is printed or generated from it."""
-
-    _declared: ClassVar[dict[str, Any]]
-
-    def __init_subclass__(cls) -> None:
-        cls._declared = {}
-
-    def __new__(cls, name: object) -> Any:
-        if isinstance(name, cls):
-            return name
-        found = cls._declared.get(name) if isinstance(name, str) else None
-        if found is None and isinstance(name, str):
-            _engines_declared()
-            found = cls._declared.get(name)
-        if found is None:
-            raise ValueError(f"{name!r} is not a valid {cls.__name__}")
-        return found
-
-    @classmethod
-    def _add(cls, value: str) -> Any:
-        if value in cls._declared:
-            raise ValueError(f"{cls.__name__} {value!r} is already declared")
-        name = str.__new__(cls, value)
-        cls._declared[value] = name
-        return name
-
-    @classmethod
-    def _order(cls, name: Any) -> Any:
-        return list(cls._declared).index(name)  # the order of declaration
-
-    @property
-    def value(self) -> str:
-        return str.__str__(self)
-
-    @property
-    def name(self) -> str:
-        """``WRITE_WITHIN_ROW`` for ``write-within-row`` (a SARIF rule's name is made from it)."""
-        return self.value.upper().replace("-", "_")
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.value}>"
-
-    def __reduce__(self) -> tuple[type, tuple[str]]:
-        return type(self), (self.value,)
 
 
 _DECLARATIONS: dict[str, Declaration] = {}
@@ -246,6 +175,12 @@ class CaseType:
     suffix: Callable[[dict[str, Any], Any], str] = _no_suffix  # after the target on the block's first line
     named_apart: bool = True  # its case files' names carry the kind (the engine's main kind's do not)
     carries_revision: bool = False  # its case files record the model revision the case was judged against
+    # A core kind's (``engine`` ""): the engine a case of it belongs to, read from the case (a table case: its table's).
+    case_engine: Callable[[dict[str, Any]], str] | None = None
+
+    def engine_of(self, case: dict[str, Any]) -> str:
+        """The engine a case of this kind belongs to: its declaring engine's, or for a core kind the case's own."""
+        return self.case_engine(case) if self.case_engine is not None else self.engine
 
 
 _CASE_TYPES: dict[str, CaseType] = {}
@@ -374,15 +309,29 @@ class Signature:
 GROWTH_RULE = "growth-rule"
 
 
+_TABLE_NAMES: set[str] = set()  # the declared tables (``fuzz.tables.declare_table``): a table's groups' variants
+
+
+def declare_table_name(name: str) -> None:
+    """``name`` is a declared table: ``GROUP@TABLE`` is a group of a finding on it (``fuzz.tables.case``)."""
+    _TABLE_NAMES.add(name)
+
+
+def undeclare_table_name(name: str) -> None:
+    _TABLE_NAMES.discard(name)
+
+
 def known_group(prop: Property, group: str) -> bool:
     """Whether ``group`` is a group ``prop`` can have: ``GROUP[@VARIANT]`` of one engine's ``Names``
-    (sizing-raised: a group alone), ``growth-rule`` for unproven, an engine's mismatch group for model-mismatch."""
+    (sizing-raised: a group alone), ``growth-rule`` for unproven, an engine's mismatch group for model-mismatch.
+    A VARIANT may be a declared table: a finding on a table its engine does not hunt itself is grouped apart."""
     if prop is Property.UNPROVEN:
         return group == GROWTH_RULE
     if prop is Property.MODEL_MISMATCH:
         return any(group in names.mismatch_groups for names in declared_names())
     name, at, variant = group.partition("@")
     for names in declared_names():
-        if name in names.groups and (not at or (prop is not Property.SIZING_RAISED and variant in names.variants)):
+        variants = (*names.variants, *_TABLE_NAMES)
+        if name in names.groups and (not at or (prop is not Property.SIZING_RAISED and variant in variants)):
             return True
     return False

@@ -65,7 +65,7 @@ class Finding:
     @property
     def engine(self) -> str:
         """The engine whose kind of case this is: reports and case files name its confirmation after it."""
-        return case_type(self.kind).engine
+        return case_type(self.kind).engine_of(self.case)
 
     @property
     def repro(self) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzz.tables import rule_text
+from fuzz.tables.declared import TABLE_CASE
 
 from .kinds import Property
 from .model import Finding
@@ -56,6 +57,17 @@ def def_lines(source: str) -> dict[str, int]:
     except (SyntaxError, ValueError):
         return {}
     return {n.name: n.lineno for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def table_locations(f: Finding, cwd: str | None = None) -> list[SourceLine]:
+    """A finding on a table checked on its own points at the table's width functions (``fuzz.tables.causes``)."""
+    from fuzz.tables import table
+    from fuzz.tables.causes import code_lines
+
+    return [
+        SourceLine(artifact_uri(str(path), cwd), line, ref.qualname)
+        for ref, path, line in code_lines(table(f.case["table"]))
+    ]
 
 
 def artifact_uri(path: str, cwd: str | None = None) -> str:
@@ -97,7 +109,9 @@ def sarif_result(
     from fuzz.engines import load
 
     prop = Property(f.violation.prop)
-    where: list[SourceLine] = load(f.engine).locations(target, f, cwd) if target is not None else []
+    where: list[SourceLine] = table_locations(f, cwd) if f.kind is TABLE_CASE else []
+    if target is not None and f.kind is not TABLE_CASE:
+        where = load(f.engine).locations(target, f, cwd)
     result: dict[str, Any] = {
         "ruleId": prop.value,
         "ruleIndex": rule_index[prop],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fuzz.common import interrupts
@@ -29,6 +30,7 @@ from fuzz.common.shards import WHOLE, Shard, parse_jobs
 
 if TYPE_CHECKING:
     from fuzz.findings.cause import Cause
+    from fuzz.findings.model import Finding
     from fuzz.targets.base import Target
 
     from .result import ProveResult
@@ -130,6 +132,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     from fuzz.findings import baseline
     from fuzz.findings.cause import causes_block
     from fuzz.findings.output import Output
+    from fuzz.findings.render import counterexample_block
     from fuzz.findings.report import Command
     from fuzz.targets.resolve import resolve_targets
     from fuzz.verdict import PIPELINE
@@ -138,6 +141,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     from .parallel import prove_in_parallel
     from .request import request
     from .sweep import prove, require_device
+    from .tables import prove_tables
     from .witness import confirm
 
     targets = resolve_targets(args.target)
@@ -171,6 +175,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     results = []
     causes: dict[str, list[Cause]] = {}
+    on_tables: dict[str, list[Finding]] = {}  # each target's witnesses on its tables checked on their own
     judged: dict[str, baseline.Judged] = {}
     interrupted = False
     try:
@@ -198,8 +203,17 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                     output.save(grp.witness, origin=WITNESS_ORIGIN)
             results.append(result)
             print_result(t, result, out)
-            if result.groups:
-                causes[t.spec] = PIPELINE.causes(t, [g.witness for g in result.sorted_groups()])
+            proofs = prove_tables(t, space, only, shard)
+            on_tables[t.spec] = [w for p in proofs for w in p.witnesses]
+            for w in on_tables[t.spec]:
+                output.save(w, origin=WITNESS_ORIGIN)
+            for p in proofs:
+                print("\n".join(p.lines()), file=out)
+            for w in on_tables[t.spec]:
+                print(counterexample_block(w, "WITNESS"), file=out)
+            witnesses = [g.witness for g in result.sorted_groups()] + on_tables[t.spec]
+            if witnesses:
+                causes[t.spec] = PIPELINE.causes(t, witnesses)
                 print(causes_block(t.spec, causes[t.spec]), file=out)
             if known is not None:
                 judged[t.spec] = PIPELINE.judge(causes.get(t.spec, []), known[t.spec])
@@ -220,27 +234,34 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     except KeyboardInterrupt:  # what was proved and saved stands: reported below, never lost to a second signal
         interrupted = True
         print("interrupted: reporting what was proved so far", file=out)
-    entries = [report_entry(r, args.shard, causes.get(r.target, [])) for r in results]
+    entries = [report_entry(r, args.shard, causes.get(r.target, []), on_tables.get(r.target, [])) for r in results]
     for entry in entries:
         if entry["target"] in judged:
             entry["baseline"] = judged[entry["target"]].to_json()
     with interrupts.shielded():  # what was found is written, however many signals come now
         output.report(entries)
-        output.sarif_log((g.witness for r in results for g in r.sorted_groups()), targets, causes)
+        witnesses = [g.witness for r in results for g in r.sorted_groups()]
+        output.sarif_log(witnesses + [w for r in results for w in on_tables.get(r.target, [])], targets, causes)
     if known is not None:  # against a baseline: only a new root cause (or, strict, a fixed entry) fails
         strict = args.baseline_strict
         found = any(j.new or (strict and j.fixed) for j in judged.values())
         return output.status(found=found, interrupted=interrupted)
-    return output.status(found=any(r.groups for r in results), interrupted=interrupted)
+    found = any(r.groups for r in results) or any(on_tables.values())
+    return output.status(found=found, interrupted=interrupted)
 
 
-def report_entry(r: ProveResult, shard: Shard | None = None, causes: list[Cause] | None = None) -> dict[str, Any]:
+def report_entry(
+    r: ProveResult, shard: Shard | None = None, causes: list[Cause] | None = None, on_tables: Sequence[Finding] = ()
+) -> dict[str, Any]:
     """The target's report entry, each finding with its ``group`` (the group's full signature: a witness's own
     may lack the group's outcome), its root causes, and, for a shard, the shard (``merge`` combines the shards
-    by both)."""
+    by both); ``on_tables``: the witnesses on its tables checked on their own, after the sizing's."""
     entry = r.to_json()
     for finding, grp in zip(entry["findings"], r.sorted_groups(), strict=True):
         finding["group"] = str(grp.signature)
+    entry["findings"] += [{**w.to_json(), "group": str(w.signature)} for w in on_tables]
+    if on_tables and entry.get("status") == "clean":
+        entry["status"] = "counterexample"
     if causes:
         entry["causes"] = [c.to_json() for c in causes]
     return {**entry, "shard": str(shard)} if shard else entry

@@ -17,6 +17,7 @@ from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign
 from fuzz.engines.sglang.groups import scenario_of
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding
+from fuzz.tables.hunt import with_tables
 from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE, CaseVerdict
 from strategies.scenarios import decode_scenarios
@@ -169,7 +170,7 @@ def campaign(
     proof: ProofStage | None = None,
     **driver: Any,
 ) -> CampaignResult:
-    """Fuzz ``target``'s decode properties until no new group turns up.
+    """Fuzz ``target``'s decode properties, and its engine's tables checked on their own, until no new group turns up.
 
     ``cover_part`` (k, K): worker k of K runs every K-th covering case from the k-th.
     ``proof``: the bounded proof run after the covering set (``fuzz.prove.quick``), its witnesses checked as
@@ -179,4 +180,4 @@ def campaign(
     max_rounds, on_progress, progress_every, on_finding).
     """
     hunt = DecodeHunt(target, props, pins, cover_part, WritePathMode(write_path), proof)
-    return run_campaign(target, hunt, hyp_settings, **driver)
+    return run_campaign(target, with_tables(hunt, target, pins), hyp_settings, **driver)

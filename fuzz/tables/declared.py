@@ -12,14 +12,21 @@ is loaded (``declare_table``); the core names none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fuzz.common.compat import StrEnum
-from fuzz.findings.kinds import Property, _engines_declared
+from fuzz.common.errors import TargetError
+from fuzz.findings.declared_names import _engines_declared, declared_also
+from fuzz.findings.kinds import Property, declare_case_type, declare_table_name, undeclare_table_name
 
 TABLE_NAME = r"[a-z][a-z0-9_]{0,63}"  # a baseline entry's ``table`` (baseline.schema.json) is one of these
+ENV = "KVROW_FUZZ_TABLES"  # ``module:attr[,module:attr...]``: tables a child process declares (a test's own)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,17 @@ class Width:
 
 
 @dataclass(frozen=True)
+class Reach:
+    """A closed form's answer for one configuration: each owner's width, and the furthest end any access of the
+    table's writers (or a published length its readers read) reaches; ``data``: a case of the table that reaches
+    it (prove's witness, replayed like any case)."""
+
+    width: int
+    end: int
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Table:
     """One checked table (module docstring).  ``properties``: judged on it, in the order of blame.
     ``same_write``: a property whose break is, for this table, always a break of another one too (the
@@ -69,6 +87,19 @@ class Table:
     properties: tuple[Property, ...]
     same_write: Mapping[Property, Property] = field(default_factory=dict)
     rules: Mapping[Property, str] = field(default_factory=dict)
+    # The generic flow (``fuzz.tables.case``): a table its engine does not hunt itself.  ``cases(target, pins)``: a
+    # strategy of (configuration, case data); ``observe(target, config, data)``: the accesses its writers and
+    # readers make (ValueError: data it does not take); ``group(config)``: the bug group a configuration falls
+    # in (one of its engine's ``Names.groups``); ``closed_form(config)``: its ``Reach`` (prove sweeps it).
+    cases: Callable[[Any, Mapping[str, Any]], Any] | None = None
+    observe: Callable[[Any, Any, Mapping[str, Any]], list[Any]] | None = None
+    group: Callable[[Any], str] | None = None
+    closed_form: Callable[[Any], Reach] | None = None
+
+    @property
+    def hunted(self) -> bool:
+        """Whether the generic flow hunts it (its engine hunts the others its own way)."""
+        return self.cases is not None and self.observe is not None and self.group is not None
 
 
 _TABLES: dict[str, Table] = {}
@@ -83,11 +114,49 @@ def declare_table(table: Table) -> Table:
     if _TABLES.get(table.name, table) != table:
         raise ValueError(f"table {table.name!r} is already declared (by engine {_TABLES[table.name].engine})")
     _TABLES[table.name] = table
+    declare_table_name(table.name)
     return table
 
 
+@contextlib.contextmanager
+def declared(table: Table) -> Iterator[Table]:
+    """``table`` declared in this process for the ``with`` block only (a test's table: no other test sees it)."""
+    fresh = table.name not in _TABLES
+    declare_table(table)
+    try:
+        yield table
+    finally:
+        if fresh:
+            _TABLES.pop(table.name, None)
+            undeclare_table_name(table.name)
+
+
+_from_env: set[str] = set()
+
+
+def _env_tables() -> None:
+    """Declare the tables ``$KVROW_FUZZ_TABLES`` names (once per process and value); a malformed item, a module that
+    cannot be imported or an attribute that is no ``Table`` is a ``TargetError``, said in one line."""
+    value = os.environ.get(ENV, "")
+    if value in _from_env:
+        return
+    _from_env.add(value)  # first: a table module that looks a name up while it loads does not load again
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        module, sep, attr = item.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), attr) if sep else None
+        except Exception as e:  # noqa: BLE001 - a table whose module fails to load is said in one line
+            raise TargetError(f"${ENV}: {item[:200]!r} cannot be loaded ({type(e).__name__}: {e})") from None
+        if not isinstance(found, Table):
+            raise TargetError(f"${ENV}: {item[:200]!r} is not module:attr naming a Table")
+        declare_table(found)
+
+
+declared_also(_env_tables)
+
+
 def tables() -> list[Table]:
-    """Every table a loadable engine declares, in the order declared."""
+    """Every table a loadable engine declares (and ``$KVROW_FUZZ_TABLES``'s), in the order declared."""
     _engines_declared()
     return list(_TABLES.values())
 
@@ -105,3 +174,33 @@ def rule_text(prop: Property) -> str:
     where none words it or two word it differently (no table's terms are passed off as another's)."""
     wordings = {t.rules[prop] for t in tables() if prop in t.rules}
     return wordings.pop() if len(wordings) == 1 else prop.rule
+
+
+def _case_problem(case: dict[str, Any]) -> str | None:
+    """A table case's ``table`` that names no declared table hunted generically, or ``data`` that is no object."""
+    name = case.get("table")
+    try:
+        found = table(name) if isinstance(name, str) else None
+    except ValueError:
+        found = None
+    if found is None or not found.hunted:
+        return f"{json.dumps(name)[:80]} is not a table this tool checks on its own"
+    if not isinstance(case.get("data"), dict):
+        return 'a table case\'s "data" must be a JSON object'
+    return None
+
+
+def _case_lines(case: dict[str, Any]) -> list[str]:
+    return [f"table:  {case.get('table')}", f"case:   {json.dumps(case.get('data'), sort_keys=True)}"]
+
+
+# A case of a generically checked table (``fuzz.tables.case``): the table's name and its data.
+TABLE_CASE = declare_case_type(
+    "table-case",
+    "",
+    frozenset({"table", "data"}),
+    "fuzz.tables.case:replay_table_case",
+    nested_problem=_case_problem,
+    lines=_case_lines,
+    case_engine=lambda case: table(case["table"]).engine,
+)

@@ -30,9 +30,9 @@ def resolve_target(spec: str, version: str | None = None) -> Target:
         raise TargetError(f"{e} ({missing})") from None
 
 
-def resolve_case_target(named: object, override: str | None, kind: str) -> Target:
+def resolve_case_target(named: object, override: str | None, kind: str, engine: str | None = None) -> Target:
     """The target a ``kind`` case file replays on: the one it names, if that runs no named code, else ``override``;
-    either way a target of the engine that declared ``kind``.
+    either way a target of the engine that declared ``kind`` (``engine``: of a core kind, the case's own).
 
     A case file is data (it travels as a CI artifact): a target that would
     execute a file it names is only used when the command line names it
@@ -40,7 +40,7 @@ def resolve_case_target(named: object, override: str | None, kind: str) -> Targe
     its own engine's code: another engine's target would be handed to a replayer that does not know it.
     """
     target = _case_target(named, override)
-    engine = case_type(kind).engine
+    engine = engine or case_type(kind).engine  # a core kind's case names its engine (``CaseType.engine_of``)
     if target.engine != engine:
         raise TargetError(
             f"{target.spec!r} is a target of engine {target.engine}, and a {kind} case is engine {engine}'s: "

@@ -60,6 +60,11 @@ class SGLangEngine:
 
         return known_targets()
 
+    def config_from_dict(self, data: Mapping[str, Any]) -> Any:
+        from allocator_model.config import ServingConfig
+
+        return ServingConfig.from_dict(data)  # ConfigError: a ValueError
+
     def check_pins(self, pins: Mapping[str, Any]) -> None:
         from strategies.space import check_pins
 

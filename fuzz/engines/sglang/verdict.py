@@ -15,7 +15,10 @@ from .groups import attributed_without_dcp, dcp_to_be_judged, scenario_of
 
 
 def _without_dcp(case: Any, target: Target) -> Any:
-    return case.without_dcp(target)
+    """The case with attn_dcp_size 1; None for a case that has no such twin (a table checked on its own: it keeps
+    the group its configuration gives it)."""
+    without = getattr(case, "without_dcp", None)
+    return without(target) if without is not None else None
 
 
 ATTRIBUTIONS = (Attribution(applies=dcp_to_be_judged, drop=_without_dcp, regroup=attributed_without_dcp),)

@@ -1,0 +1,167 @@
+"""The bounded proof of the tables checked on their own: each one's closed form over every configuration swept.
+
+A table with a closed form (``Table.closed_form``: its width and the
+furthest end its accesses reach, per configuration) is proved over the
+same launch configurations as the sizing (``launch_grid``), each at every
+residue of its context length mod the allocator page, near the witnesses'
+context length: a configuration breaks ``write-within-row`` where the
+reach passes the width.  Each group's worst configuration is a witness,
+replayed as a table case through the verdict pipeline, so a closed form
+that claims more than the table's own accesses show is said, never
+reported as found.  The sweep calls Python per configuration: a space
+with more than ``MAX_CONFIGURATIONS`` is refused for a table, named in
+the output, never skipped in silence.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzz.common.shards import WHOLE, Shard
+from fuzz.engines import engine_of
+from fuzz.findings.kinds import Property, Signature, group_name
+from fuzz.findings.model import Finding
+from fuzz.tables import Table, tables
+from fuzz.tables.case import TableCase
+from fuzz.tables.declared import Reach
+from fuzz.targets.base import Target
+from fuzz.verdict import PIPELINE
+
+from .grid import launch_grid, target_algorithms
+from .space import SPACES
+from .witness import witness_config
+
+MAX_CONFIGURATIONS = 5_000_000  # per table and run: about a minute of closed-form calls
+
+
+@dataclass
+class TableGroup:
+    """One group of a table's proof: how many configurations break it, the worst overshoot, its witness."""
+
+    signature: Signature
+    configurations: int = 0
+    worst: int = 0
+    worst_case: tuple[Any, Reach] | None = None
+    witness: Finding | None = None  # the worst case replayed (None: the table's own accesses do not show it)
+
+
+@dataclass
+class TableProof:
+    table: str
+    configurations: int = 0
+    seconds: float = 0.0
+    groups: dict[Signature, TableGroup] = field(default_factory=dict)
+    refused: str | None = None  # why it was not proved (the space is too large for its closed form)
+
+    def lines(self) -> list[str]:
+        """What ``prove`` prints of it."""
+        if self.refused:
+            return [f"table {self.table}: not proved: {self.refused}"]
+        head = (
+            f"table {self.table}: checked {self.configurations:,} configurations in {self.seconds:.1f}s "
+            f"(its closed form, every residue of context_len mod the allocator page)"
+        )
+        if not self.groups:
+            return [head, f"  no configuration of the space reaches past a part of {self.table}"]
+        out = [head + ", by bug group:"]
+        for g in sorted(self.groups.values(), key=lambda g: g.signature):
+            shown = "" if g.witness is not None else "  (its witness passes: the closed form disagrees with the table)"
+            out.append(f"  {g.signature!s:<40} {g.configurations:>12,}  worst {g.worst}{shown}")
+        return out
+
+    @property
+    def witnesses(self) -> list[Finding]:
+        return [g.witness for g in sorted(self.groups.values(), key=lambda g: g.signature) if g.witness is not None]
+
+
+def configurations(target: Target, space: str, algorithm: str | None, shard: Shard = WHOLE) -> Iterator[Any]:
+    """Every valid launch configuration of ``space`` (``shard``'s share), at every residue of its context length
+    mod the allocator page (``witness_config``'s lengths: near the witnesses' context length)."""
+    engine, i = engine_of(target), -1
+    for a in target_algorithms(target, algorithm):
+        for p in SPACES[space].page_sizes:
+            g = launch_grid(SPACES[space], a, p)
+            pages = (g.page_size * g.attn_dcp_size).tolist()
+            for k in range(len(g)):
+                i += 1
+                if not shard.takes(i):
+                    continue
+                for overlap in (False, True):
+                    kw = witness_config(g, k, pages[k], pages[k] - 1, overlap)
+                    longest: Any = engine.config_from_dict(kw)  # checked whole once; shorter ones only as lengths
+                    for residue in range(pages[k]):
+                        yield longest.at_context_len(kw["context_len"] - (pages[k] - 1) + residue)
+
+
+def count(target: Target, space: str, algorithm: str | None, shard: Shard = WHOLE) -> int:
+    """How many configurations ``configurations`` yields, without building them."""
+    n, i = 0, -1
+    for a in target_algorithms(target, algorithm):
+        for p in SPACES[space].page_sizes:
+            g = launch_grid(SPACES[space], a, p)
+            for page in (g.page_size * g.attn_dcp_size).tolist():
+                i += 1
+                n += 2 * page if shard.takes(i) else 0
+    return n
+
+
+def prove_table(target: Target, t: Table, space: str, algorithm: str | None, shard: Shard = WHOLE) -> TableProof:
+    """``t``'s closed form over the space (see the module docstring)."""
+    proof = TableProof(t.name)
+    size = count(target, space, algorithm, shard)
+    if size > MAX_CONFIGURATIONS:
+        proof.refused = (
+            f"the {space} space has {size:,} configurations, past {MAX_CONFIGURATIONS:,} (try --space small)"
+        )
+        return proof
+    assert t.closed_form is not None and t.group is not None
+    started = time.monotonic()
+    by_group: dict[str, TableGroup] = {}
+    for config in configurations(target, space, algorithm, shard):
+        proof.configurations += 1
+        reach = t.closed_form(config)
+        if reach.end <= reach.width:
+            continue
+        group = t.group(config)
+        if group not in by_group:
+            sig = Signature(Property.WRITE_WITHIN_ROW, group_name(group, t.name))
+            by_group[group] = proof.groups.setdefault(sig, TableGroup(sig))
+        g = by_group[group]
+        g.configurations += 1
+        if reach.end - reach.width > g.worst:
+            g.worst, g.worst_case = reach.end - reach.width, (config, reach)
+    for g in proof.groups.values():
+        assert g.worst_case is not None
+        config, reach = g.worst_case
+        judged = PIPELINE.case(target, TableCase(t, config, reach.data), (Property.WRITE_WITHIN_ROW,), confirm=False)
+        g.witness = next((f for f in judged.findings if f.signature == g.signature), None)
+    proof.seconds = time.monotonic() - started
+    return proof
+
+
+def prove_tables(target: Target, space: str, algorithm: str | None, shard: Shard = WHOLE) -> list[TableProof]:
+    """The proof of each table of ``target``'s engine that is checked on its own and has a closed form."""
+    return [
+        prove_table(target, t, space, algorithm, shard)
+        for t in tables()
+        if t.engine == target.engine and t.hunted and t.closed_form is not None
+    ]
+
+
+def report_tables(proofs: list[TableProof]) -> list[dict[str, Any]]:
+    """The report's ``"tables"`` of a prove entry: per table, what was swept and each group's count and worst."""
+    return [
+        {
+            "table": p.table,
+            "configurations": p.configurations,
+            "seconds": round(p.seconds, 3),
+            "groups": {
+                str(g.signature): {"configurations": g.configurations, "worst": g.worst} for g in p.groups.values()
+            },
+            **({"refused": p.refused} if p.refused else {}),
+        }
+        for p in proofs
+    ]
