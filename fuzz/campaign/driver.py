@@ -13,6 +13,7 @@ decode properties (a ``@given`` test) and the lifecycle (a state machine).
 Everything about settings is decided here, on Hypothesis' public API:
 
 * ``report_multiple_bugs`` on: one round reports every group it meets;
+* no explain phase: a campaign's report is its findings, not Hypothesis' own;
 * a derandomized profile (``ci``) runs with a seed derived from the target
   (``stable_seed``): deterministic, yet each target explores its own inputs;
 * ``--seed N`` turns derandomize off and applies ``hypothesis.seed``, and
@@ -34,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hypothesis import Phase
 from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as Settings
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -240,7 +242,9 @@ def stable_seed(kind: str, target: Target) -> int:
 
 def round_settings(hyp: Settings, target: Target, kind: str, seed: int | None) -> Settings:
     """The settings a round runs with (see the module docstring)."""
-    s = Settings(hyp, report_multiple_bugs=True)
+    # No explain phase: its output is Hypothesis' own failure report, which a campaign replaces with its findings
+    # (its shrunk examples are the same without it; it only re-runs each one's variations, seconds per group).
+    s = Settings(hyp, report_multiple_bugs=True, phases=tuple(p for p in hyp.phases if p is not Phase.explain))
     if seed is not None:
         s = Settings(s, derandomize=False)
     if s.database is not None:

@@ -47,6 +47,7 @@ class Property(DeclaredName):
 
     WRITE_WITHIN_ROW: ClassVar[Property]
     NEIGHBOUR_ROWS_UNTOUCHED: ClassVar[Property]
+    READ_WITHIN_ROW: ClassVar[Property]
     SIZING_RAISED: ClassVar[Property]
     MODEL_MISMATCH: ClassVar[Property]
     UNPROVEN: ClassVar[Property]
@@ -87,8 +88,8 @@ class Property(DeclaredName):
         return self.declaration.rule
 
 
-# The core's own: a write within its own row and the neighbours untouched (every table: each table words them in
-# its own terms, ``fuzz.tables.rule_text``), and the kinds of their own.
+# The core's own: a write within its own row, the neighbours untouched and a published length within the row (every
+# table: each table words them in its own terms, ``fuzz.tables.rule_text``), and the kinds of their own.
 Property.WRITE_WITHIN_ROW = Property.declare(
     "write-within-row",
     Declaration(0, Scope.PROVED, "Every write ends within its owner's part of the table it writes."),
@@ -96,6 +97,14 @@ Property.WRITE_WITHIN_ROW = Property.declare(
 Property.NEIGHBOUR_ROWS_UNTOUCHED = Property.declare(
     "neighbour-rows-untouched",
     Declaration(1, Scope.SAMPLED, "No write changes another owner's part of the table."),
+)
+Property.READ_WITHIN_ROW = Property.declare(
+    "read-within-row",
+    Declaration(
+        10,
+        Scope.SAMPLED,  # a table's closed form decides it there (``Table.proved``)
+        "Every length a table publishes stays within its owner's part: readers read no column past it.",
+    ),
 )
 Property.SIZING_RAISED = Property.declare(
     "sizing-raised",

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from fuzz.tables.declared import TABLE_CASE, table
+
 from .cause import Cause
 from .kinds import Scope, case_type
 from .model import Finding
@@ -37,13 +39,21 @@ def counterexample_block(f: Finding, word: str = "COUNTEREXAMPLE") -> str:
     if f.reached_by:
         lines.append(f"  reached: {f.reached_by}")
     lines += [f"  {line}" for line in f.violation.describe().splitlines()]
-    if f.signature.prop.scope is Scope.SAMPLED:
+    if sampled_only(f):
         lines.append(f"  scope: sampled only: {f.signature.prop.value} lies outside the bounded proof")
     if f.confirmation:
         lines.append(f"  {f.engine}: {f.confirmation}")
     if f.case_path:
         lines.append(f"repro: {f.repro}")
     return "\n".join(lines)
+
+
+def sampled_only(f: Finding) -> bool:
+    """Whether no bounded proof decides ``f``'s property: its scope, or on a table checked on its own, the table's
+    closed form (``Table.proved``)."""
+    if f.kind is TABLE_CASE:
+        return table(f.case["table"]).sampled_only(f.signature.prop)
+    return f.signature.prop.scope is Scope.SAMPLED
 
 
 class Summarized(Protocol):

@@ -4,7 +4,8 @@ A table with a closed form (``Table.closed_form``: its width and the
 furthest end its accesses reach, per configuration) is proved over the
 same launch configurations as the sizing (``launch_grid``), each at every
 residue of its context length mod the allocator page, near the witnesses'
-context length: a configuration breaks ``write-within-row`` where the
+context length: a configuration breaks the reach's property (a write's
+``write-within-row``, a published length's ``read-within-row``) where the
 reach passes the width.  Each group's worst configuration is a witness,
 replayed as a table case through the verdict pipeline, so a closed form
 that claims more than the table's own accesses show is said, never
@@ -22,7 +23,7 @@ from typing import Any
 
 from fuzz.common.shards import WHOLE, Shard
 from fuzz.engines import engine_of
-from fuzz.findings.kinds import Property, Signature, group_name
+from fuzz.findings.kinds import SILENT, STALE_READ, Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.tables import Table, tables
 from fuzz.tables.case import TableCase
@@ -119,24 +120,27 @@ def prove_table(target: Target, t: Table, space: str, algorithm: str | None, sha
         return proof
     assert t.closed_form is not None and t.group is not None
     started = time.monotonic()
-    by_group: dict[str, TableGroup] = {}
+    by_group: dict[tuple[Property, str], TableGroup] = {}
     for config in configurations(target, space, algorithm, shard):
         proof.configurations += 1
         reach = t.closed_form(config)
         if reach.end <= reach.width:
             continue
-        group = t.group(config)
-        if group not in by_group:
-            sig = Signature(Property.WRITE_WITHIN_ROW, group_name(group, t.name))
-            by_group[group] = proof.groups.setdefault(sig, TableGroup(sig))
-        g = by_group[group]
+        if reach.prop not in t.proved:  # a closed form answering for a property the table says it does not decide
+            raise ValueError(f"table {t.name}'s closed form answers for {reach.prop}, not one of its proved")
+        key = (reach.prop, t.group(config))
+        if key not in by_group:
+            outcome = STALE_READ if reach.prop is Property.READ_WITHIN_ROW else SILENT
+            sig = Signature(reach.prop, group_name(key[1], t.name), outcome)
+            by_group[key] = proof.groups.setdefault(sig, TableGroup(sig))
+        g = by_group[key]
         g.configurations += 1
         if reach.end - reach.width > g.worst:
             g.worst, g.worst_case = reach.end - reach.width, (config, reach)
     for g in proof.groups.values():
         assert g.worst_case is not None
         config, reach = g.worst_case
-        judged = PIPELINE.case(target, TableCase(t, config, reach.data), (Property.WRITE_WITHIN_ROW,), confirm=False)
+        judged = PIPELINE.case(target, TableCase(t, config, reach.data), (reach.prop,), confirm=False)
         g.witness = next((f for f in judged.findings if f.signature == g.signature), None)
     proof.seconds = time.monotonic() - started
     return proof

@@ -6,9 +6,10 @@ an execution did to it; ``judge`` (``checks.py``) is the generic verdict.
 
 from .checks import Breach, judge
 from .declared import CodeRef, Layout, Table, Width, declare_table, rule_text, table, tables
-from .observe import Access, AccessKind, Span
+from .observe import GUARD, Access, AccessKind, Span
 
 __all__ = [
+    "GUARD",
     "Access",
     "AccessKind",
     "Breach",

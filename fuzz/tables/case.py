@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from fuzz.engines import engine_of
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import CaseKind, Property
+from fuzz.findings.kinds import SILENT, STALE_READ, CaseKind, Property
 from fuzz.findings.model import Finding, Violation
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
@@ -27,7 +27,7 @@ from fuzz.verdict import PIPELINE, Unjudgeable
 
 from .checks import Breach, judge
 from .declared import TABLE_CASE, Layout, Table, table
-from .observe import Access, Span, within
+from .observe import GUARD, Access, Span, within
 
 
 def span_text(span: Span) -> str:
@@ -40,12 +40,14 @@ def sized_by(t: Table) -> str:
     return f"{t.width.code[0].qualname}()" if t.width.code else "its width function"
 
 
-def victim(t: Table, span: Span, bound: tuple[Span, ...]) -> str:
-    """Whose part a span outside its bound hits: the owner the observer names, else for a table of rows the next
-    row (a column past the width is the next row's at offset row * W + col), else the guard past the table."""
-    if span.owner:
-        return span.owner
-    ends = [b.end for b in bound if b.row == span.row]
+def victim(t: Table, span: Span, a: Access) -> str:
+    """Whose part a span outside its bound hits: the owner the observer names (of what the access changed outside
+    its part, or of the span), else for a table of rows the next row (a column past the width is the next row's at
+    offset row * W + col), else memory no owner holds."""
+    named = [s.owner for s in (*a.changed_outside, span) if s.owner]
+    if named:
+        return f"past the end of {t.name} (no owner's part)" if named[0] == GUARD else named[0]
+    ends = [b.end for b in a.bound if b.row == span.row]
     if t.layout is Layout.ROWS and span.row is not None and ends and span.end > max(ends):
         return f"row {span.row + 1} columns [0, {span.end - max(ends)})"
     return "memory outside every owner's part"
@@ -59,16 +61,17 @@ def violation(t: Table, config: Any, b: Breach) -> Violation:
     if b.prop is Property.NEIGHBOUR_ROWS_UNTOUCHED:
         changed = a.changed_outside[0]
         headline = f"{a.owner}'s {a.kind.value} changed {span_text(changed)} of {t.name}, outside its own part"
-        details.append(f"victim: {victim(t, changed, a.bound)}")
+        details.append(f"victim: {victim(t, changed, a)}")
     else:
         span = next(s for s in a.touched if not within(s, a.bound))
         verb = {"write": "writes", "read": "reads", "commit": "commits into"}[a.kind.value]
         headline = f"{a.owner} {verb} {span_text(span)} of {t.name}, {b.overshoot} past its part"
-        details.append(f"victim: {victim(t, span, a.bound)}")
+        details.append(f"victim: {victim(t, span, a)}")
     if a.step:
         details.append(f"step: {a.step}")
     group = t.group(config) if t.group is not None else ""
-    return Violation(b.prop, group, headline, details, overshoot=b.overshoot, variant=t.name)
+    outcome = STALE_READ if b.prop is Property.READ_WITHIN_ROW else SILENT  # a read past the part stops nothing
+    return Violation(b.prop, group, headline, details, b.overshoot, outcome, variant=t.name)
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,21 @@ def _neighbour_rows_untouched(a: Access) -> Breach | None:
     return Breach(Property.NEIGHBOUR_ROWS_UNTOUCHED, a, max(past(s, a.bound) for s in a.touched) if a.touched else 0)
 
 
+def _read_within_row(a: Access) -> Breach | None:
+    """A read of a published length stays in its owner's part: a column past it was never written for the owner
+    (a write clamped at the part's end, say), so the reader reads another owner's, or stale, data."""
+    if a.kind is not AccessKind.READ:
+        return None
+    outside = [s for s in a.touched if not within(s, a.bound)]
+    if not outside:
+        return None
+    return Breach(Property.READ_WITHIN_ROW, a, max(past(s, a.bound) for s in outside))
+
+
 GENERIC: dict[Property, Callable[[Access], Breach | None]] = {
     Property.WRITE_WITHIN_ROW: _write_within_row,
     Property.NEIGHBOUR_ROWS_UNTOUCHED: _neighbour_rows_untouched,
+    Property.READ_WITHIN_ROW: _read_within_row,
 }
 
 

@@ -62,13 +62,14 @@ class Width:
 
 @dataclass(frozen=True)
 class Reach:
-    """A closed form's answer for one configuration: each owner's width, and the furthest end any access of the
-    table's writers (or a published length its readers read) reaches; ``data``: a case of the table that reaches
-    it (prove's witness, replayed like any case)."""
+    """A closed form's answer for one configuration: each owner's width, and the furthest end its accesses reach
+    (``prop``: write-within-row for a write, read-within-row for a published length its readers read);
+    ``data``: a case of the table that reaches it (prove's witness, replayed like any case)."""
 
     width: int
     end: int
     data: Mapping[str, Any]
+    prop: Property = Property.WRITE_WITHIN_ROW
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ class Table:
     properties: tuple[Property, ...]
     same_write: Mapping[Property, Property] = field(default_factory=dict)
     rules: Mapping[Property, str] = field(default_factory=dict)
+    # The code a finding on it indicts where that is not its width (a table indexed by allocator location: the
+    # allocator's ownership, not a width, bounds each owner's part): its root cause's identity and SARIF location.
+    blame: tuple[CodeRef, ...] = ()
     # The generic flow (``fuzz.tables.case``): a table its engine does not hunt itself.  ``cases(target, pins)``: a
     # strategy of (configuration, case data); ``observe(target, config, data)``: the accesses its writers and
     # readers make (ValueError: data it does not take); ``group(config)``: the bug group a configuration falls
@@ -95,6 +99,16 @@ class Table:
     observe: Callable[[Any, Any, Mapping[str, Any]], list[Any]] | None = None
     group: Callable[[Any], str] | None = None
     closed_form: Callable[[Any], Reach] | None = None
+    proved: tuple[Property, ...] = ()  # what its closed form decides (each ``Reach.prop``); the rest sampled only
+
+    @property
+    def indicted(self) -> tuple[CodeRef, ...]:
+        """The code its findings indict: ``blame``, else its width functions."""
+        return self.blame or self.width.code
+
+    def sampled_only(self, prop: Property) -> bool:
+        """Whether a clean verdict on ``prop`` here is sampled only: no closed form of the table decides it."""
+        return self.closed_form is None or prop not in self.proved
 
     @property
     def hunted(self) -> bool:

@@ -20,10 +20,13 @@ class AccessKind(StrEnum):
     COMMIT = "commit"  # a scratch's accepted part mapped back into another table
 
 
+GUARD = "guard"  # the owner of what lies past a table's end: nobody's part
+
+
 @dataclass(frozen=True)
 class Span:
     """Columns ``[start, end)`` of ``row`` (None: a flat table), or of the guard past the table (``row`` None,
-    ``owner`` "guard")."""
+    ``owner`` ``GUARD``)."""
 
     row: int | None
     start: int

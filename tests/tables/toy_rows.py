@@ -24,7 +24,7 @@ from allocator_model.config import ServingConfig
 from allocator_model.regimes import regime
 from allocator_model.sizing import alloc_page_size
 from fuzz.findings.kinds import Property
-from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width
+from fuzz.tables import GUARD, Access, AccessKind, CodeRef, Layout, Span, Table, Width
 from fuzz.tables.declared import Reach
 from strategies.configs import serving_configs
 
@@ -65,7 +65,7 @@ def observe(width: Callable[[ServingConfig], int]) -> Callable[[Any, ServingConf
         row, seq_len = _data(config, data)
         w, end = width(config), toy_write_end(config, seq_len)
         rows = config.max_running_requests
-        spill = () if end <= w else (Span(row + 1, 0, end - w) if row + 1 < rows else Span(None, 0, end - w, "guard"),)
+        spill = () if end <= w else (Span(row + 1, 0, end - w) if row + 1 < rows else Span(None, 0, end - w, GUARD),)
         ahead = f"reserve {draft_tokens(config)} token(s) past seq_len {seq_len}, rounded to the allocator's page"
         touched, bound = (Span(row, seq_len, end),), (Span(row, 0, w),)
         return [Access("toy_rows", f"request {row}", AccessKind.WRITE, touched, bound, spill, step=ahead)]
@@ -122,6 +122,7 @@ def table(width: Callable[[ServingConfig], int]) -> Table:
         observe=observe(width),
         group=group,
         closed_form=closed_form(width),
+        proved=(Property.WRITE_WITHIN_ROW,),
     )
 
 

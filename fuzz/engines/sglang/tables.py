@@ -19,6 +19,7 @@ from allocator_model.scenario import ScenarioRun
 from fuzz.engines.sglang.real.runtime.sites import ROW_KINDS, expected, listed_releases
 from fuzz.engines.sglang.real.wheels import COMMON_MODULE, CONFIGURATOR_MODULE, MIXIN_MODULE, SIZING_MODULE
 from fuzz.findings.kinds import Property
+from fuzz.tables import GUARD as PAST_THE_TABLE
 from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
 
 from .locations import ROW_WIDTH, SGLANG_REPO_PATH
@@ -59,7 +60,7 @@ def _width_code() -> tuple[CodeRef, ...]:
 
 def _span(spill: Spill, width: int, owner: dict[int, int]) -> Span:
     if spill.victim_row == GUARD:
-        return Span(None, spill.col_start, spill.col_end, "guard")
+        return Span(None, spill.col_start, spill.col_end, PAST_THE_TABLE)
     row = int(spill.victim_row)
     return Span(row, spill.col_start, spill.col_end, f"request {owner[row]}" if row in owner else None)
 
