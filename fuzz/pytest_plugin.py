@@ -187,7 +187,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    """The session's targets and profile; for each real target, what it is and what the model still supplies.
+    """The session's targets and profile; for each target, what it is, what the model still supplies (a real
+    target) and which tables its tests judge.
 
     The same lines ``kvrow-fuzz run`` prints (a lone sizing file, say, leaves
     out the pools its version's own builders size).
@@ -195,15 +196,18 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     name = config.stash.get(_PROFILE_KEY, None)
     if name is None:
         return None
+    from fuzz.engines import engine_of  # lazily, as every import of this plugin
+    from fuzz.findings.report import Command
+    from fuzz.tables.judged import judged_lines, judgements
+
     lines = [f"kvrow-fuzz: targets {', '.join(target_specs(config))}; profile {name}"]
-    for spec in config.getoption(TARGET_DEST) or []:
+    for spec in target_specs(config):
         target = resolved(spec)
         lines.append(f"  {spec}: {target.label}")
-        from fuzz.engines import engine_of  # lazily, as every import of this plugin
-
         modeled = engine_of(target).modeled_line(target)
         if modeled:  # a real target
             lines.append(" " + modeled)
+        lines += [" " + line for line in judged_lines(judgements(target, Command.RUN, {}))]  # the tables it judges
     return lines
 
 

@@ -65,6 +65,7 @@ def test_run_finds_the_planted_bug_and_every_output_carries_it(planted, tmp_path
     assert "new: toy_rows's parts are sized narrower than its accesses reach (toy_row_width())" in out
     doc = json.loads(report.read_text())
     validate("report", doc)
+    assert doc["targets"][0]["tables"]["toy_rows"] == {"judged": True, "by": "its cases on its observer, sampled"}
     found = on_toy(doc)
     assert found and all(f["signature"].endswith("@toy_rows") for f in found)
     assert all(f["class"] == "write-within-row" for f in found)  # the neighbour's spill is the same write: once
@@ -121,6 +122,7 @@ def test_prove_finds_every_planted_group_from_the_closed_form(planted, tmp_path:
     doc = json.loads(report.read_text())
     validate("report", doc)
     assert {f["group"] for f in on_toy(doc)} == PLANTED_WITHOUT_SPECULATION
+    assert doc["targets"][0]["tables"]["toy_rows"] == {"judged": True, "by": "its closed form over the space"}
     for path in sorted(cases.glob("*toy-rows.json")):
         assert main(["repro", str(path)]) == 1  # each witness replays as a case of the table
     capsys.readouterr()

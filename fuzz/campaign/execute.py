@@ -33,6 +33,7 @@ from fuzz.findings.model import Finding
 from fuzz.findings.output import Output
 from fuzz.findings.render import counterexample_block, summary_table
 from fuzz.findings.report import Command
+from fuzz.tables.judged import judged_field, judged_lines, judgements
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 from fuzz.verdict import PIPELINE
@@ -190,7 +191,7 @@ def drive_campaigns(
         try:
             result = fuzz_target(target, setup, job, command, met, final, on_progress)
             results.append(result)
-            conclude(target, result, setup, out, after)
+            conclude(target, result, setup, out, after, command)
         except KeyboardInterrupt:  # a signal the campaign did not take (a second Ctrl-C): what is on disk stands
             if not results or results[-1].target != target.spec:
                 results.append(in_progress(target, found, started, examples))
@@ -213,10 +214,12 @@ def conclude(
     setup: CampaignSetup,
     out: TextIO,
     after: Callable[[CampaignResult, TextIO], None] | None,
+    command: Command,
 ) -> None:
-    """After a target's campaign: its root causes, the baseline's verdict on them, the command's own lines.
+    """After a target's campaign: its root causes, the baseline's verdict on them, the command's own lines, and
+    what it judged (each table of the target's engine, ``fuzz.tables.judged``: the report's ``"tables"``).
 
-    Skipped when the campaign was interrupted (the causes are replays: a stopped run reports what it met)."""
+    Causes are skipped when the campaign was interrupted (they are replays: a stopped run reports what it met)."""
     if result.error:
         print(f"ERROR {target.spec}: {result.error}", file=out)
     if result.findings and not result.interrupted:
@@ -227,6 +230,9 @@ def conclude(
         print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
     if after:
         after(result, out)
+    js = judgements(target, command, result.stats)
+    result.stats["tables"] = judged_field(js)
+    print("\n".join(judged_lines(js)), file=out, flush=True)
 
 
 def fuzz_target(

@@ -106,6 +106,11 @@ class Engine(Protocol):
         """The verdict pipeline's stage 4: the ``Cause`` of each finding's group."""
         ...
 
+    def judges(self, target: Target, table: str, command: Any, stats: Mapping[str, Any]) -> str | None:
+        """How ``command`` (a ``fuzz.findings.report.Command``) judged this engine's ``table`` on ``target``, in a
+        few words (``stats``: what the command's run counted); None where it does not judge it."""
+        ...
+
     def locations(self, target: Target, finding: Any, cwd: str | None = None) -> list[Any]:
         """The code a finding indicts, as ``fuzz.findings.sarif.SourceLine``s, the primary first."""
         ...

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from enum import Enum
 from typing import Any
 
@@ -82,6 +83,7 @@ class Field(Enum):
     SEEDS = "a list of integer seeds"
     TALLY = "an object of integers >= 0"
     TRACE = "prove's tracing figures"
+    TABLES = "each table's judgement: an object of table names, each {judged: bool, by: text}"
 
     def holds(self, value: Any) -> bool:
         """Whether ``value`` is one of this kind (or None); never true for NaN, an infinity or a bool as a number."""
@@ -96,6 +98,18 @@ def _integer(value: Any, low: int, high: int) -> bool:
 
 def _label(value: Any) -> bool:
     return isinstance(value, str) and 0 < len(value) <= MAX_LABEL_CHARS and printable(value) == value
+
+
+def _tables(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(name, str)
+        and re.fullmatch(TABLE_NAME, name) is not None
+        and isinstance(j, dict)
+        and set(j) == {"judged", "by"}
+        and type(j["judged"]) is bool
+        and _label(j["by"])
+        for name, j in value.items()
+    )
 
 
 def _trace(value: Any) -> bool:
@@ -114,6 +128,7 @@ _HOLDS = {
     Field.SEEDS: lambda v: isinstance(v, list) and all(_integer(x, -MAX_SEED, MAX_SEED) for x in v),
     Field.TALLY: lambda v: isinstance(v, dict) and all(_label(k) and _integer(x, 0, MAX_COUNT) for k, x in v.items()),
     Field.TRACE: _trace,
+    Field.TABLES: _tables,
 }
 
 TRACE_FIELDS = {  # ``fuzz.prove.result.TraceStats``
@@ -123,7 +138,9 @@ TRACE_FIELDS = {  # ``fuzz.prove.result.TraceStats``
     "paths": Field.COUNT,
     "diverged": Field.LABELS,
 }
-_CAMPAIGN = {"examples": Field.COUNT, "jobs": Field.COUNT, "seeds": Field.SEEDS}  # ``fuzz.campaign``
+TABLE_NAME = r"[a-z][a-z0-9_]{0,63}"  # a table's name, as ``fuzz.tables.declare_table`` takes it
+# ``fuzz.campaign``; every command that judges tables says which (``fuzz.tables.judged``)
+_CAMPAIGN = {"examples": Field.COUNT, "jobs": Field.COUNT, "seeds": Field.SEEDS, "tables": Field.TABLES}
 # The counts each command writes beside target, status, seconds, findings, interrupted, error and shard; a
 # target's engine adds its own (``Engine.report_fields``: what its own code did, SGLang's write path say).
 ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
@@ -153,6 +170,7 @@ ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
         "violations": Field.COUNT,
         "sizing_calls": Field.TALLY,
         "trace": Field.TRACE,
+        "tables": Field.TABLES,
     },
 }
 # A finding's fields (``Finding.to_json``; prove's groups add their counts); signature and group are parsed

@@ -31,6 +31,7 @@ from fuzz.common.shards import WHOLE, Shard, parse_jobs
 if TYPE_CHECKING:
     from fuzz.findings.cause import Cause
     from fuzz.findings.model import Finding
+    from fuzz.tables.judged import Judgement
     from fuzz.targets.base import Target
 
     from .result import ProveResult
@@ -134,6 +135,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     from fuzz.findings.output import Output
     from fuzz.findings.render import counterexample_block
     from fuzz.findings.report import Command
+    from fuzz.tables.judged import judged_field, judged_lines, judgements
     from fuzz.targets.resolve import resolve_targets
     from fuzz.verdict import PIPELINE
 
@@ -176,6 +178,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     results = []
     causes: dict[str, list[Cause]] = {}
     on_tables: dict[str, list[Finding]] = {}  # each target's witnesses on its tables checked on their own
+    tables_judged: dict[str, list[Judgement]] = {}  # each target's tables, as prove judged them
     judged: dict[str, baseline.Judged] = {}
     interrupted = False
     try:
@@ -204,6 +207,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             results.append(result)
             print_result(t, result, out)
             proofs = prove_tables(t, space, only, shard)
+            tables_judged[t.spec] = judgements(t, Command.PROVE, {})
             on_tables[t.spec] = [w for p in proofs for w in p.witnesses]
             for w in on_tables[t.spec]:
                 output.save(w, origin=WITNESS_ORIGIN)
@@ -211,6 +215,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 print("\n".join(p.lines()), file=out)
             for w in on_tables[t.spec]:
                 print(counterexample_block(w, "WITNESS"), file=out)
+            print("\n".join(judged_lines(tables_judged[t.spec])), file=out)
             witnesses = [g.witness for g in result.sorted_groups()] + on_tables[t.spec]
             if witnesses:
                 causes[t.spec] = PIPELINE.causes(t, witnesses)
@@ -236,6 +241,8 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         print("interrupted: reporting what was proved so far", file=out)
     entries = [report_entry(r, args.shard, causes.get(r.target, []), on_tables.get(r.target, [])) for r in results]
     for entry in entries:
+        if entry["target"] in tables_judged:
+            entry["tables"] = judged_field(tables_judged[entry["target"]])
         if entry["target"] in judged:
             entry["baseline"] = judged[entry["target"]].to_json()
     with interrupts.shielded():  # what was found is written, however many signals come now

@@ -24,8 +24,8 @@ from fuzz.common.compat import StrEnum
 from fuzz.common.errors import TargetError
 from fuzz.findings.declared_names import _engines_declared, declared_also
 from fuzz.findings.kinds import Property, declare_case_type, declare_table_name, undeclare_table_name
+from fuzz.findings.report import TABLE_NAME  # a baseline entry's ``table``, a report's ``"tables"`` key
 
-TABLE_NAME = r"[a-z][a-z0-9_]{0,63}"  # a baseline entry's ``table`` (baseline.schema.json) is one of these
 ENV = "KVROW_FUZZ_TABLES"  # ``module:attr[,module:attr...]``: tables a child process declares (a test's own)
 
 

@@ -80,6 +80,11 @@ class SGLangEngine:
 
         return printed_target(kind, spec)
 
+    def judges(self, target: Target, table: str, command: Any, stats: Mapping[str, Any]) -> str | None:
+        from .tables import judged_by
+
+        return judged_by(table, command, stats)
+
     def locations(self, target: Target, finding: Any, cwd: str | None = None) -> list[Any]:
         from .locations import locations
 

@@ -9,6 +9,7 @@ passes the row lands in the next request's row (``Layout.ROWS``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from allocator_model.config import ServingConfig
@@ -19,6 +20,7 @@ from allocator_model.scenario import ScenarioRun
 from fuzz.engines.sglang.real.runtime.sites import ROW_KINDS, expected, listed_releases
 from fuzz.engines.sglang.real.wheels import COMMON_MODULE, CONFIGURATOR_MODULE, MIXIN_MODULE, SIZING_MODULE
 from fuzz.findings.kinds import Property
+from fuzz.findings.report import Command
 from fuzz.tables import GUARD as PAST_THE_TABLE
 from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
 
@@ -109,3 +111,23 @@ REQ_TO_TOKEN_TABLE = declare_table(
         },
     )
 )
+
+
+def judged_by(table: str, command: Command, stats: Mapping[str, Any]) -> str | None:
+    """How each command judges SGLang's tables (``Engine.judges``): ``req_to_token`` by the model's decode steps
+    (SGLang's own write path on the covering set and a sample where the run had it, the sizing arithmetic in
+    closed form where the run proved it), by the request lifecycle's steps, or by prove's closed form."""
+    if table != REQ_TO_TOKEN:
+        return None
+    if command is Command.RUN:
+        parts = ["the model's decode steps"]
+        if stats.get("write_path") == "sglang":
+            parts.append("SGLang's own write path on the covering set and a sample")
+        if stats.get("proof_space") and not stats.get("proof_skipped"):
+            parts.append(f"the sizing arithmetic in closed form ({stats['proof_space']} space)")
+        return "; ".join(parts)
+    if command is Command.LIFECYCLE:
+        return "the request lifecycle's steps"
+    if command is Command.PROVE:
+        return "the sizing arithmetic in closed form"
+    return None

@@ -1,0 +1,60 @@
+"""What a verdict judged: each table of the target's engine, and how it was judged or why it was not.
+
+A clean verdict covers only the tables it judged.  So every command that
+judges tables (``run``, ``lifecycle``, ``prove``) names each table of the
+target's engine: judged, and by what (the model's steps, the engine's own
+code, a closed form, a table's own observer), or not judged, and why.  A
+table no command of its engine judges is named, never left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fuzz.engines import engine_of
+from fuzz.findings.report import Command
+from fuzz.targets.base import Target
+
+from .declared import Table, tables
+
+# How the generic flow judges a table checked on its own, per command (absent: it does not).
+_ON_ITS_OWN = {Command.RUN: "its cases on its observer, sampled", Command.PROVE: "its closed form over the space"}
+
+
+@dataclass(frozen=True)
+class Judgement:
+    table: str
+    by: str | None  # how it was judged; None: not judged
+    why_not: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"judged": self.by is not None, "by": self.by or self.why_not}
+
+
+def judgement(target: Target, t: Table, command: Command, stats: Mapping[str, Any]) -> Judgement:
+    """How ``command`` judged ``t`` on ``target`` (``stats``: what its run counted)."""
+    if t.hunted:
+        by = _ON_ITS_OWN.get(command) if command is not Command.PROVE or t.closed_form is not None else None
+        why = "it has no closed form" if command is Command.PROVE else f"{command} does not draw a table's own cases"
+        return Judgement(t.name, by, "" if by else why)
+    by = engine_of(target).judges(target, t.name, command, stats)
+    return Judgement(t.name, by, "" if by else f"engine {t.engine} has no check of it in {command}")
+
+
+def judgements(target: Target, command: Command, stats: Mapping[str, Any]) -> list[Judgement]:
+    """Each table of ``target``'s engine, as ``command`` judged it, in the order declared."""
+    return [judgement(target, t, command, stats) for t in tables() if t.engine == target.engine]
+
+
+def judged_lines(js: list[Judgement]) -> list[str]:
+    """What a command prints of them: the tables judged and how, then each one not judged and why."""
+    judged = [f"{j.table} ({j.by})" for j in js if j.by]
+    lines = [f"   judged: {'; '.join(judged)}"] if judged else []
+    return lines + [f"   NOT judged: {j.table} ({j.why_not})" for j in js if not j.by]
+
+
+def judged_field(js: list[Judgement]) -> dict[str, dict[str, Any]]:
+    """The report's ``"tables"`` of a target entry."""
+    return {j.table: j.to_json() for j in js}
