@@ -234,9 +234,9 @@ def combine(kind: Field, values: list[Any]) -> Any:
         return max(present)
     if kind in (Field.LABELS, Field.SEEDS):
         return [x for v in present for x in v]
-    if kind is Field.TABLES:  # a table is judged where every shard judged it
+    if kind is Field.TABLES:  # a table is judged where every shard judged it (a shard without the field did not)
         names = list(dict.fromkeys(n for v in present for n in v))
-        return {n: combine_judgement([v[n] for v in present if n in v], len(present)) for n in names}
+        return {n: combine_judgement([v[n] for v in present if n in v], len(values)) for n in names}
     if kind in (Field.TALLY, Field.TRACE):
         kinds = TRACE_FIELDS if kind is Field.TRACE else {}
         keys = list(dict.fromkeys(k for v in present for k in v))
@@ -245,8 +245,8 @@ def combine(kind: Field, values: list[Any]) -> Any:
 
 
 def combine_judgement(shards: list[dict[str, Any]], of: int) -> dict[str, Any]:
-    """One table's judgement over ``of`` shards: judged where each judged it (its first words), else the first
-    shard's reason it was not."""
+    """One table's judgement over ``of`` shards: judged where each of them judged it (then as the first says),
+    else the first shard's reason it was not."""
     if len(shards) == of and all(j["judged"] for j in shards):
         return shards[0]
     return next((j for j in shards if not j["judged"]), {"judged": False, "by": "not judged by every shard"})

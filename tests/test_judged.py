@@ -12,8 +12,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from fuzz.cli import main
 from fuzz.engines.sglang.tables import REQ_TO_TOKEN_TABLE
+from fuzz.findings.kinds import Property
 from fuzz.findings.report import Command, Field
 from fuzz.findings.schemas import validate
 from fuzz.merge import combine
@@ -63,6 +66,19 @@ def test_a_merged_report_calls_a_table_judged_only_where_every_shard_did() -> No
     assert combine(Field.TABLES, [{"req_to_token": judged}, {"req_to_token": missed}]) == {"req_to_token": missed}
     one_shard = combine(Field.TABLES, [{"req_to_token": judged, "toy": judged}, {"req_to_token": judged}])
     assert one_shard["toy"]["judged"] is False  # judged by one shard of two: not by the campaign
+    without = combine(Field.TABLES, [{"req_to_token": judged}, None])  # a shard that wrote no judgement (stopped)
+    assert without["req_to_token"]["judged"] is False
+
+
+def test_a_table_checked_on_its_own_declares_only_what_the_generic_checks_judge() -> None:
+    from fuzz.engines.sglang.names import SGLangProperty
+    from fuzz.tables.declared import declare_table
+
+    with pytest.raises(ValueError, match="no generic check of page-aligned-growth"):
+        declare_table(replace(slot_scratch.TABLE, name="bad", properties=(SGLangProperty.PAGE_ALIGNED_GROWTH,)))
+    with pytest.raises(ValueError, match="its closed form decides read-within-row, not a property of it"):
+        declare_table(replace(slot_scratch.TABLE, name="bad", properties=(Property.WRITE_WITHIN_ROW,),
+                              proved=(Property.READ_WITHIN_ROW,)))  # fmt: skip
 
 
 def test_the_tables_field_is_checked_as_data() -> None:

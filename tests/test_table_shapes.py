@@ -100,7 +100,9 @@ def test_a_shape_with_a_closed_form_is_proved(shape: Any, tmp_path: Path, capsys
         found = on_table(report, shape.TABLE.name)
         assert {f["group"].split("/")[1].split("@")[0] for f in found} == {"dcp>1", "paged", "alloc-page-1"}
         assert {f["class"] for f in found} == SHAPES[shape][0]
-        for path in sorted((tmp_path / "cases").glob("*.json")):
+        witnesses = sorted((tmp_path / "cases").glob("*.json"))
+        assert len(witnesses) == len(found)
+        for path in witnesses:
             assert main(["repro", str(path)]) == 1
     with declared(shape.FIXED):
         assert main([*PROVE, "--json", str(report)]) == 0

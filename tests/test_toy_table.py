@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -89,12 +90,22 @@ def test_run_finds_the_planted_bug_and_every_output_carries_it(planted, tmp_path
         assert f"FAILS {f['signature']}" in replayed and "victim: row 1" in replayed
     # a case file is data: a row past the batch, or an unknown table, is one line and exit 2
     case = json.loads(Path(found[0]["repro"].split()[-1]).read_text())
-    for bad in ({"table": "toy_rows", "data": {"row": 99, "seq_len": 1}}, {"table": "no_such", "data": {}}):
+    for bad in (
+        {"case": {"table": "toy_rows", "data": {"row": 99, "seq_len": 1}}},
+        {"case": {"table": "no_such", "data": {}}},
+        {"property": "page-aligned-growth", "signature": "page-aligned-growth/paged"},  # not judged on the table
+    ):
         hostile = tmp_path / "hostile.json"
-        hostile.write_text(json.dumps({**case, "case": bad}))
+        hostile.write_text(json.dumps({**case, **bad}))
         assert main(["repro", str(hostile)]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1, err
+    # replayed for its own property alone: the neighbour's break is not hidden behind the write it comes from
+    neighbour = tmp_path / "neighbour.json"
+    signature = case["signature"].replace("write-within-row", "neighbour-rows-untouched")
+    neighbour.write_text(json.dumps({**case, "property": "neighbour-rows-untouched", "signature": signature}))
+    assert main(["repro", str(neighbour)]) == 1
+    assert f"FAILS {signature}" in capsys.readouterr().out
 
 
 def test_a_baseline_of_the_run_suppresses_the_tables_cause(planted, tmp_path: Path, capsys) -> None:
@@ -122,10 +133,34 @@ def test_prove_finds_every_planted_group_from_the_closed_form(planted, tmp_path:
     doc = json.loads(report.read_text())
     validate("report", doc)
     assert {f["group"] for f in on_toy(doc)} == PLANTED_WITHOUT_SPECULATION
-    assert doc["targets"][0]["tables"]["toy_rows"] == {"judged": True, "by": "its closed form over the space"}
-    for path in sorted(cases.glob("*toy-rows.json")):
+    judged = {"judged": True, "by": "its closed form over the space: write-within-row"}  # what it decides
+    assert doc["targets"][0]["tables"]["toy_rows"] == judged
+    witnesses = sorted(cases.glob("*toy-rows.json"))
+    assert len(witnesses) == len(PLANTED_WITHOUT_SPECULATION)
+    for path in witnesses:
         assert main(["repro", str(path)]) == 1  # each witness replays as a case of the table
     capsys.readouterr()
+
+
+def test_prove_names_a_table_it_did_not_sweep(planted, tmp_path: Path, monkeypatch, capsys) -> None:
+    import fuzz.prove.tables as proof
+
+    report = tmp_path / "p.json"
+    monkeypatch.setattr(proof, "MAX_CONFIGURATIONS", 1)  # the space is too large for the closed form's sweep
+    assert main([*PROVE, "--json", str(report)]) == 0
+    assert "   NOT judged: toy_rows (not proved: the tiny space has" in capsys.readouterr().out
+    assert json.loads(report.read_text())["targets"][0]["tables"]["toy_rows"]["judged"] is False
+
+
+def test_prove_refuses_a_closed_form_its_table_contradicts(tmp_path: Path, capsys) -> None:
+    from fuzz.tables.declared import Reach
+
+    report = tmp_path / "p.json"
+    wrong = replace(toy.TABLE, closed_form=lambda config: Reach(0, 1, {"row": 0, "seq_len": 1}))  # claims a spill
+    with declared(wrong):
+        assert main([*PROVE, "--json", str(report)]) == 2
+    assert "ERROR reference: a closed form claims groups its table does not show" in capsys.readouterr().out
+    assert json.loads(report.read_text())["targets"][0]["status"] == "error"
 
 
 def test_the_corrected_table_stays_quiet_in_run_and_prove(
@@ -152,7 +187,7 @@ def test_the_plugin_fails_each_property_of_the_planted_table(planted, pytester: 
         "test_every_access_of_the_table_stays_within_its_part[toy_rows/neighbour-rows-untouched-reference]",
         "test_the_table_holds_over_the_bounded_space[toy_rows-reference]",
     ):
-        assert f"FAILED {test}" in text or test in text
+        assert any(line.startswith("FAILED ") and test in line for line in text.splitlines()), test
     assert "@toy_rows on reference" in text and "victim: row 1" in text
 
 

@@ -179,6 +179,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     causes: dict[str, list[Cause]] = {}
     on_tables: dict[str, list[Finding]] = {}  # each target's witnesses on its tables checked on their own
     tables_judged: dict[str, list[Judgement]] = {}  # each target's tables, as prove judged them
+    errors: list[str] = []
     judged: dict[str, baseline.Judged] = {}
     interrupted = False
     try:
@@ -207,7 +208,14 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             results.append(result)
             print_result(t, result, out)
             proofs = prove_tables(t, space, only, shard)
-            tables_judged[t.spec] = judgements(t, Command.PROVE, {})
+            refused = {p.table: f"not proved: {p.refused}" for p in proofs if p.refused}
+            tables_judged[t.spec] = judgements(t, Command.PROVE, {}, refused)
+            # A closed form claiming a group its own table's accesses do not show is a defect of the declaration:
+            # neither a finding nor clean.
+            unshown = [f"{p.table}: {g.signature}" for p in proofs for g in p.groups.values() if g.witness is None]
+            if unshown:
+                errors.append(f"{t.spec}: a closed form claims groups its table does not show: {', '.join(unshown)}")
+                print(f"ERROR {errors[-1]}", file=out)
             on_tables[t.spec] = [w for p in proofs for w in p.witnesses]
             for w in on_tables[t.spec]:
                 output.save(w, origin=WITNESS_ORIGIN)
@@ -243,6 +251,9 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     for entry in entries:
         if entry["target"] in tables_judged:
             entry["tables"] = judged_field(tables_judged[entry["target"]])
+        mine = [e for e in errors if e.startswith(f"{entry['target']}: ")]
+        if mine:
+            entry.update(status="error", error=mine[0])
         if entry["target"] in judged:
             entry["baseline"] = judged[entry["target"]].to_json()
     with interrupts.shielded():  # what was found is written, however many signals come now
@@ -252,9 +263,9 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     if known is not None:  # against a baseline: only a new root cause (or, strict, a fixed entry) fails
         strict = args.baseline_strict
         found = any(j.new or (strict and j.fixed) for j in judged.values())
-        return output.status(found=found, interrupted=interrupted)
+        return output.status(found=found, interrupted=interrupted, error=bool(errors))
     found = any(r.groups for r in results) or any(on_tables.values())
-    return output.status(found=found, interrupted=interrupted)
+    return output.status(found=found, interrupted=interrupted, error=bool(errors))
 
 
 def report_entry(

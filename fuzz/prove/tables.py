@@ -153,19 +153,3 @@ def prove_tables(target: Target, space: str, algorithm: str | None, shard: Shard
         for t in tables()
         if t.engine == target.engine and t.hunted and t.closed_form is not None
     ]
-
-
-def report_tables(proofs: list[TableProof]) -> list[dict[str, Any]]:
-    """The report's ``"tables"`` of a prove entry: per table, what was swept and each group's count and worst."""
-    return [
-        {
-            "table": p.table,
-            "configurations": p.configurations,
-            "seconds": round(p.seconds, 3),
-            "groups": {
-                str(g.signature): {"configurations": g.configurations, "worst": g.worst} for g in p.groups.values()
-            },
-            **({"refused": p.refused} if p.refused else {}),
-        }
-        for p in proofs
-    ]

@@ -104,11 +104,17 @@ class TableCase:
 def replay_table_case(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
     """A table case file replayed on its target (``named``: the command line's): the case's configuration and data
     through the verdict pipeline; CaseFileError (one line) for a case its table or target does not take."""
-    t = table(doc["case"]["table"])
+    t, prop = table(doc["case"]["table"]), Property(doc["property"])
+    if prop not in t.properties:
+        raise CaseFileError(
+            f"{where}: table {t.name} is not judged on {prop} (its properties: {', '.join(t.properties)})"
+        )
     try:
         target = resolve_case_target(doc["target"], named, TABLE_CASE, t.engine)
         config = engine_of(target).config_from_dict(doc["config"])
-        judged = PIPELINE.case(target, TableCase(t, config, doc["case"]["data"]), confirm=False)
+        case = TableCase(t, config, doc["case"]["data"])
+        judged = PIPELINE.case(target, case, (prop,), confirm=False)  # its own property alone: none hides it
+        others = PIPELINE.case(target, case, tuple(p for p in t.properties if p != prop), confirm=False)
     except (TargetError, Unjudgeable, ValueError, TypeError) as e:
         raise CaseFileError(f"{where}: {e}".splitlines()[0]) from None
     lines = [
@@ -117,7 +123,6 @@ def replay_table_case(doc: dict[str, Any], where: str, named: str | None = None)
         f"table:  {t.name}",
         f"case:   {json.dumps(doc['case']['data'], sort_keys=True)}",
     ]
-    found = [f.violation for f in judged.findings]
-    same = [v for v in found if v.prop == doc["property"]]
-    also = [f"also fails {v.signature}: {v.headline}" for v in found if v.prop != doc["property"]]
-    return verdict(lines, doc["property"], target.spec, same[0] if same else None, also=also)
+    same = [f.violation for f in judged.findings]
+    also = [f"also fails {f.signature}: {f.violation.headline}" for f in others.findings]
+    return verdict(lines, prop.value, target.spec, same[0] if same else None, also=also)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fuzz.findings.kinds import Property
 
-from .declared import Table
+from .declared import GENERIC_PROPERTIES, Table
 from .observe import Access, AccessKind, past, within
 
 
@@ -58,6 +58,7 @@ GENERIC: dict[Property, Callable[[Access], Breach | None]] = {
     Property.NEIGHBOUR_ROWS_UNTOUCHED: _neighbour_rows_untouched,
     Property.READ_WITHIN_ROW: _read_within_row,
 }
+assert tuple(GENERIC) == GENERIC_PROPERTIES  # what a table checked on its own may declare (``declare_table``)
 
 
 def judge(table: Table, accesses: Sequence[Access], props: Sequence[Property] | None = None) -> list[Breach]:

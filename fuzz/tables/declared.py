@@ -29,6 +29,11 @@ from fuzz.findings.report import TABLE_NAME  # a baseline entry's ``table``, a r
 ENV = "KVROW_FUZZ_TABLES"  # ``module:attr[,module:attr...]``: tables a child process declares (a test's own)
 
 
+# What the generic checks judge (``fuzz.tables.checks.GENERIC``, held equal to this): all a table checked on its own
+# may be judged on.
+GENERIC_PROPERTIES = (Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.READ_WITHIN_ROW)
+
+
 @dataclass(frozen=True)
 class CodeRef:
     """Engine code, by repository path and qualified name, never by line number (a release record resolves it)."""
@@ -125,6 +130,13 @@ def declare_table(table: Table) -> Table:
 
     if not re.fullmatch(TABLE_NAME, table.name):
         raise ValueError(f"table name {table.name!r} is not {TABLE_NAME}")
+    if table.hunted:  # judged by the generic checks alone: a property they lack would be a test that always passes
+        unchecked = [p.value for p in table.properties if p not in GENERIC_PROPERTIES]
+        if unchecked:
+            raise ValueError(f"table {table.name}: no generic check of {', '.join(unchecked)}")
+    undecided = [p.value for p in table.proved if p not in table.properties]
+    if undecided:
+        raise ValueError(f"table {table.name}: its closed form decides {', '.join(undecided)}, not a property of it")
     if _TABLES.get(table.name, table) != table:
         raise ValueError(f"table {table.name!r} is already declared (by engine {_TABLES[table.name].engine})")
     _TABLES[table.name] = table
@@ -159,11 +171,12 @@ def _env_tables() -> None:
         module, sep, attr = item.partition(":")
         try:
             found = getattr(importlib.import_module(module), attr) if sep else None
-        except Exception as e:  # noqa: BLE001 - a table whose module fails to load is said in one line
-            raise TargetError(f"${ENV}: {item[:200]!r} cannot be loaded ({type(e).__name__}: {e})") from None
-        if not isinstance(found, Table):
-            raise TargetError(f"${ENV}: {item[:200]!r} is not module:attr naming a Table")
-        declare_table(found)
+            if not isinstance(found, Table):
+                raise ValueError("not module:attr naming a Table")
+            declare_table(found)
+        except Exception as e:  # noqa: BLE001 - a table that cannot be declared is said in one line, every time
+            _from_env.discard(value)
+            raise TargetError(f"${ENV}: {item[:200]!r} cannot be declared ({type(e).__name__}: {e})") from None
 
 
 declared_also(_env_tables)

@@ -19,8 +19,7 @@ from fuzz.targets.base import Target
 
 from .declared import Table, tables
 
-# How the generic flow judges a table checked on its own, per command (absent: it does not).
-_ON_ITS_OWN = {Command.RUN: "its cases on its observer, sampled", Command.PROVE: "its closed form over the space"}
+RUN_BY = "its cases on its observer, sampled"  # how run judges a table checked on its own
 
 
 @dataclass(frozen=True)
@@ -33,19 +32,29 @@ class Judgement:
         return {"judged": self.by is not None, "by": self.by or self.why_not}
 
 
-def judgement(target: Target, t: Table, command: Command, stats: Mapping[str, Any]) -> Judgement:
-    """How ``command`` judged ``t`` on ``target`` (``stats``: what its run counted)."""
+def judgement(
+    target: Target, t: Table, command: Command, stats: Mapping[str, Any], refused: Mapping[str, str]
+) -> Judgement:
+    """How ``command`` judged ``t`` on ``target`` (``stats``: what its run counted; ``refused``: table -> why
+    ``prove`` did not sweep its closed form)."""
+    if t.hunted and command is Command.RUN:
+        return Judgement(t.name, RUN_BY)
+    if t.hunted and command is Command.PROVE:
+        if t.closed_form is None or t.name in refused:
+            return Judgement(t.name, None, refused.get(t.name, "it has no closed form"))
+        decides = ", ".join(p.value for p in t.proved)  # what the closed form decides, not the whole table
+        return Judgement(t.name, f"its closed form over the space: {decides}")
     if t.hunted:
-        by = _ON_ITS_OWN.get(command) if command is not Command.PROVE or t.closed_form is not None else None
-        why = "it has no closed form" if command is Command.PROVE else f"{command} does not draw a table's own cases"
-        return Judgement(t.name, by, "" if by else why)
+        return Judgement(t.name, None, f"{command} does not draw a table's own cases")
     by = engine_of(target).judges(target, t.name, command, stats)
     return Judgement(t.name, by, "" if by else f"engine {t.engine} has no check of it in {command}")
 
 
-def judgements(target: Target, command: Command, stats: Mapping[str, Any]) -> list[Judgement]:
+def judgements(
+    target: Target, command: Command, stats: Mapping[str, Any], refused: Mapping[str, str] | None = None
+) -> list[Judgement]:
     """Each table of ``target``'s engine, as ``command`` judged it, in the order declared."""
-    return [judgement(target, t, command, stats) for t in tables() if t.engine == target.engine]
+    return [judgement(target, t, command, stats, refused or {}) for t in tables() if t.engine == target.engine]
 
 
 def judged_lines(js: list[Judgement]) -> list[str]:
