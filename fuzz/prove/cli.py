@@ -179,7 +179,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     causes: dict[str, list[Cause]] = {}
     on_tables: dict[str, list[Finding]] = {}  # each target's witnesses on its tables checked on their own
     tables_judged: dict[str, list[Judgement]] = {}  # each target's tables, as prove judged them
-    errors: list[str] = []
+    errors: dict[str, str] = {}  # target spec -> why its verdict is an error
     judged: dict[str, baseline.Judged] = {}
     interrupted = False
     try:
@@ -214,8 +214,8 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             # neither a finding nor clean.
             unshown = [f"{p.table}: {g.signature}" for p in proofs for g in p.groups.values() if g.witness is None]
             if unshown:
-                errors.append(f"{t.spec}: a closed form claims groups its table does not show: {', '.join(unshown)}")
-                print(f"ERROR {errors[-1]}", file=out)
+                errors[t.spec] = f"a closed form claims groups its table does not show: {', '.join(unshown)}"
+                print(f"ERROR {t.spec}: {errors[t.spec]}", file=out)
             on_tables[t.spec] = [w for p in proofs for w in p.witnesses]
             for w in on_tables[t.spec]:
                 output.save(w, origin=WITNESS_ORIGIN)
@@ -251,9 +251,8 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     for entry in entries:
         if entry["target"] in tables_judged:
             entry["tables"] = judged_field(tables_judged[entry["target"]])
-        mine = [e for e in errors if e.startswith(f"{entry['target']}: ")]
-        if mine:
-            entry.update(status="error", error=mine[0])
+        if entry["target"] in errors:
+            entry.update(status="error", error=errors[entry["target"]])
         if entry["target"] in judged:
             entry["baseline"] = judged[entry["target"]].to_json()
     with interrupts.shielded():  # what was found is written, however many signals come now
