@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from checkout_trees import KNOWN_BUGS, PLANTS, build_tree, sizing_file
 from hermetic import require_wheel
+from test_pysource import unchanged_since_parsed
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
@@ -169,3 +170,4 @@ def test_every_group_of_a_release_is_confirmed_on_its_own_write_path(pinned_whee
     (entry,) = json.loads(Path("r.json").read_text())["targets"]
     decode = [f for f in entry["findings"] if f["class"] != "model-mismatch"]
     assert decode and all(f["confirmed"] is True for f in decode), [(f["signature"], f.get("sglang")) for f in decode]
+    assert unchanged_since_parsed() == []  # the files read for the run, its write path and its causes: shared parses

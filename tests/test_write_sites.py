@@ -16,6 +16,7 @@ import pytest
 import torch
 from checkout_trees import KNOWN_BUGS, SITE_PLANTS, Change, Edit, build_tree, sizing_file
 from hermetic import missing_wheel, pinned_wheel
+from test_pysource import unchanged_since_parsed
 
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
@@ -55,6 +56,7 @@ def test_every_site_the_scan_finds_in_a_pinned_wheel_is_listed(release):
     new, gone = unlisted(found, listed)
     assert not new and not gone, {"unlisted": [str(s) for s in new], "no longer found": [str(s) for s in gone]}
     assert {SiteKind.ROW_KERNEL_STORE, SiteKind.SLOT_HAND_OUT} <= {s.kind for s in found}
+    assert unchanged_since_parsed() == []  # the scan shares its parses: it never changes a tree
 
 
 def test_a_new_write_into_req_to_token_is_a_site_the_list_lacks(tmp_path):

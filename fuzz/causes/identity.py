@@ -28,6 +28,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from fuzz.common.pysource import parsed
+
 DIGEST_CHARS = 16
 _SKIPPED_FIELDS = frozenset({"ctx", "type_comment", "kind"})  # how a name is used is in its node; kind: u"" prefix
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
@@ -38,7 +40,7 @@ def digest(source: str, qualname: str, extra: Any = None) -> str | None:
     revision's fields) folded in; None when the source does not parse or has no such function (no identity: a
     cause located there is never known)."""
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError, RecursionError):
         return None
     found = _find(tree, qualname)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fuzz.common.pysource import parsed
 from fuzz.tables import rule_text
 from fuzz.tables.declared import TABLE_CASE
 
@@ -53,7 +54,7 @@ class SourceLine:
 def def_lines(source: str) -> dict[str, int]:
     """Top-level ``def NAME`` -> its line, in a Python source (empty if it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except (SyntaxError, ValueError):
         return {}
     return {n.name: n.lineno for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}

@@ -13,7 +13,6 @@ growth rule that is neither page-rounded nor exact marks them
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -243,10 +242,7 @@ def row_alignment(cfg: ServingConfig, sizing: Surface, extra: int, page: int) ->
     """(A, E) in W = ceil_A(C + E), read from the target's row width at two context lengths (``row_rule``);
     None: neither rule.  ``page``: the target's allocator page P for ``cfg``."""
     context_len = row_probe_context_len(cfg.page_size, cfg.attn_dcp_size, extra)
-    w0, w1 = (
-        int(sizing.req_to_token_row_width(dataclasses.replace(cfg, context_len=c))) - c
-        for c in (context_len, context_len + 1)
-    )
+    w0, w1 = (int(sizing.req_to_token_row_width(cfg.at_context_len(c))) - c for c in (context_len, context_len + 1))
     align, e, odd = row_rule(extra, w0, w1, page)
     return None if odd else (int(align), int(e))
 

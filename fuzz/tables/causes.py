@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 from fuzz.causes.identity import digest
+from fuzz.common.pysource import parsed
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.model import Finding
 
@@ -35,7 +36,7 @@ def code_file(ref: CodeRef) -> Path | None:
 def def_line(source: str, qualname: str) -> int | None:
     """The line of ``def NAME`` (or ``Class.method``) in ``source``; None where it has none."""
     try:
-        body = ast.parse(source).body
+        body = parsed(source).body
     except (SyntaxError, ValueError, RecursionError):
         return None
     *classes, name = qualname.split(".")

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.pools import ROW_BUILDERS, KVPool
+from fuzz.common.pysource import parsed
 from fuzz.targets.base import UNPARSABLE
 
 from .builders import compiled
@@ -134,7 +135,7 @@ def extract_alloc_pages(
 
 def _parse(source: Source) -> ast.Module | None:
     try:
-        return ast.parse(source.text, source.where)
+        return parsed(source.text, source.where)
     except UNPARSABLE:
         return None
 

@@ -10,9 +10,9 @@ from it (never a 26 TB allocation); a call that does not return within ``SIZING_
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
 
 from fuzz.common.bounds import MAX_SIZING_ANSWER
 from fuzz.targets.base import TargetCallError
@@ -36,15 +36,33 @@ def depth() -> int:
     return _BOUND.depth
 
 
-@contextlib.contextmanager
-def bounded_call(what: Callable[[], str], filename: str) -> Iterator[None]:
-    """The time bound of one outermost sizing call (``runtime.bounds.bounded``), naming the running function."""
-    _BOUND.depth += 1
-    try:
-        with bounded(what, SIZING_SECONDS, lambda name: "the sizing file" if name == filename else None):
-            yield
-    finally:
-        _BOUND.depth -= 1
+class bounded_call:  # noqa: N801 - used as a function: ``with bounded_call(what, filename):``
+    """The time bound of one outermost sizing call (``runtime.bounds.bounded``), naming the running function.
+
+    A class, not a generator: a proof makes about 10^5 such calls."""
+
+    __slots__ = ("what", "filename", "inner")
+
+    def __init__(self, what: Callable[[], str], filename: str) -> None:
+        self.what, self.filename = what, filename
+
+    def _known(self, name: str) -> str | None:
+        return "the sizing file" if name == self.filename else None
+
+    def __enter__(self) -> None:
+        _BOUND.depth += 1
+        try:
+            self.inner = bounded(self.what, SIZING_SECONDS, self._known)
+            self.inner.__enter__()
+        except BaseException:
+            _BOUND.depth -= 1
+            raise
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        try:
+            return self.inner.__exit__(*exc)
+        finally:
+            _BOUND.depth -= 1
 
 
 # What target code may raise that is not an ``Exception`` yet is no signal of ours (KeyboardInterrupt is the
@@ -58,13 +76,14 @@ class TargetRaised(Exception):
     """Target code raised one of ``TARGET_BASE_EXCEPTIONS``: as an ordinary exception, named as it was."""
 
 
-def out_of_range(where: str, value: int, context: str) -> None:
+def out_of_range(value: int, where: Callable[[], str], context: Callable[[], str]) -> None:
     """A ``TargetCallError`` (a finding: sizing-out-of-range) for a count (a page, a width, a reserve) past
-    ``MAX_SIZING_ANSWER``: checked here, before any tensor is sized from it.  (Aligned lens are not counts: they
-    follow the lengths they are given, and a row write past the pool is observed, never allocated.)"""
+    ``MAX_SIZING_ANSWER``: checked here, before any tensor is sized from it.  ``where`` and ``context`` word the
+    call and its arguments, only for the error.  (Aligned lens are not counts: they follow the lengths they are
+    given, and a row write past the pool is observed, never allocated.)"""
     if value > MAX_SIZING_ANSWER:
         shown = str(value) if value < 10**15 else f"~1e{len(str(value)) - 1}"
         raise TargetCallError(
-            f"{where} returned {shown}, past this tool's bound of {MAX_SIZING_ANSWER} for any sizing answer "
-            f"(sizing-out-of-range) {context}"
+            f"{where()} returned {shown}, past this tool's bound of {MAX_SIZING_ANSWER} for any sizing answer "
+            f"(sizing-out-of-range) {context()}"
         )

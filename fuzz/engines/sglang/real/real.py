@@ -127,12 +127,13 @@ class RealSizing(Surface):
         return self._result(entry, caller, value, args)
 
     def _result(self, entry: Entry, caller: Caller, value: Any, args: tuple[Any, ...]) -> Any:
-        """``value`` if it is what ``entry`` declares; a ``TargetCallError`` (a finding) otherwise."""
+        """``value`` if it is what ``entry`` declares; a ``TargetCallError`` (a finding) otherwise.
+
+        The call is worded (``caller.named``, ``context``) only for an error: a proof checks about 10^5 answers."""
         if entry.result is Result.RUN:
             return value
-        where = caller.named(args)
         if isinstance(value, Unsupplied):  # a name the slice left out (a local it does not follow): not the code's
-            raise StandInMissing(f"{where}: it reads {value!r}")
+            raise StandInMissing(f"{caller.named(args)}: it reads {value!r}")
         if entry.result is Result.FLAG:
             return bool(value)
         if entry.result is Result.LENS:
@@ -143,15 +144,18 @@ class RealSizing(Surface):
             except (TypeError, ValueError):
                 cur, nxt, need = value, [], None
             if len(cur) != len(lens) or len(nxt) != len(lens) or not all(map(integer, [*cur, *nxt, need])):
-                raise TargetCallError(f"{where} returned {value!r}, not per-request integers, {context(entry, args)}")
+                raise TargetCallError(
+                    f"{caller.named(args)} returned {value!r}, not per-request integers, {context(entry, args)}"
+                )
             return cur, nxt, need
         if caller.what is not None and (not integer(value) or value < entry.least):
             raise TargetCallError(
-                f"{where} gave {caller.what} {value!r}, not an integer >= {entry.least} {context(entry, args)}"
+                f"{caller.named(args)} gave {caller.what} {value!r}, not an integer >= {entry.least} "
+                f"{context(entry, args)}"
             )
         if not integer(value):
-            raise TargetCallError(f"{where} returned {value!r}, not an integer {context(entry, args)}")
-        out_of_range(where, value, context(entry, args))
+            raise TargetCallError(f"{caller.named(args)} returned {value!r}, not an integer {context(entry, args)}")
+        out_of_range(value, lambda: caller.named(args), lambda: context(entry, args))
         return value
 
     # -- the callers ------------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def ownership_problem(
         slot = min(given_back)
         return f"slot {slot} was handed out and handed back within the same step ({', '.join(handed.calls)})"
     where = [(w, col) for w in windows for col in range(w.cur, w.nxt)]
-    written = [int(after[w.row, col]) for w, col in where]
+    written = [int(slot) for w in windows for slot in after[w.row, w.cur : w.nxt].tolist()]  # ``where``'s order
     what = f"the allocator handed out {len(handed.slots)} slots ({', '.join(handed.calls) or 'no call'})"
     for k, ((w, col), slot) in enumerate(zip(where, written, strict=True)):
         if k >= len(handed.slots):
@@ -178,6 +178,7 @@ def ownership_problem(
     again = _handed_again(before, windows, written, where)
     if again is not None:
         return f"{again} (the allocator handed it out: {', '.join(handed.calls)})"
+    owned: dict[tuple[int, int], set[int]] = {}  # (row, cur) -> the pages of its columns [0, cur) before the step
     for (w, col), slot in zip(where, written, strict=True):
         page = slot // page_size
         if free_after is not None and page in free_after:
@@ -187,8 +188,10 @@ def ownership_problem(
             )
         if page in free_before:
             continue
-        own = before[w.row, : w.cur]
-        if bool(((own // page_size == page) & (own != 0)).any()):
+        mine = owned.get((w.row, w.cur))
+        if mine is None:
+            mine = owned[w.row, w.cur] = {s // page_size for s in before[w.row, : w.cur].tolist() if s != 0}
+        if page in mine:
             continue
         holder = _holder(before, page, page_size, w.row, rows)
         whose = f"row {holder} holds it" if holder is not None else "it was neither free nor the request's own"

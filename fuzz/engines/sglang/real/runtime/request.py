@@ -28,6 +28,7 @@ sizing file's ``page_aligned_decode_alloc_lens(reqs, reserve=, page_size=)``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -103,6 +104,44 @@ class SamplingParams:
         return f"SamplingParams(top_k={self.top_k})"
 
 
+# make_request's lengths, in the order it builds them.
+_LENS = (
+    "req_pool_idx",
+    "kv_committed_len",
+    "kv_allocated_len",
+    "cache_protected_len",
+    "mamba_pool_idx",
+    "swa_evicted_seqlen",
+    "swa_evict_floor",
+    "component_evicted_seqlens",
+)
+
+
+@dataclass(frozen=True)
+class _Names:
+    """One release's ``Layout`` as the sets a stand-in checks a name against (built once: a proof makes ~10^5)."""
+
+    on_req: frozenset[str]  # the Req's modeled attributes
+    on_kv: frozenset[str]  # ReqKvInfo's modeled fields and properties
+    kv_fields: frozenset[str]  # every ReqKvInfo field (slots)
+    has_kv: bool  # the release has ``req.kv``
+    lens_on_req: tuple[str, ...]  # ``_LENS`` the Req holds itself
+    lens_on_kv: tuple[str, ...]  # ``_LENS`` its ReqKvInfo holds
+
+
+@functools.cache
+def _names(release: str) -> _Names:
+    layout = LAYOUTS[release]
+    return _Names(
+        on_req=frozenset(layout.on_req),
+        on_kv=frozenset((*layout.on_kv, *layout.kv_properties)),
+        kv_fields=frozenset(layout.kv_fields),
+        has_kv=layout.kv_class is not None,
+        lens_on_req=tuple(k for k in _LENS if k in layout.on_req),
+        lens_on_kv=tuple(k for k in _LENS if k in layout.on_kv),
+    )
+
+
 class _Strict:
     """Attributes in ``_values``; a missing one raises per the module docstring."""
 
@@ -139,12 +178,9 @@ class KvInfo(_Strict):
     """``req.kv``: the release's ``ReqKvInfo`` (a slots dataclass: only its fields can be set)."""
 
     def __init__(self, release: str, **values: Any) -> None:
-        layout = LAYOUTS[release]
-        self.__dict__.update(
-            _release=release, _what="ReqKvInfo", _present=frozenset((*layout.on_kv, *layout.kv_properties))
-        )
-        self.__dict__["_values"] = dict(values)
-        self.__dict__["_fields"] = frozenset(layout.kv_fields)
+        names = _names(release)
+        self.__dict__.update(_release=release, _what="ReqKvInfo", _present=names.on_kv, _fields=names.kv_fields)
+        self.__dict__["_values"] = values
 
     def _where(self) -> str:
         return f"class ReqKvInfo line {LAYOUTS[self._release].kv_class}"
@@ -202,9 +238,8 @@ class RequestStandIn(_Strict):
     __sglang_stands_for__ = frozenset({"Req", "ReqDllmMixin", "object"})  # [cite: req-class]
 
     def __init__(self, **values: Any) -> None:
-        layout = LAYOUTS[self.release]
-        self.__dict__.update(_release=self.release, _what="Req", _present=frozenset(layout.on_req))
-        self.__dict__["_values"] = dict(values)
+        self.__dict__.update(_release=self.release, _what="Req", _present=_names(self.release).on_req)
+        self.__dict__["_values"] = values
 
     def _where(self) -> str:
         return f"class Req line {LAYOUTS[self._release].req_class}"
@@ -252,7 +287,7 @@ def make_request(
     ``cache_protected_len``: the prefix the tree cache owns (0: none; freeing keeps [0, it)).
     """
     release = release_of(version)
-    layout = LAYOUTS[release]
+    names = _names(release)
     lens: dict[str, Any] = dict(
         req_pool_idx=req_pool_idx,
         kv_committed_len=kv_committed_len,
@@ -264,7 +299,7 @@ def make_request(
         component_evicted_seqlens={},
     )
     values: dict[str, Any] = dict(rid=rid, decode_batch_idx=decode_batch_idx, sampling_params=SamplingParams(top_k))
-    values.update({k: v for k, v in lens.items() if k in layout.on_req})
-    if layout.kv_class is not None:
-        values["kv"] = KvInfo(release, **{k: v for k, v in lens.items() if k in layout.on_kv})
-    return request_class(release)(**values)
+    values.update({k: lens[k] for k in names.lens_on_req})
+    if names.has_kv:
+        values["kv"] = KvInfo(release, **{k: lens[k] for k in names.lens_on_kv})
+    return (_CLASSES.get(release) or request_class(release))(**values)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fuzz.common.compat import StrEnum
+from fuzz.common.pysource import parsed
 from fuzz.engines.sglang.names import REQ_TO_TOKEN as ROW
 
 from .modules import member_of
@@ -257,7 +258,7 @@ def _parsed(tree: SourceTree, release: Release) -> dict[str, ast.Module]:
         for member in (member_of(dotted), member_of(dotted, True)):
             text = tree.read(member)
             if text is not None:
-                out[member] = ast.parse(text, member)
+                out[member] = parsed(text, member)
                 break
     return out
 

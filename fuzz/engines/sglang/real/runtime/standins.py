@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from fuzz.common.pysource import parsed
 from fuzz.targets.base import TargetError
 
 from ..stubs import CudaPlatform, ServerArgs, StandInMissing
@@ -139,7 +140,7 @@ def slice_definitions(
     filename = tree.register_source(member)
     defs = (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)
     nodes: dict[str, ast.stmt] = {}
-    for n in ast.parse(source, filename).body:
+    for n in parsed(source, filename).body:
         if isinstance(n, defs):
             nodes[n.name] = n
             if isinstance(n, ast.ClassDef):
@@ -180,7 +181,7 @@ class Environment:
             source = self._tree.read(ENVIRON)
             if source is None:
                 raise StandInMissing(f"envs: {self._tree.origin} has no {ENVIRON}")
-            tree = ast.parse(source)
+            tree = parsed(source)
             classes = tuple(
                 n.name
                 for n in tree.body
