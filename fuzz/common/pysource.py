@@ -6,7 +6,7 @@ import ast
 import collections
 import threading
 
-# About 2-7 MB a tree for SGLang's largest files (memory_pool.py, utils/common.py); a campaign reads about ten.
+# A few MB a tree for SGLang's largest files (its memory pool, its utils); a campaign reads about ten.
 PARSED_KEPT = 12
 
 _kept: collections.OrderedDict[tuple[str, str], ast.Module] = collections.OrderedDict()
@@ -17,8 +17,8 @@ def parsed(source: str, filename: str = "<unknown>") -> ast.Module:
     """``ast.parse(source, filename)``, parsed once for the same text (what it raises is raised every time).
 
     Shared between callers: a caller never changes the tree (it copies what it rewrites), so every caller
-    sees what a fresh parse gives (``kept`` lets a test check that).  A parse of one of SGLang's large files
-    costs 50-230 ms; the last ``PARSED_KEPT`` are kept.
+    sees what a fresh parse gives (``kept`` lets a test check that).  One of SGLang's large files takes up to a
+    quarter of a second to parse; the last ``PARSED_KEPT`` trees are kept.
     """
     key = (source, filename)
     with _lock:
