@@ -20,6 +20,7 @@ import sys
 
 from fuzz.common import guard, interrupts
 from fuzz.common.bounds import check_case_sizes
+from fuzz.common.collector import collect_less_often
 from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line, os_error_line
 from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
 
@@ -239,6 +240,7 @@ def program(argv: list[str]) -> int:
 def run_command(argv: list[str]) -> int:
     """One command in this process; bad input is one line and ``ExitCode.BAD_INPUT``."""
     interrupts.install()
+    collect_less_often()
     stdout = sys.stdout
     sys.stdout = ClosedPipeTolerant(stdout)  # type: ignore[assignment]
     LOST.reset()

@@ -40,9 +40,12 @@ from hermetic import (
     require_wheel,
 )
 
+from fuzz.common.collector import collect_less_often
 from fuzz.engines.sglang.real.wheels import OFFLINE
 
 SLOW_ENV = "KVROW_FUZZ_SLOW"
+
+collect_less_often()  # each worker runs campaigns in its own process, as the command line's process does
 
 
 def network_allowed(config: pytest.Config) -> bool:
