@@ -44,7 +44,8 @@ BARE_CITATION = re.compile(
     r"|\b\d{2,}-\d{2,}\b"
 )
 # Lines that match BARE_CITATION and stay: (path, a substring of the line, why).  None does now: the line numbers
-# that are data (``releases.Where``, ``request.LAYOUTS``) are not of a form the pattern takes.
+# that are data (``releases.Where``; the release records, JSON beside ``fuzz.engines.sglang.records``) are not of a
+# form the pattern takes.
 ALLOWED_BARE: tuple[tuple[str, str, str], ...] = ()
 
 

@@ -13,7 +13,6 @@ import importlib.util
 import inspect
 import os
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -306,31 +305,17 @@ def test_nothing_sglang_enters_sys_modules() -> None:
 
 @pytest.mark.parametrize("version", EVERY_RELEASE)
 def test_request_layouts_match_every_wheel(version: str) -> None:
-    import ast
-
+    """The layouts are the release records' (``fuzz.engines.sglang.records``), which are what each wheel gives."""
     from fuzz.engines.sglang.real.runtime.request import LAYOUTS
+    from fuzz.engines.sglang.records import RECORDS_DIR, record
+    from fuzz.engines.sglang.records.generate import generate, render
 
-    with zipfile.ZipFile(wheel(version)) as z:
-        tree = ast.parse(z.read("sglang/srt/managers/schedule_batch.py"))
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    assert render(generate(wheel(version))) == (RECORDS_DIR / f"{version}.json").read_text()
+    req = record(version)["req"]
     layout = LAYOUTS[version]
-    assert classes["Req"].lineno == layout.req_class
-    fields = (
-        {n.target.id: n.lineno for n in classes["ReqKvInfo"].body if isinstance(n, ast.AnnAssign)}
-        if ("ReqKvInfo" in classes)
-        else {}
-    )
-    assert tuple(fields) == layout.kv_fields
-    assert all(fields[k] == line for k, line in layout.on_kv.items())
-    init = next(f for f in classes["Req"].body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
-    assigned: dict[str, int] = {}
-    for node in ast.walk(init):
-        for t in (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        ):
-            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                assigned.setdefault(t.attr, node.lineno)
-    assert {k: assigned.get(k) for k in layout.on_req} == layout.on_req, version
+    assert (layout.req_class, layout.req_init, layout.kv_class) == (req["req_class"], req["req_init"], req["kv_class"])
+    assert (layout.on_req, layout.on_kv, layout.kv_properties) == (req["on_req"], req["on_kv"], req["kv_properties"])
+    assert layout.kv_fields == tuple(req["kv_fields"])
 
 
 def test_request_shapes_per_release() -> None:

@@ -1,7 +1,7 @@
 """One request stand-in per release, shaped as that release's ``Req`` (``managers/schedule_batch.py``).
 
-Where a request keeps its KV bookkeeping moved twice (``LAYOUTS``, read in
-all 11 wheels; lines are the ``class``/``def``/assignment lines):
+Where a request keeps its KV bookkeeping moved twice (``LAYOUTS``, each release's
+record's ``req`` section, generated from its wheel):
 
     0.5.13-0.5.15  on the Req itself: kv_committed_len, kv_allocated_len, req_pool_idx (no ``req.kv``)
     0.5.16-0.5.18  kv_committed_len and req_pool_idx on the Req; ``req.kv`` is a ``ReqKvInfo`` holding
@@ -32,6 +32,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any, overload
 
+from fuzz.engines.sglang.records import record, releases
+
 from ..stubs import StandInMissing
 
 SCHEDULE_BATCH = "managers/schedule_batch.py"
@@ -50,23 +52,22 @@ class Layout:
     kv_fields: tuple[str, ...]  # every ReqKvInfo field, in order (slots: nothing else can be set)
 
 
-# Read from each wheel's sglang/srt/managers/schedule_batch.py (an AST scan; tests/test_sglang_runtime.py
-# checks this table against the wheels).
-# fmt: off
-LAYOUTS: dict[str, Layout] = {
-    "0.5.13": Layout(643, 646, None, {'rid': 690, 'kv_committed_len': 711, 'kv_allocated_len': 712, 'swa_evicted_seqlen': 724, 'decode_batch_idx': 728, 'sampling_params': 746, 'req_pool_idx': 761, 'mamba_pool_idx': 762, 'cache_protected_len': 838}, {}, {}, ()),  # noqa: E501
-    "0.5.14": Layout(666, 669, None, {'rid': 713, 'kv_committed_len': 737, 'kv_allocated_len': 738, 'swa_evicted_seqlen': 750, 'decode_batch_idx': 754, 'sampling_params': 772, 'req_pool_idx': 787, 'mamba_pool_idx': 788, 'cache_protected_len': 869}, {}, {}, ()),  # noqa: E501
-    "0.5.15": Layout(666, 669, None, {'rid': 714, 'kv_committed_len': 740, 'kv_allocated_len': 741, 'swa_evicted_seqlen': 753, 'swa_evict_floor': 756, 'decode_batch_idx': 760, 'sampling_params': 778, 'req_pool_idx': 793, 'mamba_pool_idx': 794, 'cache_protected_len': 871}, {}, {}, ()),  # noqa: E501
-    "0.5.16": Layout(714, 717, 704, {'rid': 763, 'kv_committed_len': 789, 'kv': 790, 'swa_evict_floor': 797, 'decode_batch_idx': 801, 'sampling_params': 819, 'req_pool_idx': 834, 'mamba_pool_idx': 835, 'cache_protected_len': 912}, {'kv_allocated_len': 705, 'swa_evicted_seqlen': 711}, {}, ('kv_allocated_len', 'swa_evicted_seqlen')),  # noqa: E501
-    "0.5.17": Layout(771, 774, 761, {'rid': 821, 'kv_committed_len': 849, 'kv': 850, 'swa_evict_floor': 857, 'decode_batch_idx': 861, 'sampling_params': 881, 'req_pool_idx': 899, 'mamba_pool_idx': 900, 'cache_protected_len': 980}, {'kv_allocated_len': 762, 'swa_evicted_seqlen': 768}, {}, ('kv_allocated_len', 'swa_evicted_seqlen')),  # noqa: E501
-    "0.5.18": Layout(803, 806, 793, {'rid': 854, 'kv_committed_len': 882, 'kv': 883, 'swa_evict_floor': 891, 'decode_batch_idx': 895, 'sampling_params': 915, 'req_pool_idx': 934, 'mamba_pool_idx': 935, 'cache_protected_len': 1016}, {'kv_allocated_len': 794, 'swa_evicted_seqlen': 800}, {}, ('kv_allocated_len', 'swa_evicted_seqlen')),  # noqa: E501
-    "0.5.19": Layout(904, 907, 849, {'rid': 955, 'kv': 983, 'decode_batch_idx': 990, 'sampling_params': 1010}, {'req_pool_idx': 853, 'cache_protected_len': 856, 'kv_committed_len': 857, 'kv_allocated_len': 858, 'swa_evict_floor': 861, 'swa_evicted_seqlen': 862, 'mamba_pool_idx': 868}, {'holds_kv': 888, 'holds_mamba': 892}, ('req_pool_idx', 'cache_protected_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'swa_evicted_seqlen', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
-    "0.5.20": Layout(932, 935, 877, {'rid': 983, 'kv': 1012, 'decode_batch_idx': 1023, 'sampling_params': 1043}, {'req_pool_idx': 881, 'cache_protected_len': 884, 'kv_committed_len': 885, 'kv_allocated_len': 886, 'swa_evict_floor': 889, 'swa_evicted_seqlen': 890, 'mamba_pool_idx': 896}, {'holds_kv': 916, 'holds_mamba': 920}, ('req_pool_idx', 'cache_protected_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'swa_evicted_seqlen', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
-    "0.5.21": Layout(999, 1002, 928, {'rid': 1053, 'kv': 1083, 'decode_batch_idx': 1094, 'sampling_params': 1114}, {'req_pool_idx': 932, 'cache_protected_len': 935, 'kv_committed_len': 936, 'kv_allocated_len': 937, 'swa_evict_floor': 940, 'component_evicted_seqlens': 941, 'mamba_pool_idx': 949}, {'holds_kv': 969, 'holds_mamba': 973}, ('req_pool_idx', 'cache_protected_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'component_evicted_seqlens', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
-    "0.5.22": Layout(1003, 1006, 926, {'rid': 1058, 'kv': 1092, 'decode_batch_idx': 1103, 'sampling_params': 1125}, {'req_pool_idx': 930, 'cache_protected_len': 933, 'kv_committed_len': 937, 'kv_allocated_len': 938, 'swa_evict_floor': 941, 'component_evicted_seqlens': 942, 'mamba_pool_idx': 950}, {'holds_kv': 973, 'holds_mamba': 977}, ('req_pool_idx', 'cache_protected_len', 'cache_inserted_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'component_evicted_seqlens', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_prev_track_seqlen', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
-    "0.5.23": Layout(1033, 1036, 951, {'rid': 1088, 'kv': 1122, 'decode_batch_idx': 1133, 'sampling_params': 1157}, {'req_pool_idx': 955, 'cache_protected_len': 958, 'kv_committed_len': 962, 'kv_allocated_len': 963, 'swa_evict_floor': 966, 'component_evicted_seqlens': 967, 'mamba_pool_idx': 975}, {'holds_kv': 1003, 'holds_mamba': 1007}, ('req_pool_idx', 'cache_protected_len', 'cache_inserted_len', 'kv_committed_len', 'kv_allocated_len', 'swa_evict_floor', 'component_evicted_seqlens', 'retraction_backup', 'mamba_pool_idx', 'mamba_ping_pong_track_buffer', 'mamba_ping_pong_empty', 'mamba_next_track_idx', 'mamba_last_track_idx', 'mamba_last_track_seqlen', 'mamba_prev_track_seqlen', 'mamba_untracked_decode_batch_idx', 'mamba_cow_src_index', 'mamba_needs_clear')),  # noqa: E501
-}
-# fmt: on
+def _layout(release: str) -> Layout:
+    req = record(release)["req"]
+    return Layout(
+        req["req_class"],
+        req["req_init"],
+        req["kv_class"],
+        req["on_req"],
+        req["on_kv"],
+        req["kv_properties"],
+        tuple(req["kv_fields"]),
+    )
+
+
+# Each release's layout, from its record (``fuzz.engines.sglang.records``: generated from its wheel's
+# schedule_batch.py by an AST scan, checked against the wheel by the suite).
+LAYOUTS: dict[str, Layout] = {release: _layout(release) for release in releases()}
 # Every name some release's Req or ReqKvInfo models here: one a release lacks is known to be absent there.
 _MODELED = frozenset(n for lay in LAYOUTS.values() for n in (*lay.on_req, *lay.on_kv, *lay.kv_properties))
 

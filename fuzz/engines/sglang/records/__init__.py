@@ -1,0 +1,66 @@
+"""One record per SGLang release: the facts this engine reads from that release's code, generated from its wheel.
+
+``<release>.json`` beside this module is written by ``generate.py`` (``python -m
+fuzz.engines.sglang.records.generate WHEEL...``) from the release's wheel and checked against it
+(``--check``; the suite does so on the pinned wheels, the network tier on every release).  Nothing here is
+typed by hand: a line number of SGLang's code lives in a record, never in this project's code.
+
+Sections (one per kind of fact; more join as the hand tables move here):
+
+    req   where the release's ``Req`` (``managers/schedule_batch.py``) keeps what the write path reads
+          (``runtime.request.Layout``): the classes' and ``__init__``'s lines, each modeled attribute's
+          first assignment, ``ReqKvInfo``'s fields (a slots dataclass) and modeled properties
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+RECORDS_DIR = Path(__file__).resolve().parent
+
+# The names of SGLang's request this engine's stand-in models (``runtime.request``): the record says where each
+# is, in each release, and a name no release has is the stand-in's to drop.
+REQ_ATTRIBUTES = frozenset(
+    {
+        "rid",
+        "kv",
+        "decode_batch_idx",
+        "sampling_params",
+        "req_pool_idx",
+        "kv_committed_len",
+        "kv_allocated_len",
+        "cache_protected_len",
+        "mamba_pool_idx",
+        "swa_evicted_seqlen",
+        "swa_evict_floor",
+        "component_evicted_seqlens",
+    }
+)
+KV_PROPERTIES = frozenset({"holds_kv", "holds_mamba"})
+SCHEMA = "kvrow-fuzz/sglang-release-record"
+SCHEMA_VERSION = 1
+
+
+def _version_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
+
+
+@functools.cache
+def releases() -> tuple[str, ...]:
+    """Every release with a record, oldest first."""
+    return tuple(sorted((p.stem for p in RECORDS_DIR.glob("*.json")), key=_version_key))
+
+
+@functools.cache
+def record(release: str) -> dict[str, Any]:
+    """The record of ``release`` (a ``KeyError`` naming it where there is none)."""
+    path = RECORDS_DIR / f"{release}.json"
+    if not path.is_file():
+        raise KeyError(f"no release record for sglang {release} (records: {', '.join(releases())})")
+    data: dict[str, Any] = json.loads(path.read_text())
+    if data.get("schema") != SCHEMA or data.get("schema_version") != SCHEMA_VERSION or data.get("release") != release:
+        raise ValueError(f"{path}: not a {SCHEMA} v{SCHEMA_VERSION} record of sglang {release}")
+    return data

@@ -1,0 +1,115 @@
+"""The release records (``fuzz.engines.sglang.records``) are what their wheels give, and say so when not.
+
+Byte for byte on each wheel: ``tests/test_sglang_runtime.py::test_request_layouts_match_every_wheel`` (the pinned
+wheels here, every release in the network tier).  Here: a perturbed wheel fails the check, bad input is one line
+and exit 2, and every committed record is well formed.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from hermetic import missing_wheel, pinned_wheel
+
+from fuzz.engines.sglang.real.runtime.request import _LENS, LAYOUTS
+from fuzz.engines.sglang.records import (
+    KV_PROPERTIES,
+    RECORDS_DIR,
+    REQ_ATTRIBUTES,
+    SCHEMA,
+    SCHEMA_VERSION,
+    record,
+    releases,
+)
+from fuzz.engines.sglang.records.generate import SCHEDULE_BATCH, main
+
+
+def rewrapped(src: Path, dest_dir: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    """A copy of wheel ``src`` (same name) whose schedule_batch.py is ``edit(text)``."""
+    dest = dest_dir / src.name
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename == SCHEDULE_BATCH:
+                text = data.decode()
+                assert edit(text) != text, "the edit no longer applies to this wheel"
+                data = edit(text).encode()
+            zout.writestr(item, data)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def wheel_0_5_23() -> Path:
+    found = pinned_wheel("0.5.23")
+    if found is None:
+        pytest.skip(missing_wheel("0.5.23"))
+    return found
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda text: text.replace("\nclass ReqKvInfo", "\n# a line more\nclass ReqKvInfo", 1),  # moved
+        lambda text: text.replace("kv_committed_len: int = 0", "kv_committed_len: int = 1", 1),  # a constant
+    ],
+    ids=["a-class-moved", "a-constant-changed"],
+)
+def test_a_perturbed_wheel_fails_the_check(wheel_0_5_23, tmp_path, capsys, edit) -> None:
+    assert main(["--check", str(wheel_0_5_23)]) == 0
+    assert "same: 0.5.23.json" in capsys.readouterr().out
+    perturbed = rewrapped(wheel_0_5_23, tmp_path, edit)
+    assert main(["--check", str(perturbed)]) == 1
+    assert "DIFFERS: 0.5.23.json is not what" in capsys.readouterr().out
+
+
+def test_writing_then_checking_agrees(wheel_0_5_23, tmp_path, capsys) -> None:
+    assert main(["--records", str(tmp_path), str(wheel_0_5_23)]) == 0
+    assert (tmp_path / "0.5.23.json").read_text() == (RECORDS_DIR / "0.5.23.json").read_text()
+    assert main(["--records", str(tmp_path), "--check", str(wheel_0_5_23)]) == 0
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    not_a_wheel = tmp_path / "sglang.zip"
+    not_a_wheel.write_bytes(b"")
+    assert main([str(not_a_wheel)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    empty = tmp_path / "sglang-0.5.99-py3-none-any.whl"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("sglang/__init__.py", "")
+    assert main(["--check", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot read {SCHEDULE_BATCH}" in err
+    broken = tmp_path / "sglang-0.5.98-py3-none-any.whl"
+    with zipfile.ZipFile(broken, "w") as z:
+        z.writestr(SCHEDULE_BATCH, "class Req(:\n")
+    assert main([str(broken)]) == 2 and "does not parse" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.json")) and not (RECORDS_DIR / "0.5.99.json").exists()
+
+
+def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None:
+    assert releases() == tuple(f"0.5.{n}" for n in range(13, 24))
+    for release in releases():
+        data = json.loads((RECORDS_DIR / f"{release}.json").read_text())
+        assert (data["schema"], data["schema_version"], data["release"]) == (SCHEMA, SCHEMA_VERSION, release)
+        assert record(release) == data and set(LAYOUTS) == set(releases())
+        req = data["req"]
+        assert set(req["on_req"]) | set(req["on_kv"]) <= REQ_ATTRIBUTES and set(req["kv_properties"]) <= KV_PROPERTIES
+        assert list(req["on_req"].values()) == sorted(req["on_req"].values())  # in line order
+    assert set(_LENS) <= REQ_ATTRIBUTES  # make_request only sets names a record locates
+
+
+def test_a_release_without_a_record_is_named() -> None:
+    with pytest.raises(KeyError, match="no release record for sglang 0.5.99"):
+        record("0.5.99")
+
+
+def test_the_generator_needs_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, fuzz.engines.sglang.records.generate as g; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"  # the generator runs where the wheels are, without the tool's heavy dependencies
