@@ -74,19 +74,19 @@ def test_writing_then_checking_agrees(wheel_0_5_23, tmp_path, capsys) -> None:
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     not_a_wheel = tmp_path / "sglang.zip"
     not_a_wheel.write_bytes(b"")
-    assert main([str(not_a_wheel)]) == 2
+    assert main(["--records", str(tmp_path), str(not_a_wheel)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
-    empty = tmp_path / "sglang-0.5.99-py3-none-any.whl"
+    empty = tmp_path / "sglang-0.5.23-py3-none-any.whl"
     with zipfile.ZipFile(empty, "w") as z:
         z.writestr("sglang/__init__.py", "")
-    assert main(["--check", str(empty)]) == 2
+    assert main(["--records", str(tmp_path), "--check", str(empty)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"cannot read {SCHEDULE_BATCH}" in err
-    broken = tmp_path / "sglang-0.5.98-py3-none-any.whl"
+    assert err.count("\n") == 1 and f"no {SCHEDULE_BATCH} in the wheel" in err
+    broken = tmp_path / "sglang-0.5.22-py3-none-any.whl"
     with zipfile.ZipFile(broken, "w") as z:
         z.writestr(SCHEDULE_BATCH, "class Req(:\n")
-    assert main([str(broken)]) == 2 and "does not parse" in capsys.readouterr().err
-    assert not list(tmp_path.glob("*.json")) and not (RECORDS_DIR / "0.5.99.json").exists()
+    assert main(["--records", str(tmp_path), str(broken)]) == 2 and "does not parse" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.json"))
 
 
 def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None:
@@ -104,12 +104,3 @@ def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None
 def test_a_release_without_a_record_is_named() -> None:
     with pytest.raises(KeyError, match="no release record for sglang 0.5.99"):
         record("0.5.99")
-
-
-def test_the_generator_needs_nothing_heavy() -> None:
-    import subprocess
-    import sys
-
-    code = "import sys, fuzz.engines.sglang.records.generate as g; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False"  # the generator runs where the wheels are, without the tool's heavy dependencies

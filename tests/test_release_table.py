@@ -1,15 +1,18 @@
 """Every line of the release table (``fuzz.engines.sglang.real.runtime.releases``) is where it says, in the real wheel.
 
-A ``Where(module, name, line)`` of ``RELEASES`` names, in that release's
-wheel, the line of ``def name`` / ``class Name`` (``Class.method``: the
+A ``Where(module, name, release)`` of ``RELEASES`` names, in that release's
+wheel (its line: the release record's, ``fuzz.engines.sglang.records``), the
+line of ``def name`` / ``class Name`` (``Class.method``: the
 method's ``def``; a decorated one: its ``def`` line, as Python numbers it),
 except the two guards, whose line is the guard statement itself inside the
 named function: ``assert`` (``eagle_guard``) or ``raise`` (``uno_guard``),
 which ``writepath._guard`` matches against the traceback's line (within 3
 lines: a multi-line statement) and whose message starts with the words of
 ``writepath.GUARD_WORDS``.  The side tables of the module are held the same
-way: ``POOL_ALLOCATORS`` (the line of each allocator's ``class``) and
-``AFTER_DECODE`` (the line of ``prepare_for_decode`` that updates the field).
+way: ``POOL_ALLOCATORS`` (the line of each allocator's ``class``, the record's
+``pool_allocators``) and ``AFTER_DECODE`` (the line of ``prepare_for_decode`` that
+updates the field, the record's ``after_decode``).  This scan is the test's own,
+apart from the record generator's.
 
 The pinned releases (``hermetic.PINNED_RELEASES``) run in the default tier
 from the real wheels ``./kvrow test`` fetches at set-up (``real_wheel_dir``),
@@ -38,6 +41,7 @@ from fuzz.engines.sglang.real.runtime.releases import (
     Where,
 )
 from fuzz.engines.sglang.real.runtime.writepath import EAGLE_GUARD, GUARD_WORDS, UNO_GUARD
+from fuzz.engines.sglang.records import record
 
 EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
 # The Where fields whose line is a guard statement, not a definition: (the statement's type, its message's words).
@@ -144,7 +148,10 @@ def test_every_where_names_its_line_in_the_wheel(version: str, request: pytest.F
 def test_every_pool_allocator_class_is_at_its_line(version: str, request: pytest.FixtureRequest) -> None:
     wrong = []
     with zipfile.ZipFile(release_wheel(version, request)) as z:
-        for kind, (module, line) in POOL_ALLOCATORS[version].items():
+        lines = record(version)["pool_allocators"]
+        assert set(lines) == set(POOL_ALLOCATORS[version]), f"sglang {version}: the record's kinds are not the table's"
+        for kind, module in POOL_ALLOCATORS[version].items():
+            line = lines[kind]
             member = f"sglang/srt/mem_cache/allocator/{module}.py"
             cls = POOL_ALLOCATOR_NAMES[kind]
             starts = sorted(d.lineno for d in definitions(ast.parse(z.read(member).decode("utf-8")), cls))
@@ -164,5 +171,7 @@ def test_every_after_decode_update_is_at_its_line(version: str, request: pytest.
         for n in ast.walk(prepare)
         if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Attribute)
     }
-    missing = [entry for entry in AFTER_DECODE[version] if entry not in updates]
+    lines = record(version)["after_decode"]
+    assert list(lines) == list(AFTER_DECODE[version]), f"sglang {version}: the record's fields are not the table's"
+    missing = [(field, lines[field]) for field in AFTER_DECODE[version] if (field, lines[field]) not in updates]
     assert not missing, f"sglang {version}: no ``+=`` of the field at the line: {missing}"

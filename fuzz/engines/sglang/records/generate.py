@@ -18,6 +18,7 @@ import json
 import re
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,56 @@ def req_section(source: str) -> dict[str, Any]:
     }
 
 
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _definitions(body: list[ast.stmt], name: str) -> list[Definition]:
+    """The definitions of ``name`` in a body, also those under an ``if``/``try``/``with`` (not inside a def)."""
+    found: list[Definition] = []
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found += [stmt] if stmt.name == name else []
+            continue
+        blocks = [getattr(stmt, b, []) for b in ("body", "orelse", "finalbody")]
+        blocks += [h.body for h in getattr(stmt, "handlers", [])]
+        for block in blocks:
+            found += _definitions(block, name)
+    return found
+
+
+def definitions(tree: ast.Module, qualname: str) -> list[Definition]:
+    """Every definition ``qualname`` (``f``, ``Class.method``) may name in the module, in source order."""
+    scopes: list[ast.Module | Definition] = [tree]
+    found: list[Definition] = []
+    for part in qualname.split("."):
+        found = [d for scope in scopes for d in _definitions(scope.body, part)]
+        scopes = list(found)
+    return sorted(found, key=lambda d: d.lineno)
+
+
+STATEMENTS: dict[str, type[ast.stmt]] = {"assert": ast.Assert, "raise": ast.Raise}
+
+
+def where_line(source: str, name: str, statement: str | None = None, says: str | None = None) -> int:
+    """The line of ``name``'s first definition (Python's ``def``/``class`` line), or, with ``statement``, of the
+    first such statement inside it whose text says ``says``."""
+    found = definitions(ast.parse(source), name)
+    if not found:
+        raise RecordError(f"no definition of {name}")
+    if statement is None:
+        return found[0].lineno
+    kind = STATEMENTS[statement]
+    lines = sorted(
+        s.lineno
+        for d in found
+        for s in ast.walk(d)
+        if isinstance(s, kind) and (says is None or says in (ast.get_source_segment(source, s) or ""))
+    )
+    if not lines:
+        raise RecordError(f"no {statement} saying {says!r} in {name}")
+    return lines[0]
+
+
 def release_of(wheel: Path) -> str:
     m = WHEEL_NAME.match(wheel.name)
     if m is None:
@@ -87,24 +138,95 @@ def release_of(wheel: Path) -> str:
     return m.group(1)
 
 
+def _member(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
+
+def where_section(read: Callable[[str], str], release: str) -> dict[str, int]:
+    """The line of every ``Where`` of the release's row (``runtime.releases.RELEASES``), by its key."""
+    from fuzz.engines.sglang.real.runtime.releases import RELEASES  # the engine's names (a heavy package)
+
+    out: dict[str, int] = {}
+    for field, where in RELEASES[release].wheres():
+        anchor = where.anchor
+        try:
+            line = where_line(
+                read(_member(where.module)),
+                where.name,
+                anchor.statement if anchor else None,
+                anchor.says if anchor else None,
+            )
+        except RecordError as e:
+            raise RecordError(f"{field}: {_member(where.module)}: {e}") from None
+        out.setdefault(where.key, line)
+    return out
+
+
+def after_decode_section(source: str, release: str) -> dict[str, int]:
+    """The line of each field ``ScheduleBatch.prepare_for_decode`` increments after ``alloc_for_decode``: its first
+    ``+=`` (``runtime.releases.AFTER_DECODE`` names the fields)."""
+    from fuzz.engines.sglang.real.runtime.releases import AFTER_DECODE
+
+    found = definitions(ast.parse(source), "ScheduleBatch.prepare_for_decode")
+    if not found:
+        raise RecordError("no ScheduleBatch.prepare_for_decode")
+    updates: dict[str, int] = {}
+    for node in sorted(ast.walk(found[0]), key=lambda n: getattr(n, "lineno", 0)):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.target, ast.Attribute):
+            updates.setdefault(node.target.attr, node.lineno)
+    missing = [f for f in AFTER_DECODE[release] if f not in updates]
+    if missing:
+        raise RecordError(f"ScheduleBatch.prepare_for_decode has no += of {', '.join(missing)}")
+    return {f: updates[f] for f in AFTER_DECODE[release]}
+
+
+def pool_allocators_section(read: Callable[[str], str], release: str) -> dict[str, int]:
+    """The line of each non-standard pool's allocator ``class`` (``runtime.releases.POOL_ALLOCATORS``)."""
+    from fuzz.engines.sglang.real.runtime.releases import POOL_ALLOCATOR_NAMES, POOL_ALLOCATORS
+
+    return {
+        kind: where_line(read(f"sglang/srt/mem_cache/allocator/{module}.py"), POOL_ALLOCATOR_NAMES[kind])
+        for kind, module in POOL_ALLOCATORS[release].items()
+    }
+
+
 def generate(wheel: Path) -> dict[str, Any]:
     """The record of ``wheel``'s release, read from its code."""
     release = release_of(wheel)
+    read: dict[str, str] = {}
     try:
         with zipfile.ZipFile(wheel) as z:
-            source = z.read(SCHEDULE_BATCH).decode()
-    except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError) as e:
-        raise RecordError(f"{wheel}: cannot read {SCHEDULE_BATCH} ({type(e).__name__}: {e})") from None
-    try:
-        req = req_section(source)
-    except SyntaxError as e:
-        raise RecordError(f"{wheel}: {SCHEDULE_BATCH} does not parse ({e.msg}, line {e.lineno})") from None
+
+            def source(member: str) -> str:
+                if member not in read:
+                    try:
+                        text = z.read(member).decode()
+                    except KeyError:
+                        raise RecordError(f"no {member} in the wheel") from None
+                    try:
+                        ast.parse(text, member)
+                    except SyntaxError as e:
+                        raise RecordError(f"{member} does not parse ({e.msg}, line {e.lineno})") from None
+                    read[member] = text
+                return read[member]
+
+            req = req_section(source(SCHEDULE_BATCH))
+            where = where_section(source, release)
+            after = after_decode_section(source(SCHEDULE_BATCH), release)
+            pools = pool_allocators_section(source, release)
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
+        raise RecordError(f"{wheel}: cannot read it ({type(e).__name__}: {e})") from None
+    except RecordError as e:
+        raise RecordError(f"{wheel}: {e}") from None
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "release": release,
-        "sources": {SCHEDULE_BATCH: hashlib.sha256(source.encode()).hexdigest()[:DIGEST_CHARS]},
+        "sources": {m: hashlib.sha256(read[m].encode()).hexdigest()[:DIGEST_CHARS] for m in sorted(read)},
         "req": req,
+        "where": where,
+        "after_decode": after,
+        "pool_allocators": pools,
     }
 
 

@@ -59,7 +59,7 @@ def free_kv_row(pool: Any, allocator: Any) -> Callable[[Any, list[tuple[int, int
 
 def _scheduler(runtime: Any, cfg: ServingConfig, batch: Any, allocator: Any, pool: Any, tree: Any) -> Strict:
     checker = runtime.release.checker
-    cls = runtime.resolve(Where(checker.module, checker.name.partition(".")[0], checker.line))
+    cls = runtime.resolve(Where(checker.module, checker.name.partition(".")[0]))
     owning = cls.__dict__.get("_requests_owning_rows")
     sched = Strict(
         "scheduler (SchedulerInvariantChecker)",
@@ -141,9 +141,7 @@ def release_request(runtime: Any, cfg: ServingConfig, req: RequestStandIn, rows:
     with runtime.bound(cfg, cfg.launch_runtime, f"freeing a request on sglang {runtime.release.version}"):
         if tail is not None:
             runtime.resolve(tail)(req, committed, allocated, tree)
-            how.append(
-                f"tail [{committed}, {allocated}) by SGLang's {tail.name} ({tail.cite(runtime.release.version)})"
-            )
+            how.append(f"tail [{committed}, {allocated}) by SGLang's {tail.name} ({tail.cite()})")
             end = committed
         else:
             end = allocated

@@ -166,7 +166,7 @@ class SGLangRuntime:
             if kind not in table:
                 out[kind] = f"sglang {self.release.version} has no {cls_name} in mem_cache/allocator/"
                 continue
-            module = f"sglang.srt.mem_cache.allocator.{table[kind][0]}"
+            module = f"sglang.srt.mem_cache.allocator.{table[kind]}"
             extra = ("sglang.srt.utils.invariants",) if self.tree.has("sglang/srt/utils/invariants.py") else ()
             loader = Loader(self.tree, core + extra + (module,), self.standins.answer)
             self._loaders.append(loader)

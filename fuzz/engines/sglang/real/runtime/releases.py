@@ -4,8 +4,9 @@ Per release: the SGLang modules executed (``modules.Loader``), the module
 holding the sizing functions, the entry point per kind of decode, the
 allocator classes, SGLang's own guards, invariant checker and tail free,
 and what cannot run and why.  Every ``Where`` is (dotted module, qualified
-name, line of its ``def``/``class``, or of the guard statement) in that
-release's wheel.
+name, release, and for a guard the statement and its words); its line (of
+its ``def``/``class``, or of the guard statement) is the release record's
+(``fuzz.engines.sglang.records``, generated from the wheel), never typed here.
 
 Entry points (the highest the scheduler calls; ``ScheduleBatch.prepare_for_decode`` itself lives in
 ``managers/schedule_batch.py``, which is not executed):
@@ -23,20 +24,46 @@ Entry points (the highest the scheduler calls; ``ScheduleBatch.prepare_for_decod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 
 from allocator_model import algorithms as algo
+from fuzz.engines.sglang.records import record
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A statement inside the named function: its kind and the words its message starts with (a guard)."""
+
+    statement: str  # "assert", "raise"
+    says: str
+
+
+# SGLang's own guards on the row, by the words their messages start with (``writepath._guard`` matches them).
+EAGLE_GUARD_SAYS = "spec v2 page>1 topk>1 draft over-allocation"
+UNO_GUARD_SAYS = "UNO allocation exceeds"
 
 
 @dataclass(frozen=True)
 class Where:
     module: str  # dotted, "sglang.srt.speculative.eagle_utils"
     name: str  # "eagle_prepare_for_decode", "EagleDraftInputV2Mixin.prepare_for_decode"
-    line: int
+    release: str = ""  # whose record holds its line ("": a name only, never cited)
+    anchor: Anchor | None = None  # a statement inside ``name`` (a guard), not its definition
 
-    def cite(self, release: str) -> str:
+    @property
+    def key(self) -> str:
+        """Its key in the release record's ``where`` section."""
+        return f"{self.module}:{self.name}" + (f" {self.anchor.statement}" if self.anchor else "")
+
+    @property
+    def line(self) -> int:
+        """Its line in the release's wheel: the ``def``/``class``, or the anchored statement (the record's)."""
+        return int(record(self.release)["where"][self.key])
+
+    def cite(self) -> str:
         path = self.module.removeprefix("sglang.").replace(".", "/") + ".py"
-        return f"{release} {path} {self.line}"
+        return f"{self.release} {path} {self.line}"
 
 
 EAGLE, DFLASH, UNO, DECODE = "eagle", "dflash", "uno", "decode"  # the kinds of decode step
@@ -70,6 +97,15 @@ class Release:
     checker: Where | None = None  # SchedulerInvariantChecker._check_kv_page_invariants (0.5.15+)
     tail_free: Where | None = None  # _release_overallocated_kv_indices (0.5.16+)
     unsupported: dict[str, str] = field(default_factory=dict)  # algorithm -> why it has no decode entry here
+
+    def wheres(self) -> Iterator[tuple[str, Where]]:
+        """Every ``Where`` of the row, with the field that holds it (``entries[eagle]`` for a dict's)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Where):
+                yield f.name, value
+            elif isinstance(value, dict):
+                yield from ((f"{f.name}[{k}]", w) for k, w in value.items() if isinstance(w, Where))
 
 
 _CORE_OLD = (
@@ -133,45 +169,30 @@ def _pre_uno(version: str) -> dict[str, str]:
     return {algo.UNO: _NO_UNO}
 
 
-def _new(
-    version: str,
-    *,
-    eagle: int,
-    guard: int,
-    dispatcher: int,
-    dflash: int,
-    decode: int,
-    paged: int,
-    kernel: int,
-    write: int,
-    aux: int | None,
-    checker: int,
-    tail: int,
-    uno: bool = False,
-) -> Release:
+def _new(version: str, *, aux: bool, uno: bool = False) -> Release:
     modules = _CORE_NEW + (("sglang.srt.mem_cache.allocator.page_interleave", _UNO) if uno else ())
     entries = {
-        EAGLE: Where(_EAGLE, "eagle_prepare_for_decode", eagle),
-        DFLASH: Where(_DFLASH, "DFlashDraftInputV2.prepare_for_decode", dflash),
-        DECODE: Where(_ALLOCATION, "alloc_for_decode", decode),
+        EAGLE: Where(_EAGLE, "eagle_prepare_for_decode", version),
+        DFLASH: Where(_DFLASH, "DFlashDraftInputV2.prepare_for_decode", version),
+        DECODE: Where(_ALLOCATION, "alloc_for_decode", version),
     }
     if uno:
-        entries[UNO] = Where(_UNO, "UnoDraftInput.prepare_for_decode", 81)
+        entries[UNO] = Where(_UNO, "UnoDraftInput.prepare_for_decode", version)
     return Release(
         version,
         modules + (CHECKER_MODULE,),
         _SIZING,
         entries,
-        Where(_SPEC_UTILS, "spec_prepare_for_decode", dispatcher),
-        Where(_PAGED, "PagedTokenToKVPoolAllocator", paged),
-        Where(_TOKEN, "TokenToKVPoolAllocator", 28),
-        Where(_ALLOCATION, "assign_req_to_token_pool", kernel),
-        Where(_POOL, "ReqToTokenPool.write", write),
-        Where(_EAGLE, "eagle_prepare_for_decode", guard),
-        Where(_UNO, "UnoDraftInput.prepare_for_decode", 143) if uno else None,
-        Where(_POOL, "ReqToTokenPool.alloc_aux_to_lengths", aux) if aux else None,
-        Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", checker),
-        Where(_COMMON, "_release_overallocated_kv_indices", tail),
+        Where(_SPEC_UTILS, "spec_prepare_for_decode", version),
+        Where(_PAGED, "PagedTokenToKVPoolAllocator", version),
+        Where(_TOKEN, "TokenToKVPoolAllocator", version),
+        Where(_ALLOCATION, "assign_req_to_token_pool", version),
+        Where(_POOL, "ReqToTokenPool.write", version),
+        Where(_EAGLE, "eagle_prepare_for_decode", version, Anchor("assert", EAGLE_GUARD_SAYS)),
+        Where(_UNO, "UnoDraftInput.prepare_for_decode", version, Anchor("raise", UNO_GUARD_SAYS)) if uno else None,
+        Where(_POOL, "ReqToTokenPool.alloc_aux_to_lengths", version) if aux else None,
+        Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", version),
+        Where(_COMMON, "_release_overallocated_kv_indices", version),
         {} if uno else _pre_uno(version),
     )
 
@@ -183,15 +204,15 @@ RELEASES: dict[str, Release] = {
         _CORE_OLD + (_EAGLE_V2,),
         _COMMON,
         {
-            EAGLE: Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", 126),
-            DECODE: Where(_COMMON, "alloc_for_decode", 438),
+            EAGLE: Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", "0.5.13"),
+            DECODE: Where(_COMMON, "alloc_for_decode", "0.5.13"),
         },
         None,
-        Where(_PAGED, "PagedTokenToKVPoolAllocator", 98),
-        Where(_TOKEN, "TokenToKVPoolAllocator", 28),
-        Where(_CACHE_LOCS, "assign_req_to_token_pool", 43),
-        Where(_POOL, "ReqToTokenPool.write", 174),
-        Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", 186),
+        Where(_PAGED, "PagedTokenToKVPoolAllocator", "0.5.13"),
+        Where(_TOKEN, "TokenToKVPoolAllocator", "0.5.13"),
+        Where(_CACHE_LOCS, "assign_req_to_token_pool", "0.5.13"),
+        Where(_POOL, "ReqToTokenPool.write", "0.5.13"),
+        Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", "0.5.13", Anchor("assert", EAGLE_GUARD_SAYS)),
         unsupported={
             algo.NGRAM: _NO_NGRAM_0513,
             algo.FROZEN_KV_MTP: _NO_FROZEN_0513,
@@ -205,16 +226,16 @@ RELEASES: dict[str, Release] = {
         _CORE_OLD + (_EAGLE_V2, _DFLASH),
         _COMMON,
         {
-            EAGLE: Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", 30),
-            DFLASH: Where(_DFLASH, "DFlashDraftInputV2.prepare_for_decode", 131),
-            DECODE: Where(_COMMON, "alloc_for_decode", 574),
+            EAGLE: Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", "0.5.14"),
+            DFLASH: Where(_DFLASH, "DFlashDraftInputV2.prepare_for_decode", "0.5.14"),
+            DECODE: Where(_COMMON, "alloc_for_decode", "0.5.14"),
         },
         None,
-        Where(_PAGED, "PagedTokenToKVPoolAllocator", 98),
-        Where(_TOKEN, "TokenToKVPoolAllocator", 28),
-        Where(_CACHE_LOCS, "assign_req_to_token_pool", 16),
-        Where(_POOL, "ReqToTokenPool.write", 257),
-        Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", 76),
+        Where(_PAGED, "PagedTokenToKVPoolAllocator", "0.5.14"),
+        Where(_TOKEN, "TokenToKVPoolAllocator", "0.5.14"),
+        Where(_CACHE_LOCS, "assign_req_to_token_pool", "0.5.14"),
+        Where(_POOL, "ReqToTokenPool.write", "0.5.14"),
+        Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", "0.5.14", Anchor("assert", EAGLE_GUARD_SAYS)),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
     ),
     "0.5.15": Release(
@@ -222,27 +243,27 @@ RELEASES: dict[str, Release] = {
         _CORE_OLD + (_EAGLE, _DFLASH, CHECKER_MODULE),
         _COMMON,
         {
-            EAGLE: Where(_EAGLE, "eagle_prepare_for_decode", 771),
-            DFLASH: Where(_DFLASH, "DFlashDraftInputV2.prepare_for_decode", 117),
-            DECODE: Where(_COMMON, "alloc_for_decode", 581),
+            EAGLE: Where(_EAGLE, "eagle_prepare_for_decode", "0.5.15"),
+            DFLASH: Where(_DFLASH, "DFlashDraftInputV2.prepare_for_decode", "0.5.15"),
+            DECODE: Where(_COMMON, "alloc_for_decode", "0.5.15"),
         },
-        Where(_SPEC_UTILS, "spec_prepare_for_decode", 676),
-        Where(_PAGED, "PagedTokenToKVPoolAllocator", 105),
-        Where(_TOKEN, "TokenToKVPoolAllocator", 28),
-        Where(_CACHE_LOCS, "assign_req_to_token_pool", 17),
-        Where(_POOL, "ReqToTokenPool.write", 270),
-        Where(_EAGLE, "eagle_prepare_for_decode", 813),
-        checker=Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", 303),
+        Where(_SPEC_UTILS, "spec_prepare_for_decode", "0.5.15"),
+        Where(_PAGED, "PagedTokenToKVPoolAllocator", "0.5.15"),
+        Where(_TOKEN, "TokenToKVPoolAllocator", "0.5.15"),
+        Where(_CACHE_LOCS, "assign_req_to_token_pool", "0.5.15"),
+        Where(_POOL, "ReqToTokenPool.write", "0.5.15"),
+        Where(_EAGLE, "eagle_prepare_for_decode", "0.5.15", Anchor("assert", EAGLE_GUARD_SAYS)),
+        checker=Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", "0.5.15"),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
     ),
-    "0.5.16": _new("0.5.16", eagle=803, guard=850, dispatcher=832, dflash=113, decode=539, paged=105, kernel=597, write=273, aux=None, checker=305, tail=177),  # noqa: E501
-    "0.5.17": _new("0.5.17", eagle=879, guard=925, dispatcher=1026, dflash=113, decode=539, paged=105, kernel=597, write=285, aux=None, checker=305, tail=178),  # noqa: E501
-    "0.5.18": _new("0.5.18", eagle=897, guard=943, dispatcher=1032, dflash=113, decode=512, paged=105, kernel=569, write=285, aux=None, checker=300, tail=241),  # noqa: E501
-    "0.5.19": _new("0.5.19", eagle=928, guard=960, dispatcher=1042, dflash=114, decode=521, paged=105, kernel=588, write=286, aux=357, checker=325, tail=299),  # noqa: E501
-    "0.5.20": _new("0.5.20", eagle=1004, guard=1036, dispatcher=1081, dflash=114, decode=587, paged=116, kernel=654, write=292, aux=369, checker=350, tail=321, uno=True),  # noqa: E501
-    "0.5.21": _new("0.5.21", eagle=1050, guard=1082, dispatcher=1144, dflash=114, decode=587, paged=116, kernel=654, write=311, aux=388, checker=371, tail=339, uno=True),  # noqa: E501
-    "0.5.22": _new("0.5.22", eagle=1112, guard=1142, dispatcher=1189, dflash=114, decode=722, paged=136, kernel=685, write=411, aux=490, checker=350, tail=425, uno=True),  # noqa: E501
-    "0.5.23": _new("0.5.23", eagle=857, guard=894, dispatcher=1249, dflash=114, decode=729, paged=136, kernel=692, write=413, aux=492, checker=350, tail=447, uno=True),  # noqa: E501
+    "0.5.16": _new("0.5.16", aux=False),
+    "0.5.17": _new("0.5.17", aux=False),
+    "0.5.18": _new("0.5.18", aux=False),
+    "0.5.19": _new("0.5.19", aux=True),
+    "0.5.20": _new("0.5.20", aux=True, uno=True),
+    "0.5.21": _new("0.5.21", aux=True, uno=True),
+    "0.5.22": _new("0.5.22", aux=True, uno=True),
+    "0.5.23": _new("0.5.23", aux=True, uno=True),
 }
 # fmt: on
 
@@ -263,25 +284,20 @@ def release_for(version: str | None) -> Release:
 
 
 # What ``ScheduleBatch.prepare_for_decode`` (managers/schedule_batch.py, not executed) adds to each request
-# after the non-speculative ``alloc_for_decode``: (field, line).  From 0.5.16 alloc_for_decode grows
-# kv_allocated_len itself, from 0.5.19 kv_committed_len too [cite: decode-grows-both-lengths].
-AFTER_DECODE: dict[str, tuple[tuple[str, int], ...]] = {
-    "0.5.13": (("decode_batch_idx", 2550), ("kv_committed_len", 2551), ("kv_allocated_len", 2552)),
-    "0.5.14": (("decode_batch_idx", 2639), ("kv_committed_len", 2640), ("kv_allocated_len", 2641)),
-    "0.5.15": (("decode_batch_idx", 2650), ("kv_committed_len", 2651), ("kv_allocated_len", 2652)),
-    "0.5.16": (("decode_batch_idx", 2818), ("kv_committed_len", 2819)),
-    "0.5.17": (("decode_batch_idx", 2982), ("kv_committed_len", 2983)),
-    "0.5.18": (("decode_batch_idx", 3073), ("kv_committed_len", 3074)),
-    "0.5.19": (("decode_batch_idx", 3325),),
-    "0.5.20": (("decode_batch_idx", 3467),),
-    "0.5.21": (("decode_batch_idx", 3602),),
-    "0.5.22": (("decode_batch_idx", 3608),),
-    "0.5.23": (("decode_batch_idx", 3783),),
+# after the non-speculative ``alloc_for_decode``: the fields it increments (each ``+=``'s line: the release
+# record's ``after_decode``).  From 0.5.16 alloc_for_decode grows kv_allocated_len itself, from 0.5.19
+# kv_committed_len too [cite: decode-grows-both-lengths].
+_BOTH_AFTER = ("decode_batch_idx", "kv_committed_len", "kv_allocated_len")
+AFTER_DECODE: dict[str, tuple[str, ...]] = {
+    **{v: _BOTH_AFTER for v in ("0.5.13", "0.5.14", "0.5.15")},
+    **{v: _BOTH_AFTER[:2] for v in ("0.5.16", "0.5.17", "0.5.18")},
+    **{v: _BOTH_AFTER[:1] for v in ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")},
 }
 
 
-# Each non-standard kind of pool's own allocator class (allocator/<module>.py, line of its ``class``), where the
-# release ships it in mem_cache/allocator/ (``SGLangRuntime.pool_allocator_classes`` loads them).
+# Each non-standard kind of pool's own allocator class: its module in mem_cache/allocator/, where the release
+# ships it (``SGLangRuntime.pool_allocator_classes`` loads them; the line of each ``class``: the release record's
+# ``pool_allocators``).
 POOL_ALLOCATOR_NAMES = {
     "swa": "SWATokenToKVPoolAllocator",
     "hisparse": "HiSparseTokenToKVPoolAllocator",
@@ -289,19 +305,14 @@ POOL_ALLOCATOR_NAMES = {
     "unified-swa": "UnifiedSWATokenToKVPoolAllocator",
     "unified-mamba-swa": "UnifiedMambaSWATokenToKVPoolAllocator",
 }
-_U20 = {"unified-mamba": ("unified_mamba", 42)}
-# fmt: off
-POOL_ALLOCATORS: dict[str, dict[str, tuple[str, int]]] = {
-    "0.5.13": {"swa": ("swa", 18)},
-    "0.5.14": {"swa": ("swa", 20), "hisparse": ("hisparse", 15)},
-    "0.5.15": {"swa": ("swa", 20), "hisparse": ("hisparse", 15)},
-    "0.5.16": {"swa": ("swa", 20), "hisparse": ("hisparse", 15)},
-    "0.5.17": {"swa": ("swa", 20), "hisparse": ("hisparse", 15)},
-    "0.5.18": {"swa": ("swa", 20), "hisparse": ("hisparse", 15)},
-    "0.5.19": {"swa": ("swa", 20), "hisparse": ("hisparse", 15)},
-    "0.5.20": {"swa": ("swa", 32), "hisparse": ("hisparse", 15), **_U20, "unified-swa": ("unified_hybrid_swa", 45), "unified-mamba-swa": ("unified_hybrid_swa", 799)},  # noqa: E501
-    "0.5.21": {"swa": ("swa", 33), "hisparse": ("hisparse", 21), **_U20, "unified-swa": ("unified_hybrid_swa", 823), "unified-mamba-swa": ("unified_hybrid_swa", 1258)},  # noqa: E501
-    "0.5.22": {"swa": ("swa", 34), "hisparse": ("hisparse", 22), **_U20, "unified-swa": ("unified_hybrid_swa", 783), "unified-mamba-swa": ("unified_hybrid_swa", 1289)},  # noqa: E501
-    "0.5.23": {"swa": ("swa", 41), "hisparse": ("hisparse", 22), **_U20, "unified-swa": ("unified_hybrid_swa", 808), "unified-mamba-swa": ("unified_hybrid_swa", 1340)},  # noqa: E501
+_SWA_HISPARSE = {"swa": "swa", "hisparse": "hisparse"}
+_UNIFIED = {
+    "unified-mamba": "unified_mamba",
+    "unified-swa": "unified_hybrid_swa",
+    "unified-mamba-swa": "unified_hybrid_swa",
 }
-# fmt: on
+POOL_ALLOCATORS: dict[str, dict[str, str]] = {
+    "0.5.13": {"swa": "swa"},
+    **{f"0.5.{n}": _SWA_HISPARSE for n in range(14, 20)},
+    **{f"0.5.{n}": {**_SWA_HISPARSE, **_UNIFIED} for n in range(20, 24)},
+}

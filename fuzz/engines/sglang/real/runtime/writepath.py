@@ -40,14 +40,25 @@ from .checks import free_kv_row, run_checker
 from .context import Settings
 from .loaded import SGLangRuntime
 from .ownership import HandOuts, Window, free_pages, handed_out, ownership_problem
-from .releases import AFTER_DECODE, DECODE, DFLASH, EAGLE, UNO, Release, Where, kind_of
+from .releases import (
+    AFTER_DECODE,
+    DECODE,
+    DFLASH,
+    EAGLE,
+    EAGLE_GUARD_SAYS,
+    UNO,
+    UNO_GUARD_SAYS,
+    Release,
+    Where,
+    kind_of,
+)
 from .request import RequestStandIn
 from .rows import Rows, Span
 from .standins import captured_logs
 
 EAGLE_GUARD, UNO_GUARD = "eagle-tree-row", "uno-row"
 # How each guard's message starts ([cite: eagle-tree-row-assert], [cite: uno-row-guard]).
-GUARD_WORDS = {EAGLE_GUARD: "spec v2 page>1 topk>1 draft over-allocation", UNO_GUARD: "UNO allocation exceeds"}
+GUARD_WORDS = {EAGLE_GUARD: EAGLE_GUARD_SAYS, UNO_GUARD: UNO_GUARD_SAYS}
 # The order the scheduler runs a decode step's pieces in, overlap on and off. With overlap
 # (managers/scheduler.py ``event_loop_overlap`` [cite: scheduler-overlap-loop]) batch N+1 is built
 # (prepare_for_decode inside get_next_batch_to_run [cite: overlap-builds-next-batch]) and launched
@@ -138,7 +149,7 @@ def _guard(exc: BaseException, runtime: SGLangRuntime) -> GuardStop | None:
         at_line = guard.line <= line <= guard.line + 3
         # A tree off the table (a checkout) keeps the guard's function and words, not its line.
         if module == guard.module and qualname == guard.name and (at_line or text.startswith(GUARD_WORDS[name])):
-            return GuardStop(name, guard.cite(rel.version) if at_line else f"{module} line {line}", text)
+            return GuardStop(name, guard.cite() if at_line else f"{module} line {line}", text)
     return None
 
 
@@ -151,10 +162,10 @@ def _raised_text(exc: BaseException, runtime: SGLangRuntime) -> str:
 def _spec_info(runtime: SGLangRuntime, kind: str, reqs: Sequence[RequestStandIn], rt: SpecRuntime | None) -> Any:
     """The draft input SGLang's worker carries, built with SGLang's own classes."""
     if kind == DFLASH:
-        cls = runtime.resolve(Where(runtime.release.entries[DFLASH].module, "DFlashDraftInputV2", 0))
+        cls = runtime.resolve(Where(runtime.release.entries[DFLASH].module, "DFlashDraftInputV2"))
         return cls.create_idle_input("cpu")  # its own constructor [cite: dflash-create-idle-input]
     if kind == UNO:
-        cls = runtime.resolve(Where(runtime.release.entries[UNO].module, "UnoDraftInput", 0))
+        cls = runtime.resolve(Where(runtime.release.entries[UNO].module, "UnoDraftInput"))
         committed = [r.committed for r in reqs]
         assert rt is not None
         return cls(  # one seed token and frontier per request (it checks the counts [cite: uno-checks-seed-counts])
@@ -208,21 +219,21 @@ def _call_entry(runtime: SGLangRuntime, rel: Release, kind: str, batch: Schedule
     if kind == DECODE:
         entry = rel.entries[DECODE]
         runtime.resolve(entry)(batch, token_per_req=1)
-        return entry.cite(rel.version)
+        return entry.cite()
     if rel.dispatcher is not None:
         runtime.resolve(rel.dispatcher)(batch)
-        return rel.dispatcher.cite(rel.version)
+        return rel.dispatcher.cite()
     entry = rel.entries[kind]
     if kind == EAGLE:  # 0.5.13-0.5.14: the mixin's method, on the (stand-in) draft input
         runtime.resolve(entry)(batch.spec_info, batch)
     else:
         batch.spec_info.prepare_for_decode(batch)
-    return entry.cite(rel.version)
+    return entry.cite()
 
 
 def after_decode(runtime: SGLangRuntime, reqs: Sequence[RequestStandIn]) -> None:
     """What ``ScheduleBatch.prepare_for_decode`` adds per request after ``alloc_for_decode`` (``AFTER_DECODE``)."""
-    for name, _line in AFTER_DECODE.get(runtime.release.version, ()):
+    for name in AFTER_DECODE.get(runtime.release.version, ()):
         for r in reqs:
             if name == "kv_committed_len":
                 r.committed += 1
@@ -276,7 +287,7 @@ def decode_step(
         raise TargetError("a speculative step needs its run-time shape rt (SpecRuntime)")
     before = [(r.committed, r.allocated) for r in reqs]
     entered = Entered(runtime.loader.sglang_name)
-    result = StepResult(runtime.version, runtime.origin, algorithm, kind, rel.entries[kind].cite(rel.version), [])
+    result = StepResult(runtime.version, runtime.origin, algorithm, kind, rel.entries[kind].cite(), [])
     start = time.perf_counter()
     what = f"sglang {rel.version}'s {kind} decode step"
     snapshot, free_before = rows.snapshot(), free_pages(allocator)
