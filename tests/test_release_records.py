@@ -99,6 +99,10 @@ def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None
         assert set(req["on_req"]) | set(req["on_kv"]) <= REQ_ATTRIBUTES and set(req["kv_properties"]) <= KV_PROPERTIES
         assert list(req["on_req"].values()) == sorted(req["on_req"].values())  # in line order
     assert set(_LENS) <= REQ_ATTRIBUTES  # make_request only sets names a record locates
+    sections = {"schema", "schema_version", "release", "sources", "req", "where", "after_decode", "pool_allocators"}
+    assert all(set(record(r)) == {*sections, "eagle_preclaims_bonus"} for r in releases())
+    # The version branch it replaces: 0.5.13-0.5.14's EAGLE mixin takes the bonus slot in prepare.
+    assert [r for r in releases() if record(r)["eagle_preclaims_bonus"]] == ["0.5.13", "0.5.14"]
 
 
 def test_a_release_without_a_record_is_named() -> None:

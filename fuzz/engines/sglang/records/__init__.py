@@ -7,9 +7,15 @@ typed by hand: a line number of SGLang's code lives in a record, never in this p
 
 Sections (one per kind of fact; more join as the hand tables move here):
 
-    req   where the release's ``Req`` (``managers/schedule_batch.py``) keeps what the write path reads
-          (``runtime.request.Layout``): the classes' and ``__init__``'s lines, each modeled attribute's
-          first assignment, ``ReqKvInfo``'s fields (a slots dataclass) and modeled properties
+    req              where the release's ``Req`` (``managers/schedule_batch.py``) keeps what the write path
+                     reads (``runtime.request.Layout``): the classes' and ``__init__``'s lines, each modeled
+                     attribute's first assignment, ``ReqKvInfo``'s fields (a slots dataclass) and properties
+    where            the line of each ``Where`` of the release table (``runtime.releases``): a definition, or
+                     a guard statement inside one
+    after_decode     the line of each field ``ScheduleBatch.prepare_for_decode`` increments after the decode
+    pool_allocators  the line of each non-standard pool's allocator class
+    eagle_preclaims_bonus  whether the EAGLE decode entry takes the bonus slot in prepare (the accept then
+                     takes it back): a version branch made a fact of the release
 """
 
 from __future__ import annotations

@@ -180,6 +180,24 @@ def after_decode_section(source: str, release: str) -> dict[str, int]:
     return {f: updates[f] for f in AFTER_DECODE[release]}
 
 
+def eagle_preclaims_bonus(read: Callable[[str], str], release: str) -> bool:
+    """Whether the release's EAGLE decode entry pre-claims the bonus slot: it increments ``kv_committed_len``
+    itself (``+= 1`` in the prepare, taken back at the accept), as 0.5.13-0.5.14's mixin does."""
+    from fuzz.engines.sglang.real.runtime.releases import EAGLE, RELEASES
+
+    entry = RELEASES[release].entries[EAGLE]
+    found = definitions(ast.parse(read(_member(entry.module))), entry.name)
+    if not found:
+        raise RecordError(f"no definition of {entry.name} in {_member(entry.module)}")
+    return any(
+        isinstance(n, ast.AugAssign)
+        and isinstance(n.op, ast.Add)
+        and isinstance(n.target, ast.Attribute)
+        and n.target.attr == "kv_committed_len"
+        for n in ast.walk(found[0])
+    )
+
+
 def pool_allocators_section(read: Callable[[str], str], release: str) -> dict[str, int]:
     """The line of each non-standard pool's allocator ``class`` (``runtime.releases.POOL_ALLOCATORS``)."""
     from fuzz.engines.sglang.real.runtime.releases import POOL_ALLOCATOR_NAMES, POOL_ALLOCATORS
@@ -214,6 +232,7 @@ def generate(wheel: Path) -> dict[str, Any]:
             where = where_section(source, release)
             after = after_decode_section(source(SCHEDULE_BATCH), release)
             pools = pool_allocators_section(source, release)
+            preclaims = eagle_preclaims_bonus(source, release)
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise RecordError(f"{wheel}: cannot read it ({type(e).__name__}: {e})") from None
     except RecordError as e:
@@ -227,6 +246,7 @@ def generate(wheel: Path) -> dict[str, Any]:
         "where": where,
         "after_decode": after,
         "pool_allocators": pools,
+        "eagle_preclaims_bonus": preclaims,
     }
 
 

@@ -31,6 +31,7 @@ import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
 from fuzz.common.compat import code_qualname
+from fuzz.engines.sglang.records import record
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
@@ -246,12 +247,14 @@ def after_decode(runtime: SGLangRuntime, reqs: Sequence[RequestStandIn]) -> None
 def verify(runtime: SGLangRuntime, req: RequestStandIn, accepted: int, preclaimed: bool | None = None) -> None:
     """The verify step's commit of ``accepted`` tokens (the harness's; no entry point owns it).
 
-    0.5.13-0.5.14's EAGLE mixin pre-claims the bonus slot in prepare (``kv_committed_len += 1``:
-    "resolve subtracts 1" [cite: eagle-v2-preclaims-bonus]), so the accept there first takes it back;
-    their DFLASH prepare does not.  ``preclaimed``: whether the step's prepare did (None: the release's EAGLE
-    path's rule).
+    A release whose EAGLE prepare pre-claims the bonus slot (``kv_committed_len += 1``: "resolve subtracts 1"
+    [cite: eagle-v2-preclaims-bonus]; its record's ``eagle_preclaims_bonus``) takes it back at the accept
+    first; its DFLASH prepare does not.  ``preclaimed``: whether the step's prepare did (None: the release's
+    EAGLE path's rule).
     """
-    if preclaimed if preclaimed is not None else runtime.release.version in ("0.5.13", "0.5.14"):
+    if preclaimed is None:
+        preclaimed = bool(record(runtime.release.version)["eagle_preclaims_bonus"])
+    if preclaimed:
         req.committed -= 1
     req.committed += accepted
 
