@@ -2,12 +2,12 @@
 
 Hermetic: every ``[cite: KEY]`` in the product code names a key of
 ``CITATIONS``, every key is cited somewhere, every ``Cite`` is well formed,
-the table's module imports nothing heavy, and the converted directories keep
-no bare ``X.Y.Z file.py NNN`` line citation (those live in the table only).
+the table's module imports nothing heavy, and the product code keeps no bare
+``X.Y.Z file.py NNN`` line citation (the table holds anchors, never lines).
 
-``network``: every cited line read out of the release's real wheel in the
-user's cache (``real_wheel_cache``) carries its ``text``; a release whose
-wheel is not cached is skipped, saying so (nothing is downloaded here).
+``network``: every cite's anchor is found in the release's real wheel in the
+user's cache (``real_wheel_cache``); a release whose wheel is not cached is
+skipped, saying so (nothing is downloaded here).
 """
 
 from __future__ import annotations
@@ -97,8 +97,7 @@ def test_every_cite_is_well_formed(key):
         assert isinstance(c, Cite)
         assert c.release in RELEASE_REVISIONS or c.release == "main", f"{key}: unknown release {c.release!r}"
         assert c.member.startswith("sglang/") and c.member.endswith(".py") and ".." not in c.member, c
-        assert isinstance(c.line, int) and c.line >= 1, c
-        assert c.end is None or (isinstance(c.end, int) and c.end >= c.line), c
+        assert isinstance(c.nth, int) and c.nth >= 1 and isinstance(c.whole, bool), c
         assert c.text and c.text.strip() == c.text and "\n" not in c.text, f"{key}: text {c.text!r}"
         assert len(c.text) <= 80, f"{key}: text is a short substring, not SGLang's source: {c.text!r}"
 
@@ -161,10 +160,42 @@ def cites_by_release() -> dict[str, list[tuple[str, Cite]]]:
     return out
 
 
+def cite_problem(c: Cite, source: str) -> str | None:
+    """Why ``c``'s anchor is not in ``source`` (None: it is): fewer than ``nth`` lines hold its text, or a ``whole``
+    cite's line starts no statement of several lines."""
+    holding = [n for n, line in enumerate(source.splitlines(), 1) if c.text in line]
+    if len(holding) < c.nth:
+        return f"{len(holding)} line(s) hold it"
+    line = holding[c.nth - 1]
+    if c.whole and not any(
+        isinstance(s, ast.stmt) and s.lineno == line and s.end_lineno != s.lineno for s in ast.walk(ast.parse(source))
+    ):
+        return f"no statement of several lines starts on line {line}"
+    return None
+
+
+@pytest.mark.parametrize(
+    "cite, problem",
+    [
+        (Cite("0.5.23", "sglang/x.py", "def f("), None),
+        (Cite("0.5.23", "sglang/x.py", "def f(", whole=True), None),
+        (Cite("0.5.23", "sglang/x.py", "return 1", nth=2), None),
+        (Cite("0.5.23", "sglang/x.py", "def g("), "0 line(s) hold it"),
+        (Cite("0.5.23", "sglang/x.py", "return 1", nth=3), "2 line(s) hold it"),
+        (Cite("0.5.23", "sglang/x.py", "x = 1", whole=True), "no statement of several lines starts on line 1"),
+    ],
+    ids=["found", "whole", "second", "gone", "fewer", "one-line"],
+)
+def test_an_anchor_is_found_or_says_why_not(cite, problem):
+    source = "x = 1\ndef f(a):\n    return 1\n\n\ndef h():\n    return 1\n"
+    assert cite_problem(cite, source) == problem
+
+
 @pytest.mark.network
 @pytest.mark.parametrize("release", sorted(cites_by_release()))
 def test_every_cited_line_says_what_the_table_says(release, real_wheel_cache):
-    """Line ``line`` of ``member`` in the release's wheel holds ``text``; ``end`` is inside the file."""
+    """``member`` of the release's wheel has at least ``nth`` lines holding ``text``; a ``whole`` cite's line starts
+    a statement of more than one line."""
     from fuzz.engines.sglang.real.wheels import cache_dir, cached_wheel
 
     if release == "main":
@@ -179,10 +210,7 @@ def test_every_cited_line_says_what_the_table_says(release, real_wheel_cache):
             if c.member not in names:
                 wrong.append(f"{key}: {c}: no such member in {Path(wheel).name}")
                 continue
-            lines = zf.read(c.member).decode("utf-8").splitlines()
-            last = c.end if c.end is not None else c.line
-            if last > len(lines):
-                wrong.append(f"{key}: {c}: the file has {len(lines)} lines")
-            elif c.text not in lines[c.line - 1]:
-                wrong.append(f"{key}: {c}: line {c.line} is {lines[c.line - 1].strip()!r}, not {c.text!r}")
+            problem = cite_problem(c, zf.read(c.member).decode("utf-8"))
+            if problem:
+                wrong.append(f"{key}: {c}: {problem}")
     assert not wrong, "\n".join(wrong)

@@ -3,14 +3,15 @@
 A docstring or comment that rests on SGLang's source names the fact, not the
 line: ``the unified builders size the row 4 + D [cite: unified-mamba-row-extra]``.
 ``CITATIONS`` maps each fact's key (short, kebab-case) to its ``Cite`` in every
-release the prose relies on: one home per fact per release, so a line number
-is written once, here, and nowhere else.
+release the prose relies on: one home per fact per release.
 
 Each ``Cite`` names the wheel member (``sglang/srt/...``, the path inside the
-release's wheel), the 1-based line (and the last line of a range) and
-``text``, a short exact substring of line ``line`` in that release: a
-mis-typed or drifted number fails ``tests/test_citations.py``, whose network
-test reads every cited line out of the real wheels.  The same test holds
+release's wheel) and an anchor, never a line number: ``text``, a short exact
+substring of the cited line (the ``nth`` line holding it), and ``whole`` where
+the fact is the statement starting there.  ``tests/test_citations.py``'s
+network test finds every anchor in the real wheels: a text that no longer
+appears (or not ``nth`` times), or a ``whole`` cite where no statement starts,
+fails it.  The same test holds
 every ``[cite: KEY]`` in the product code to a key here, every key here to a
 citation there, and the product code free of bare ``X.Y.Z file.py NNN``
 line citations.  ``text`` is a few characters, never more of SGLang's source.

@@ -7,21 +7,20 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Cite:
-    """One fact's place in one release: ``text`` is on line ``line`` of ``member`` (through ``end``, if a range)."""
+    """One fact's place in one release: the ``nth`` line of ``member`` that holds ``text``; with ``whole``, the
+    statement (a ``def``, a class, a multi-line call) that starts on that line.  Never a line number: the check
+    finds the line in the release's wheel, so a line that moves keeps its citation and a text that changes fails it.
+    """
 
     release: str  # "0.5.23" (a modeled release) or "main"
     member: str  # the path inside the wheel: "sglang/srt/mem_cache/kv_cache_configurator.py"
-    line: int  # 1-based
-    end: int | None  # the last line of a range; None: the one line
-    text: str  # a short exact substring of line ``line``
-
-    @property
-    def lines(self) -> str:
-        """``1571`` or ``1571-1572``."""
-        return str(self.line) if self.end is None else f"{self.line}-{self.end}"
+    text: str  # a short exact substring of the cited line
+    nth: int = 1  # the how-manyth line holding ``text`` (1: the first)
+    whole: bool = False  # the cite is the whole statement starting there, not the line alone
 
     def __str__(self) -> str:
-        return f"{self.release} {self.member}:{self.lines}"
+        which = f" (line {self.nth} holding it)" if self.nth > 1 else ""
+        return f"{self.release} {self.member}: {self.text!r}{which}" + (" (the statement)" if self.whole else "")
 
 
 _SRT = "sglang/srt/"

@@ -29,244 +29,234 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     # -- the sizing functions (mem_cache/common.py to 0.5.15, allocation_sizing.py from 0.5.16) --------------
     # The three sizing functions, together (0.5.13 is the first release with all three).
     "common-sizing-functions": (
-        Cite("0.5.13", _COMMON, 155, 210, "def get_alloc_len_per_decode"),
-        Cite("0.5.14", _COMMON, 211, 267, "def get_alloc_len_per_decode"),
-        Cite("0.5.15", _COMMON, 215, 266, "def get_alloc_len_per_decode"),
+        Cite("0.5.13", _COMMON, "def get_alloc_len_per_decode"),
+        Cite("0.5.14", _COMMON, "def get_alloc_len_per_decode"),
+        Cite("0.5.15", _COMMON, "def get_alloc_len_per_decode"),
     ),
     # L: max(S * K, Dmax), with the page-duplicated tree term.
     "alloc-len-per-decode": (
-        Cite("0.5.13", _COMMON, 155, 182, "def get_alloc_len_per_decode"),
-        Cite("0.5.15", _COMMON, 215, 240, "def get_alloc_len_per_decode"),
+        Cite("0.5.13", _COMMON, "def get_alloc_len_per_decode", whole=True),
+        Cite("0.5.15", _COMMON, "def get_alloc_len_per_decode", whole=True),
     ),
     # When L takes the tree term: 0.5.13 asks page and topk only; 0.5.15 also ``has_draft_kv``.
     "tree-term-condition": (
-        Cite("0.5.13", _COMMON, 172, None, "if page_size == 1 or spec_topk == 1:"),
-        Cite("0.5.15", _COMMON, 231, None, "not spec_algo.has_draft_kv()"),
+        Cite("0.5.13", _COMMON, "if page_size == 1 or spec_topk == 1:"),
+        Cite("0.5.15", _COMMON, "not spec_algo.has_draft_kv()"),
     ),
     # The row headroom 4 + Dmax, raised to R only when spec is on, page_size > 1 and topk > 1.
     "common-headroom": (
-        Cite("0.5.13", _COMMON, 194, 210, "def get_req_to_token_extra_context_len"),
-        Cite("0.5.15", _COMMON, 252, 266, "def get_req_to_token_extra_context_len"),
+        Cite("0.5.13", _COMMON, "def get_req_to_token_extra_context_len", whole=True),
+        Cite("0.5.15", _COMMON, "def get_req_to_token_extra_context_len", whole=True),
     ),
     # The sizing's page is server_args.page_size alone (#35424).
-    "alloc-page-server-page-size": (Cite("0.5.15", _COMMON, 226, None, "page_size = server_args.page_size"),),
+    "alloc-page-server-page-size": (Cite("0.5.15", _COMMON, "page_size = server_args.page_size"),),
     # The covered headroom adds page - 1 to the reserve.
-    "headroom-page-tail": (Cite("0.5.16", _SIZING, 55, 62, "kv_allocated_len is page-aligned"),),
+    "headroom-page-tail": (Cite("0.5.16", _SIZING, "kv_allocated_len is page-aligned"),),
     # UNO without speculative_num_draft_tokens raises.
-    "uno-needs-draft-tokens": (Cite("0.5.23", _SIZING, 47, 49, "if spec_algo.is_uno():"),),
+    "uno-needs-draft-tokens": (Cite("0.5.23", _SIZING, "if spec_algo.is_uno():"),),
     # -- the pool builders (model_runner_kv_cache_mixin.py to 0.5.15, kv_cache_configurator.py from 0.5.16) --
     # The standard row: context_len + get_req_to_token_extra_context_len().
-    "standard-row-extra": (Cite("0.5.23", _CONFIGURATOR, 1571, 1572, "def _build_req_to_token_pool"),),
+    "standard-row-extra": (Cite("0.5.23", _CONFIGURATOR, "def _build_req_to_token_pool"),),
     # The unified Mamba builder's row headroom: 4 + speculative_num_draft_tokens (the launch D).
     "unified-mamba-row-extra": (
-        Cite("0.5.15", _MIXIN, 368, 370, "extra_max_context_len = 4"),
-        Cite("0.5.23", _CONFIGURATOR, 883, 886, _UNIFIED_EXTRA),
+        Cite("0.5.15", _MIXIN, "extra_max_context_len = 4"),
+        Cite("0.5.23", _CONFIGURATOR, _UNIFIED_EXTRA),
     ),
     # The unified Mamba + SWA builder's row headroom: 4 + D.
-    "unified-mamba-swa-row-extra": (Cite("0.5.23", _CONFIGURATOR, 972, 975, _UNIFIED_EXTRA),),
+    "unified-mamba-swa-row-extra": (Cite("0.5.23", _CONFIGURATOR, _UNIFIED_EXTRA, nth=2),),
     # The unified SWA builder's row headroom: 4 + D (to 0.5.20; from 0.5.21 it builds the standard row).
     "unified-swa-row-extra": (
-        Cite("0.5.15", _MIXIN, 433, 438, "extra_max_context_len = 4"),
-        Cite("0.5.20", _CONFIGURATOR, 843, 845, "extra_max_context_len = 4"),
+        Cite("0.5.15", _MIXIN, "extra_max_context_len = 4", nth=2),
+        Cite("0.5.20", _CONFIGURATOR, "extra_max_context_len = 4", nth=3),
     ),
     # The unified pool's row is model_context_len + extra_max_context_len wide.
-    "unified-row-width": (
-        Cite(
-            "0.5.23",
-            _UNIFIED_POOL,
-            1717,
-            None,
-            "max_context_len=model_context_len + extra_max_context_len",
-        ),
-    ),
+    "unified-row-width": (Cite("0.5.23", _UNIFIED_POOL, "max_context_len=model_context_len + extra_max_context_len"),),
     # The token-to-KV allocator of the standard, SWA and HiSparse kinds.
     "allocator-builder": (
-        Cite("0.5.16", _CONFIGURATOR, 1368, 1524, "def _build_token_to_kv_pool_allocator"),
-        Cite("0.5.23", _CONFIGURATOR, 2795, 2988, "def _build_token_to_kv_pool_allocator"),
+        Cite("0.5.16", _CONFIGURATOR, "def _build_token_to_kv_pool_allocator"),
+        Cite("0.5.23", _CONFIGURATOR, "def _build_token_to_kv_pool_allocator", whole=True),
     ),
     # The paged allocator's page is page_size * dcp_size.
     "paged-allocator-page-dcp": (
-        Cite("0.5.15", _MIXIN, 1141, 1143, "PagedTokenToKVPoolAllocator("),
-        Cite("0.5.23", _CONFIGURATOR, 2925, 2937, "paged_allocator_cls = ("),
+        Cite("0.5.15", _MIXIN, "PagedTokenToKVPoolAllocator(", nth=2),
+        Cite("0.5.23", _CONFIGURATOR, "paged_allocator_cls = ("),
     ),
     # SWATokenToKVPoolAllocator / PureSWATokenToKVPoolAllocator at the bare page_size.
     "swa-allocator-page": (
-        Cite("0.5.23", _CONFIGURATOR, 2865, 2884, "elif self.is_hybrid_swa and sizes.full_max_total_num_tokens"),
+        Cite("0.5.23", _CONFIGURATOR, "elif self.is_hybrid_swa and sizes.full_max_total_num_tokens"),
     ),
     # HiSparseTokenToKVPoolAllocator at the bare page_size.
-    "hisparse-allocator-page": (Cite("0.5.23", _CONFIGURATOR, 2886, 2900, "if get_memory().enable_hisparse:"),),
+    "hisparse-allocator-page": (Cite("0.5.23", _CONFIGURATOR, "if get_memory().enable_hisparse:"),),
     # UnifiedMambaTokenToKVPoolAllocator widens its page by the DCP size.
     "unified-mamba-allocator-page-dcp": (
-        Cite(
-            "0.5.23", _SRT + "mem_cache/allocator/unified_mamba.py", 62, 74, "dcp_size = get_parallel().attn_dcp_size"
-        ),
+        Cite("0.5.23", _SRT + "mem_cache/allocator/unified_mamba.py", "dcp_size = get_parallel().attn_dcp_size"),
     ),
     # The unified SWA allocators keep the bare page_size.
     "unified-swa-allocator-page": (
-        Cite("0.5.23", _SRT + "mem_cache/allocator/unified_hybrid_swa.py", 100, None, "self.page_size = page_size"),
+        Cite("0.5.23", _SRT + "mem_cache/allocator/unified_hybrid_swa.py", "self.page_size = page_size"),
     ),
     # -- launch rules --------------------------------------------------------------------------------------
     # The speculative algorithms unified memory accepts: none (0.5.15-0.5.17), DSPARK (0.5.18-0.5.21), then
     # DSPARK, EAGLE, EAGLE3 and DFLASH.
     "unified-spec-algorithms": (
-        Cite("0.5.15", _SERVER_ARGS, 5889, 5892, "assert self.speculative_algorithm is None, ("),
-        Cite("0.5.16", _SERVER_ARGS, 6829, 6832, "assert self.speculative_algorithm is None, ("),
-        Cite("0.5.21", _KV_CACHE_HOOK, 545, 550, 'assert cfg.speculative_algorithm in (None, "DSPARK"), ('),
-        Cite("0.5.23", _KV_CACHE_HOOK, 588, 600, "assert cfg.speculative_algorithm in ("),
+        Cite("0.5.15", _SERVER_ARGS, "assert self.speculative_algorithm is None, (", whole=True),
+        Cite("0.5.16", _SERVER_ARGS, "assert self.speculative_algorithm is None, (", whole=True),
+        Cite("0.5.21", _KV_CACHE_HOOK, 'assert cfg.speculative_algorithm in (None, "DSPARK"), (', whole=True),
+        Cite("0.5.23", _KV_CACHE_HOOK, "assert cfg.speculative_algorithm in (", whole=True),
     ),
     # Unified memory takes a linear draft chain only (topk 1).
-    "unified-topk-1": (Cite("0.5.23", _KV_CACHE_HOOK, 601, 607, "assert cfg.speculative_eagle_topk in (None, 1), ("),),
+    "unified-topk-1": (
+        Cite("0.5.23", _KV_CACHE_HOOK, "assert cfg.speculative_eagle_topk in (None, 1), (", whole=True),
+    ),
     # Unified memory with DCP > 1: MLA models only, never hybrid SWA.
     # 0.5.22+: a mamba-hybrid host under unified memory needs an EAGLE/DFLASH draft fused, and DCP declines fusion.
     "unified-mamba-draft-must-fuse": (
-        Cite("0.5.23", _CONFIGURATOR, 1401, None, "--enable-unified-memory + EAGLE/EAGLE3/DFLASH on a mamba-hybrid"),
+        Cite("0.5.23", _CONFIGURATOR, "--enable-unified-memory + EAGLE/EAGLE3/DFLASH on a mamba-hybrid"),
     ),
-    "dcp-declines-draft-fusion": (Cite("0.5.23", _CONFIGURATOR, 1146, None, "if get_parallel().attn_dcp_size > 1:"),),
-    "spec-is-eagle": (Cite("0.5.23", _SPEC_INFO, 102, None, "def is_eagle(self) -> bool:"),),
-    "unified-dcp-mla-only": (Cite("0.5.23", _KV_CACHE_HOOK, 719, 760, "def _validate_unified_memory_dcp"),),
+    "dcp-declines-draft-fusion": (Cite("0.5.23", _CONFIGURATOR, "if get_parallel().attn_dcp_size > 1:"),),
+    "spec-is-eagle": (Cite("0.5.23", _SPEC_INFO, "def is_eagle(self) -> bool:"),),
+    "unified-dcp-mla-only": (Cite("0.5.23", _KV_CACHE_HOOK, "def _validate_unified_memory_dcp"),),
     # Unified memory requires dcp_size 1 (to 0.5.19).
     "unified-dcp-refused": (
-        Cite("0.5.15", _SERVER_ARGS, 5900, None, "assert self.dcp_size == 1, ("),
-        Cite("0.5.18", _SERVER_ARGS, 8344, 8349, "assert self.dcp_size == 1, ("),
-        Cite("0.5.19", _KV_CACHE_HOOK, 256, None, "assert cfg.dcp_size == 1, ("),
+        Cite("0.5.15", _SERVER_ARGS, "assert self.dcp_size == 1, ("),
+        Cite("0.5.18", _SERVER_ARGS, "assert self.dcp_size == 1, (", whole=True),
+        Cite("0.5.19", _KV_CACHE_HOOK, "assert cfg.dcp_size == 1, ("),
     ),
     # The dcp_size server argument (absent from 0.5.14).
-    "dcp-size-argument": (Cite("0.5.15", _SERVER_ARGS, 823, None, "dcp_size: A["),),
+    "dcp-size-argument": (Cite("0.5.15", _SERVER_ARGS, "dcp_size: A["),),
     # HiSparse under speculation needs topk 1.
     "hisparse-spec-topk-1": (
         Cite(
             "0.5.23",
             _SRT + "arg_groups/hisparse_hook.py",
-            118,
-            122,
             "if enable_spec and (cfg.speculative_eagle_topk or 1) != 1:",
+            whole=True,
         ),
     ),
     # Page-interleave (--enable-kv-cache-sharding) is PD-prefill only.
     "kv-shard-prefill-only": (
-        Cite("0.5.23", _SRT + "arg_groups/kv_shard_hook.py", 99, 104, 'if cfg.disaggregation_mode != "prefill":'),
+        Cite("0.5.23", _SRT + "arg_groups/kv_shard_hook.py", 'if cfg.disaggregation_mode != "prefill":', whole=True),
     ),
     # Adaptive spec resolves speculative_num_steps to the middle candidate ...
     "adaptive-launch-steps": (
-        Cite("0.5.23", _SRT + "arg_groups/speculative_hook.py", 1409, 1414, "if cfg.speculative_num_steps is None:"),
+        Cite(
+            "0.5.23",
+            _SRT + "arg_groups/speculative_hook.py",
+            "if cfg.speculative_num_steps is None:",
+            nth=5,
+            whole=True,
+        ),
     ),
     # ... and its step slot starts there.
     "adaptive-initial-steps": (
         Cite(
             "0.5.23",
             _SRT + "speculative/adaptive_spec_params.py",
-            178,
-            181,
             "if initial_steps in self.candidate_steps:",
+            whole=True,
         ),
     ),
     # -- speculative workers (0.5.13's create_worker) and their enum -----------------------------------------
-    "spec-algorithms-enum": (Cite("0.5.15", _SPEC_INFO, 35, 41, "DFLASH = auto()"),),
+    "spec-algorithms-enum": (Cite("0.5.15", _SPEC_INFO, "DFLASH = auto()"),),
     # EAGLE, EAGLE3 and STANDALONE always run the v2 worker.
-    "spec-v2-workers": (Cite("0.5.13", _SPEC_INFO, 192, 210, "always use the V2 worker"),),
+    "spec-v2-workers": (Cite("0.5.13", _SPEC_INFO, "always use the V2 worker"),),
     # DFLASH and FROZEN_KV_MTP refuse overlap and run v1 workers.
     "dflash-frozen-kv-mtp-v1-workers": (
-        Cite("0.5.13", _SPEC_INFO, 168, 190, "enable_overlap = not server_args.disable_overlap_schedule"),
+        Cite("0.5.13", _SPEC_INFO, "enable_overlap = not server_args.disable_overlap_schedule"),
     ),
     # NGRAM refuses overlap and runs a v1 worker.
-    "ngram-v1-worker": (Cite("0.5.13", _SPEC_INFO, 211, 219, "elif self.is_ngram():"),),
+    "ngram-v1-worker": (Cite("0.5.13", _SPEC_INFO, "elif self.is_ngram():", whole=True),),
     # v1 verify allocates exactly D at seq_len ...
-    "ngram-v1-verify-alloc": (Cite("0.5.13", _NGRAM_INFO, 77, 110, "def prepare_for_verify("),),
-    "dflash-v1-verify-alloc": (Cite("0.5.13", _DFLASH_INFO, 180, 220, "def prepare_for_verify("),),
+    "ngram-v1-verify-alloc": (Cite("0.5.13", _NGRAM_INFO, "def prepare_for_verify("),),
+    "dflash-v1-verify-alloc": (Cite("0.5.13", _DFLASH_INFO, "def prepare_for_verify("),),
     # ... and sets kv_allocated_len = kv_committed_len.
-    "ngram-v1-allocated-is-committed": (
-        Cite("0.5.13", _NGRAM_INFO, 275, None, "req.kv_allocated_len = req.kv_committed_len"),
-    ),
-    "dflash-v1-allocated-is-committed": (
-        Cite("0.5.13", _DFLASH_INFO, 460, None, "req.kv_allocated_len = req.kv_committed_len"),
-    ),
+    "ngram-v1-allocated-is-committed": (Cite("0.5.13", _NGRAM_INFO, "req.kv_allocated_len = req.kv_committed_len"),),
+    "dflash-v1-allocated-is-committed": (Cite("0.5.13", _DFLASH_INFO, "req.kv_allocated_len = req.kv_committed_len"),),
     # -- the decode path -------------------------------------------------------------------------------------
     # Decode growth nxt = max(cur, kv_committed_len + R), not page-rounded (#31616).
     "eagle-growth-unrounded": (
-        Cite("0.5.13", _EAGLE_INFO_V2, 165, None, "nxt = max(cur, r.kv_committed_len + double_alloc)"),
-        Cite("0.5.14", _EAGLE_INFO_V2, 55, None, "nxt = max(cur, r.kv_committed_len + double_alloc)"),
-        Cite("0.5.15", _EAGLE_UTILS, 794, None, "nxt = max(cur, r.kv_committed_len + double_alloc)"),
+        Cite("0.5.13", _EAGLE_INFO_V2, "nxt = max(cur, r.kv_committed_len + double_alloc)"),
+        Cite("0.5.14", _EAGLE_INFO_V2, "nxt = max(cur, r.kv_committed_len + double_alloc)"),
+        Cite("0.5.15", _EAGLE_UTILS, "nxt = max(cur, r.kv_committed_len + double_alloc)"),
     ),
     # DFLASH's growth max(cur, committed + 2 * block), not page-rounded.
     "dflash-growth-unrounded": (
-        Cite("0.5.14", _DFLASH_INFO_V2, 186, None, "max(cur_alloc_len, committed_len + 2 * block_size)"),
-        Cite("0.5.15", _DFLASH_INFO_V2, 158, None, "max(cur_alloc_len, committed_len + 2 * block_size)"),
+        Cite("0.5.14", _DFLASH_INFO_V2, "max(cur_alloc_len, committed_len + 2 * block_size)"),
+        Cite("0.5.15", _DFLASH_INFO_V2, "max(cur_alloc_len, committed_len + 2 * block_size)"),
     ),
     # Prepare-for-decode pre-claims the in-flight bonus token in kv_committed_len (to 0.5.14) ...
     "eagle-v2-preclaims-bonus": (
-        Cite("0.5.13", _EAGLE_INFO_V2, 171, 172, "Pre-claim bonus slot here"),
-        Cite("0.5.14", _EAGLE_INFO_V2, 61, 62, "Pre-claim bonus slot here"),
+        Cite("0.5.13", _EAGLE_INFO_V2, "Pre-claim bonus slot here"),
+        Cite("0.5.14", _EAGLE_INFO_V2, "Pre-claim bonus slot here"),
     ),
     # ... and from 0.5.15 reads the honest kv_committed_len (the bonus is committed in resolve).
     "eagle-decode-honest-committed": (
-        Cite("0.5.15", _EAGLE_UTILS, 791, 794, "max(cur, ...) clamps so adaptive downswitch"),
-        Cite("0.5.18", _EAGLE_UTILS, 915, 917, "max(cur, ...) clamps so adaptive downswitch"),
-        Cite("0.5.23", _EAGLE_UTILS, 866, 872, "double_alloc = get_alloc_reserve_per_decode()"),
+        Cite("0.5.15", _EAGLE_UTILS, "max(cur, ...) clamps so adaptive downswitch"),
+        Cite("0.5.18", _EAGLE_UTILS, "max(cur, ...) clamps so adaptive downswitch"),
+        Cite("0.5.23", _EAGLE_UTILS, "double_alloc = get_alloc_reserve_per_decode()"),
     ),
     # Decode rounds with the real allocator's page.
     "decode-rounds-with-allocator-page": (
-        Cite("0.5.23", _EAGLE_UTILS, 865, None, "page_size = batch.token_to_kv_pool_allocator.page_size"),
+        Cite("0.5.23", _EAGLE_UTILS, "page_size = batch.token_to_kv_pool_allocator.page_size"),
     ),
     # EAGLE's prepare-for-decode asserts the allocation end fits the row at page > 1 and topk > 1 (#26972).
     "eagle-tree-row-assert": (
-        Cite("0.5.13", _EAGLE_INFO_V2, 183, 190, "(get_global_server_args().speculative_eagle_topk or 1) > 1:"),
-        Cite("0.5.16", _EAGLE_UTILS, 847, 854, "(get_server_args().speculative_eagle_topk or 1) > 1:"),
-        Cite("0.5.18", _EAGLE_UTILS, 940, 947, _EAGLE_TREE_ASSERT_V2),
-        Cite("0.5.23", _EAGLE_UTILS, 891, 898, _EAGLE_TREE_ASSERT_V2),
+        Cite("0.5.13", _EAGLE_INFO_V2, "(get_global_server_args().speculative_eagle_topk or 1) > 1:", whole=True),
+        Cite("0.5.16", _EAGLE_UTILS, "(get_server_args().speculative_eagle_topk or 1) > 1:", whole=True),
+        Cite("0.5.18", _EAGLE_UTILS, _EAGLE_TREE_ASSERT_V2, whole=True),
+        Cite("0.5.23", _EAGLE_UTILS, _EAGLE_TREE_ASSERT_V2, whole=True),
     ),
     # UNO's prepare-for-decode raises when max(next_lengths) passes the row.
     "uno-row-guard": (
-        Cite(
-            "0.5.23", _SRT + "speculative/uno_info.py", 141, 146, "row_width = int(batch.req_to_token_pool.req_to_token"
-        ),
+        Cite("0.5.23", _SRT + "speculative/uno_info.py", "row_width = int(batch.req_to_token_pool.req_to_token"),
     ),
     # Which prepare-for-decode runs: the DFLASH family and UNO their own, every other algorithm EAGLE's.
     "spec-decode-dispatch": (
-        Cite("0.5.23", _SRT + "speculative/spec_utils.py", 1259, 1270, "if batch.spec_algorithm.is_dflash_family():"),
+        Cite("0.5.23", _SRT + "speculative/spec_utils.py", "if batch.spec_algorithm.is_dflash_family():", whole=True),
     ),
     # Non-speculative decode allocates at the batch's seq_lens.
     "decode-default-alloc-at-seq-lens": (
-        Cite("0.5.23", _SRT + "mem_cache/allocation.py", 625, 688, "def alloc_for_decode_default"),
+        Cite("0.5.23", _SRT + "mem_cache/allocation.py", "def alloc_for_decode_default", whole=True),
     ),
     # -- the scheduler ---------------------------------------------------------------------------------------
     # max_new_tokens clamped to max_req_len - input - 1.
-    "scheduler-max-req-len-clamp": (Cite("0.5.23", _SCHEDULER, 2710, 2716, "max_new_tokens = max("),),
+    "scheduler-max-req-len-clamp": (Cite("0.5.23", _SCHEDULER, "max_new_tokens = max(", whole=True),),
     # The allocator's memory clamp: capacity - ceil_p(input) - p - 1 with p the allocator's page (0.5.21+) ...
     "allocator-memory-clamp": (
-        Cite("0.5.21", _ALLOCATOR_BASE, 79, 96, "def max_new_tokens_for_memory"),
-        Cite("0.5.23", _ALLOCATOR_BASE, 88, 105, "def max_new_tokens_for_memory"),
+        Cite("0.5.21", _ALLOCATOR_BASE, "def max_new_tokens_for_memory", whole=True),
+        Cite("0.5.23", _ALLOCATOR_BASE, "def max_new_tokens_for_memory", whole=True),
     ),
     # ... which the scheduler calls with the logical (DCP-wide) capacity.
     "scheduler-memory-clamp-allocator": (
-        Cite("0.5.21", _SCHEDULER, 2545, None, "self.token_to_kv_pool_allocator.max_new_tokens_for_memory("),
-        Cite("0.5.23", _SCHEDULER, 2723, 2729, "self.token_to_kv_pool_allocator.max_new_tokens_for_memory("),
+        Cite("0.5.21", _SCHEDULER, "self.token_to_kv_pool_allocator.max_new_tokens_for_memory("),
+        Cite("0.5.23", _SCHEDULER, "self.token_to_kv_pool_allocator.max_new_tokens_for_memory(", whole=True),
     ),
     # The scheduler's inline clamp with the server's page_size and the capacity times the DCP size (0.5.17-0.5.20).
     "scheduler-memory-clamp-dcp": (
-        Cite("0.5.17", _SCHEDULER, 2131, 2142, _PAGED_CLAMP),
-        Cite("0.5.18", _SCHEDULER, 2197, 2208, _PAGED_CLAMP),
-        Cite("0.5.20", _SCHEDULER, 2531, 2542, _PAGED_CLAMP),
+        Cite("0.5.17", _SCHEDULER, _PAGED_CLAMP),
+        Cite("0.5.18", _SCHEDULER, _PAGED_CLAMP),
+        Cite("0.5.20", _SCHEDULER, _PAGED_CLAMP),
     ),
     # The scheduler's inline clamp with the server's page_size and the capacity alone (0.5.13-0.5.16).
     "scheduler-memory-clamp": (
-        Cite("0.5.13", _SCHEDULER, 1770, 1782, _PAGED_CLAMP),
-        Cite("0.5.15", _SCHEDULER, 1895, 1907, _PAGED_CLAMP),
-        Cite("0.5.16", _SCHEDULER, 1906, 1914, _PAGED_CLAMP),
+        Cite("0.5.13", _SCHEDULER, _PAGED_CLAMP),
+        Cite("0.5.15", _SCHEDULER, _PAGED_CLAMP),
+        Cite("0.5.16", _SCHEDULER, _PAGED_CLAMP),
     ),
     # max_req_len = min(context_len - 1, kv_capacity - 1); max_req_input_len = max_req_len - 5.
-    "max-req-len": (Cite("0.5.23", _SRT + "managers/tp_worker.py", 568, 572, "max_req_len = min("),),
+    "max-req-len": (Cite("0.5.23", _SRT + "managers/tp_worker.py", "max_req_len = min(", nth=2),),
     # The scheduler checks a new prompt's length ...
-    "validate-input-length-call": (Cite("0.5.23", _SCHEDULER, 3246, None, "error_msg = validate_input_length("),),
+    "validate-input-length-call": (Cite("0.5.23", _SCHEDULER, "error_msg = validate_input_length("),),
     # ... and aborts one of max_req_input_len tokens or more.
     "validate-input-length": (
-        Cite("0.5.23", _SRT + "managers/utils.py", 272, None, "if len(req.origin_input_ids) >= max_req_input_len:"),
+        Cite("0.5.23", _SRT + "managers/utils.py", "if len(req.origin_input_ids) >= max_req_input_len:"),
     ),
     # -- the allocator builders' inputs (fuzz/engines/sglang/real/allocators.py, builders.py) ---------------------
     # The configurator module's platform probe, at import.
-    "configurator-is-npu-probe": (Cite("0.5.23", _CONFIGURATOR, 163, None, "_is_npu = is_npu()"),),
+    "configurator-is-npu-probe": (Cite("0.5.23", _CONFIGURATOR, "_is_npu = is_npu()"),),
     # The builders' isinstance of the DeepSeek V4 pool.
     "configurator-dsv4-isinstance": (
-        Cite("0.5.23", _CONFIGURATOR, 2854, None, "isinstance(token_to_kv_pool, DeepSeekV4TokenToKVPool)"),
+        Cite("0.5.23", _CONFIGURATOR, "isinstance(token_to_kv_pool, DeepSeekV4TokenToKVPool)"),
     ),
     # The unified Mamba builder computes the model's and the budget's quantities before the pool call.
 }
