@@ -23,6 +23,7 @@ from hermetic import PINNED_RELEASES, require_wheel  # noqa: E402
 
 from allocator_model.config import ServingConfig  # noqa: E402
 from fuzz.engines.sglang.real.stubs import StandInMissing  # noqa: E402
+from fuzz.engines.sglang.records import record  # noqa: E402
 from fuzz.targets.base import TargetError  # noqa: E402
 
 RELEASES = tuple(f"0.5.{n}" for n in range(13, 24))
@@ -207,7 +208,8 @@ def test_uno_guard_stops_the_step() -> None:
     rows, allocator, subject, _ = two_requests(rt, cfg, width=300, subject_len=274)
     result, spills, _ = step(rt, cfg, [subject], rows, allocator)
     assert result.guard is not None and result.guard.name == "uno-row"
-    assert result.guard.where == "0.5.23 srt/speculative/uno_info.py 143" and spills == []
+    guard_line = record("0.5.23")["where"]["sglang.srt.speculative.uno_info:UnoDraftInput.prepare_for_decode raise"]
+    assert result.guard.where == f"0.5.23 srt/speculative/uno_info.py {guard_line}" and spills == []
     assert "UnoDraftInput.prepare_for_decode" in result.entered
 
 
@@ -527,7 +529,8 @@ def test_release_frees_the_tail_through_sglang() -> None:
     step(rt, cfg, [subject], rows, allocator)  # allocates [200, 256)
     assert allocator.available_size() == free_before  # 200 -> 256 stays in the prefill's last page
     how = release_request(rt, cfg, subject, rows, allocator)
-    assert "by SGLang's _release_overallocated_kv_indices (0.5.23 srt/mem_cache/common.py 447)" in how
+    tail = record("0.5.23")["where"]["sglang.srt.mem_cache.common:_release_overallocated_kv_indices"]
+    assert f"by SGLang's _release_overallocated_kv_indices (0.5.23 srt/mem_cache/common.py {tail})" in how
     assert allocator.available_size() == free_before + 4 * 64
 
 

@@ -209,8 +209,8 @@ NO_DSPARK = releases("0.5.13", "0.5.15")
 NO_UNO = releases("0.5.13", "0.5.19")
 
 PAGE_1_GAP = "#33579: at page 1 the headroom is 4 + Dmax in every release (the reference and main close it)"
-TOPK_1_GAP = "0.5.13-0.5.15 cover the reserve only for page > 1 with topk > 1 (common.py:204-209)"
-NO_TAIL = "0.5.13-0.5.15 cover the reserve without + page - 1 (their growth is exact, common.py:209)"
+TOPK_1_GAP = "0.5.13-0.5.15 cover the reserve only for page > 1 with topk > 1 [cite: common-headroom]"
+NO_TAIL = "0.5.13-0.5.15 cover the reserve without + page - 1 (their growth is exact) [cite: common-headroom]"
 MAIN_ALIGNS = (
     "main aligns the row to the allocator page instead of adding a page tail to the headroom: "
     "safe for committed <= C - 4, not for every committed length upstream's sweep tries"
@@ -374,7 +374,13 @@ def older_rows() -> list[Row]:
             spec("NGRAM", 5, 4, 20, page_size=16),
             alloc_len,
             20,
-            (Differ(releases("0.5.13", "0.5.13"), 128, "0.5.13's L has the tree term for NGRAM too (common.py:172)"),),
+            (
+                Differ(
+                    releases("0.5.13", "0.5.13"),
+                    128,
+                    "0.5.13's L has the tree term for NGRAM too [cite: tree-term-condition]",
+                ),
+            ),
         ),
         Row("older: EAGLE 5,4,6 P16 -> extra", spec("EAGLE", 5, 4, 6, page_size=16), extra, 271, no_tail_or_aligned),
         Row(

@@ -1,8 +1,8 @@
 """The accessors API shape of ``allocation_sizing.py`` (SGLang 0.5.18), for the test wheel cache.
 
 Written for the tests in this project's words; the arithmetic is that of the
-release (0.5.18 ``sglang/srt/mem_cache/allocation_sizing.py``: L lines 10-38,
-R 41-47, the row headroom 50-66):
+release (0.5.18 ``sglang/srt/mem_cache/allocation_sizing.py``: its ``get_alloc_len_per_decode`` (L),
+``get_alloc_reserve_per_decode`` (R) and ``get_req_to_token_extra_context_len`` (the row headroom)):
 
 * no arguments: every function reads the published bags (``get_spec``,
   ``get_schedule``, ``max_speculative_num_draft_tokens``);

@@ -1,9 +1,9 @@
 """The alloc-page API shape of ``allocation_sizing.py`` (SGLang 0.5.19), for the test wheel cache.
 
 Written for the tests in this project's words; the arithmetic is that of the
-release (0.5.19 ``sglang/srt/mem_cache/allocation_sizing.py``: the alloc page
-lines 11-14, L 17-45, R 48-54, ``page_aligned_decode_alloc_lens`` 57-77, the
-row headroom 80-96):
+release (0.5.19 ``sglang/srt/mem_cache/allocation_sizing.py``: ``get_alloc_page_size``,
+``get_alloc_len_per_decode`` (L), ``get_alloc_reserve_per_decode`` (R), ``page_aligned_decode_alloc_lens``,
+``get_req_to_token_extra_context_len`` (the row headroom)):
 
 * the allocator's page ``get_alloc_page_size() = page_size * attn_dcp_size``
   rounds everything (#35424 fixed);

@@ -1,8 +1,8 @@
 """The ``mem_cache/common.py`` shape (SGLang 0.5.14 and 0.5.15), for the test wheel cache.
 
 Written for the tests in this project's words; the arithmetic is that of the
-releases (0.5.15 ``sglang/srt/mem_cache/common.py``: L lines 215-240, R 243-249,
-the row headroom 252-266; 0.5.14 the same at 211-267).  Before 0.5.16 the
+releases (0.5.15 ``sglang/srt/mem_cache/common.py``: ``get_alloc_len_per_decode`` (L), ``get_alloc_reserve_per_decode``
+(R), ``get_req_to_token_extra_context_len`` (the row headroom); 0.5.14 the same).  Before 0.5.16 the
 three sizing functions live among the cache helpers, so the file also does
 what ``common.py`` does at import: it imports numpy, torch and cache modules
 the sizing functions never use (stand-in placeholders), and probes the
@@ -10,7 +10,7 @@ platform (``is_hip``/``is_npu``/``is_cuda``, answered by the loader's stand-ins)
 
 * every function takes the ``server_args`` object (``None``: the global one);
 * pages are ``server_args.page_size``, without the DCP size;
-* the paged tree term applies only to algorithms with draft KV (0.5.15 line 231;
+* the paged tree term applies only to algorithms with draft KV (0.5.15's ``has_draft_kv()``;
   0.5.13 applies it to NGRAM too: ``common_0_5_13.py``);
 * the headroom covers the reserve, with no ``page - 1``, only when
   ``page_size > 1`` and ``topk > 1``;

@@ -1,8 +1,8 @@
 """The ``mem_cache/common.py`` shape (SGLang 0.5.13), for the test wheel cache.
 
 Written for the tests in this project's words; the arithmetic is that of the
-release (0.5.13 ``sglang/srt/mem_cache/common.py``: L lines 155-182, R 185-191,
-the row headroom 194-210).  Before 0.5.16 the
+release (0.5.13 ``sglang/srt/mem_cache/common.py``: ``get_alloc_len_per_decode`` (L),
+``get_alloc_reserve_per_decode`` (R), ``get_req_to_token_extra_context_len`` (the row headroom)).  Before 0.5.16 the
 three sizing functions live among the cache helpers, so the file also does
 what ``common.py`` does at import: it imports numpy, torch and cache modules
 the sizing functions never use (stand-in placeholders), and probes the

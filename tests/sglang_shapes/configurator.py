@@ -3,17 +3,17 @@
 
 Written here in this project's words, not SGLang's code: the standard
 builder sizes its rows with the sizing file's headroom (0.5.23
-``kv_cache_configurator.py`` line 1572); the unified Mamba builder sets its
-own ``extra_max_context_len`` = 4 + D (lines 884-886; the Mamba+SWA one the
-same at 973-975); the unified SWA builder delegates to the standard one.
+``kv_cache_configurator.py``'s ``_build_req_to_token_pool``); the unified Mamba builder sets its
+own ``extra_max_context_len`` = 4 + D (``_init_unified_mamba_pools``; the Mamba+SWA one the
+same in ``_init_unified_mamba_swa_pools``); the unified SWA builder delegates to the standard one.
 The allocator builder keeps the branches of 0.5.23's
-``_build_token_to_kv_pool_allocator`` (2795-2960) that decide the page: an
+``_build_token_to_kv_pool_allocator`` that decide the page: an
 Ascend branch behind the module's ``_is_npu`` probe, DeepSeek V4's pool, the
 SWA allocator at the bare page, the HiSparse one at the bare page, the token
 allocator (no page: 1) at page 1 without DCP, else the paged allocator at
 page_size * attn_dcp_size; then DeepSeek V4's HiSparse wrapper around
 whichever was built.  The unified builders hand ``page_size=self.page_size``
-to ``unified_memory_pool.py``'s ``init_unified_*_pools`` (0.5.23 908, 1501),
+to ``unified_memory_pool.py``'s ``init_unified_*_pools`` (0.5.23),
 as ``unified_memory_pool.py`` here does to the allocator classes of
 ``unified_allocators.py``.
 Never imported: ``fuzz.engines.sglang.real.builders`` slices it, and

@@ -2,10 +2,10 @@
 """``model_executor/model_runner_kv_cache_mixin.py`` in the shape of 0.5.15, for the tests; this project's words.
 
 Before the configurator (0.5.13-0.5.15) the ModelRunner built the pools:
-the unified Mamba builder sizes its row 4 + D from ``server_args`` (0.5.15
-352-397) and hands ``page_size=self.page_size`` to
-``init_unified_mamba_pools``; ``_init_pools`` (503) builds the allocator
-into ``self.token_to_kv_pool_allocator`` (1045-1160) from the ModelRunner's
+the unified Mamba builder sizes its row 4 + D from ``server_args`` (0.5.15's
+``_init_unified_mamba_pools``) and hands ``page_size=self.page_size`` to
+``init_unified_mamba_pools``; ``_init_pools`` builds the allocator (its ``if self.token_to_kv_pool_allocator
+is None:`` branch) into ``self.token_to_kv_pool_allocator`` from the ModelRunner's
 own ``page_size``, ``dcp_size`` and ``enable_hisparse``, with
 ``is_dsv4_model`` a local of its own.
 """

@@ -1,11 +1,11 @@
 """An ``allocation_sizing.py`` in SGLang 0.5.23's shape, for the pytest-plugin and action demos (a checkout's file).
 
 Written for the tests in this project's words, with 0.5.23's arithmetic
-(``sglang/srt/mem_cache/allocation_sizing.py`` of the 0.5.23 wheel: the alloc
-page lines 22-25, L 28-61 with the UNO branch 47-51 and the spec v2 tree
-55-61, R = 2L 64-70, ``page_aligned_decode_alloc_lens`` 73-93, the row
-headroom 96-115). The headroom covers the reserve only when the alloc page
-is > 1 or for UNO (line 112): at page 1 a speculative write can end past
+(``sglang/srt/mem_cache/allocation_sizing.py`` of the 0.5.23 wheel: ``get_alloc_page_size``,
+``get_alloc_len_per_decode`` (L, with its UNO branch and the spec v2 tree), ``get_alloc_reserve_per_decode``
+(R = 2L), ``page_aligned_decode_alloc_lens``, ``get_req_to_token_extra_context_len`` (the row headroom)).
+The headroom covers the reserve only when the alloc page is > 1 or for UNO:
+at page 1 a speculative write can end past
 its row (#33579, ``write-within-row/alloc-page-1``).
 
 ``HEADROOM_AT_EVERY_PAGE`` is the one line a test edits to apply the

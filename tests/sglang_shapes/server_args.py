@@ -1,8 +1,8 @@
 """The server-args API shape of ``allocation_sizing.py`` (SGLang 0.5.16 and 0.5.17), for the test wheel cache.
 
 Written for the tests in this project's words; the arithmetic is that of the
-release (0.5.16 ``sglang/srt/mem_cache/allocation_sizing.py``: L lines 9-34,
-R 37-43, the row headroom 46-62; 0.5.17's file is the same):
+release (0.5.16 ``mem_cache/allocation_sizing.py``: ``get_alloc_len_per_decode`` (L), ``get_alloc_reserve_per_decode``
+(R), ``get_req_to_token_extra_context_len`` (the row headroom); 0.5.17's file is the same):
 
 * every function takes the ``server_args`` object (``None``: the published one);
 * pages are ``server_args.page_size``, without ``attn_dcp_size`` (#35424);

@@ -2,9 +2,9 @@
 """The unified allocator classes in the shape of 0.5.23, for the tests; this project's words.
 
 Unified Mamba widens its page under DCP, in the base call and again on
-itself (0.5.23 ``allocator/unified_mamba.py`` 62-74); the unified SWA
+itself (0.5.23 ``allocator/unified_mamba.py``, its ``__init__``'s DCP branch); the unified SWA
 allocator inherits its base's ``__init__``, which keeps the bare page
-(``allocator/unified_hybrid_swa.py`` 100).  Placed in a test checkout as
+(``allocator/unified_hybrid_swa.py``).  Placed in a test checkout as
 ``allocator/unified_mamba.py`` (the shape reads both classes from there).
 """
 

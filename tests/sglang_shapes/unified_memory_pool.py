@@ -2,7 +2,7 @@
 """``mem_cache/unified_memory_pool.py`` in the shape of 0.5.23, for the tests; this project's words.
 
 Each ``init_unified_*_pools`` builds one buffer and hands its ``page_size``
-to the allocator class (0.5.23 1763-1771, 2255-2264); the Mamba state's
+to the allocator class (0.5.23); the Mamba state's
 own sub-allocator stays at page 1.
 """
 

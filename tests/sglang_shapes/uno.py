@@ -1,11 +1,11 @@
 """The uno API shape of ``allocation_sizing.py`` (SGLang 0.5.20 to 0.5.23), for the test wheel cache.
 
 Written for the tests in this project's words; the arithmetic is that of the
-releases (0.5.20 ``sglang/srt/mem_cache/allocation_sizing.py``: the alloc page
-lines 11-14, L 17-50 with the UNO branch 36-40, R 53-59,
-``page_aligned_decode_alloc_lens`` 62-82, the row headroom 85-105; 0.5.21 is the
-same file, 0.5.22 and 0.5.23 add ``get_mamba_tracking_slots`` (lines 11-19),
-which sizes no row, and shift the rest by 11 lines):
+releases (0.5.20 ``sglang/srt/mem_cache/allocation_sizing.py``: ``get_alloc_page_size``,
+``get_alloc_len_per_decode`` (L, with its UNO branch), ``get_alloc_reserve_per_decode`` (R),
+``page_aligned_decode_alloc_lens``, ``get_req_to_token_extra_context_len`` (the row headroom); 0.5.21 is the
+same file, 0.5.22 and 0.5.23 add ``get_mamba_tracking_slots``,
+which sizes no row):
 
 * as 0.5.19, plus UNO: L = Dmax + 1 (a clean-root slot), and UNO's headroom
   covers the reserve at every page size; other algorithms still only for
