@@ -42,6 +42,7 @@ from fuzz.engines.sglang.real.runtime.releases import (
 )
 from fuzz.engines.sglang.real.runtime.writepath import EAGLE_GUARD, GUARD_WORDS, UNO_GUARD
 from fuzz.engines.sglang.records import record
+from fuzz.engines.sglang.records.generate import definitions
 
 EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
 # The Where fields whose line is a guard statement, not a definition: (the statement's type, its message's words).
@@ -50,7 +51,6 @@ GUARDS: dict[str, tuple[type[ast.stmt], str]] = {
     "uno_guard": (ast.Raise, GUARD_WORDS[UNO_GUARD]),
 }
 SCHEDULE_BATCH = "sglang/srt/managers/schedule_batch.py"
-Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def release_wheel(version: str, request: pytest.FixtureRequest) -> Path:
@@ -81,30 +81,6 @@ def wheres(release: Release) -> Iterator[tuple[str, Where]]:
             yield f.name, value
         elif isinstance(value, dict):
             yield from ((f"{f.name}[{k}]", w) for k, w in value.items() if isinstance(w, Where))
-
-
-def _definitions(body: list[ast.stmt], name: str) -> list[Definition]:
-    """The definitions of ``name`` in a body, also those under an ``if``/``try``/``with`` (not inside a def)."""
-    found: list[Definition] = []
-    for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found += [stmt] if stmt.name == name else []
-            continue
-        blocks = [getattr(stmt, b, []) for b in ("body", "orelse", "finalbody")]
-        blocks += [h.body for h in getattr(stmt, "handlers", [])]
-        for block in blocks:
-            found += _definitions(block, name)
-    return found
-
-
-def definitions(tree: ast.Module, qualname: str) -> list[Definition]:
-    """Every definition ``qualname`` (``f``, ``Class.method``) may name in the module."""
-    scopes: list[ast.Module | Definition] = [tree]
-    found: list[Definition] = []
-    for part in qualname.split("."):
-        found = [d for scope in scopes for d in _definitions(scope.body, part)]
-        scopes = list(found)
-    return found
 
 
 def where_problem(field: str, where: Where, source: str) -> str | None:

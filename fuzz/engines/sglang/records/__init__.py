@@ -27,24 +27,19 @@ from typing import Any
 
 RECORDS_DIR = Path(__file__).resolve().parent
 
-# The names of SGLang's request this engine's stand-in models (``runtime.request``): the record says where each
-# is, in each release, and a name no release has is the stand-in's to drop.
-REQ_ATTRIBUTES = frozenset(
-    {
-        "rid",
-        "kv",
-        "decode_batch_idx",
-        "sampling_params",
-        "req_pool_idx",
-        "kv_committed_len",
-        "kv_allocated_len",
-        "cache_protected_len",
-        "mamba_pool_idx",
-        "swa_evicted_seqlen",
-        "swa_evict_floor",
-        "component_evicted_seqlens",
-    }
+# The lengths a request stand-in carries (``runtime.request.make_request`` sets them in this order), and with
+# them every name of SGLang's request the stand-in models: the record says where each is, in each release.
+LENS = (
+    "req_pool_idx",
+    "kv_committed_len",
+    "kv_allocated_len",
+    "cache_protected_len",
+    "mamba_pool_idx",
+    "swa_evicted_seqlen",
+    "swa_evict_floor",
+    "component_evicted_seqlens",
 )
+REQ_ATTRIBUTES = frozenset({"rid", "kv", "decode_batch_idx", "sampling_params", *LENS})
 KV_PROPERTIES = frozenset({"holds_kv", "holds_mamba"})
 SCHEMA = "kvrow-fuzz/sglang-release-record"
 SCHEMA_VERSION = 1

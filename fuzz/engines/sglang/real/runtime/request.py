@@ -32,6 +32,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, overload
 
+from fuzz.engines.sglang.records import LENS as _LENS
 from fuzz.engines.sglang.records import record, releases
 
 from ..stubs import StandInMissing
@@ -103,19 +104,6 @@ class SamplingParams:
 
     def __repr__(self) -> str:
         return f"SamplingParams(top_k={self.top_k})"
-
-
-# make_request's lengths, in the order it builds them.
-_LENS = (
-    "req_pool_idx",
-    "kv_committed_len",
-    "kv_allocated_len",
-    "cache_protected_len",
-    "mamba_pool_idx",
-    "swa_evicted_seqlen",
-    "swa_evict_floor",
-    "component_evicted_seqlens",
-)
 
 
 @dataclass(frozen=True)
