@@ -58,6 +58,7 @@ def test_every_block_is_a_sample_and_every_sample_has_its_block_in_one_page():
     where = so.placed(pages())
     assert sorted(where) == sorted(so.BY_NAME)
     assert CHEAP and SLOW
+    assert so.README in so.documents() and len(set(where.values())) > 1  # the samples follow their pages
 
 
 def test_the_cheap_samples_are_the_commands_output(cheap_blocks):
