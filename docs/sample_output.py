@@ -1,15 +1,18 @@
-"""The README's sample output, regenerated from the commands themselves.
+"""The documentation's sample output, regenerated from the commands themselves.
 
-    python docs/sample_output.py            # rewrite every sample block of README.md
-    python docs/sample_output.py --check    # exit 1 with a diff where README.md differs (nothing written)
+    python docs/sample_output.py            # rewrite every sample block of README.md and docs/*.md
+    python docs/sample_output.py --check    # exit 1 with a diff where a file differs (nothing written)
     python docs/sample_output.py --only repro-0.5.18 targets
+    python docs/sample_output.py --file docs/proof.md    # that file's blocks only (repeatable; --readme is the same)
 
-A sample is the block of README.md between ``<!-- sample: NAME: COMMAND -->`` and ``<!-- /sample -->``: the
-standard output of ``kvrow-fuzz COMMAND`` (``fuzz.cli.main``, in this process, in a fresh working directory:
-case files land in ``fuzz-cases/`` as a user's would), cut to the lines the README shows (``...`` marks lines
-left out) and made the same on every machine by ``normalise``: timings read ``…``, the working directory and
-the wheel cache their usual names.  Everything else is the command's output as it is, so a block edited by hand,
-or a change of the output, makes ``--check`` (and ``tests/test_readme_samples.py``) fail.
+A sample is the block between ``<!-- sample: NAME: COMMAND -->`` and ``<!-- /sample -->`` in README.md or in one of
+docs/*.md, the page whose text it illustrates: the standard output of ``kvrow-fuzz COMMAND`` (``fuzz.cli.main``,
+in this process, in a fresh working directory: case files land in ``fuzz-cases/`` as a user's would), cut to the
+lines the page shows (``...`` marks lines left out) and made the same on every machine by ``normalise``: timings
+read ``…``, the working directory and the wheel cache their usual names.  Everything else is the command's output
+as it is, so a block edited by hand, or a change of the output, makes ``--check`` (and
+``tests/test_readme_samples.py``) fail.  Each sample has exactly one block among the files: a block in two files,
+or a sample in none, is an error (exit 2), as is a block without its end or of no sample.
 
 Samples marked ``slow`` run whole campaigns or read the real SGLang wheels (the wheel cache ``./kvrow test``
 fills): the slow test tier checks them; the others are checked by the default tier.
@@ -32,8 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 ELLIPSIS = "…"  # a timing: different on every run
-CUT = "..."  # lines of the output the README leaves out
+CUT = "..."  # lines of the output the page leaves out
 CLOSE = "<!-- /sample -->"
 OPEN = re.compile(r"^<!-- sample: (?P<name>[\w.-]+)(?::[^\n]*)? -->$", re.M)
 SECONDS = re.compile(r"(?<![\w.])\d+(?:\.\d+)?s\b")
@@ -92,7 +96,7 @@ def joined(*parts: Part) -> Callable[[list[str]], list[str]]:
 
 @dataclass(frozen=True)
 class Sample:
-    """One README block: the output of ``kvrow-fuzz ARGV`` cut by ``cut``; ``after``: samples whose commands
+    """One sample block: the output of ``kvrow-fuzz ARGV`` cut by ``cut``; ``after``: samples whose commands
     run first in the same directory (a repro needs the case file the run wrote); ``slow``: the slow tier's."""
 
     name: str
@@ -184,7 +188,7 @@ class Session:
         return out.getvalue()
 
     def block(self, sample: Sample) -> str:
-        """The README block of ``sample``, markers included."""
+        """The block of ``sample``, markers included."""
         body = "\n".join(f"    {line}".rstrip() for line in sample.cut(self.output(sample).splitlines()))
         return f"<!-- sample: {sample.name}: {sample.command} -->\n\n{body}\n\n{CLOSE}"
 
@@ -195,8 +199,13 @@ def session() -> Iterator[Session]:
         yield Session(os.path.realpath(workdir))
 
 
+def documents() -> list[Path]:
+    """The files sample blocks may live in: README.md, then docs/*.md in name order."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
 def blocks(text: str) -> dict[str, tuple[int, int]]:
-    """Each sample block of a README: its name -> (start, end) offsets, markers included; ValueError on a
+    """Each sample block of a page: its name -> (start, end) offsets, markers included; ValueError on a
     block without its closing marker, a name used twice or not in ``SAMPLES``."""
     found: dict[str, tuple[int, int]] = {}
     for m in OPEN.finditer(text):
@@ -210,10 +219,27 @@ def blocks(text: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+def placed(texts: dict[Path, str]) -> dict[str, Path]:
+    """Each sample block's file, among ``texts`` (a file -> its text); ValueError on a bad block (``blocks``) or
+    a sample with a block in two files: one sample is one block, in the page whose text it illustrates."""
+    where: dict[str, Path] = {}
+    for path, text in texts.items():
+        try:
+            names = blocks(text)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+        for name in names:
+            if name in where:
+                raise ValueError(f"sample {name}: a block in {where[name]} and another in {path}")
+            where[name] = path
+    return where
+
+
 def rewrite(text: str, new: dict[str, str]) -> str:
-    """``text`` with the blocks named in ``new`` replaced by theirs."""
+    """``text`` with those of its blocks named in ``new`` replaced by theirs (a name it has no block of is
+    another file's)."""
     spans = blocks(text)
-    for name in sorted(new, key=lambda n: spans[n][0], reverse=True):
+    for name in sorted((n for n in new if n in spans), key=lambda n: spans[n][0], reverse=True):
         start, end = spans[name]
         text = text[:start] + new[name] + text[end:]
     return text
@@ -269,37 +295,47 @@ def diff(old: str, new: str, path: str = "README.md") -> str:
     )
 
 
-def regenerate(text: str, names: Iterable[str]) -> str:
-    """``text`` with the samples ``names`` run again."""
+def regenerated(names: Iterable[str]) -> dict[str, str]:
+    """The blocks of the samples ``names``, their commands run again (in one working directory)."""
     with session() as s:
-        return rewrite(text, {name: s.block(BY_NAME[name]) for name in names})
+        return {name: s.block(BY_NAME[name]) for name in names}
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Regenerate (or --check) the README's sample output blocks.")
-    p.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff where the README differs")
+    p = argparse.ArgumentParser(description="Regenerate (or --check) the sample output blocks of README.md and docs/.")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff where a file differs")
     p.add_argument("--only", nargs="+", metavar="NAME", choices=list(BY_NAME), help="these samples only")
-    p.add_argument("--readme", type=Path, default=README, help="the file to rewrite (default: README.md)")
+    p.add_argument(
+        "--file",
+        "--readme",
+        dest="files",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="a file whose blocks to rewrite, repeatable (default: README.md and docs/*.md)",
+    )
     args = p.parse_args(argv)
-    text = args.readme.read_text()
+    texts = {path: path.read_text() for path in args.files or documents()}
     try:
-        present = blocks(text)
+        where = placed(texts)
     except ValueError as e:
-        print(f"sample_output: error: {args.readme}: {e}", file=sys.stderr)
+        print(f"sample_output: error: {e}", file=sys.stderr)
         return 2
-    missing = sorted(set(args.only or BY_NAME) - set(present))
+    names = args.only or [s.name for s in SAMPLES]
+    missing = sorted(set(names) - set(where))
     if missing:
-        print(f"sample_output: error: {args.readme} has no block for {', '.join(missing)}", file=sys.stderr)
+        files = ", ".join(map(str, texts))
+        print(f"sample_output: error: no block for {', '.join(missing)} in {files}", file=sys.stderr)
         return 2
-    new = align_tables(regenerate(text, args.only or [s.name for s in SAMPLES]))
-    if new == text:
-        return 0
-    if args.check:
-        print(diff(text, new, str(args.readme)), end="")
-        return 1
-    args.readme.write_text(new)
-    print(f"sample_output: rewrote {args.readme}", file=sys.stderr)
-    return 0
+    new_blocks = regenerated(names)
+    changed = {path: new for path, text in texts.items() if (new := align_tables(rewrite(text, new_blocks))) != text}
+    for path, new in changed.items():
+        if args.check:
+            print(diff(texts[path], new, str(path)), end="")
+        else:
+            path.write_text(new)
+            print(f"sample_output: rewrote {path}", file=sys.stderr)
+    return 1 if args.check and changed else 0
 
 
 if __name__ == "__main__":

@@ -1,20 +1,21 @@
-"""What SGLang's CI is told to use: ``paths`` lists every file a target reads, and the README's workflow uses it."""
+"""What SGLang's CI is told to use: ``paths`` lists every file a target reads, and docs/ci.md's workflow uses it."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from documentation import page
+
 from fuzz.ci.paths import read_paths
 from fuzz.cli import main
 from fuzz.engines.sglang.real.wheels import repository_path
 from fuzz.targets import resolve_target
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
 
 def readme_paths() -> list[str]:
-    block = README.read_text().split("    # .github/workflows/kv-rows.yml", 1)[1].split("    permissions:", 1)[0]
+    """The ``paths:`` of the workflow docs/ci.md shows an SGLang repository."""
+    block = page("ci.md").split("    # .github/workflows/kv-rows.yml", 1)[1].split("    permissions:", 1)[0]
     return re.findall(r"^          - (\S+)$", block, re.M)
 
 
@@ -48,6 +49,6 @@ def test_repository_paths_are_the_same_from_a_wheel_a_checkout_and_a_bare_tree()
 
 
 def test_the_readme_workflow_uploads_sarif_only_where_the_token_can_write():
-    text = README.read_text()
+    text = page("ci.md")
     assert "github.event.pull_request.head.repo.full_name == github.repository" in text
     assert "baseline: .github/kvrow-baseline.json" in text

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from documentation import all_text
 
 from fuzz.cli import main
 from fuzz.common.jsonfile import JsonFileError, read_json
@@ -265,8 +266,8 @@ def test_copy_names_are_readable_and_tell_every_target_apart() -> None:
 
 
 def test_readme_and_regression_case_paths_still_resolve() -> None:
-    """The case paths the README names are run's (unchanged); the suite's regressions still load."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    """The case paths the README and docs/ name are run's (unchanged); the suite's regressions still load."""
+    readme = all_text()
     named = set(re.findall(r"fuzz-cases/([A-Za-z0-9.\-]+\.json)", readme))
     assert "reference-sglang-0.5.18--write-within-row-dcp-1.json" in named
     for path in regression_files():

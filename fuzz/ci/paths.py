@@ -5,7 +5,7 @@ The sizing module (``allocation_sizing.py``; ``mem_cache/common.py`` before
 (``kv_cache_configurator.py``; the ModelRunner mixin before 0.5.16), and,
 where the target has its tree, every module of its release's decode write
 path (``runtime/releases.py``). A CI workflow's ``paths:`` filter is this
-list: the README's example is generated from it and ``tests/test_ci.py``
+list: docs/ci.md's example is generated from it and ``tests/test_ci.py``
 holds the two equal. Exit 0: listed; 2: bad input (a model target reads no
 SGLang file).
 """

@@ -34,7 +34,7 @@ class Declaration:
 
     rank: int  # its place in every list of properties (SARIF's rules, the known names): the order of blame
     scope: Scope
-    rule: str  # what it asks, as the README's tables state it (the SARIF rule's text)
+    rule: str  # what it asks, as the tables of docs/properties.md state it (the SARIF rule's text)
     engine: str = ""  # the engine that declared it ("" for the core's own)
 
 
