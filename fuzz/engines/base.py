@@ -102,6 +102,26 @@ class Engine(Protocol):
         (``mode``: the command's ``--write-path``), saying what that code did (``Finding.confirmation``)."""
         ...
 
+    def has_own_path(self, target: Target, mode: str = "auto") -> bool:
+        """Whether ``target``'s write path runs on the engine's own code under ``mode`` (a command's ``--write-path``:
+        auto, the engine's own, model), else on the model's; ``BadInput`` (one line, exit 2) where ``mode`` asks for
+        the engine's own code and the target has none, so a command refuses before any work."""
+        ...
+
+    def hunt(
+        self,
+        target: Target,
+        pins: Mapping[str, Any] | None,
+        cover_part: tuple[int, int],
+        options: Mapping[str, Any],
+        proof: Any = None,
+    ) -> Any:
+        """``run``'s own hunt on ``target`` (a ``fuzz.campaign.driver.Hunt``; the caller adds the hunts of the tables
+        checked on their own): ``pins`` (``--pin``), ``cover_part`` (k, K: this worker runs covering cases k, k + K,
+        ...), ``options`` the command's (``write_path``), ``proof`` the bounded proof stage run after the covering set
+        (``fuzz.prove.quick.proof_stage``; None: none)."""
+        ...
+
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
         """The verdict pipeline's stage 4: the ``Cause`` of each finding's group."""
         ...

@@ -64,14 +64,14 @@ def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
     from hypothesis import settings as Settings
 
     from fuzz.campaign.execute import drive_campaigns, setup_campaign
+    from fuzz.engines import engine_of
     from fuzz.findings.report import Command
-    from fuzz.run.sglang import WritePathMode, has_sglang_path
 
     from .machine import RUNS
 
     s = setup_campaign(args, Command.LIFECYCLE)
     for target in s.targets:
-        has_sglang_path(target, WritePathMode(args.write_path))  # asked for SGLang's own and it cannot: exit 2
+        engine_of(target).has_own_path(target, args.write_path)  # asked for SGLang's own and it cannot: exit 2
     hyp = s.hyp if args.max_examples else Settings(s.hyp, max_examples=RUNS[s.profile])
     s.hyp = hyp  # the runs per round are the campaign's examples (shared out among --jobs workers)
     return drive_campaigns(
@@ -100,11 +100,9 @@ def fuzz_lifecycle(
 ) -> CampaignResult:
     """The lifecycle campaign on one target (module level: a ``--jobs`` worker finds it by name); it has no
     covering set to share out."""
-    from fuzz.run.sglang import WritePathMode, has_sglang_path
+    from fuzz.engines import engine_of
 
     from .machine import lifecycle_campaign
 
-    mode = WritePathMode(options.get("write_path", "auto"))
-    return lifecycle_campaign(
-        target, hyp, steps=options["steps"], seed=seed, pins=pins, own_allocator=has_sglang_path(target, mode), **hooks
-    )
+    own = engine_of(target).has_own_path(target, options.get("write_path", "auto"))
+    return lifecycle_campaign(target, hyp, steps=options["steps"], seed=seed, pins=pins, own_allocator=own, **hooks)

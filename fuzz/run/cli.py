@@ -35,21 +35,19 @@ def register(subparsers: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> ExitCode:
     from fuzz.campaign.execute import drive_campaigns, setup_campaign
+    from fuzz.engines import engine_of
     from fuzz.findings.report import Command
 
-    from .sglang import WritePathMode, has_sglang_path
-
     s = setup_campaign(args, Command.RUN)
-    mode = WritePathMode(args.write_path)
     for target in s.targets:
-        has_sglang_path(target, mode)  # asked for SGLang's own and it cannot: exit 2 before any work
+        engine_of(target).has_own_path(target, args.write_path)  # asked for its own and it cannot: exit 2 first
     return drive_campaigns(
         args,
         Command.RUN,
         s,
         campaign_header(f"profile {s.profile}, {s.hyp.max_examples} examples per round", s.hyp, s.seed),
         fuzz_decode,
-        {"write_path": mode.value},
+        {"write_path": args.write_path},
         after=report_stages,
     )
 
@@ -80,18 +78,13 @@ def fuzz_decode(
     options: dict[str, Any],
     hooks: Any,
 ) -> CampaignResult:
-    """The decode campaign on one target (module level: a ``--jobs`` worker finds it by name)."""
+    """The campaign of ``run`` on one target: its engine's own hunt and the hunts of the tables checked on their own
+    (module level: a ``--jobs`` worker finds it by name)."""
+    from fuzz.campaign.driver import run_campaign
+    from fuzz.engines import engine_of
     from fuzz.prove.quick import proof_stage  # prove sits above run: the command layer hands it in
+    from fuzz.tables.hunt import with_tables
 
-    from .engine import campaign
-
-    return campaign(
-        target,
-        hyp,
-        seed=seed,
-        pins=pins,
-        cover_part=cover_part,
-        write_path=options.get("write_path", "auto"),
-        proof=proof_stage if options.get("proof", True) else None,
-        **hooks,
-    )
+    proof = proof_stage if options.get("proof", True) else None
+    hunt = engine_of(target).hunt(target, pins, cover_part, options, proof)
+    return run_campaign(target, with_tables(hunt, target, pins), hyp, seed=seed, **hooks)

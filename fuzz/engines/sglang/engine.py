@@ -39,6 +39,27 @@ class SGLangEngine:
 
         return confirm(target, finding, mode, check)
 
+    def has_own_path(self, target: Target, mode: str = "auto") -> bool:
+        from fuzz.run.sglang import WritePathMode, has_sglang_path
+
+        return has_sglang_path(target, WritePathMode(mode))
+
+    def hunt(
+        self,
+        target: Target,
+        pins: Mapping[str, Any] | None,
+        cover_part: tuple[int, int],
+        options: Mapping[str, Any],
+        proof: Any = None,
+    ) -> Any:
+        from fuzz.run.engine import DecodeHunt
+        from fuzz.run.sglang import WritePathMode
+
+        mode = WritePathMode(options.get("write_path", "auto"))
+        return DecodeHunt(
+            target, pins=None if pins is None else dict(pins), cover_part=cover_part, write_path=mode, proof=proof
+        )
+
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
         from .verdict import root_causes
 
