@@ -6,7 +6,7 @@ For each seed, count the examples each sampler runs before the first
 scenario that breaks a property on the revision (by default: the seed bug's
 group, write-within-row with dcp > 1; ``--group any`` takes any failure).
 "campaign" is what ``run`` does: the regime covering set
-(``fuzz.run.coverage``), then Hypothesis with that seed; "hypothesis alone"
+(``fuzz.engines.sglang.decode.coverage``), then Hypothesis with that seed; "hypothesis alone"
 skips the covering set.  Prints the median, mean and 90th percentile of
 each, and their ratios, measured in the same run.
 """
@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import target as hypothesis_target
 
-from fuzz.run.check import check_scenario
-from fuzz.run.coverage import covering_set
-from fuzz.run.properties import overshoot
+from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.decode.coverage import covering_set
+from fuzz.engines.sglang.decode.properties import overshoot
 from fuzz.targets import resolve_target
 from strategies.scenarios import decode_scenarios
 from strategies.uniform import uniform_scenario

@@ -233,9 +233,9 @@ def release_findings(spec: str) -> dict[str, bool | None]:
     """run ci's groups on a release, each with whether SGLang's own write path confirmed it (None: not run
     there): the verdict a user gets, write path included."""
     from fuzz.common.profiles import get_profile
+    from fuzz.engines.sglang.decode.engine import campaign
+    from fuzz.engines.sglang.own_path import WritePathMode
     from fuzz.prove.quick import proof_stage
-    from fuzz.run.engine import campaign
-    from fuzz.run.sglang import WritePathMode
     from fuzz.targets import resolve_target
 
     result = campaign(resolve_target(spec), get_profile("ci"), proof=proof_stage, write_path=WritePathMode.AUTO)

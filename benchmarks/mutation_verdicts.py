@@ -59,9 +59,9 @@ def changed(counts: dict[str, list[int | None]], base: dict[str, list[int | None
 def ci_findings(spec: str) -> tuple[Any, list[Any], str]:
     """(target, findings, error) of ``run --profile ci``: its proof stage, then the profile's search."""
     from fuzz.common.profiles import get_profile
+    from fuzz.engines.sglang.decode.engine import campaign
+    from fuzz.engines.sglang.own_path import WritePathMode
     from fuzz.prove.quick import proof_stage
-    from fuzz.run.engine import campaign
-    from fuzz.run.sglang import WritePathMode
     from fuzz.targets import resolve_target
 
     target = resolve_target(spec)

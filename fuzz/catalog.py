@@ -13,7 +13,7 @@ from typing import Any
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario, PriorStep
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
-from fuzz.run.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
+from fuzz.engines.sglang.decode.properties import DRAFTS_WITHIN_ALLOCATION, PAGE_ALIGNED_GROWTH, WRITE_WITHIN_ROW
 
 
 @dataclass(frozen=True)

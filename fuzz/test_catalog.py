@@ -6,7 +6,7 @@ import pytest
 
 from allocator_model.scenario import scenario_problem
 from fuzz.catalog import CATALOG
-from fuzz.run.check import check_scenario
+from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.targets import resolve_target
 
 

@@ -353,7 +353,7 @@ HOSTILE_TEXT = "a``b\x1b[2J\u202e\nFAILS ```\n# injected"
 def test_every_value_an_advisory_shows_is_printable_and_stays_inside_its_block(tmp_path):
     from fuzz.causes.advisory import advisories, render
     from fuzz.engines.sglang.cases import SGLangCase
-    from fuzz.run.replay import replayable_case
+    from fuzz.engines.sglang.decode.replay import replayable_case
 
     path = next(p for p in regression_files() if "--write-within-row-dcp-1" in p)
     # A model case: the command refuses it, render does not care.

@@ -14,12 +14,12 @@ from allocator_model.config import ServingConfig
 from allocator_model.regimes import Regime
 from allocator_model.scenario import DecodeScenario
 from fuzz.common.profiles import get_profile
+from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.findings.kinds import Property
 from fuzz.lifecycle.machine import lifecycle_campaign
 from fuzz.lifecycle.replay import run_case
 from fuzz.lifecycle.script import LifecycleCase
-from fuzz.run.check import check_scenario
-from fuzz.run.engine import campaign
 from fuzz.targets import resolve_target
 
 V0518 = resolve_target("reference@sglang-0.5.18")

@@ -221,7 +221,7 @@ def test_a_written_baseline_reads_back_and_matches_the_published_schema(tmp_path
 
 def test_the_plugins_properties_pass_a_known_cause_and_fail_a_new_one(pinned_wheels, tree_causes):
     from allocator_model.scenario import DecodeScenario
-    from fuzz.run.check import DecodeCase
+    from fuzz.engines.sglang.decode.check import DecodeCase
     from fuzz.verdict import PIPELINE
 
     target, causes = tree_causes

@@ -16,9 +16,9 @@ from hermetic import require_wheel
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
 from allocator_model.revisions import RELEASE_REVISIONS, get_revision
+from fuzz.engines.sglang.decode.coverage import covering_set
 from fuzz.prove.request import request
 from fuzz.prove.sweep import prove
-from fuzz.run.coverage import covering_set
 from fuzz.targets import resolve_target
 
 CONFIGURATOR = "sglang/srt/mem_cache/kv_cache_configurator.py"

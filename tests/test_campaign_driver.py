@@ -16,7 +16,7 @@ from hypothesis import settings
 from fuzz.campaign.driver import round_settings, run_campaign
 from fuzz.cli import main
 from fuzz.common.profiles import get_profile
-from fuzz.run.engine import DecodeHunt
+from fuzz.engines.sglang.decode.engine import DecodeHunt
 from fuzz.targets import resolve_target
 
 RUN = [

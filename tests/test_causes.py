@@ -123,9 +123,9 @@ def test_merge_decides_the_causes_itself_and_never_prints_a_shards(tmp_path, mon
 
     from fuzz.catalog import CATALOG
     from fuzz.cli import main
+    from fuzz.engines.sglang.decode.check import check_scenario, decode_finding
     from fuzz.findings import casefile
     from fuzz.findings.report import Command, write_report
-    from fuzz.run.check import check_scenario, decode_finding
 
     monkeypatch.chdir(tmp_path)
     target = resolve_target("reference@sglang-0.5.18")

@@ -53,12 +53,6 @@ PENDING: dict[str, str] = {
     "fuzz.prove.traced_growth": "move into the SGLang engine",
     "fuzz.prove.traced_rows": "move into the SGLang engine",
     "fuzz.prove.witness": "move into the SGLang engine",
-    "fuzz.run.check": "move into the SGLang engine",
-    "fuzz.run.coverage": "move into the SGLang engine",
-    "fuzz.run.engine": "move into the SGLang engine",
-    "fuzz.run.properties": "move into the SGLang engine",
-    "fuzz.run.replay": "decode replay into the SGLang engine",
-    "fuzz.run.sglang": "move into the SGLang engine (its own path)",
     "fuzz.targets.base": "Target's sizing and revision typed by the engine",
     "fuzz.test_catalog": "move into the SGLang engine",
 }

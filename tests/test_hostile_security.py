@@ -509,7 +509,7 @@ def eagle_scenario():
     ],
 )
 def test_p16_p17_what_a_sizing_function_returns_or_raises_is_a_finding_not_a_crash(tmp_path, line, says) -> None:
-    from fuzz.run.check import check_scenario
+    from fuzz.engines.sglang.decode.check import check_scenario
     from fuzz.targets import resolve_target
 
     run, found = check_scenario(resolve_target(uno_target(tmp_path, line)), eagle_scenario())

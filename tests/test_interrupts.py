@@ -11,7 +11,7 @@ from hypothesis import settings
 from fuzz.campaign.driver import Progress
 from fuzz.common import interrupts
 from fuzz.common.profiles import get_profile
-from fuzz.run.engine import campaign
+from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.targets import resolve_target
 
 

@@ -21,12 +21,12 @@ from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker
 from fuzz.cli import main
+from fuzz.engines.sglang.decode.check import check_scenario, decode_finding
+from fuzz.engines.sglang.decode.engine import DecodeHunt
 from fuzz.fidelity import matrix
 from fuzz.findings import casefile
 from fuzz.findings.regression import regression_files
 from fuzz.findings.schemas import validate
-from fuzz.run.check import check_scenario, decode_finding
-from fuzz.run.engine import DecodeHunt
 from fuzz.targets import resolve_target
 
 

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import settings
 
 from allocator_model.pools import KVPool
-from fuzz.run.engine import campaign
-from fuzz.run.properties import (
+from fuzz.engines.sglang.decode.engine import campaign
+from fuzz.engines.sglang.decode.properties import (
     DRAFTS_WITHIN_ALLOCATION,
     NEIGHBOUR_ROWS_UNTOUCHED,
     PAGE_ALIGNED_GROWTH,

@@ -19,6 +19,7 @@ from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import DecodeScenario, scenario_problem
+from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.engines.sglang.real.builders import extract_row_extras
 from fuzz.engines.sglang.real.private_imports import StandIns
 from fuzz.engines.sglang.real.stubs import Published
@@ -26,7 +27,6 @@ from fuzz.findings.kinds import Outcome, Signature
 from fuzz.prove.request import request
 from fuzz.prove.sweep import blocks, prove
 from fuzz.prove.witness import confirm
-from fuzz.run.check import check_scenario
 from fuzz.targets import resolve_target
 
 EAGLE_3_1_4 = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_num_draft_tokens=4)

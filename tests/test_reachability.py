@@ -17,8 +17,8 @@ from allocator_model.revisions import REFERENCE
 from allocator_model.scenario import DecodeScenario, PriorStep
 from allocator_model.scheduler import max_prompt_len, reached_by
 from fuzz.common.profiles import get_profile
+from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.findings import casefile
-from fuzz.run.engine import campaign
 from fuzz.targets import resolve_target
 
 C64 = ServingConfig.resolve(context_len=64, enable_overlap=False)

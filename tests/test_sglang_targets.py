@@ -28,6 +28,9 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.catalog import CATALOG
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.decode.engine import campaign
+from fuzz.engines.sglang.decode.properties import WRITE_WITHIN_ROW
 from fuzz.engines.sglang.real import wheels
 from fuzz.engines.sglang.real.loader import load_sizing_module
 from fuzz.engines.sglang.real.real import RealSizing
@@ -35,9 +38,6 @@ from fuzz.fidelity import differential
 from fuzz.findings import casefile
 from fuzz.findings.report import Status
 from fuzz.findings.schemas import validate
-from fuzz.run.check import check_scenario
-from fuzz.run.engine import campaign
-from fuzz.run.properties import WRITE_WITHIN_ROW
 from fuzz.targets import TargetCallError, TargetError, resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import run_scenario, scenario_problem
 from fuzz.catalog import CATALOG
+from fuzz.engines.sglang.decode.properties import violations
 from fuzz.engines.sglang.tables import REQ_TO_TOKEN_TABLE, accesses
 from fuzz.findings.kinds import Property
-from fuzz.run.properties import violations
 from fuzz.tables import CodeRef, Span, Table, declare_table, judge, table, tables
 from fuzz.targets import resolve_target
 from strategies.scenarios import decode_scenarios

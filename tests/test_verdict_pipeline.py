@@ -35,14 +35,14 @@ def target():
 @pytest.fixture(scope="module")
 def dcp_finding(target) -> Finding:
     """A seed-bug finding of the real pipeline (no stub): a decode case its replay breaks."""
-    from fuzz.run.engine import campaign
+    from fuzz.engines.sglang.decode.engine import campaign
 
     result = campaign(target, settings(max_examples=20, database=None), max_rounds=1, seed=1)
     return next(f for f in result.findings if f.violation.group == "dcp>1")
 
 
 def groups_of_run(target) -> set[str]:
-    from fuzz.run.engine import campaign
+    from fuzz.engines.sglang.decode.engine import campaign
 
     result = campaign(target, settings(max_examples=20, database=None), max_rounds=1, seed=1)
     return {f.violation.group for f in result.findings}

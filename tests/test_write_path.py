@@ -22,12 +22,12 @@ from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 from fuzz.campaign.driver import Progress, Tracker
 from fuzz.cli import main
+from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.decode.engine import DecodeHunt
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.own_path import WritePathMode, has_sglang_path, on_sglang
 from fuzz.findings.kinds import Property
 from fuzz.findings.regression import regression_files
-from fuzz.run.check import check_scenario
-from fuzz.run.engine import DecodeHunt
-from fuzz.run.sglang import WritePathMode, has_sglang_path, on_sglang
 from fuzz.targets import resolve_target
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the write path needs triton")
@@ -130,7 +130,7 @@ def test_on_sglang_names_the_functions_it_entered(pinned_wheels):
 def test_a_neighbour_overwritten_by_a_write_past_the_row_is_confirmed_on_sglangs_path(pinned_wheels):
     """The write past the row is named once there (write-within-row), and it is what overwrote the neighbour: a
     neighbour-rows-untouched finding of the same case is reproduced, not called a model defect."""
-    from fuzz.run.sglang import confirmation
+    from fuzz.engines.sglang.own_path import confirmation
 
     target = resolve_target("sglang==0.5.23")
     cfg = ServingConfig.resolve(

@@ -21,13 +21,13 @@ from test_pysource import unchanged_since_parsed
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.own_path import on_sglang
 from fuzz.engines.sglang.real.runtime.ownership import HandOuts, Window, ownership_problem
 from fuzz.engines.sglang.real.runtime.releases import release_for
 from fuzz.engines.sglang.real.runtime.sites import SiteKind, expected, scan, unlisted
 from fuzz.engines.sglang.real.runtime.tree import open_tree, wheel_tree
 from fuzz.engines.sglang.real.runtime.unreached import not_run
 from fuzz.findings.kinds import Property
-from fuzz.run.sglang import on_sglang
 from fuzz.targets import resolve_target
 
 PINNED = ("0.5.13", "0.5.16", "0.5.18", "0.5.19", "0.5.23")

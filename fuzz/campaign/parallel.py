@@ -56,7 +56,7 @@ class Stream:
 
     @property
     def cover_part(self) -> tuple[int, int]:
-        """(k, K): this stream runs covering cases k, k + K, ... (``fuzz.run.engine.DecodeHunt``)."""
+        """(k, K): this stream runs covering cases k, k + K, ... (the engine's own hunt, ``Engine.hunt``)."""
         return self.index, self.count
 
 

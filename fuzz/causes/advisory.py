@@ -5,7 +5,7 @@ Input: case files, directories of them (``fuzz-cases/``, a matrix's
 replays every case on SPEC (a release, the installed SGLang, a checkout)
 instead of the target it names. Everything in the advisory is rebuilt from
 values, never pasted from the input: every case document is first validated
-by the one function ``repro`` validates with (``fuzz.run.replay.replayable_case``:
+by the one function ``repro`` validates with (``fuzz.engines.sglang.decode.replay.replayable_case``:
 the replay budget, the release's launch rules, the scheduler's), all of them
 before any is replayed, so a bad one is one line and exit 2 in a blink; a
 case of this tool's own model (``reference``, ``reference@REVISION``) is not
@@ -49,6 +49,8 @@ from fuzz.common.files import check_output_dir, write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.common.text import MAX_SHOWN, markdown_block, printable
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.decode.check import DecodeCase
+from fuzz.engines.sglang.decode.replay import ReplayableCase, replayable_case
 from fuzz.engines.sglang.groups import serving_config
 from fuzz.engines.sglang.launch import MODELS, launch_line
 from fuzz.findings import casefile
@@ -57,8 +59,6 @@ from fuzz.findings.model import Finding
 from fuzz.findings.regression import emit_test
 from fuzz.lifecycle.replay import run_replayable
 from fuzz.lifecycle.script import lifecycle_finding
-from fuzz.run.check import DecodeCase
-from fuzz.run.replay import ReplayableCase, replayable_case
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 from fuzz.verdict import PIPELINE

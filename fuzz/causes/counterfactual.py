@@ -128,7 +128,7 @@ def fails(target: Target, f: Finding) -> bool:
     """Whether ``f``'s own case still breaks its property on ``target``."""
     prop = Property(f.violation.prop)
     if f.kind is SGLangCase.DECODE:
-        from fuzz.run.check import decode_violations
+        from fuzz.engines.sglang.decode.check import decode_violations
 
         _, found = decode_violations(target, scenario_of(f), (prop,))
         return any(v.prop == prop for v in found)

@@ -89,10 +89,10 @@ def cmd_baseline(args: argparse.Namespace) -> ExitCode:
 def causes_of(spec: str, args: argparse.Namespace, version: str | None = None) -> tuple[str, list[Any]]:
     """(the target's portable name, ``baseline.portable_target``: never an absolute local path; its root causes):
     the campaign ``run`` runs, with this command's settings."""
+    from fuzz.engines.sglang.decode.engine import campaign
+    from fuzz.engines.sglang.own_path import WritePathMode, has_sglang_path
     from fuzz.findings.baseline import portable_target
     from fuzz.prove.quick import proof_stage
-    from fuzz.run.engine import campaign
-    from fuzz.run.sglang import WritePathMode, has_sglang_path
     from fuzz.targets.resolve import resolve_targets
     from fuzz.verdict import PIPELINE
 

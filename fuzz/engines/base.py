@@ -51,6 +51,16 @@ class Attribution:
     regroup: Callable[[Any, list[Any], bool], Any]  # the violation named by what the case does without it (explain?)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``run`` hands an engine's own hunt (``Engine.hunt``) on one target."""
+
+    pins: Mapping[str, Any] | None = None  # ``--pin``
+    cover_part: tuple[int, int] = (0, 1)  # (k, K): this worker runs covering cases k, k + K, ...
+    write_path: str = "auto"  # ``--write-path``: auto, the engine's own code, model
+    proof: Any = None  # the bounded proof stage run after the covering set (``fuzz.prove.quick``); None: none
+
+
 class Engine(Protocol):
     name: str  # the registry's key, and ``Target.engine`` of every target it resolves
 
@@ -108,18 +118,9 @@ class Engine(Protocol):
         the engine's own code and the target has none, so a command refuses before any work."""
         ...
 
-    def hunt(
-        self,
-        target: Target,
-        pins: Mapping[str, Any] | None,
-        cover_part: tuple[int, int],
-        options: Mapping[str, Any],
-        proof: Any = None,
-    ) -> Any:
+    def hunt(self, target: Target, options: RunOptions) -> Any:
         """``run``'s own hunt on ``target`` (a ``fuzz.campaign.driver.Hunt``; the caller adds the hunts of the tables
-        checked on their own): ``pins`` (``--pin``), ``cover_part`` (k, K: this worker runs covering cases k, k + K,
-        ...), ``options`` the command's (``write_path``), ``proof`` the bounded proof stage run after the covering set
-        (``fuzz.prove.quick.proof_stage``; None: none)."""
+        checked on their own)."""
         ...
 
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:

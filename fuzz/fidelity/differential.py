@@ -56,11 +56,11 @@ from fuzz.common.defaults import FIDELITY_CONFIGS
 from fuzz.common.text import printable
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import sizing_raised
+from fuzz.engines.sglang.own_path import has_sglang_path
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.report import Status
-from fuzz.run.sglang import has_sglang_path
 from fuzz.targets.base import Target, TargetCallError
 
 from .cases import FidelityCase, fidelity_cases, sample_cases

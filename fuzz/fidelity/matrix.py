@@ -28,6 +28,8 @@ from fuzz.common.errors import BadInput
 from fuzz.common.heartbeat import heartbeat
 from fuzz.common.profiles import get_profile
 from fuzz.common.workers import DONE, ERROR, STOPPED, Emit, WorkerPool
+from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.engines.sglang.groups import scenario_of
 from fuzz.engines.sglang.real.versions import VersionError, known_releases, parse_version, releases_between
 from fuzz.engines.sglang.targets import model_target
@@ -36,8 +38,6 @@ from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
 from fuzz.findings.report import Status, status_of
-from fuzz.run.check import check_scenario
-from fuzz.run.engine import campaign
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_target
 from fuzz.verdict import PIPELINE

@@ -5,7 +5,7 @@ the covering set draws its cells (every algorithm the kind runs and no
 speculation, in turn, overlap off and on in turn, lengths near the
 scheduler's bound; ``strategies.space.decode_scenario``, walked by a
 ``random.Random`` seeded by the kind: the same scenarios on every run),
-and each runs on both paths (``fuzz.run.sglang.compared``) until ``steps``
+and each runs on both paths (``fuzz.engines.sglang.own_path.compared``) until ``steps``
 decode steps have run on SGLang's code.  A step on which the runs differ
 is a ``model-mismatch/decode_step`` finding (the first of the kind kept,
 with its case); a deployment SGLang's kernels cannot run (a page size that
@@ -22,9 +22,9 @@ from typing import Any
 
 from allocator_model.pools import KVPool
 from fuzz.common.defaults import WRITE_PATH_STEPS
+from fuzz.engines.sglang.decode.check import check_scenario, decode_finding
+from fuzz.engines.sglang.own_path import compared
 from fuzz.findings.model import Finding
-from fuzz.run.check import check_scenario, decode_finding
-from fuzz.run.sglang import compared
 from fuzz.targets.base import Target
 from strategies import space
 

@@ -53,7 +53,7 @@ class Finding:
     case_path: str | None = None
     revision: Semantics | None = None  # fidelity: the model revision the real module was compared with
     reached_by: str | None = None  # decode: how the scheduler gets a request into the case's first state
-    # What the engine's own code did with the case (SGLang: its write path, ``fuzz.run.sglang.confirmation``):
+    # What the engine's own code did with the case (SGLang: its write path, ``Engine.confirm``):
     # confirmed, found only there, or not reproduced there (a model defect); None: the target's code is the model's.
     confirmation: str | None = None
     confirmed: bool | None = None

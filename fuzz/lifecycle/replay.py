@@ -15,10 +15,10 @@ from allocator_model.batch import RunningBatch, StepError
 from allocator_model.config import ServingConfig
 from allocator_model.requests import Op
 from fuzz.engines.sglang.cases import SGLangCase, lifecycle_config_line
+from fuzz.engines.sglang.decode.replay import ReplayableCase, replayable_case
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Violation
-from fuzz.run.replay import ReplayableCase, replayable_case
 from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE
 

@@ -29,12 +29,12 @@ from fuzz.causes.known import KnownCauses
 from fuzz.common.errors import BadInput
 from fuzz.common.files import check_output_dir
 from fuzz.common.options import DEFAULT_CASES_DIR
+from fuzz.engines.sglang.decode.check import DecodeCase
+from fuzz.engines.sglang.decode.properties import PROPERTIES
 from fuzz.findings import baseline as baseline_file
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
-from fuzz.run.check import DecodeCase
-from fuzz.run.properties import PROPERTIES
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_target
 from fuzz.verdict import PIPELINE

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
-from fuzz.run.check import DecodeCase
-from fuzz.run.properties import (
+from fuzz.engines.sglang.decode.check import DecodeCase
+from fuzz.engines.sglang.decode.properties import (
     DRAFTS_WITHIN_ALLOCATION,
     NEIGHBOUR_ROWS_UNTOUCHED,
     PAGE_ALIGNED_GROWTH,

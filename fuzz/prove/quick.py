@@ -84,7 +84,8 @@ def quick_proof(target: Target, part: Shard = WHOLE, pins: dict[str, Any] | None
 def proof_stage(
     target: Target, cover_part: tuple[int, int], pins: dict[str, Any]
 ) -> tuple[dict[str, Any], list[Finding]]:
-    """``fuzz.run.engine.ProofStage``: worker k of K proves the k-th K-th of the blocks; each group's witness."""
+    """``ProofStage`` (``fuzz.engines.sglang.decode.engine``): worker k of K proves the k-th K-th of the blocks;
+    each group's witness."""
     k, parts = cover_part
     proved, groups = quick_proof(target, Shard(k + 1, parts), pins)
     return proved.stats(), [g.witness for g in groups]

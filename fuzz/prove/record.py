@@ -2,7 +2,8 @@
 
 ``attributed`` is the proof's side of the one rule that keeps ``dcp>1``
 for DCP's own failures (``allocator_model.regimes.moved_regime``; the
-campaigns' side is ``fuzz.run.engine.attribute``).
+campaigns' side is the verdict pipeline's attribution,
+``fuzz.engines.sglang.verdict.ATTRIBUTIONS``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def without_dcp_rows(g: cf.LaunchGrid, rows: cf.DecodeRows) -> torch.Tensor:
 
 
 def attributed(regime: torch.Tensor, counterpart: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """``fuzz.run.engine.attribute`` for a block: a DCP row whose DCP-1 counterpart also breaks the property
+    """The pipeline's attribution for a block: a DCP row whose DCP-1 counterpart also breaks the property
     takes the counterpart's regime (``dcp>1`` only when DCP is the cause)."""
     other = counterpart.clamp(min=0)
     moved: torch.Tensor = moved_regime(regime, regime[other], (counterpart >= 0) & (counts[other] > 0))

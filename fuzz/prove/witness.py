@@ -5,7 +5,7 @@ functions turn it into a decode scenario the step-by-step model can run
 (a context length near ``WITNESS_CONTEXT_LEN`` with the worst residue, the
 longest committed length, the worst device lag) and wrap it as a decode
 ``Finding`` whose violation states the closed form's claim.  ``confirm``
-replays each witness on the step-by-step model (``fuzz.run.engine``, grouped
+replays each witness on the step-by-step model (``fuzz.engines.sglang.decode.engine``, grouped
 by regime as the sweep is, without ``run``'s DCP cause attribution): the same
 group must come back with the same number, and the model's account then
 becomes the finding's violation.  ``witness_block`` prints a witness
@@ -20,12 +20,12 @@ from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.decode.check import DecodeCase
 from fuzz.engines.sglang.groups import scenario_of
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.render import counterexample_block
-from fuzz.run.check import DecodeCase
 from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE
 

@@ -1,7 +1,7 @@
-"""``run``: the decode properties, fuzzed with Hypothesis against one or more targets.
+"""``run``: a target's engine's properties, fuzzed with Hypothesis against one or more targets.
 
-properties  the four properties, each a check of one observed write
-engine      one scenario checked on a target; the decode campaign (the shared driver's ``Hunt``)
-replay      a decode case file replayed
-cli         the ``run`` command: options, execution, output
+cli         the ``run`` command: options, execution, output; the campaign on one target (its engine's own hunt,
+            ``Engine.hunt``, and the hunts of the tables checked on their own)
+
+SGLang's decode properties, their campaign and their replay are its engine's (``fuzz.engines.sglang.decode``).
 """

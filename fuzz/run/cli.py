@@ -82,9 +82,10 @@ def fuzz_decode(
     (module level: a ``--jobs`` worker finds it by name)."""
     from fuzz.campaign.driver import run_campaign
     from fuzz.engines import engine_of
+    from fuzz.engines.base import RunOptions
     from fuzz.prove.quick import proof_stage  # prove sits above run: the command layer hands it in
     from fuzz.tables.hunt import with_tables
 
     proof = proof_stage if options.get("proof", True) else None
-    hunt = engine_of(target).hunt(target, pins, cover_part, options, proof)
+    hunt = engine_of(target).hunt(target, RunOptions(pins, cover_part, options.get("write_path", "auto"), proof))
     return run_campaign(target, with_tables(hunt, target, pins), hyp, seed=seed, **hooks)

@@ -82,7 +82,7 @@ class SGLangCase:
         "decode-scenario",
         NAME,
         frozenset({"committed_len", "num_steps", "prior", "device_lag"}),
-        "fuzz.run.replay:replay_decode",
+        "fuzz.engines.sglang.decode.replay:replay_decode",
         nested_problem=prior_problem,
         named_apart=False,
     )

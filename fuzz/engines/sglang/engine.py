@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fuzz.engines.base import RunOptions
 from fuzz.findings.report import Command, Field
 from fuzz.targets.base import Target, TargetKind
 
@@ -18,7 +19,7 @@ class SGLangEngine:
     one that calls a spec unknown."""
 
     name = NAME
-    # What its write path did in a run (``fuzz.run.engine`` counts them).
+    # What its write path did in a run (``decode.engine`` counts them).
     report_fields = {
         Command.RUN: {
             "write_path": Field.LABEL,
@@ -40,24 +41,21 @@ class SGLangEngine:
         return confirm(target, finding, mode, check)
 
     def has_own_path(self, target: Target, mode: str = "auto") -> bool:
-        from fuzz.run.sglang import WritePathMode, has_sglang_path
+        from .own_path import WritePathMode, has_sglang_path
 
         return has_sglang_path(target, WritePathMode(mode))
 
-    def hunt(
-        self,
-        target: Target,
-        pins: Mapping[str, Any] | None,
-        cover_part: tuple[int, int],
-        options: Mapping[str, Any],
-        proof: Any = None,
-    ) -> Any:
-        from fuzz.run.engine import DecodeHunt
-        from fuzz.run.sglang import WritePathMode
+    def hunt(self, target: Target, options: RunOptions) -> Any:
+        from .decode.engine import DecodeHunt
+        from .own_path import WritePathMode
 
-        mode = WritePathMode(options.get("write_path", "auto"))
+        pins = None if options.pins is None else dict(options.pins)
         return DecodeHunt(
-            target, pins=None if pins is None else dict(pins), cover_part=cover_part, write_path=mode, proof=proof
+            target,
+            pins=pins,
+            cover_part=options.cover_part,
+            write_path=WritePathMode(options.write_path),
+            proof=options.proof,
         )
 
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:

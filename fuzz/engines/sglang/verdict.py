@@ -28,7 +28,7 @@ def confirm(target: Target, f: Finding, mode: str = "auto", check: Any = None) -
     """A decode finding replayed on the target's own write path (where ``mode`` runs one): it says there what that
     path did.  A finding that already says it, a model mismatch or another kind is as is.  ``check``: the case's
     traced run on that path where the caller has made it already."""
-    from fuzz.run.sglang import WritePathMode, confirmation, has_sglang_path, on_sglang
+    from .own_path import WritePathMode, confirmation, has_sglang_path, on_sglang
 
     if f.kind is not SGLangCase.DECODE or f.confirmation is not None or f.violation.prop is Property.MODEL_MISMATCH:
         return f

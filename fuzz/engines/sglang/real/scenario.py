@@ -19,7 +19,7 @@ it on the model, with SGLang's code doing every decode step:
   columns a report names come from that diff, never from the model.
 
 The result is the model's own ``ScenarioRun``, so the properties
-(``fuzz.run.properties``) judge both paths with the same code; its
+(``fuzz.engines.sglang.decode.properties``) judge both paths with the same code; its
 ``sglang`` field keeps what only SGLang's run has (the functions entered,
 its checker's verdict, the free slots, substitutions).
 """

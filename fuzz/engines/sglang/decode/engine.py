@@ -22,10 +22,10 @@ from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE, CaseVerdict
 from strategies.scenarios import decode_scenarios
 
+from ..own_path import WritePathMode, compared, has_sglang_path
 from .check import DecodeCase, decode_finding
 from .coverage import covering_set
 from .properties import PROPERTIES, overshoot
-from .sglang import WritePathMode, compared, has_sglang_path
 
 
 def sglang_key(scenario: DecodeScenario) -> tuple[Any, ...]:

@@ -20,8 +20,8 @@ from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
 from fuzz.targets.base import Target, TargetCallError
 
+from ..own_path import on_sglang
 from .properties import PROPERTIES, violations
-from .sglang import on_sglang
 
 
 def decode_violations(

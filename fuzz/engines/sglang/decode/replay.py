@@ -26,8 +26,8 @@ from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
 from fuzz.verdict import PIPELINE
 
+from ..own_path import has_sglang_path, mismatch, on_sglang
 from .check import DecodeCase
-from .sglang import has_sglang_path, mismatch, on_sglang
 
 REPLAYABLE = (SGLangCase.DECODE, SGLangCase.LIFECYCLE)  # the kinds ``replayable_case`` takes (fidelity has its own)
 

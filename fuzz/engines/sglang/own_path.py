@@ -27,7 +27,7 @@ from fuzz.findings.kinds import Property
 from fuzz.findings.model import Violation
 from fuzz.targets.base import Target
 
-from .properties import PROPERTIES, reported_as, violations
+from .decode.properties import PROPERTIES, reported_as, violations
 
 
 class WritePathMode(StrEnum):
