@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
         f"(CPU / 2 cores = {cpu / 2:.1f} s), load average {load:.1f} at the end, exit {done.returncode}"
     )
     print(f"{'release':<8} {'examples':>8} {'campaign s':>10} {'fidelity s':>10}  groups")
-    for r in report["targets"]:  # one entry per release (fuzz.fidelity.matrix_report.target_entry)
+    for r in report["targets"]:  # one entry per release (fuzz.engines.sglang.fidelity.matrix_report.target_entry)
         fid = r["fidelity"]["seconds"] if r["fidelity"] else 0.0
         groups = ", ".join(f["signature"] for f in r["findings"]) or "-"
         print(f"{r['release']:<8} {r['examples']:>8} {r['seconds']:>10.1f} {fid:>10.1f}  {groups}")

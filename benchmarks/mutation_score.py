@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in todo:
             ok &= print_score(s.name, s.key, s.chosen, results, plugin)
     if args.releases:
-        from fuzz.fidelity.matrix import parse_releases
+        from fuzz.engines.sglang.fidelity.matrix import parse_releases
 
         ok &= releases_section(parse_releases(args.releases), plugin)
     return 0 if ok else 1

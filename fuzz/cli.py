@@ -2,7 +2,9 @@
 from-crash, repro, targets.
 
 Each command lives in its package (``fuzz.run``, ``fuzz.lifecycle``,
-``fuzz.prove``, ``fuzz.fidelity``), whose ``cli.register`` adds its parser;
+``fuzz.prove``), whose ``cli.register`` adds its parser; an engine's own
+commands (SGLang's ``fidelity`` and ``matrix``) are its package's, declared in
+the engine registry (``fuzz.engines.BUILTIN_COMMANDS``);
 ``repro`` and ``targets`` are small and live here.  Exit status: see
 ``fuzz.common.errors.ExitCode``; bad input is always one line on stderr.
 
@@ -23,6 +25,7 @@ from fuzz.common.bounds import check_case_sizes
 from fuzz.common.collector import collect_less_often
 from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line, os_error_line
 from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
+from fuzz.engines import BUILTIN_COMMANDS
 
 # Packages adding commands: each cli module has register(subparsers), which adds a parser
 # with set_defaults(func=handler); handler(args) returns the exit status.
@@ -30,12 +33,30 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz.run.cli",
     "fuzz.lifecycle.cli",
     "fuzz.prove.cli",
-    "fuzz.fidelity.cli",
+    *(module for module, _ in BUILTIN_COMMANDS.values()),  # the engines' own commands
     "fuzz.oss.cli",  # from-crash
     "fuzz.report_commands",  # merge (the shards' reports as one), advisory (an upstream-ready issue per cause)
     "fuzz.ci.baseline",  # baseline write: the known findings --baseline accepts
     "fuzz.ci.paths",  # paths: every SGLang file a target reads
 )
+
+
+# An engine's command module -> its commands' summaries.
+ENGINE_COMMANDS: dict[str, dict[str, str]] = {module: summaries for module, summaries in BUILTIN_COMMANDS.values()}
+
+
+def add_unavailable_commands(sub: argparse._SubParsersAction, summaries: dict[str, str], error: ImportError) -> None:
+    """An engine's commands where its code cannot be loaded: each still parses (any arguments) and answers with the
+    one line that names the engine and why (exit 2), as a target of that engine does; the other commands work."""
+
+    def unavailable(args: argparse.Namespace) -> int:
+        raise error  # ``main`` names the engine behind it (``fuzz.engines.unavailable_behind``)
+
+    for name, summary in summaries.items():
+        # No option prefix: every argument, ``--help`` included, is taken as is and answered by the one line.
+        p = sub.add_parser(name, help=summary, description=summary, add_help=False, prefix_chars="\0")
+        p.add_argument("arguments", nargs="*")
+        p.set_defaults(func=unavailable)
 
 
 # Each command's one-line summary, as its module registers it (``tests/test_cli.py`` holds the two equal): the
@@ -44,8 +65,7 @@ COMMANDS: dict[str, str] = {
     "run": "fuzz one or more targets",
     "lifecycle": "stateful fuzzing of the request lifecycle",
     "prove": "check every configuration of a bounded space (closed form)",
-    "fidelity": "compare the model with real SGLang sizing code",
-    "matrix": "fuzz every SGLang release's own sizing code, one table",
+    **{name: summary for _, commands in BUILTIN_COMMANDS.values() for name, summary in commands.items()},
     "from-crash": "turn a crash input of the Atheris fuzzers (ClusterFuzzLite, OSS-Fuzz) into a case file",
     "merge": "combine the shards' reports (--shard I/N) into one",
     "advisory": "write an upstream-ready issue (Markdown) per root cause of case files or reports",
@@ -100,7 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kvrow-fuzz {tool_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+        try:
+            importlib.import_module(name).register(sub)
+        except ImportError as e:
+            if name not in ENGINE_COMMANDS:
+                raise
+            add_unavailable_commands(sub, ENGINE_COMMANDS[name], e)
 
     rep = sub.add_parser(
         "repro",

@@ -25,12 +25,12 @@ from allocator_model.revisions import REVISIONS
 from allocator_model.scenario import DecodeScenario, run_scenario
 from allocator_model.surface import ALLOCATOR_PAGE_SIZE, Provenance
 from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.fidelity.differential import FidelityCase, disagreements
 from fuzz.engines.sglang.real.allocators import ALLOCATOR_KINDS, Source, extract_alloc_pages
 from fuzz.engines.sglang.real.private_imports import StandIns
 from fuzz.engines.sglang.real.stubs import Published, StandInMissing
 from fuzz.engines.sglang.real.versions import known_releases
 from fuzz.engines.sglang.real.wheels import MAX_SOURCE_BYTES
-from fuzz.fidelity.differential import FidelityCase, disagreements
 from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetCallError, TargetError
 

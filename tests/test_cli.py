@@ -376,8 +376,8 @@ def test_the_parsers_light_copies_are_their_heavy_homes():
     """What a parser names without importing the module that defines it, held equal (the scalar defaults have one
     light home instead, ``fuzz.common.defaults``, that parser and engine both import)."""
     from allocator_model.pools import KVPool
-    from fuzz.fidelity import cli as fidelity_cli
-    from fuzz.fidelity import matrix
+    from fuzz.engines.sglang.fidelity import cli as fidelity_cli
+    from fuzz.engines.sglang.fidelity import matrix
     from fuzz.prove import cli as prove_cli
     from fuzz.prove import space
 

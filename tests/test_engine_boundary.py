@@ -27,12 +27,6 @@ PENDING: dict[str, str] = {
     "fuzz.causes.standalone": "causes' SGLang half into the engine",
     "fuzz.ci.baseline": "baseline via Engine.portable_target",
     "fuzz.ci.paths": "move into the SGLang engine",
-    "fuzz.fidelity.cases": "move into the SGLang engine",
-    "fuzz.fidelity.cli": "move into the SGLang engine",
-    "fuzz.fidelity.differential": "move into the SGLang engine",
-    "fuzz.fidelity.matrix": "move into the SGLang engine",
-    "fuzz.fidelity.matrix_report": "move into the SGLang engine",
-    "fuzz.fidelity.writepath": "move into the SGLang engine",
     "fuzz.lifecycle.invariants": "move into the SGLang engine",
     "fuzz.lifecycle.machine": "move into the SGLang engine",
     "fuzz.lifecycle.replay": "move into the SGLang engine",
@@ -101,3 +95,16 @@ def test_the_boundary_check_sees_an_engine_import(tmp_path) -> None:
     (tmp_path / "allocator_model" / "config.py").write_text("")
     graph = cycles.import_graph(tmp_path, ("fuzz", "allocator_model"))
     assert [n for n in graph["fuzz.common.leaf"] if is_engine_module(n)] == ["allocator_model.config"]
+
+
+def test_the_command_line_names_an_engines_commands_only_through_the_registry() -> None:
+    """``fuzz.cli`` imports its command modules by name (no import statement the graph sees): each is core, or
+    an engine's own command module declared in ``fuzz.engines.BUILTIN_COMMANDS`` with its summaries."""
+    from fuzz.cli import COMMAND_MODULES, COMMANDS
+    from fuzz.engines import BUILTIN_COMMANDS
+
+    declared = {module for module, _ in BUILTIN_COMMANDS.values()}
+    assert [m for m in COMMAND_MODULES if is_engine_module(m) and m not in declared] == []
+    assert declared <= set(COMMAND_MODULES)
+    for module, summaries in BUILTIN_COMMANDS.values():
+        assert is_engine_module(module) and summaries.items() <= COMMANDS.items(), module

@@ -11,12 +11,12 @@ from allocator_model import algorithms as algo
 from allocator_model.pools import KVPool
 from allocator_model.revisions import REVISIONS
 from fuzz.cli import main
+from fuzz.engines.sglang.fidelity import cases, differential
+from fuzz.engines.sglang.fidelity.cases import dcp_allowed, sample_cases
+from fuzz.engines.sglang.fidelity.differential import KindTally, fidelity
+from fuzz.engines.sglang.fidelity.matrix import MatrixSettings, Row
+from fuzz.engines.sglang.fidelity.matrix_report import markdown, target_entry
 from fuzz.engines.sglang.targets import model_target
-from fuzz.fidelity import cases, differential
-from fuzz.fidelity.cases import dcp_allowed, sample_cases
-from fuzz.fidelity.differential import KindTally, fidelity
-from fuzz.fidelity.matrix import MatrixSettings, Row
-from fuzz.fidelity.matrix_report import markdown, target_entry
 
 
 @pytest.mark.parametrize("name", ["sglang-0.5.23", "sglang-0.5.19", "sglang-0.5.14"])

@@ -453,7 +453,7 @@ def test_p08_ctrl_c_twice_after_findings_exits_1_with_the_sarif_log(tmp_path, ca
 def test_p10_fidelity_takes_a_signal_at_the_next_comparison_and_keeps_what_it_found(monkeypatch) -> None:
     import signal
 
-    import fuzz.fidelity.differential as differential
+    import fuzz.engines.sglang.fidelity.differential as differential
     from fuzz.common import interrupts
     from fuzz.targets import resolve_target
 

@@ -23,7 +23,7 @@ from fuzz.campaign.driver import CampaignResult, Progress, Tracker
 from fuzz.cli import main
 from fuzz.engines.sglang.decode.check import check_scenario, decode_finding
 from fuzz.engines.sglang.decode.engine import DecodeHunt
-from fuzz.fidelity import matrix
+from fuzz.engines.sglang.fidelity import matrix
 from fuzz.findings import casefile
 from fuzz.findings.regression import regression_files
 from fuzz.findings.schemas import validate

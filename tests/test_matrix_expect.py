@@ -10,9 +10,9 @@ import pytest
 from fuzz.campaign.driver import CampaignResult
 from fuzz.cli import main
 from fuzz.common.errors import BadInput
+from fuzz.engines.sglang.fidelity import matrix
+from fuzz.engines.sglang.fidelity.matrix import Row, compare_with_expectations, load_expectations, parse_releases
 from fuzz.engines.sglang.real.versions import VersionError, known_releases
-from fuzz.fidelity import matrix
-from fuzz.fidelity.matrix import Row, compare_with_expectations, load_expectations, parse_releases
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Signature
 from fuzz.findings.schemas import validate

@@ -18,8 +18,8 @@ import pytest
 from allocator_model.config import ServingConfig
 from fuzz.cli import main
 from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.fidelity.differential import fidelity
 from fuzz.engines.sglang.real.stubs import StandInMissing
-from fuzz.fidelity.differential import fidelity
 from fuzz.prove.request import request
 from fuzz.prove.sweep import prove, prove_on
 from fuzz.prove.witness import confirm

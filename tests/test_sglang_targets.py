@@ -31,10 +31,10 @@ from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.engines.sglang.decode.properties import WRITE_WITHIN_ROW
+from fuzz.engines.sglang.fidelity import differential
 from fuzz.engines.sglang.real import wheels
 from fuzz.engines.sglang.real.loader import load_sizing_module
 from fuzz.engines.sglang.real.real import RealSizing
-from fuzz.fidelity import differential
 from fuzz.findings import casefile
 from fuzz.findings.report import Status
 from fuzz.findings.schemas import validate
@@ -630,9 +630,9 @@ def test_a_version_the_registry_does_not_have(tmp_path, monkeypatch, capsys, rea
 
 
 def test_bad_sglang_version_and_matrix_range(tmp_path):
+    from fuzz.engines.sglang.fidelity.matrix import parse_releases
     from fuzz.engines.sglang.real import with_sglang_version
     from fuzz.engines.sglang.real.versions import VersionError
-    from fuzz.fidelity.matrix import parse_releases
 
     with pytest.raises(TargetError, match="--sglang-version: sglang 0.4.0 predates"):
         with_sglang_version(sizing_file(tmp_path), "0.4.0")

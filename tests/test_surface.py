@@ -17,8 +17,8 @@ from allocator_model.scenario import DecodeScenario
 from allocator_model.surface import SURFACE, Entry, EntryKind, Provenance, Result, Shape, declared, entries
 from allocator_model.twins import surface_twins
 from fuzz.cli import main
-from fuzz.fidelity import differential
-from fuzz.fidelity.cases import FidelityCase
+from fuzz.engines.sglang.fidelity import differential
+from fuzz.engines.sglang.fidelity.cases import FidelityCase
 from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetCallError
 

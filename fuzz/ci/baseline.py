@@ -120,8 +120,8 @@ def write_target(args: argparse.Namespace) -> ExitCode:
 
 def write_releases(args: argparse.Namespace) -> ExitCode:
     """One document over the releases: what each release's campaign found (required), ``--allow``'s (allowed)."""
+    from fuzz.engines.sglang.fidelity.matrix import parse_releases
     from fuzz.engines.sglang.real.versions import VersionError
-    from fuzz.fidelity.matrix import parse_releases
     from fuzz.findings import baseline
 
     if args.sglang_version:

@@ -96,11 +96,11 @@ class SGLangCase:
         config_line=lifecycle_config_line,
         suffix=lifecycle_suffix,
     )
-    FIDELITY = declare_case_type(  # one configuration the model and a real module disagree on (fuzz.fidelity)
+    FIDELITY = declare_case_type(  # one configuration the model and a real module disagree on (.fidelity)
         "fidelity-case",
         NAME,
         frozenset({"lens"}),
-        "fuzz.fidelity.differential:replay_fidelity",
+        "fuzz.engines.sglang.fidelity.differential:replay_fidelity",
         suffix=fidelity_suffix,
         carries_revision=True,
     )

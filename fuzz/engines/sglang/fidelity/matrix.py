@@ -5,7 +5,7 @@ the differential fidelity of the model against it, and a check that each
 group's minimal case is one the scheduler allows and that passes on the
 reference (so a group is the release's own bug).  ``run_matrix`` hands each
 release to ``on_release`` as soon as it is complete (the command writes the
-table then: ``fuzz.fidelity.matrix_report``); ``compare_with_expectations``
+table then: ``fuzz.engines.sglang.fidelity.matrix_report``); ``compare_with_expectations``
 holds each release's root causes against a baseline of known findings
 (``.github/matrix-expected.json``, ``fuzz.findings.baseline``).
 

@@ -30,7 +30,7 @@ A disagreement is a ``Finding`` of kind ``fidelity-case`` and class
 shrunk by Hypothesis to a minimal configuration; its case file replays with
 ``python -m fuzz repro`` (``replay_fidelity``, named by its case type in
 ``fuzz.engines.sglang.cases``).  Printing and saving are the
-command's (``fuzz.fidelity.cli``).
+command's (``fuzz.engines.sglang.fidelity.cli``).
 """
 
 from __future__ import annotations
