@@ -21,9 +21,9 @@ import time
 from hypothesis import HealthCheck, Phase, settings
 
 from fuzz.common.threads import one_torch_thread
-from fuzz.lifecycle.machine import DEFAULT_STEPS, lifecycle_campaign
-from fuzz.lifecycle.replay import run_case
-from fuzz.lifecycle.script import LifecycleCase
+from fuzz.engines.sglang.lifecycle.machine import DEFAULT_STEPS, lifecycle_campaign
+from fuzz.engines.sglang.lifecycle.replay import run_case
+from fuzz.engines.sglang.lifecycle.script import LifecycleCase
 from fuzz.targets import TargetError, resolve_target
 
 

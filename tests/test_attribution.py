@@ -16,10 +16,10 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.engines.sglang.decode.engine import campaign
+from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
+from fuzz.engines.sglang.lifecycle.replay import run_case
+from fuzz.engines.sglang.lifecycle.script import LifecycleCase
 from fuzz.findings.kinds import Property
-from fuzz.lifecycle.machine import lifecycle_campaign
-from fuzz.lifecycle.replay import run_case
-from fuzz.lifecycle.script import LifecycleCase
 from fuzz.targets import resolve_target
 
 V0518 = resolve_target("reference@sglang-0.5.18")

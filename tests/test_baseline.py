@@ -478,7 +478,7 @@ def test_the_plugins_lifecycle_test_fails_only_on_a_cause_the_baseline_does_not_
     a known cause failed the plugin line)."""
     from hypothesis import settings
 
-    from fuzz.lifecycle.machine import lifecycle_campaign
+    from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
     from fuzz.targets import resolve_target
     from fuzz.verdict import PIPELINE
 

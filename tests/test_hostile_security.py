@@ -294,7 +294,7 @@ def test_p05_the_largest_case_lifecycle_can_write_is_within_the_budget(tmp_path,
     ends (and so every case it can write) costs no more than the budget, and it still runs steps."""
     from hypothesis import settings as Settings
 
-    from fuzz.lifecycle.machine import lifecycle_campaign
+    from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
     from fuzz.targets import resolve_target
 
     record: list[Any] = []

@@ -20,13 +20,13 @@ from allocator_model.revisions import REFERENCE, get_revision
 from allocator_model.scheduler import decode_alloc_bound
 from fuzz.cli import main as cli_main
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
+from fuzz.engines.sglang.lifecycle.replay import _without, run_case
+from fuzz.engines.sglang.lifecycle.script import LifecycleCase
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
-from fuzz.lifecycle.machine import lifecycle_campaign
-from fuzz.lifecycle.replay import _without, run_case
-from fuzz.lifecycle.script import LifecycleCase
 from fuzz.targets import Target, TargetCallError, TargetKind, resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -521,7 +521,7 @@ def test_a_case_the_release_does_not_launch_is_refused_by_repro(tmp_path):
         "case": {"steps": []},
         "property": "write-within-row",
     }
-    from fuzz.lifecycle.replay import replay_lifecycle
+    from fuzz.engines.sglang.lifecycle.replay import replay_lifecycle
 
     with pytest.raises(casefile.CaseFileError, match="no decode context parallelism"):
         replay_lifecycle(doc, "case.json")

@@ -49,7 +49,7 @@ def groups_of_run(target) -> set[str]:
 
 
 def groups_of_lifecycle(target) -> set[str]:
-    from fuzz.lifecycle.machine import lifecycle_campaign
+    from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
 
     unshrunk = [Phase.explicit, Phase.reuse, Phase.generate]  # shrinking is the campaign's, not the verdict's
     hyp = settings(max_examples=5, database=None, phases=unshrunk)
@@ -149,8 +149,8 @@ def test_a_case_the_target_cannot_run_is_never_a_clean_verdict():
     list of findings; attribution, which only asks whether the case without DCP fails, keeps the group as it is."""
     from allocator_model.config import ServingConfig
     from allocator_model.revisions import REFERENCE
+    from fuzz.engines.sglang.lifecycle.script import LifecycleCase
     from fuzz.engines.sglang.targets import model_target
-    from fuzz.lifecycle.script import LifecycleCase
     from fuzz.verdict import Unjudgeable
 
     target = model_target(REFERENCE)

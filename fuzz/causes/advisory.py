@@ -53,12 +53,12 @@ from fuzz.engines.sglang.decode.check import DecodeCase
 from fuzz.engines.sglang.decode.replay import ReplayableCase, replayable_case
 from fuzz.engines.sglang.groups import serving_config
 from fuzz.engines.sglang.launch import MODELS, launch_line
+from fuzz.engines.sglang.lifecycle.replay import run_replayable
+from fuzz.engines.sglang.lifecycle.script import lifecycle_finding
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.model import Finding
 from fuzz.findings.regression import emit_test
-from fuzz.lifecycle.replay import run_replayable
-from fuzz.lifecycle.script import lifecycle_finding
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 from fuzz.verdict import PIPELINE

@@ -133,7 +133,7 @@ def fails(target: Target, f: Finding) -> bool:
         _, found = decode_violations(target, scenario_of(f), (prop,))
         return any(v.prop == prop for v in found)
     if f.kind is SGLangCase.LIFECYCLE:
-        from fuzz.lifecycle.script import LifecycleCase, run_steps
+        from fuzz.engines.sglang.lifecycle.script import LifecycleCase, run_steps
 
         try:
             run = run_steps(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 PROFILES = ("ci", "dev", "nightly")  # Hypothesis profiles (``fuzz.common.profiles`` builds their settings)
 LIFECYCLE_STEPS = 50  # steps per state-machine run at most: Hypothesis' own stateful_step_count default
+LIFECYCLE_RUNS = {"ci": 100, "dev": 500, "nightly": 2000}  # lifecycle: state-machine runs per round, per profile
 ALL_ALGORITHMS = "all"  # prove --algorithm: every speculative algorithm the target's release sizes
 FIDELITY_CONFIGS = 10_000  # fidelity: distinct configurations compared with the model
 WRITE_PATH_STEPS = 1000  # fidelity: decode steps per kind of pool on SGLang's own write path

@@ -61,6 +61,15 @@ class RunOptions:
     proof: Any = None  # the bounded proof stage run after the covering set (``fuzz.prove.quick``); None: none
 
 
+@dataclass(frozen=True)
+class LifecycleOptions:
+    """What ``lifecycle`` (and the plugin's lifecycle test) hands an engine's lifecycle hunt on one target."""
+
+    steps: int  # ``--steps``: steps per state-machine run at most
+    pins: Mapping[str, Any] | None = None  # ``--pin``
+    write_path: str = "auto"  # ``--write-path``: allocate and free through the engine's own code where it runs
+
+
 class Engine(Protocol):
     name: str  # the registry's key, and ``Target.engine`` of every target it resolves
 
@@ -121,6 +130,11 @@ class Engine(Protocol):
     def hunt(self, target: Target, options: RunOptions) -> Any:
         """``run``'s own hunt on ``target`` (a ``fuzz.campaign.driver.Hunt``; the caller adds the hunts of the tables
         checked on their own)."""
+        ...
+
+    def lifecycle_hunt(self, target: Target, options: LifecycleOptions) -> Any:
+        """``lifecycle``'s hunt on ``target`` (a ``fuzz.campaign.driver.Hunt``): requests admitted, decoded, retracted
+        and finished as a state machine, its invariants checked after every step."""
         ...
 
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:

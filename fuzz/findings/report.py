@@ -155,7 +155,7 @@ ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
     },
     Command.LIFECYCLE: {
         **_CAMPAIGN,
-        "kind": Field.LABEL,  # ``fuzz.lifecycle.machine`` stats
+        "kind": Field.LABEL,  # ``fuzz.engines.sglang.lifecycle.machine`` stats
         "runs": Field.COUNT,
         "runs_started": Field.COUNT,
         "steps": Field.COUNT,

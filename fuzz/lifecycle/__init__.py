@@ -1,7 +1,7 @@
-"""``lifecycle``: the request lifecycle fuzzed as a state machine over a running batch.
+"""``lifecycle``: a target's request lifecycle fuzzed as a state machine over a running batch.
 
-invariants  what must hold on the whole pool after every step
-machine     the state machine and the lifecycle campaign (the shared driver's ``Hunt``)
-replay      step scripts replayed, shortened, and lifecycle case files
-cli         the ``lifecycle`` command
+cli         the ``lifecycle`` command: options, execution, output; the campaign on one target is its engine's
+            hunt (``Engine.lifecycle_hunt``)
+
+SGLang's state machine, invariants and step scripts are its engine's (``fuzz.engines.sglang.lifecycle``).
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fuzz.common.defaults import LIFECYCLE_STEPS
+from fuzz.common.defaults import LIFECYCLE_RUNS, LIFECYCLE_STEPS
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options, positive_int
 
@@ -67,12 +67,10 @@ def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
     from fuzz.engines import engine_of
     from fuzz.findings.report import Command
 
-    from .machine import RUNS
-
     s = setup_campaign(args, Command.LIFECYCLE)
     for target in s.targets:
         engine_of(target).has_own_path(target, args.write_path)  # asked for SGLang's own and it cannot: exit 2
-    hyp = s.hyp if args.max_examples else Settings(s.hyp, max_examples=RUNS[s.profile])
+    hyp = s.hyp if args.max_examples else Settings(s.hyp, max_examples=LIFECYCLE_RUNS[s.profile])
     s.hyp = hyp  # the runs per round are the campaign's examples (shared out among --jobs workers)
     return drive_campaigns(
         args,
@@ -100,9 +98,13 @@ def fuzz_lifecycle(
 ) -> CampaignResult:
     """The lifecycle campaign on one target (module level: a ``--jobs`` worker finds it by name); it has no
     covering set to share out."""
+    from fuzz.campaign.driver import run_campaign
+    from fuzz.common.threads import one_torch_thread
     from fuzz.engines import engine_of
+    from fuzz.engines.base import LifecycleOptions
 
-    from .machine import lifecycle_campaign
-
-    own = engine_of(target).has_own_path(target, options.get("write_path", "auto"))
-    return lifecycle_campaign(target, hyp, steps=options["steps"], seed=seed, pins=pins, own_allocator=own, **hooks)
+    hunt = engine_of(target).lifecycle_hunt(
+        target, LifecycleOptions(options["steps"], pins, options.get("write_path", "auto"))
+    )
+    with one_torch_thread():
+        return run_campaign(target, hunt, hyp, seed=seed, **hooks)

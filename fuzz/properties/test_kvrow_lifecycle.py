@@ -12,7 +12,10 @@ met first cannot hide a new one.
 
 from hypothesis import Phase, settings
 
-from fuzz.lifecycle.machine import lifecycle_campaign
+from fuzz.campaign.driver import run_campaign
+from fuzz.common.threads import one_torch_thread
+from fuzz.engines import engine_of
+from fuzz.engines.base import LifecycleOptions
 from fuzz.verdict import PIPELINE
 
 MAX_RUNS = 100  # state-machine runs of up to 30 steps; fewer when the profile (--kvrow-max-examples) says so
@@ -24,7 +27,9 @@ def test_lifecycle_invariants_hold(kvrow_target, kvrow_baseline):
     hyp = settings(settings.default, max_examples=runs)
     if kvrow_baseline is None:
         hyp = settings(hyp, phases=UNSHRUNK)
-    result = lifecycle_campaign(kvrow_target, hyp, steps=30, max_rounds=1)
+    hunt = engine_of(kvrow_target).lifecycle_hunt(kvrow_target, LifecycleOptions(steps=30))
+    with one_torch_thread():
+        result = run_campaign(kvrow_target, hunt, hyp, max_rounds=1)
     assert not result.error, result.error
     found = result.findings if kvrow_baseline is None else PIPELINE.new(kvrow_target, result.findings, kvrow_baseline)
     first = (

@@ -90,7 +90,7 @@ class SGLangCase:
         "lifecycle",
         NAME,
         frozenset({"steps"}),
-        "fuzz.lifecycle.replay:replay_lifecycle",
+        "fuzz.engines.sglang.lifecycle.replay:replay_lifecycle",
         nested_problem=steps_problem,
         lines=step_lines,
         config_line=lifecycle_config_line,

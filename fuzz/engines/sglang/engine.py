@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fuzz.engines.base import RunOptions
+from fuzz.engines.base import LifecycleOptions, RunOptions
 from fuzz.findings.report import Command, Field
 from fuzz.targets.base import Target, TargetKind
 
@@ -57,6 +57,13 @@ class SGLangEngine:
             write_path=WritePathMode(options.write_path),
             proof=options.proof,
         )
+
+    def lifecycle_hunt(self, target: Target, options: LifecycleOptions) -> Any:
+        from .lifecycle.machine import lifecycle_hunt
+
+        pins = None if options.pins is None else dict(options.pins)
+        own = self.has_own_path(target, options.write_path)  # asked for SGLang's own and it cannot: BadInput
+        return lifecycle_hunt(target, steps=options.steps, pins=pins, own_allocator=own)
 
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
         from .verdict import root_causes

@@ -49,7 +49,6 @@ from .script import LifecycleCase, lifecycle_finding
 
 DEFAULT_STEPS = LIFECYCLE_STEPS
 # State-machine runs per round by profile (each up to DEFAULT_STEPS steps).
-RUNS = {"ci": 100, "dev": 500, "nightly": 2000}
 
 
 @dataclass
@@ -296,6 +295,39 @@ class LifecycleHunt:
         }
 
 
+def lifecycle_hunt(
+    target: Target,
+    *,
+    steps: int = DEFAULT_STEPS,
+    checks: Sequence[Property] = INVARIANTS,
+    configs: Any = None,
+    batch_class: type[RunningBatch] = RunningBatch,
+    record: list[Any] | None = None,
+    pins: dict[str, Any] | None = None,
+    own_allocator: bool = True,
+) -> LifecycleHunt:
+    """The lifecycle's hunt on ``target`` (``Engine.lifecycle_hunt``): state machines of up to ``steps`` steps.
+
+    ``own_allocator``: a real target allocates and frees through its release's own allocator class where its
+    write path runs (``Surface.kv_allocator``); False: the model's.
+
+    ``configs`` replaces the configuration strategy (tests pin one config);
+    ``batch_class`` replaces the model (tests plant bugs in it); ``record``
+    collects the (config, steps) of every run that ended normally.
+    """
+    if configs is None:
+        configs = lifecycle_configs(target.revision.algorithms, pins, target.revision)
+    return LifecycleHunt(
+        target,
+        steps=steps,
+        checks=checks,
+        configs=configs,
+        batch_class=batch_class,
+        record=record,
+        own_allocator=own_allocator,
+    )
+
+
 def lifecycle_campaign(
     target: Target,
     hyp_settings: Settings,
@@ -309,26 +341,17 @@ def lifecycle_campaign(
     own_allocator: bool = True,
     **driver: Any,
 ) -> CampaignResult:
-    """Run state machines against ``target`` until a round finds nothing new.
-
-    ``own_allocator``: a real target allocates and frees through its release's own allocator class where its
-    write path runs (``Surface.kv_allocator``); False: the model's.
-
-    ``configs`` replaces the configuration strategy (tests pin one config);
-    ``batch_class`` replaces the model (tests plant bugs in it); ``record``
-    collects the (config, steps) of every run that ended normally.
-    ``driver``: the keywords of ``fuzz.campaign.driver.run_campaign`` (seed,
-    max_rounds, on_progress, progress_every, on_finding).
-    """
-    if configs is None:
-        configs = lifecycle_configs(target.revision.algorithms, pins, target.revision)
-    hunt = LifecycleHunt(
+    """Run state machines against ``target`` until a round finds nothing new: ``lifecycle_hunt`` under the shared
+    driver (``driver``: the keywords of ``fuzz.campaign.driver.run_campaign``: seed, max_rounds, on_progress,
+    progress_every, on_finding), as ``lifecycle`` runs it."""
+    hunt = lifecycle_hunt(
         target,
         steps=steps,
         checks=checks,
         configs=configs,
         batch_class=batch_class,
         record=record,
+        pins=pins,
         own_allocator=own_allocator,
     )
     with one_torch_thread():
