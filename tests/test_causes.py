@@ -121,8 +121,8 @@ def test_a_cause_names_the_missing_term_only_where_the_catalog_states_it():
 def test_merge_decides_the_causes_itself_and_never_prints_a_shards(tmp_path, monkeypatch, capsys):
     import json
 
-    from fuzz.catalog import CATALOG
     from fuzz.cli import main
+    from fuzz.engines.sglang.catalog import CATALOG
     from fuzz.engines.sglang.decode.check import check_scenario, decode_finding
     from fuzz.findings import casefile
     from fuzz.findings.report import Command, write_report

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from documentation import page
 
-from fuzz.ci.paths import read_paths
 from fuzz.cli import main
+from fuzz.engines.sglang.real.paths import read_paths
 from fuzz.engines.sglang.real.wheels import repository_path
 from fuzz.targets import resolve_target
 

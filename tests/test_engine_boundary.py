@@ -21,12 +21,10 @@ ENGINES = "fuzz.engines"  # its package and ``base`` (the registry and the inter
 
 # core module -> the step of issue 34's stage 2 that clears it.
 PENDING: dict[str, str] = {
-    "fuzz.catalog": "move into the SGLang engine",
     "fuzz.causes.advisory": "causes' SGLang half into the engine",
     "fuzz.causes.counterfactual": "causes' SGLang half into the engine",
     "fuzz.causes.standalone": "causes' SGLang half into the engine",
     "fuzz.ci.baseline": "baseline via Engine.portable_target",
-    "fuzz.ci.paths": "move into the SGLang engine",
     "fuzz.oss.target": "hunts via the engine",
     "fuzz.properties.test_kvrow_decode": "lazy import of the engine's strategies",
     "fuzz.prove.calls": "move into the SGLang engine",
@@ -42,7 +40,6 @@ PENDING: dict[str, str] = {
     "fuzz.prove.traced_rows": "move into the SGLang engine",
     "fuzz.prove.witness": "move into the SGLang engine",
     "fuzz.targets.base": "Target's sizing and revision typed by the engine",
-    "fuzz.test_catalog": "move into the SGLang engine",
 }
 
 

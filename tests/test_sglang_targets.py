@@ -25,9 +25,9 @@ from hypothesis import settings as Settings
 from allocator_model.config import ServingConfig
 from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS
 from allocator_model.scenario import DecodeScenario
-from fuzz.catalog import CATALOG
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.catalog import CATALOG
 from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.engines.sglang.decode.properties import WRITE_WITHIN_ROW

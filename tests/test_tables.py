@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import run_scenario, scenario_problem
-from fuzz.catalog import CATALOG
+from fuzz.engines.sglang.catalog import CATALOG
 from fuzz.engines.sglang.decode.properties import violations
 from fuzz.engines.sglang.tables import REQ_TO_TOKEN_TABLE, accesses
 from fuzz.findings.kinds import Property

@@ -137,6 +137,11 @@ class Engine(Protocol):
         and finished as a state machine, its invariants checked after every step."""
         ...
 
+    def code_paths(self, target: Target) -> list[str]:
+        """Every file of the engine's code ``target`` reads, as the engine's repository names them (``paths``: a CI
+        workflow's filter); ``BadInput`` where it reads none (a model)."""
+        ...
+
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
         """The verdict pipeline's stage 4: the ``Cause`` of each finding's group."""
         ...

@@ -65,6 +65,11 @@ class SGLangEngine:
         own = self.has_own_path(target, options.write_path)  # asked for SGLang's own and it cannot: BadInput
         return lifecycle_hunt(target, steps=options.steps, pins=pins, own_allocator=own)
 
+    def code_paths(self, target: Target) -> list[str]:
+        from .real.paths import read_paths
+
+        return read_paths(target)
+
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
         from .verdict import root_causes
 

@@ -18,9 +18,9 @@ from typing import Any
 from allocator_model.allocator import allocator_page_size
 from allocator_model.pools import KVPool
 from allocator_model.regimes import regime
-from fuzz.catalog import CATALOG
 from fuzz.common.files import write_atomically
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.catalog import CATALOG
 from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.findings.cause import Cause
 from fuzz.findings.kinds import Property, Signature, group_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from allocator_model.scenario import scenario_problem
-from fuzz.catalog import CATALOG
+from fuzz.engines.sglang.catalog import CATALOG
 from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.targets import resolve_target
 

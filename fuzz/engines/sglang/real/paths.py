@@ -1,0 +1,32 @@
+"""Every SGLang file a target reads, as SGLang's repository names them (``paths``, through ``Engine.code_paths``).
+
+The sizing module (``allocation_sizing.py``; ``mem_cache/common.py`` before
+0.5.16), the file its pool builders and allocator pages are read from
+(``kv_cache_configurator.py``; the ModelRunner mixin before 0.5.16), and,
+where the target has its tree, every module of its release's decode write
+path (``runtime/releases.py``): a change to any of them can change a verdict.
+"""
+
+from __future__ import annotations
+
+from fuzz.common.errors import BadInput
+from fuzz.targets.base import Target
+
+from .real import RealSizing
+from .runtime.releases import release_for
+from .runtime.tree import open_tree
+from .wheels import repository_path
+
+
+def read_paths(target: Target) -> list[str]:
+    """The repository paths of every SGLang file ``target`` reads (sizing, builders, write path), in that order."""
+    if not isinstance(target.sizing, RealSizing):
+        raise BadInput(f"{target.spec} is a model target: it reads no SGLang file")
+    module = target.sizing.module
+    out = [repository_path(module.filename)]
+    if module.builders_origin:
+        out.append(repository_path(module.builders_origin))
+    if module.tree_source:
+        release = release_for(open_tree(module.tree_source).version)
+        out += [f"python/{dotted.replace('.', '/')}.py" for dotted in release.modules]
+    return list(dict.fromkeys(out))
