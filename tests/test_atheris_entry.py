@@ -25,7 +25,7 @@ from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.oss import atheris_entry, stubs
 from fuzz.oss.cli import MAX_CRASH_BYTES
-from fuzz.oss.target import FUZZ_PROPERTIES, Entry, FuzzConfig, parse_known, replay_bytes
+from fuzz.oss.target import Entry, FuzzConfig, fuzz_properties, parse_known, replay_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = "reference@sglang-0.5.18"  # the seed bug (#35424) and the open page-1 gap
@@ -210,9 +210,9 @@ def test_len_control_is_added_unless_given():
 
 def test_one_fuzzer_script_per_property_with_its_target(tmp_path):
     paths = stubs.write_stubs(str(tmp_path), PLANTED, "write-within-row/alloc-page-1")
-    assert [os.path.basename(p) for p in paths] == [f"{stubs.fuzzer_name(p.value)}.py" for p in FUZZ_PROPERTIES]
-    assert len(FUZZ_PROPERTIES) == 4 and os.path.basename(paths[0]) == "kvrow_write_within_row_fuzzer.py"
-    for prop, path in zip(FUZZ_PROPERTIES, paths, strict=True):
+    assert [os.path.basename(p) for p in paths] == [f"{stubs.fuzzer_name(p.value)}.py" for p in fuzz_properties()]
+    assert len(fuzz_properties()) == 4 and os.path.basename(paths[0]) == "kvrow_write_within_row_fuzzer.py"
+    for prop, path in zip(fuzz_properties(), paths, strict=True):
         text = Path(path).read_text()
         compile(text, path, "exec")
         assert f"main(prop={prop.value!r}, target={PLANTED!r}, known='write-within-row/alloc-page-1')" in text

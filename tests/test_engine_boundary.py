@@ -25,8 +25,6 @@ PENDING: dict[str, str] = {
     "fuzz.causes.counterfactual": "causes' SGLang half into the engine",
     "fuzz.causes.standalone": "causes' SGLang half into the engine",
     "fuzz.ci.baseline": "baseline via Engine.portable_target",
-    "fuzz.oss.target": "hunts via the engine",
-    "fuzz.properties.test_kvrow_decode": "lazy import of the engine's strategies",
     "fuzz.prove.calls": "move into the SGLang engine",
     "fuzz.prove.cli": "move into the SGLang engine",
     "fuzz.prove.grid": "move into the SGLang engine",

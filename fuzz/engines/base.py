@@ -132,6 +132,27 @@ class Engine(Protocol):
         checked on their own)."""
         ...
 
+    @property
+    def fuzzed_properties(self) -> tuple[Any, ...]:
+        """The properties (``Property``) its drawn cases are judged on: one pytest test of the plugin and one
+        Atheris fuzzer each."""
+        ...
+
+    def fuzzed_draws(self, target: Target) -> Any:
+        """The Hypothesis strategy its search draws from on ``target`` (SGLang: decode scenarios); the plugin's
+        property tests and the Atheris entry draw from it too (the bytes alone decide the draw), each draw made the
+        verdict pipeline's case by ``fuzzed_case``. Drawn raw, not mapped: a mapped strategy adds a span, which
+        steers Hypothesis' generation elsewhere and changes what a derandomized run finds."""
+        ...
+
+    def fuzzed_case(self, drawn: Any) -> Any:
+        """The verdict pipeline's case (``fuzz.verdict.Case``) of a value ``fuzzed_draws`` drew."""
+        ...
+
+    def case_score(self, run: Any) -> tuple[float, str] | None:
+        """What a drawn case's run scores for Hypothesis' ``target()``, and its label (None: nothing to climb)."""
+        ...
+
     def lifecycle_hunt(self, target: Target, options: LifecycleOptions) -> Any:
         """``lifecycle``'s hunt on ``target`` (a ``fuzz.campaign.driver.Hunt``): requests admitted, decoded, retracted
         and finished as a state machine, its invariants checked after every step."""

@@ -6,7 +6,8 @@ OSS-Fuzz's ``compile_python_fuzzer`` bundles one script into one fuzzer
 binary (PyInstaller), named after the script; a bundled fuzzer takes no
 options of ours, so each script names its property, target and known
 groups (``fuzz.oss.atheris_entry.main(prop=..., target=..., known=...)``;
-the environment still overrides them).  Invariant: one script per ``FUZZ_PROPERTIES``, and
+the environment still overrides them).  Invariant: one script per
+property the target's engine fuzzes (``Engine.fuzzed_properties``), and
 the target resolves here first, so a build never ships a fuzzer whose
 target cannot run (bad input: one line, exit 2).
 """
@@ -25,7 +26,7 @@ from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
 from .settings import DEFAULT_TARGET
 
 # The generated script.  No text from outside is pasted into it as text: the property is one of ours
-# (``FUZZ_PROPERTIES``), and the target and the known groups (a path may hold quotes, newlines, escapes) are
+# (one its engine fuzzes), and the target and the known groups (a path may hold quotes, newlines, escapes) are
 # Python literals written by ``repr``, which always writes one whole literal: nothing they hold can close the
 # docstring or add a line of code.
 _SCRIPT = '''\
@@ -46,19 +47,21 @@ def fuzzer_name(prop: str) -> str:
 
 
 def script(prop: str, target: str, known: str = "") -> str:
-    """The source of the fuzzer script for ``prop`` (a ``FUZZ_PROPERTIES`` value) on ``target``, the ``known``
-    groups passing; ``target`` and ``known`` appear only as ``repr`` literals."""
+    """The source of the fuzzer script for ``prop`` (the value of a property the target's engine fuzzes) on ``target``,
+    the ``known`` groups passing; ``target`` and ``known`` appear only as ``repr`` literals."""
     return _SCRIPT.format(prop=prop, target=target, known=known)
 
 
 def write_stubs(directory: str, target: str, known: str = "") -> list[str]:
     """One script per fuzzable property in ``directory``, after ``target`` and ``known`` parse; their paths."""
-    from .target import FUZZ_PROPERTIES, parse_known, resolved
+    from fuzz.engines import engine_of
 
-    resolved(target)
+    from .target import parse_known, resolved
+
+    fuzzed = engine_of(resolved(target)).fuzzed_properties
     parse_known(known)
     paths = []
-    for prop in FUZZ_PROPERTIES:
+    for prop in fuzzed:
         path = os.path.join(directory, fuzzer_name(prop.value) + ".py")
         write_atomically(path, script(prop.value, target, known))
         paths.append(path)

@@ -23,14 +23,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from allocator_model.scenario import DecodeScenario
 from fuzz.campaign.driver import FindingRaised, failure_class
 from fuzz.causes.known import KnownCauses
 from fuzz.common.errors import BadInput
 from fuzz.common.files import check_output_dir
 from fuzz.common.options import DEFAULT_CASES_DIR
-from fuzz.engines.sglang.decode.check import DecodeCase
-from fuzz.engines.sglang.decode.properties import PROPERTIES
+from fuzz.engines import engine_of, engines
 from fuzz.findings import baseline as baseline_file
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
@@ -38,23 +36,30 @@ from fuzz.findings.model import Finding
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_target
 from fuzz.verdict import PIPELINE
-from strategies.scenarios import decode_scenarios
 
 from .settings import DEFAULT_PROPERTY as DEFAULT_PROPERTY_NAME
 from .settings import DEFAULT_TARGET, ENV_BASELINE
 
-FUZZ_PROPERTIES: tuple[Property, ...] = PROPERTIES  # one fuzzer each (the decode properties of ``run``)
 DEFAULT_PROPERTY = Property(DEFAULT_PROPERTY_NAME)
 DEFAULT_CASES = DEFAULT_CASES_DIR
 ORIGIN = "atheris"  # case files of this engine are named apart from run's shrunk ones (casefile.case_file_name)
 
 
-def fuzz_property(name: str) -> Property:
-    """The decode property called ``name`` (its value, ``write-within-row``); BadInput for anything else."""
-    for prop in FUZZ_PROPERTIES:
+def fuzz_properties() -> tuple[Property, ...]:
+    """The properties some loadable engine fuzzes (``Engine.fuzzed_properties``), in the engines' order: one fuzzer
+    each (SGLang's: the decode properties of ``run``)."""
+    return tuple(dict.fromkeys(p for engine in engines()[0] for p in engine.fuzzed_properties))
+
+
+def fuzz_property(name: str, target: Target | None = None) -> Property:
+    """The fuzzed property called ``name`` (its value, ``write-within-row``), of ``target``'s engine where one is
+    given; BadInput for anything else."""
+    fuzzable = fuzz_properties() if target is None else tuple(engine_of(target).fuzzed_properties)
+    for prop in fuzzable:
         if name == prop.value:
             return prop
-    raise BadInput(f"unknown property {name!r} (fuzzable: {', '.join(p.value for p in FUZZ_PROPERTIES)})")
+    on = "" if target is None else f" on {target.spec}"
+    raise BadInput(f"unknown property {name!r}{on} (fuzzable: {', '.join(p.value for p in fuzzable)})")
 
 
 def parse_known(text: str) -> frozenset[Signature]:
@@ -125,7 +130,8 @@ def property_test(
     known: frozenset[Signature] = frozenset(),
     baseline: frozenset[baseline_file.Entry] | None = None,
 ) -> Any:
-    """A ``@given`` test of ``prop`` on ``target`` over ``run``'s decode scenarios, for ``fuzz_one_input``.
+    """A ``@given`` test of ``prop`` on ``target`` over the cases its engine's search draws (SGLang: ``run``'s decode
+    scenarios), for ``fuzz_one_input``.
 
     It raises ``FindingRaised`` (its group's class, as the campaign raises
     it) with the finding for the first violation that is new: of a group
@@ -134,11 +140,12 @@ def property_test(
     next.  No example database: a forkserver fuzzer keeps its corpus itself.
     """
     knows = KnownCauses(target, baseline) if baseline is not None else None
+    engine = engine_of(target)
 
     @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(decode_scenarios(target.revision))
-    def test(scenario: DecodeScenario) -> None:
-        for finding in PIPELINE.case(target, DecodeCase(scenario), (prop,), confirm=False).findings:
+    @given(engine.fuzzed_draws(target))
+    def test(drawn: Any) -> None:
+        for finding in PIPELINE.case(target, engine.fuzzed_case(drawn), (prop,), confirm=False).findings:
             if finding.signature in known:
                 continue
             if knows is None or not knows(finding):  # the baseline's verdict, each case judged once
@@ -154,6 +161,7 @@ class Entry:
         check_output_dir(config.cases, "the case directory")  # before any input: a crash must find it writable
         self.config = config
         self.target = target or resolved(config.target)
+        fuzz_property(config.prop.value, self.target)  # one its engine fuzzes: else one line, before any input
         self.baseline = None if config.baseline is None else read_baseline(config.baseline, self.target)
         test = property_test(self.target, config.prop, config.known, self.baseline)
         self.fuzz_one = test.hypothesis.fuzz_one_input

@@ -16,16 +16,15 @@ import pytest
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
-from fuzz.engines.sglang.decode.check import DecodeCase
-from fuzz.engines.sglang.decode.properties import (
-    DRAFTS_WITHIN_ALLOCATION,
-    NEIGHBOUR_ROWS_UNTOUCHED,
-    PAGE_ALIGNED_GROWTH,
-    WRITE_WITHIN_ROW,
-    overshoot,
-)
+from fuzz.engines import engine_of
 from fuzz.verdict import PIPELINE
-from strategies.scenarios import decode_scenarios
+
+# The properties tested below, by value (each a property the target's engine fuzzes: ``Engine.fuzzed_properties``).
+# Named constants, so each test's body, and so the derandomized seed Hypothesis derives from it, stays as it was.
+WRITE_WITHIN_ROW = "write-within-row"
+NEIGHBOUR_ROWS_UNTOUCHED = "neighbour-rows-untouched"
+DRAFTS_WITHIN_ALLOCATION = "drafts-within-allocation"
+PAGE_ALIGNED_GROWTH = "page-aligned-growth"
 
 # The session's --kvrow-baseline, set by the autouse fixture below: the property tests keep their signatures (and
 # so the derandomized seeds Hypothesis derives from them) whether a baseline is given or not.
@@ -39,26 +38,32 @@ def _kvrow_baseline_for_the_properties(kvrow_baseline):
     _BASELINE[0] = None
 
 
-def holds(kvrow_target, data, prop) -> None:
-    """``prop`` on a drawn decode scenario, judged by the verdict pipeline: its findings whose root cause the
-    session's --kvrow-baseline does not know fail, each confirmed on SGLang's own write path where the target has
-    one (on the minimal example Hypothesis reports only, not on each one the shrinker tries)."""
+def holds(kvrow_target, data, name: str) -> None:
+    """The property called ``name`` on a case drawn from the target's engine (SGLang: a decode scenario), judged by
+    the verdict pipeline: its findings whose root cause the session's --kvrow-baseline does not know fail, each
+    confirmed on the engine's own code where the target has it (on the minimal example Hypothesis reports only, not
+    on each one the shrinker tries). A property the engine does not fuzz is a skip that names it."""
     from hypothesis.control import current_build_context
 
-    scenario = data.draw(decode_scenarios(kvrow_target.revision), label="scenario")
+    engine = engine_of(kvrow_target)
+    prop = next((p for p in engine.fuzzed_properties if p.value == name), None)
+    if prop is None:
+        pytest.skip(f"{kvrow_target.spec}: engine {engine.name} does not fuzz {name}")
+    case = engine.fuzzed_case(data.draw(engine.fuzzed_draws(kvrow_target), label="scenario"))
     final = current_build_context().is_final
-    verdict = PIPELINE.case(kvrow_target, DecodeCase(scenario), (prop,), confirm=final, baseline=_BASELINE[0])
+    verdict = PIPELINE.case(kvrow_target, case, (prop,), confirm=final, baseline=_BASELINE[0])
     run = verdict.run
     assume(run is None or not run.skipped)
-    if run is not None:
-        target(float(overshoot(run)), label="overshoot past the row width")
+    score = engine.case_score(run)
+    if score is not None:
+        target(score[0], label=score[1])
     found = verdict.new
     story = "\n".join(
         f"{f.signature} on {kvrow_target.spec}\n{f.violation.describe()}"
         + (f"\n  {f.engine}: {f.confirmation}" if f.confirmation else "")
         for f in found
     )
-    assert not found, f"\n{story}\nconfig: {scenario.config.short()}"
+    assert not found, f"\n{story}\nconfig: {case.config.short()}"
 
 
 def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):

@@ -58,6 +58,27 @@ class SGLangEngine:
             proof=options.proof,
         )
 
+    @property
+    def fuzzed_properties(self) -> tuple[Any, ...]:
+        from .decode.properties import PROPERTIES
+
+        return PROPERTIES
+
+    def fuzzed_draws(self, target: Target) -> Any:
+        from strategies.scenarios import decode_scenarios
+
+        return decode_scenarios(target.revision)
+
+    def fuzzed_case(self, drawn: Any) -> Any:
+        from .decode.check import DecodeCase
+
+        return DecodeCase(drawn)
+
+    def case_score(self, run: Any) -> tuple[float, str] | None:
+        from .decode.properties import overshoot
+
+        return None if run is None else (float(overshoot(run)), "overshoot past the row width")
+
     def lifecycle_hunt(self, target: Target, options: LifecycleOptions) -> Any:
         from .lifecycle.machine import lifecycle_hunt
 
