@@ -132,7 +132,6 @@ def drive_campaigns(
     header: str,
     fuzz: FuzzCall,
     options: dict[str, Any] | None = None,
-    after: Callable[[CampaignResult, TextIO], None] | None = None,
 ) -> ExitCode:
     """Run ``fuzz`` per target (``fuzz_target``); save, print, report; the exit status.
 
@@ -191,7 +190,7 @@ def drive_campaigns(
         try:
             result = fuzz_target(target, setup, job, command, met, final, on_progress)
             results.append(result)
-            conclude(target, result, setup, out, after, command)
+            conclude(target, result, setup, out, command)
         except KeyboardInterrupt:  # a signal the campaign did not take (a second Ctrl-C): what is on disk stands
             if not results or results[-1].target != target.spec:
                 results.append(in_progress(target, found, started, examples))
@@ -213,11 +212,11 @@ def conclude(
     result: CampaignResult,
     setup: CampaignSetup,
     out: TextIO,
-    after: Callable[[CampaignResult, TextIO], None] | None,
     command: Command,
 ) -> None:
-    """After a target's campaign: its root causes, the baseline's verdict on them, the command's own lines, and
-    what it judged (each table of the target's engine, ``fuzz.tables.judged``: the report's ``"tables"``).
+    """After a target's campaign: its root causes, the baseline's verdict on them, its engine's lines on what the
+    hunt counted (``Engine.campaign_lines``), and what it judged (each table of the target's engine,
+    ``fuzz.tables.judged``: the report's ``"tables"``).
 
     Causes are skipped when the campaign was interrupted (they are replays: a stopped run reports what it met)."""
     if result.error:
@@ -228,8 +227,8 @@ def conclude(
     if setup.baseline is not None and not result.interrupted:
         result.baseline = PIPELINE.judge(result.causes, setup.baseline[target.spec])
         print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
-    if after:
-        after(result, out)
+    for line in engine_of(target).campaign_lines(target, command, result):
+        print(line, file=out)
     js = judgements(target, command, result.stats)
     result.stats["tables"] = judged_field(js)
     print("\n".join(judged_lines(js)), file=out, flush=True)

@@ -58,7 +58,7 @@ class RunOptions:
     pins: Mapping[str, Any] | None = None  # ``--pin``
     cover_part: tuple[int, int] = (0, 1)  # (k, K): this worker runs covering cases k, k + K, ...
     write_path: str = "auto"  # ``--write-path``: auto, the engine's own code, model
-    proof: Any = None  # the bounded proof stage run after the covering set (``fuzz.prove.quick``); None: none
+    proof: bool = True  # the engine's bounded proof stage after its covering set, where it has one
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,11 @@ class Engine(Protocol):
 
     def case_score(self, run: Any) -> tuple[float, str] | None:
         """What a drawn case's run scores for Hypothesis' ``target()``, and its label (None: nothing to climb)."""
+        ...
+
+    def campaign_lines(self, target: Target, command: Any, result: Any) -> list[str]:
+        """What a campaign of ``command`` (a ``fuzz.findings.report.Command``) on ``target`` prints after its verdict
+        of what the hunt counted (``result``: its ``fuzz.campaign.driver.CampaignResult``)."""
         ...
 
     def lifecycle_hunt(self, target: Target, options: LifecycleOptions) -> Any:

@@ -10,7 +10,7 @@ the state machine is imported by the functions that run it.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from fuzz.common.defaults import LIFECYCLE_RUNS, LIFECYCLE_STEPS
 from fuzz.common.errors import ExitCode
@@ -47,19 +47,6 @@ def register(subparsers: Any) -> None:
     )
 
 
-def report_bound(result: CampaignResult, out: TextIO) -> None:
-    """Runs, steps, and the longest kv_committed_len a decode allocation reached against the scheduler's bound."""
-    s = result.stats
-    gap = s.get("max_committed_len_minus_bound")
-    rate = s.get("steps", 0) / max(result.seconds, 1e-9)
-    print(
-        f"{result.examples} runs, {s.get('steps', 0)} steps, {rate:.0f} steps/s; longest "
-        f"kv_committed_len at a decode allocation: "
-        + ("none" if gap is None else f"the scheduler's bound {'+' if gap >= 0 else '-'} {abs(gap)}"),
-        file=out,
-    )
-
-
 def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
     from hypothesis import settings as Settings
 
@@ -83,7 +70,6 @@ def cmd_lifecycle(args: argparse.Namespace) -> ExitCode:
         ),
         fuzz_lifecycle,
         {"steps": args.steps, "write_path": args.write_path},
-        after=report_bound,
     )
 
 

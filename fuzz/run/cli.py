@@ -10,7 +10,7 @@ the engines are imported by the functions that run them.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options
@@ -48,25 +48,7 @@ def cmd_run(args: argparse.Namespace) -> ExitCode:
         campaign_header(f"profile {s.profile}, {s.hyp.max_examples} examples per round", s.hyp, s.seed),
         fuzz_decode,
         {"write_path": args.write_path},
-        after=report_stages,
     )
-
-
-def report_stages(result: CampaignResult, out: TextIO) -> None:
-    """What the verdict proved and what it sampled, and where its decode steps ran."""
-    from fuzz.prove.quick import proved_line
-
-    stats = result.stats
-    line = proved_line(stats)
-    if line:
-        print(line, file=out)
-    if stats.get("write_path") == "sglang":
-        print(
-            f"   write path: {stats.get('sglang_decode_steps', 0):,} decode steps of "
-            f"{stats.get('sglang_scenarios', 0):,} scenarios ran on SGLang's own code "
-            f"({stats.get('sglang_seconds', 0.0):.1f}s); every example ran on the model's",
-            file=out,
-        )
 
 
 def fuzz_decode(
@@ -83,9 +65,8 @@ def fuzz_decode(
     from fuzz.campaign.driver import run_campaign
     from fuzz.engines import engine_of
     from fuzz.engines.base import RunOptions
-    from fuzz.prove.quick import proof_stage  # prove sits above run: the command layer hands it in
     from fuzz.tables.hunt import with_tables
 
-    proof = proof_stage if options.get("proof", True) else None
-    hunt = engine_of(target).hunt(target, RunOptions(pins, cover_part, options.get("write_path", "auto"), proof))
+    asked = RunOptions(pins, cover_part, options.get("write_path", "auto"), options.get("proof", True))
+    hunt = engine_of(target).hunt(target, asked)
     return run_campaign(target, with_tables(hunt, target, pins), hyp, seed=seed, **hooks)

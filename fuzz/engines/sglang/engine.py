@@ -46,6 +46,8 @@ class SGLangEngine:
         return has_sglang_path(target, WritePathMode(mode))
 
     def hunt(self, target: Target, options: RunOptions) -> Any:
+        from fuzz.prove.quick import proof_stage
+
         from .decode.engine import DecodeHunt
         from .own_path import WritePathMode
 
@@ -55,8 +57,19 @@ class SGLangEngine:
             pins=pins,
             cover_part=options.cover_part,
             write_path=WritePathMode(options.write_path),
-            proof=options.proof,
+            proof=proof_stage if options.proof else None,
         )
+
+    def campaign_lines(self, target: Target, command: Any, result: Any) -> list[str]:
+        if command is Command.RUN:
+            from .decode.engine import run_lines
+
+            return run_lines(result.stats)
+        if command is Command.LIFECYCLE:
+            from .lifecycle.machine import lifecycle_lines
+
+            return lifecycle_lines(result)
+        return []
 
     @property
     def fuzzed_properties(self) -> tuple[Any, ...]:

@@ -37,7 +37,7 @@ def sglang_key(scenario: DecodeScenario) -> tuple[Any, ...]:
 # One search example in this many is also run on SGLang's own path and held to the model's run.
 SGLANG_SAMPLE_EVERY = 64
 
-# A proof stage (``fuzz.prove.quick.proof_stage``, handed in by the command layer: prove sits above run):
+# A proof stage (``fuzz.prove.quick.proof_stage``, handed in by ``SGLangEngine.hunt`` where ``run`` asks for one):
 # (target, cover_part, pins) -> (its report fields, each proved group's worst witness as a decode finding).
 ProofStage = Callable[[Target, tuple[int, int], dict[str, Any]], tuple[dict[str, Any], list[Finding]]]
 
@@ -181,3 +181,17 @@ def campaign(
     """
     hunt = DecodeHunt(target, props, pins, cover_part, WritePathMode(write_path), proof)
     return run_campaign(target, with_tables(hunt, target, pins), hyp_settings, **driver)
+
+
+def run_lines(stats: dict[str, Any]) -> list[str]:
+    """What ``run``'s verdict proved and what it sampled, and where its decode steps ran (``Engine.campaign_lines``)."""
+    from fuzz.prove.quick import proved_line
+
+    lines = [line] if (line := proved_line(stats)) else []
+    if stats.get("write_path") == "sglang":
+        lines.append(
+            f"   write path: {stats.get('sglang_decode_steps', 0):,} decode steps of "
+            f"{stats.get('sglang_scenarios', 0):,} scenarios ran on SGLang's own code "
+            f"({stats.get('sglang_seconds', 0.0):.1f}s); every example ran on the model's"
+        )
+    return lines

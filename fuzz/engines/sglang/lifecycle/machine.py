@@ -356,3 +356,16 @@ def lifecycle_campaign(
     )
     with one_torch_thread():
         return run_campaign(target, hunt, hyp_settings, **driver)
+
+
+def lifecycle_lines(result: CampaignResult) -> list[str]:
+    """Runs, steps, and the longest kv_committed_len a decode allocation reached against the scheduler's bound
+    (``Engine.campaign_lines``)."""
+    s = result.stats
+    gap = s.get("max_committed_len_minus_bound")
+    rate = s.get("steps", 0) / max(result.seconds, 1e-9)
+    return [
+        f"{result.examples} runs, {s.get('steps', 0)} steps, {rate:.0f} steps/s; longest "
+        f"kv_committed_len at a decode allocation: "
+        + ("none" if gap is None else f"the scheduler's bound {'+' if gap >= 0 else '-'} {abs(gap)}")
+    ]
