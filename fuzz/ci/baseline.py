@@ -88,19 +88,19 @@ def cmd_baseline(args: argparse.Namespace) -> ExitCode:
 
 def causes_of(spec: str, args: argparse.Namespace, version: str | None = None) -> tuple[str, list[Any]]:
     """(the target's portable name, ``baseline.portable_target``: never an absolute local path; its root causes):
-    the campaign ``run`` runs, with this command's settings."""
-    from fuzz.engines.sglang.decode.engine import campaign
-    from fuzz.engines.sglang.own_path import WritePathMode, has_sglang_path
+    the campaign ``run`` runs (``fuzz.run.cli.fuzz_decode``: its engine's hunt with its proof stage, and the hunts of
+    the tables checked on their own), with this command's settings."""
+    from fuzz.engines import engine_of
     from fuzz.findings.baseline import portable_target
-    from fuzz.prove.quick import proof_stage
+    from fuzz.run.cli import fuzz_decode
     from fuzz.targets.resolve import resolve_targets
     from fuzz.verdict import PIPELINE
 
     (target,) = resolve_targets([spec], version)
     args.seed = None
     _, hyp, seed = campaign_settings(args)
-    has_sglang_path(target, WritePathMode(args.write_path))  # asked for SGLang's own and it cannot: exit 2
-    result = campaign(target, hyp, seed=seed, proof=proof_stage, write_path=WritePathMode(args.write_path))
+    engine_of(target).has_own_path(target, args.write_path)  # asked for its own code and it cannot: exit 2
+    result = fuzz_decode(target, hyp, seed, (0, 1), {}, {"write_path": args.write_path}, {})
     if result.error:
         raise BadInput(f"{target.spec}: the campaign failed: {result.error}")
     return portable_target(target), PIPELINE.causes(target, result.findings)
