@@ -27,8 +27,8 @@ from hermetic import pinned_wheel
 
 from allocator_model.config import ServingConfig
 from allocator_model.known_bugs import KNOWN_FIX
-from fuzz.causes.standalone import standalone_test
 from fuzz.cli import main
+from fuzz.engines.sglang.standalone import standalone_test
 from fuzz.findings.casefile import load_document, replay_document
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.regression import emit_test, regression_files

@@ -23,7 +23,6 @@ ENGINES = "fuzz.engines"  # its package and ``base`` (the registry and the inter
 PENDING: dict[str, str] = {
     "fuzz.causes.advisory": "causes' SGLang half into the engine",
     "fuzz.causes.counterfactual": "causes' SGLang half into the engine",
-    "fuzz.causes.standalone": "causes' SGLang half into the engine",
     "fuzz.ci.baseline": "--releases: SGLang's release ranges (a document over releases, as matrix --expect reads)",
     "fuzz.prove.calls": "move into the SGLang engine",
     "fuzz.prove.cli": "move into the SGLang engine",

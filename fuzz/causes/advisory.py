@@ -25,7 +25,7 @@ did with the case, where the target has it; the fix as the reference
 states it; the variants; the regression test ``repro --emit-test`` writes
 for the example case; and, for a cause a unified pool builder's row
 carries, the same check as a test in SGLang's own layout that imports
-nothing of this tool (``fuzz.causes.standalone``). The embedded regression
+nothing of this tool (``fuzz.engines.sglang.standalone``). The embedded regression
 test replays with ``repro``'s own validation, so it fails (an assertion with
 the story) on the affected release and never errors on a case ``repro``
 refuses. Exit 0: advisories written; 1: none of the cases reproduces; 2: bad
@@ -55,6 +55,7 @@ from fuzz.engines.sglang.groups import serving_config
 from fuzz.engines.sglang.launch import MODELS, launch_line
 from fuzz.engines.sglang.lifecycle.replay import run_replayable
 from fuzz.engines.sglang.lifecycle.script import lifecycle_finding
+from fuzz.engines.sglang.standalone import standalone_test
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.model import Finding
@@ -62,8 +63,6 @@ from fuzz.findings.regression import emit_test
 from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_targets
 from fuzz.verdict import PIPELINE
-
-from .standalone import standalone_test
 
 MAX_INPUT_BYTES = 64 << 20
 MAX_CASES = 2000
