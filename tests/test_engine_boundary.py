@@ -36,7 +36,6 @@ PENDING: dict[str, str] = {
     "fuzz.prove.traced_growth": "move into the SGLang engine",
     "fuzz.prove.traced_rows": "move into the SGLang engine",
     "fuzz.prove.witness": "move into the SGLang engine",
-    "fuzz.targets.base": "Target's sizing and revision typed by the engine",
 }
 
 

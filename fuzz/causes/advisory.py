@@ -56,6 +56,7 @@ from fuzz.engines.sglang.launch import MODELS, launch_line
 from fuzz.engines.sglang.lifecycle.replay import run_replayable
 from fuzz.engines.sglang.lifecycle.script import lifecycle_finding
 from fuzz.engines.sglang.standalone import standalone_test
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.model import Finding
@@ -122,7 +123,7 @@ def _from_report(entry: dict[str, Any], f: Any) -> dict[str, Any] | None:
         raise BadInput(str(e)) from None
 
 
-def replayed_case(case: ReplayableCase, where: str) -> tuple[Target, Finding] | None:
+def replayed_case(case: ReplayableCase, where: str) -> tuple[SGLangTarget, Finding] | None:
     """A validated case replayed on its target as a finding, with the violation its replay shows (None: it passes
     now). The finding's case is rebuilt from the validated values (a decode state's own fields; a script)."""
     if case.scenario is not None:
@@ -134,7 +135,9 @@ def replayed_case(case: ReplayableCase, where: str) -> tuple[Target, Finding] | 
     return (case.target, same[0]) if same else None
 
 
-def replayed(doc: dict[str, Any], where: str = "the case", named: str | None = None) -> tuple[Target, Finding] | None:
+def replayed(
+    doc: dict[str, Any], where: str = "the case", named: str | None = None
+) -> tuple[SGLangTarget, Finding] | None:
     """``replayed_case`` of a validated case document, checked as ``repro`` checks it (CaseFileError otherwise)."""
     return replayed_case(_replayable(doc, where, named), where)
 
@@ -152,7 +155,7 @@ def causes_of_cases(docs: list[dict[str, Any]]) -> list[Cause]:
     return PIPELINE.causes(rebuilt[0][0], [f for _, f in rebuilt]) if rebuilt else []
 
 
-def model_case(where: str, target: Target) -> str:
+def model_case(where: str, target: SGLangTarget) -> str:
     """The line for a case of this tool's model: not SGLang's code, so no advisory; the release to replay it on
     (the newest release the revision models, else the newest modeled release, as an example)."""
     assert target.is_model
@@ -204,7 +207,7 @@ class Advisory:
 
 def advisories(cases: list[tuple[str, ReplayableCase]], say: Callable[[str], None]) -> list[Advisory]:
     """The advisories of validated cases (``validated``), one per root cause across their targets."""
-    by_target: dict[str, tuple[Target, list[Finding]]] = {}
+    by_target: dict[str, tuple[SGLangTarget, list[Finding]]] = {}
     for where, case in cases:
         try:
             got = replayed_case(case, where)
@@ -348,7 +351,7 @@ def _how(c: Cause) -> str:
     return "no single fix makes the case pass"
 
 
-def _on_sglang(target: Target, f: Finding) -> str | None:
+def _on_sglang(target: SGLangTarget, f: Finding) -> str | None:
     """What SGLang's own write path did with the example case (None: the target has no such path)."""
     return PIPELINE.confirm(target, dataclasses.replace(f, confirmation=None)).confirmation
 

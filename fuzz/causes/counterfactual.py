@@ -39,10 +39,11 @@ from fuzz.engines.sglang.digests import code_digest
 from fuzz.engines.sglang.groups import scenario_of, serving_config
 from fuzz.engines.sglang.names import REQ_TO_TOKEN
 from fuzz.engines.sglang.real.wheels import CONFIGURATOR_MODULE, MIXIN_MODULE, lone_sizing_path, repository_path
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding
-from fuzz.targets.base import Target, TargetCallError, TargetKind
+from fuzz.targets.base import TargetCallError, TargetKind
 
 # How SGLang names each piece's value in a report.
 VALUE_NAMES = dict(
@@ -92,7 +93,7 @@ class Fix:
         return tuple(k.key for k in self.known) + tuple(p.name for p in self.pieces[:1])
 
 
-def fixed_target(target: Target, fix: Fix) -> Target:
+def fixed_target(target: SGLangTarget, fix: Fix) -> SGLangTarget:
     """``target`` with ``fix`` applied (see the module docstring); a model target is its fixed revision."""
     revision = with_fixes(target.revision, fix.known)
     if target.is_model:
@@ -124,7 +125,7 @@ def piece_value(sizing: Surface, entry: Entry, cfg: ServingConfig, rt: SpecRunti
     return int(value)
 
 
-def fails(target: Target, f: Finding) -> bool:
+def fails(target: SGLangTarget, f: Finding) -> bool:
     """Whether ``f``'s own case still breaks its property on ``target``."""
     prop = Property(f.violation.prop)
     if f.kind is SGLangCase.DECODE:
@@ -145,11 +146,11 @@ def fails(target: Target, f: Finding) -> bool:
     return True  # another kind of case (fidelity's): no counterfactual
 
 
-def _read_pieces(target: Target) -> list[Entry]:
+def _read_pieces(target: SGLangTarget) -> list[Entry]:
     return [] if target.is_model else [e for e in PIECES if target.sizing.source(e) is Provenance.READ]
 
 
-def _differing(target: Target, f: Finding, model: Surface) -> list[Entry]:
+def _differing(target: SGLangTarget, f: Finding, model: Surface) -> list[Entry]:
     """The target's pieces whose value at the case is not ``model``'s, in order of computation."""
     rt = _runtime(f)
     return [
@@ -159,7 +160,7 @@ def _differing(target: Target, f: Finding, model: Surface) -> list[Entry]:
     ]
 
 
-def candidates(target: Target, f: Finding) -> list[Fix]:
+def candidates(target: SGLangTarget, f: Finding) -> list[Fix]:
     """The fixes to try for ``f``, in order (the module docstring).
 
     Known fixes only where the target's code is its release's at the case (every sizing piece it answers
@@ -178,7 +179,7 @@ def candidates(target: Target, f: Finding) -> list[Fix]:
     return out
 
 
-def cause_of(target: Target, f: Finding) -> Fix | None:
+def cause_of(target: SGLangTarget, f: Finding) -> Fix | None:
     """The first fix (``candidates``) under which ``f``'s case passes; None: none does (or it is not a case the
     model replays: a model mismatch, a finding only SGLang's own write path shows)."""
     if f.violation.prop is Property.MODEL_MISMATCH or not fails(target, f):
@@ -189,7 +190,7 @@ def cause_of(target: Target, f: Finding) -> Fix | None:
     return None
 
 
-def _cause(target: Target, key: str, f: Finding) -> Cause:
+def _cause(target: SGLangTarget, key: str, f: Finding) -> Cause:
     known = {k.key: k for k in KNOWN_FIXES}
     if key in known:
         k = known[key]
@@ -215,7 +216,7 @@ def _unexplained_title(f: Finding) -> str:
     return "no known fix, no reference piece and no pair of them makes the case pass"
 
 
-def _values(target: Target, fix: Fix, f: Finding) -> list[str]:
+def _values(target: SGLangTarget, fix: Fix, f: Finding) -> list[str]:
     """Each replaced piece's value in the case and the fixed one."""
     fixed = fixed_target(target, fix)
     rt = _runtime(f)
@@ -231,7 +232,7 @@ def _values(target: Target, fix: Fix, f: Finding) -> list[str]:
     return out
 
 
-def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
+def _where(target: SGLangTarget, fix: Fix, findings: list[Finding]) -> list[Any]:
     """The code each cause lives in (``SourceLine``s): the target's functions, and for the row width each pool's
     builder that sizes its own row (located as SARIF locates them)."""
     from fuzz.engines.sglang.locations import builder_location, locate
@@ -249,7 +250,7 @@ def _where(target: Target, fix: Fix, findings: list[Finding]) -> list[Any]:
     return list(dict.fromkeys(out))
 
 
-def code_path(target: Target, uri: str) -> str:
+def code_path(target: SGLangTarget, uri: str) -> str:
     """Where a cause's code lives, as SGLang's repository names it, whatever directory the run started in: a file
     read outside any ``python/sglang/`` tree as the module its name stands for (a pool builder's
     ``kv_cache_configurator.py`` or the mixin, never the sizing file; else ``wheels.lone_sizing_path``), the
@@ -262,7 +263,7 @@ def code_path(target: Target, uri: str) -> str:
     return "python/" + builders[name] if name in builders else lone_sizing_path(uri)
 
 
-def aliases_of(target: Target, known: KnownFix, findings: Iterable[Finding]) -> list[tuple[str, str, str, str]]:
+def aliases_of(target: SGLangTarget, known: KnownFix, findings: Iterable[Finding]) -> list[tuple[str, str, str, str]]:
     """The identity the piece counterfactual alone gives a known cause's variants (no known fix tried): for each
     variant, the first piece the known fix replaces that differs from the fully fixed reference at its case and
     whose reference version, with every piece computed after it, makes the case pass; the code that piece lives
@@ -302,7 +303,7 @@ def _label(key: str) -> str:
     return fix.bug if fix is not None and fix.bug != NEW else f"{key} (new)"
 
 
-def root_causes(target: Target, findings: Iterable[Finding]) -> list[Cause]:
+def root_causes(target: SGLangTarget, findings: Iterable[Finding]) -> list[Cause]:
     """The target's findings grouped by root cause, worst outcome first (see the module docstring)."""
     by_key: dict[str, Cause] = {}
     seen: dict[str, list[Finding]] = {}

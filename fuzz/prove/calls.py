@@ -27,7 +27,8 @@ from allocator_model.decode import WritePath, decode_alloc_ends, decode_reserve,
 from allocator_model.numeric import Int, ceil_to_page, full_like, where
 from allocator_model.surface import Entry, Surface
 from fuzz.common.compat import StrEnum
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.engines.sglang.target_type import SGLangTarget
+from fuzz.targets.base import TargetCallError
 
 SIZING_CONTEXT_LEN = 1 << 16  # any length: sizing does not read it
 
@@ -76,7 +77,7 @@ class CalledRows:
 
 
 def called_rows(
-    target: Target, sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], None] | None = None
+    target: SGLangTarget, sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], None] | None = None
 ) -> CalledRows:
     """The sizing numbers of every configuration from the target's functions, one call per distinct point.
 
@@ -139,11 +140,11 @@ def called_columns(sizing: CountingSizing, g: cf.LaunchGrid, tick: Callable[[], 
 ROW_COLUMNS = ("config", "steps", "drafts", "page", "reserve", "extra", "row_align", "guarded")
 PAIR_KEY = 1 << 32  # (reserve, page) as one int64: reserve * PAIR_KEY + page, page < 2^31
 Pair = tuple[int, int]  # (reserve, allocator page)
-GrowthReader = Callable[[Target, "CountingSizing", WritePath, list[Pair]], tuple[list["Growth"], dict[int, str]]]
+GrowthReader = Callable[[SGLangTarget, "CountingSizing", WritePath, list[Pair]], tuple[list["Growth"], dict[int, str]]]
 
 
 def growth_kinds(
-    target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
+    target: SGLangTarget, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
 ) -> tuple[list[Growth], dict[int, str]]:
     """``growth_kind`` of each (reserve, page) pair, one call each; (kinds, what raised, by pair index)."""
     kinds: list[Growth] = []
@@ -162,7 +163,7 @@ def growth_kinds(
 
 
 def finish_rows(
-    target: Target,
+    target: SGLangTarget,
     sizing: CountingSizing,
     g: cf.LaunchGrid,
     t: dict[str, torch.Tensor],
@@ -247,7 +248,7 @@ def row_alignment(cfg: ServingConfig, sizing: Surface, extra: int, page: int) ->
     return None if odd else (int(align), int(e))
 
 
-def growth_kind(target: Target, sizing: Surface, path: WritePath, reserve: int, page: int) -> Growth:
+def growth_kind(target: SGLangTarget, sizing: Surface, path: WritePath, reserve: int, page: int) -> Growth:
     """How the target grows kv_allocated_len: aligned (ceil_P(c + R)), exact (c + R) or other.
 
     One call over a whole page of committed lengths (a fresh request: a = c).

@@ -18,12 +18,12 @@ from allocator_model import closed_form as cf
 from allocator_model.pools import KVPool
 from fuzz.common.defaults import ALL_ALGORITHMS
 from fuzz.common.shards import Shard
-from fuzz.targets.base import Target
+from fuzz.engines.sglang.target_type import SGLangTarget
 
 from .space import Space
 
 
-def target_algorithms(target: Target, only: str | None = ALL_ALGORITHMS) -> list[str | None]:
+def target_algorithms(target: SGLangTarget, only: str | None = ALL_ALGORITHMS) -> list[str | None]:
     """The algorithms swept on ``target`` (None: speculation off); ValueError for one it does not know."""
     known: list[str | None] = [None] + [a for a in algo.ALL if a in target.revision.algorithms]
     if only == ALL_ALGORITHMS:

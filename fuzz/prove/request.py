@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from allocator_model.pools import KVPool
 from fuzz.common.compat import StrEnum
 from fuzz.common.shards import WHOLE, Shard
-from fuzz.targets.base import Target
+from fuzz.engines.sglang.target_type import SGLangTarget
 
 from .grid import ALL_ALGORITHMS
 from .space import SPACES, Space
@@ -56,7 +56,7 @@ class ProveRequest:
 
 
 def request(
-    target: Target,
+    target: SGLangTarget,
     space: Space | str = "full",
     *,
     algorithm: str | None = ALL_ALGORITHMS,

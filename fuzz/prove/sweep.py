@@ -41,8 +41,8 @@ from allocator_model.revisions import Revision
 from fuzz.common.shards import WHOLE, Shard
 from fuzz.common.threads import one_torch_thread
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import Property
-from fuzz.targets.base import Target
 
 from .calls import CountingSizing, called_rows
 from .grid import launch_grid, shard_mask, target_algorithms
@@ -56,7 +56,7 @@ from .witness import Witness, draft_witness, write_witness
 
 
 def prove(
-    target: Target,
+    target: SGLangTarget,
     request: ProveRequest,
     *,
     stop_when: Callable[[ProveResult], bool] | None = None,
@@ -97,7 +97,7 @@ def require_device(device: str) -> str:
 
 
 def blocks(
-    target: Target, space: Space, algorithms: list[str | None], kinds: Collection[KVPool] | None = None
+    target: SGLangTarget, space: Space, algorithms: list[str | None], kinds: Collection[KVPool] | None = None
 ) -> list[Block]:
     """The sweep's blocks: every kind of pool the target's revision builds (or ``kinds``), with its algorithms."""
     rev = target.revision
@@ -111,7 +111,7 @@ def blocks(
     ]
 
 
-def launched(target: Target, space: Space, block: Block, number: int, shard: Shard) -> cf.LaunchGrid:
+def launched(target: SGLangTarget, space: Space, block: Block, number: int, shard: Shard) -> cf.LaunchGrid:
     """Block number ``number``'s launch configurations that the target's release launches, of ``shard``."""
     kind, a, page_size = block
     g = launch_grid(space, a, page_size, kv_pool=kind)
@@ -120,7 +120,7 @@ def launched(target: Target, space: Space, block: Block, number: int, shard: Sha
 
 
 def _start_progress(
-    target: Target,
+    target: SGLangTarget,
     space: Space,
     todo: list[Block],
     calls: bool,
@@ -149,7 +149,7 @@ def _start_progress(
 
 
 def _prove(
-    target: Target,
+    target: SGLangTarget,
     request: ProveRequest,
     stop_when: Callable[[ProveResult], bool] | None,
     on_progress: Callable[[str], None] | None,
@@ -277,7 +277,7 @@ def _sweep_block(
 
 
 def prove_on(
-    target: Target,
+    target: SGLangTarget,
     space: Space | str = "full",
     *,
     stop_when: Callable[[ProveResult], bool] | None = None,

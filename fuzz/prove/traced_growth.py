@@ -9,7 +9,7 @@ from torch import Tensor
 
 from allocator_model.decode import WritePath, decode_alloc_ends
 from allocator_model.numeric import ceil_to_page
-from fuzz.targets.base import Target
+from fuzz.engines.sglang.target_type import SGLangTarget
 
 from .calls import CountingSizing, Growth, Pair, growth_kinds
 from .result import TraceStats
@@ -20,7 +20,7 @@ GROWTH_SPREAD = 4  # (reserve, page) pairs per block read plainly besides one pe
 
 
 def traced_growth_kinds(
-    target: Target,
+    target: SGLangTarget,
     sizing: CountingSizing,
     path: WritePath,
     pairs: list[Pair],
@@ -60,7 +60,7 @@ def traced_growth_kinds(
 
 
 def _traced_growth(
-    target: Target, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
+    target: SGLangTarget, sizing: CountingSizing, path: WritePath, pairs: list[Pair]
 ) -> tuple[list[Growth], dict[int, str], bool]:
     """(kinds, errors by pair index, whether the sample disagreed) of ``pairs``, traced (see the caller)."""
     raw = target.sizing.plain()

@@ -37,7 +37,7 @@ from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.decode import decode_reserve
 from allocator_model.numeric import ceil_to_page
-from fuzz.targets.base import Target
+from fuzz.engines.sglang.target_type import SGLangTarget
 
 from .calls import (
     ROW_COLUMNS,
@@ -171,7 +171,7 @@ class GridColumns:
         return SpecRuntime(self._leaf("runtime_steps", run), self._leaf("runtime_drafts", run))
 
 
-def traced_rows(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats) -> CalledRows:
+def traced_rows(target: SGLangTarget, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats) -> CalledRows:
     """``calls.called_rows`` of the block, the file's functions run once per path (module docstring).
 
     Progress is counted per block by the sweep (a traced block takes seconds, not minutes).
@@ -199,7 +199,7 @@ def _block_name(g: cf.LaunchGrid) -> str:
     return f"{g.kv_pool.value}/{g.algorithm or 'none'}/page {int(g.page_size[0])}"
 
 
-def _called_block(target: Target, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats) -> CalledRows:
+def _called_block(target: SGLangTarget, sizing: CountingSizing, g: cf.LaunchGrid, stats: TraceStats) -> CalledRows:
     stats.configs_called += len(g)
     return finish_rows(target, sizing, g, *called_columns(sizing, g))
 

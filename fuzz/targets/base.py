@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
 from fuzz.common.compat import StrEnum
 from fuzz.common.errors import TargetError
-
-if TYPE_CHECKING:  # annotations only: the core imports no engine's model at run time
-    from allocator_model.revisions import Revision
-    from allocator_model.surface import Surface
 
 __all__ = ["UNPARSABLE", "Target", "TargetCallError", "TargetError", "TargetKind"]
 
@@ -37,12 +33,18 @@ class TargetKind(StrEnum):
     FILE = "file"  # a local allocation_sizing.py or checkout
 
 
+# What a target's engine fills in (SGLang's: ``fuzz.engines.sglang.target_type.SGLangTarget``, a ``Surface`` and a
+# ``Revision``); the core never looks inside either.
+Sizing = TypeVar("Sizing")
+Semantics = TypeVar("Semantics")
+
+
 @dataclass(frozen=True)
-class Target:
+class Target(Generic[Sizing, Semantics]):
     spec: str  # canonical: what a case file records
     label: str
-    sizing: Surface  # its answers to the declared entries (``allocator_model.surface``)
-    revision: Revision  # decode semantics and scheduler rules of the target's version
+    sizing: Sizing  # its answers to what its engine asks (SGLang: the sizing functions' surface)
+    revision: Semantics  # decode semantics and scheduler rules of the target's version (SGLang: a ``Revision``)
     kind: TargetKind
     engine: str  # the engine it belongs to (``fuzz.engines``): who resolves it, models it and names its code
 

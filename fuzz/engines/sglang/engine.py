@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from fuzz.engines.base import LifecycleOptions, RunOptions
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.report import Command, Field
-from fuzz.targets.base import Target, TargetKind
+from fuzz.targets.base import TargetKind
 
 from . import cases, names, tables  # noqa: F401  (declare SGLang's properties, names, kinds of case, tables on load)
 from .specs import NAME, runs_named_code
@@ -35,17 +36,17 @@ class SGLangEngine:
 
         return ATTRIBUTIONS
 
-    def confirm(self, target: Target, finding: Any, mode: str = "auto", check: Any = None) -> Any:
+    def confirm(self, target: SGLangTarget, finding: Any, mode: str = "auto", check: Any = None) -> Any:
         from .verdict import confirm
 
         return confirm(target, finding, mode, check)
 
-    def has_own_path(self, target: Target, mode: str = "auto") -> bool:
+    def has_own_path(self, target: SGLangTarget, mode: str = "auto") -> bool:
         from .own_path import WritePathMode, has_sglang_path
 
         return has_sglang_path(target, WritePathMode(mode))
 
-    def hunt(self, target: Target, options: RunOptions) -> Any:
+    def hunt(self, target: SGLangTarget, options: RunOptions) -> Any:
         from fuzz.prove.quick import proof_stage
 
         from .decode.engine import DecodeHunt
@@ -60,7 +61,7 @@ class SGLangEngine:
             proof=proof_stage if options.proof else None,
         )
 
-    def campaign_lines(self, target: Target, command: Any, result: Any) -> list[str]:
+    def campaign_lines(self, target: SGLangTarget, command: Any, result: Any) -> list[str]:
         if command is Command.RUN:
             from .decode.engine import run_lines
 
@@ -77,7 +78,7 @@ class SGLangEngine:
 
         return PROPERTIES
 
-    def fuzzed_draws(self, target: Target) -> Any:
+    def fuzzed_draws(self, target: SGLangTarget) -> Any:
         from strategies.scenarios import decode_scenarios
 
         return decode_scenarios(target.revision)
@@ -92,19 +93,19 @@ class SGLangEngine:
 
         return None if run is None else (float(overshoot(run)), "overshoot past the row width")
 
-    def lifecycle_hunt(self, target: Target, options: LifecycleOptions) -> Any:
+    def lifecycle_hunt(self, target: SGLangTarget, options: LifecycleOptions) -> Any:
         from .lifecycle.machine import lifecycle_hunt
 
         pins = None if options.pins is None else dict(options.pins)
         own = self.has_own_path(target, options.write_path)  # asked for SGLang's own and it cannot: BadInput
         return lifecycle_hunt(target, steps=options.steps, pins=pins, own_allocator=own)
 
-    def code_paths(self, target: Target) -> list[str]:
+    def code_paths(self, target: SGLangTarget) -> list[str]:
         from .real.paths import read_paths
 
         return read_paths(target)
 
-    def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
+    def root_causes(self, target: SGLangTarget, findings: list[Any]) -> list[Any]:
         from .verdict import root_causes
 
         return root_causes(target, findings)
@@ -112,7 +113,7 @@ class SGLangEngine:
     def claims(self, spec: str) -> bool:
         return True
 
-    def resolve(self, spec: str, version: str | None = None) -> Target:
+    def resolve(self, spec: str, version: str | None = None) -> SGLangTarget:
         from .targets import resolve
 
         return resolve(spec, version)
@@ -145,17 +146,17 @@ class SGLangEngine:
 
         return printed_target(kind, spec)
 
-    def judges(self, target: Target, table: str, command: Any, stats: Mapping[str, Any]) -> str | None:
+    def judges(self, target: SGLangTarget, table: str, command: Any, stats: Mapping[str, Any]) -> str | None:
         from .tables import judged_by
 
         return judged_by(table, command, stats)
 
-    def locations(self, target: Target, finding: Any, cwd: str | None = None) -> list[Any]:
+    def locations(self, target: SGLangTarget, finding: Any, cwd: str | None = None) -> list[Any]:
         from .locations import locations
 
         return locations(target, finding, cwd)
 
-    def portable_target(self, target: Target, cwd: str | None = None) -> str:
+    def portable_target(self, target: SGLangTarget, cwd: str | None = None) -> str:
         from .targets import portable_target
 
         return portable_target(target, cwd)
@@ -165,7 +166,7 @@ class SGLangEngine:
 
         return launch_line(config)
 
-    def modeled_line(self, target: Target, own_write_path: bool = True) -> str | None:
+    def modeled_line(self, target: SGLangTarget, own_write_path: bool = True) -> str | None:
         from .targets import modeled_line
 
         return modeled_line(target, own_write_path)

@@ -23,9 +23,9 @@ from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.compat import StrEnum
 from fuzz.common.errors import BadInput
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Violation
-from fuzz.targets.base import Target
 
 from .decode.properties import PROPERTIES, reported_as, violations
 
@@ -38,7 +38,7 @@ class WritePathMode(StrEnum):
     MODEL = "model"  # the model's only
 
 
-def has_sglang_path(target: Target, mode: WritePathMode = WritePathMode.AUTO) -> bool:
+def has_sglang_path(target: SGLangTarget, mode: WritePathMode = WritePathMode.AUTO) -> bool:
     """Whether the target runs decode steps on SGLang's own code (else they are the model's); BadInput when
     ``mode`` asks for SGLang's and the target cannot."""
     if mode is WritePathMode.MODEL:
@@ -76,7 +76,7 @@ class SGLangCheck:
 
 
 def on_sglang(
-    target: Target, scenario: DecodeScenario, props: tuple[Property, ...] = PROPERTIES, *, trace: bool = False
+    target: SGLangTarget, scenario: DecodeScenario, props: tuple[Property, ...] = PROPERTIES, *, trace: bool = False
 ) -> SGLangCheck:
     """``scenario`` on the target's own write path, judged (the caller checks ``has_sglang_path`` first)."""
     run: ScenarioRun = target.sizing.call(DECODE_STEPS, scenario, trace)
@@ -109,7 +109,7 @@ def on_sglang(
     return SGLangCheck(run, found)
 
 
-def batch_problem(target: Target, scenario: DecodeScenario, run: ScenarioRun) -> str | None:
+def batch_problem(target: SGLangTarget, scenario: DecodeScenario, run: ScenarioRun) -> str | None:
     """Slot ownership in one decode step of a batch of three requests on the target's own path, on the scenario's
     deployment (``runtime.writepath.batch_ownership``): the scenario decodes one request at a time, so a slot
     handed to one request and written into another's row shows only here."""
@@ -178,7 +178,7 @@ def _mismatch(cfg: Any, headline: str, where: str) -> Violation:
     )
 
 
-def compared(target: Target, scenario: DecodeScenario, model: ScenarioRun | None) -> SGLangCheck:
+def compared(target: SGLangTarget, scenario: DecodeScenario, model: ScenarioRun | None) -> SGLangCheck:
     """``on_sglang`` with the model's run of the same scenario held to it (``mismatch``)."""
     check = on_sglang(target, scenario)
     if model is not None:

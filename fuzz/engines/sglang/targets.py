@@ -23,6 +23,7 @@ from allocator_model.surface import DECODE_STEPS, Provenance
 from fuzz.common.errors import TargetError, did_you_mean
 from fuzz.engines.sglang.real import is_real_spec, real_target_rows, resolve_real_target, with_sglang_version
 from fuzz.engines.sglang.real.versions import VersionError, parse_version
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.repro import PLACEHOLDER
 from fuzz.targets.base import Target, TargetKind
 
@@ -35,13 +36,13 @@ _MODEL = re.compile(r"reference(?:@[a-z0-9][a-z0-9.\-]{0,63})?", re.ASCII)
 _AT_VERSION = re.compile(rf"@{_VERSION}$", re.ASCII)  # PATH@X.Y.Z: the version a file's semantics are read at
 
 
-def model_target(revision: Revision) -> Target:
+def model_target(revision: Revision) -> SGLangTarget:
     spec = "reference" if revision is REFERENCE else f"reference@{revision.name}"
     label = f"model {revision.name}: {revision.summary}"
     return Target(spec, label, ModelSizing(revision), revision, TargetKind.MODEL, NAME)
 
 
-def resolve_model(spec: str) -> Target:
+def resolve_model(spec: str) -> SGLangTarget:
     """``reference``, ``reference@REVISION``, or ``reference@sglang-X.Y.Z`` for any modeled release (a release
     that shares another's semantics, 0.5.22 say, resolves to that revision: the spec a case file records)."""
     if spec == "reference":
@@ -59,7 +60,7 @@ def resolve_model(spec: str) -> Target:
     return model_target(REVISIONS[name])
 
 
-def resolve(spec: str, version: str | None = None) -> Target:
+def resolve(spec: str, version: str | None = None) -> SGLangTarget:
     """``spec`` resolved; ``version`` (``--sglang-version``) is checked even where no target takes it (the
     reference): never silently ignored."""
     spec = (spec or "").strip()
@@ -85,7 +86,7 @@ def known_targets() -> list[tuple[str, str]]:
     return rows + real_target_rows()
 
 
-def modeled_line(target: Target, own_write_path: bool = True) -> str | None:
+def modeled_line(target: SGLangTarget, own_write_path: bool = True) -> str | None:
     """The lines every command prints for a real target: what it still takes from the model, and where its
     decode steps run (None: a model target, nothing to say); ``own_write_path`` False: the command was told
     to keep the model's (``--write-path model``)."""

@@ -16,16 +16,17 @@ from allocator_model.config import ServingConfig
 from allocator_model.scenario import DecodeScenario, ScenarioRun, run_scenario, scenario_problem
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import sizing_raised
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.targets.base import TargetCallError
 
 from ..own_path import on_sglang
 from .properties import PROPERTIES, violations
 
 
 def decode_violations(
-    target: Target, scenario: DecodeScenario, props: tuple[Property, ...] = PROPERTIES
+    target: SGLangTarget, scenario: DecodeScenario, props: tuple[Property, ...] = PROPERTIES
 ) -> tuple[ScenarioRun | None, list[Violation]]:
     """``scenario`` on the target's model run, every property of ``props`` it breaks, unattributed (None: a sizing
     function raised, which is the one violation)."""
@@ -56,7 +57,9 @@ class DecodeCase:
     def config(self) -> ServingConfig:
         return self.scenario.config
 
-    def check(self, target: Target, props: tuple[Property, ...], own: bool = False) -> tuple[Any, list[Violation]]:
+    def check(
+        self, target: SGLangTarget, props: tuple[Property, ...], own: bool = False
+    ) -> tuple[Any, list[Violation]]:
         """What the case breaks of ``props``: on the model's run, or (``own``) on SGLang's own path, judged on
         every property there as a campaign's run is, then kept to ``props``."""
         if not own:
@@ -64,19 +67,19 @@ class DecodeCase:
         check = on_sglang(target, self.scenario)
         return check.run, [v for v in check.violations if v.prop in props]
 
-    def without_dcp(self, target: Target) -> DecodeCase | None:
+    def without_dcp(self, target: SGLangTarget) -> DecodeCase | None:
         """The same scenario without DCP, where the target's revision runs that deployment (None: it does not)."""
         other = self.scenario.without_dcp()
         if other is None or scenario_problem(other, target.revision) is not None:
             return None
         return DecodeCase(other)
 
-    def finding(self, target: Target, v: Violation, found_at: int = 0) -> Finding:
+    def finding(self, target: SGLangTarget, v: Violation, found_at: int = 0) -> Finding:
         return decode_finding(target.spec, v, self.scenario, found_at)
 
 
 def check_scenario(
-    target: Target, scenario: DecodeScenario, props: Iterable[Property] = PROPERTIES, *, attributed: bool = True
+    target: SGLangTarget, scenario: DecodeScenario, props: Iterable[Property] = PROPERTIES, *, attributed: bool = True
 ) -> tuple[Any, list[Violation]]:
     """A decode scenario through the verdict pipeline's stages 1-2 (``attributed=False``: stage 1 only)."""
     from fuzz.verdict import PIPELINE

@@ -33,7 +33,8 @@ from allocator_model.decode import decode_reserve
 from allocator_model.pools import KVPool
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from allocator_model.scheduler import decode_alloc_bound
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.engines.sglang.target_type import SGLangTarget
+from fuzz.targets.base import TargetCallError
 
 # (page_size, attn_dcp_size): the seed bug's deployment first (page 64, DCP 8), page 1 (SGLang's default) last.
 PAGE_CLASSES: tuple[tuple[int, int], ...] = ((64, 8), (16, 2), (1, 8), (1, 2), (64, 1), (16, 1), (1, 1))
@@ -106,7 +107,7 @@ def _contradicts(cfg: ServingConfig, pins: dict[str, Any]) -> bool:
     return False
 
 
-def _worst_context_len(cfg: ServingConfig, target: Target, reserve: int, page: int) -> int:
+def _worst_context_len(cfg: ServingConfig, target: SGLangTarget, reserve: int, page: int) -> int:
     """A short context length at which c = the bound has (c + reserve) mod page == 1 (rounding adds P - 1)."""
     bound = decode_alloc_bound(cfg, target.revision)
     gap = cfg.context_len - bound
@@ -114,7 +115,7 @@ def _worst_context_len(cfg: ServingConfig, target: Target, reserve: int, page: i
     return max(2, -(-CONTEXT_TOKENS // page)) * page + residue
 
 
-def _scenarios(target: Target, cfg: ServingConfig, fixed_context: bool) -> Iterator[DecodeScenario]:
+def _scenarios(target: SGLangTarget, cfg: ServingConfig, fixed_context: bool) -> Iterator[DecodeScenario]:
     """The worst write and the worst draft footprints of one configuration, for every run-time shape."""
     page = allocator_page_size(cfg)
     adaptive = cfg.speculative_adaptive
@@ -137,7 +138,7 @@ def _scenarios(target: Target, cfg: ServingConfig, fixed_context: bool) -> Itera
                 yield DecodeScenario(at, c, steps, None, lag)
 
 
-def covering_set(target: Target, pins: dict[str, Any] | None = None) -> list[DecodeScenario]:
+def covering_set(target: SGLangTarget, pins: dict[str, Any] | None = None) -> list[DecodeScenario]:
     """Every cell's scenarios that the target's scheduler rules allow, deduplicated, in a fixed order.
 
     ``pins`` (``--pin``) fix fields in every cell; cells they contradict are left out.

@@ -15,10 +15,10 @@ from hypothesis import target as hypothesis_target
 from allocator_model.scenario import DecodeScenario, ScenarioRun
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.engines.sglang.groups import scenario_of
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding
 from fuzz.tables.hunt import with_tables
-from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE, CaseVerdict
 from strategies.scenarios import decode_scenarios
 
@@ -39,7 +39,7 @@ SGLANG_SAMPLE_EVERY = 64
 
 # A proof stage (``fuzz.prove.quick.proof_stage``, handed in by ``SGLangEngine.hunt`` where ``run`` asks for one):
 # (target, cover_part, pins) -> (its report fields, each proved group's worst witness as a decode finding).
-ProofStage = Callable[[Target, tuple[int, int], dict[str, Any]], tuple[dict[str, Any], list[Finding]]]
+ProofStage = Callable[[SGLangTarget, tuple[int, int], dict[str, Any]], tuple[dict[str, Any], list[Finding]]]
 
 
 class DecodeHunt:
@@ -55,7 +55,7 @@ class DecodeHunt:
 
     def __init__(
         self,
-        target: Target,
+        target: SGLangTarget,
         props: Iterable[Property] = PROPERTIES,
         pins: dict[str, Any] | None = None,
         cover_part: tuple[int, int] = (0, 1),
@@ -160,7 +160,7 @@ class DecodeHunt:
 
 
 def campaign(
-    target: Target,
+    target: SGLangTarget,
     hyp_settings: Settings,
     *,
     props: Iterable[Property] = PROPERTIES,

@@ -20,9 +20,10 @@ from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.common.bounds import lifecycle_cost_problem
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
 from fuzz.findings.kinds import CaseKind, Property
-from fuzz.targets.base import Target, TargetError
+from fuzz.targets.base import TargetError
 from fuzz.targets.resolve import resolve_case_target
 from fuzz.verdict import PIPELINE
 
@@ -38,7 +39,7 @@ class ReplayableCase:
 
     kind: CaseKind
     prop: Property
-    target: Target
+    target: SGLangTarget
     config: ServingConfig
     scenario: DecodeScenario | None  # a decode case's state (None for a lifecycle case)
     steps: list[Any] | None  # a lifecycle case's step script (None for a decode case)

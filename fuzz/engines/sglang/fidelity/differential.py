@@ -57,11 +57,12 @@ from fuzz.common.text import printable
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.engines.sglang.own_path import has_sglang_path
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.report import Status
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.targets.base import TargetCallError
 
 from .cases import FidelityCase, fidelity_cases, sample_cases
 from .writepath import PathTally, write_path_fidelity
@@ -250,7 +251,7 @@ def _at_a_safe_point() -> bool:
 
 
 def fidelity(
-    target: Target,
+    target: SGLangTarget,
     *,
     revision: Revision | None = None,
     configs: int = DEFAULT_CONFIGS,

@@ -32,13 +32,13 @@ from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.engines.sglang.groups import scenario_of
 from fuzz.engines.sglang.real.versions import VersionError, known_releases, parse_version, releases_between
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import baseline
 from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
 from fuzz.findings.report import Status, status_of
-from fuzz.targets.base import Target
 from fuzz.targets.resolve import resolve_target
 from fuzz.verdict import PIPELINE
 
@@ -91,7 +91,7 @@ class Row:
     """One release: its target, its campaign, its fidelity, and how each group's case fares on the reference."""
 
     release: str
-    target: Target | None = None
+    target: SGLangTarget | None = None
     campaign: CampaignResult | None = None
     fidelity: FidelityResult | None = None
     checks: dict[Signature, str] = field(default_factory=dict)

@@ -22,11 +22,11 @@ from fuzz.common.files import write_atomically
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.catalog import CATALOG
 from fuzz.engines.sglang.groups import scenario_of, serving_config
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.cause import Cause
 from fuzz.findings.kinds import Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Command, write_report
-from fuzz.targets.base import Target
 
 from .matrix import MatrixSettings, Row
 
@@ -66,7 +66,7 @@ def case_text(f: Finding) -> str:
     return text
 
 
-def api_name(target: Target | None) -> str | None:
+def api_name(target: SGLangTarget | None) -> str | None:
     """The API generation of a release's sizing module (``accessors``, ``alloc-page``, ``uno``...)."""
     return target.sizing.api_generation() if target else None
 

@@ -24,8 +24,8 @@ from allocator_model.pools import KVPool
 from fuzz.common.defaults import WRITE_PATH_STEPS
 from fuzz.engines.sglang.decode.check import check_scenario, decode_finding
 from fuzz.engines.sglang.own_path import compared
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.model import Finding
-from fuzz.targets.base import Target
 from strategies import space
 
 from .cases import PreferringChooser
@@ -61,7 +61,7 @@ class PathTally:
 
 
 def write_path_fidelity(
-    target: Target, steps: int = DEFAULT_STEPS, seed: int = 0
+    target: SGLangTarget, steps: int = DEFAULT_STEPS, seed: int = 0
 ) -> tuple[dict[KVPool, PathTally], list[Finding]]:
     """Per kind, ``steps`` decode steps on SGLang's code held to the model's (see the module docstring)."""
     tallies: dict[KVPool, PathTally] = {}

@@ -37,9 +37,10 @@ from fuzz.common.defaults import LIFECYCLE_STEPS
 from fuzz.common.threads import one_torch_thread
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import serving_config, sizing_raised
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding, Violation
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.targets.base import TargetCallError
 from fuzz.verdict import PIPELINE
 from strategies.lifecycle import lifecycle_configs, max_new_tokens_requests, prefill_chunks, prompt_lens
 
@@ -72,7 +73,7 @@ class LifecycleStats:
 class Plan:
     """What every machine of one round shares."""
 
-    target: Target
+    target: SGLangTarget
     checks: tuple[Property, ...]
     configs: Any  # strategy of ServingConfig
     batch_class: type[RunningBatch]
@@ -230,7 +231,7 @@ class LifecycleHunt:
 
     def __init__(
         self,
-        target: Target,
+        target: SGLangTarget,
         *,
         steps: int,
         checks: Sequence[Property],
@@ -296,7 +297,7 @@ class LifecycleHunt:
 
 
 def lifecycle_hunt(
-    target: Target,
+    target: SGLangTarget,
     *,
     steps: int = DEFAULT_STEPS,
     checks: Sequence[Property] = INVARIANTS,
@@ -329,7 +330,7 @@ def lifecycle_hunt(
 
 
 def lifecycle_campaign(
-    target: Target,
+    target: SGLangTarget,
     hyp_settings: Settings,
     *,
     steps: int = DEFAULT_STEPS,

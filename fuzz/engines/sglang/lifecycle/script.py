@@ -15,9 +15,10 @@ from allocator_model.batch import RunningBatch, StepError, StepResult
 from allocator_model.config import ConfigError, ServingConfig
 from fuzz.engines.sglang.cases import SGLangCase, format_step
 from fuzz.engines.sglang.groups import sizing_raised
+from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
-from fuzz.targets.base import Target, TargetCallError
+from fuzz.targets.base import TargetCallError
 
 from .invariants import INVARIANTS, RowShadow, step_violations
 
@@ -41,7 +42,7 @@ def _story(batch: RunningBatch, result: StepResult) -> list[str]:
     )
 
 
-def run_steps(target: Target, case: LifecycleCase, checks=INVARIANTS, *, story: bool = True) -> CaseRun:
+def run_steps(target: SGLangTarget, case: LifecycleCase, checks=INVARIANTS, *, story: bool = True) -> CaseRun:
     """Apply a step script from a fresh batch, checking every step (StepError names the step that cannot run):
     each property's first violation with its step, as found (``replay.run_case`` names each for its cause)."""
     cfg, steps, batch_class = case.cfg, case.steps, case.batch_class
@@ -91,7 +92,9 @@ class LifecycleCase:
     def config(self) -> ServingConfig:
         return self.cfg
 
-    def check(self, target: Target, props: tuple[Property, ...], own: bool = False) -> tuple[Any, list[Violation]]:
+    def check(
+        self, target: SGLangTarget, props: tuple[Property, ...], own: bool = False
+    ) -> tuple[Any, list[Violation]]:
         """Each property of ``props`` the script breaks, at the first step it does; ``Unjudgeable`` for a script
         the target cannot run (never a clean verdict).  The lifecycle runs on the model's batch only: no SGLang
         path."""
@@ -105,7 +108,7 @@ class LifecycleCase:
             raise Unjudgeable(f"the script cannot run on {target.spec}: {e}") from None
         return run, [v for _, v in run.violations]
 
-    def without_dcp(self, target: Target) -> LifecycleCase | None:
+    def without_dcp(self, target: SGLangTarget) -> LifecycleCase | None:
         """The same script on the same deployment with ``attn_dcp_size`` 1 (None: no such deployment, or one the
         target's revision refuses)."""
         try:
@@ -120,5 +123,5 @@ class LifecycleCase:
         """The script's first ``step`` steps."""
         return LifecycleCase(self.cfg, self.steps[:step], self.batch_class)
 
-    def finding(self, target: Target, v: Violation, found_at: int = 0) -> Finding:
+    def finding(self, target: SGLangTarget, v: Violation, found_at: int = 0) -> Finding:
         return lifecycle_finding(target.spec, v, self.cfg, list(self.steps), found_at)

@@ -10,7 +10,7 @@ path (``runtime/releases.py``): a change to any of them can change a verdict.
 from __future__ import annotations
 
 from fuzz.common.errors import BadInput
-from fuzz.targets.base import Target
+from fuzz.engines.sglang.target_type import SGLangTarget
 
 from .real import RealSizing
 from .runtime.releases import release_for
@@ -18,7 +18,7 @@ from .runtime.tree import open_tree
 from .wheels import repository_path
 
 
-def read_paths(target: Target) -> list[str]:
+def read_paths(target: SGLangTarget) -> list[str]:
     """The repository paths of every SGLang file ``target`` reads (sizing, builders, write path), in that order."""
     if not isinstance(target.sizing, RealSizing):
         raise BadInput(f"{target.spec} is a model target: it reads no SGLang file")
