@@ -210,28 +210,38 @@ class Hunt(Protocol):
         ...
 
 
-PROJECT_PACKAGES = ("allocator_model", "strategies", "fuzz")
-
-
 @functools.cache
 def load_project_modules() -> int:
-    """Import every module of the project once; the number imported.
+    """Import every module of the project once: ``fuzz`` and each loadable engine's own top-level packages
+    (``Engine.packages``; SGLang's model and strategies); the number imported.
 
     Hypothesis mixes constants it finds in the source of loaded local modules
     into its draws (about one draw in twenty).  Which of our modules happen
     to be loaded (a lazily imported command, a test that ran before) would
     then change what a derandomized campaign explores.  Loading all of them
     first makes the pool of constants, and so every seeded or derandomized
-    run, the same whatever ran before it.
+    run, the same whatever ran before it.  Where an engine cannot be loaded,
+    the modules that cannot be imported without it are left out (the same
+    ones on every run there).
     """
+    from fuzz.engines import engines
+
+    ready, unavailable = engines()
+    packages = [*(p for engine in ready for p in getattr(engine, "packages", ())), "fuzz"]
     count = 0
-    for package in PROJECT_PACKAGES:
+    for package in dict.fromkeys(packages):
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
             leaf = info.name.rpartition(".")[2]
-            if not leaf.startswith("test_") and leaf != "__main__":
+            if leaf.startswith("test_") or leaf == "__main__":
+                continue
+            try:
                 importlib.import_module(info.name)
-                count += 1
+            except ImportError:
+                if not unavailable:  # every engine loads: a module of ours that does not import is a defect
+                    raise
+                continue  # one that needs an engine unavailable here
+            count += 1
     return count
 
 

@@ -72,6 +72,7 @@ class LifecycleOptions:
 
 class Engine(Protocol):
     name: str  # the registry's key, and ``Target.engine`` of every target it resolves
+    packages: tuple[str, ...]  # its own top-level packages beside ``fuzz`` (its model, its strategies), if any
 
     def claims(self, spec: str) -> bool:
         """Whether ``spec`` names a target of this engine (the registry offers a spec to each engine in turn)."""

@@ -20,6 +20,7 @@ class SGLangEngine:
     one that calls a spec unknown."""
 
     name = NAME
+    packages = ("allocator_model", "strategies")  # its model and strategies (``load_project_modules`` loads them)
     # What its write path did in a run (``decode.engine`` counts them).
     report_fields = {
         Command.RUN: {
