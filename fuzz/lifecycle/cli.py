@@ -4,7 +4,7 @@ Exit status as ``run``: 0 no invariant broken, 1 at least one finding (a case
 file per finding, replayable with ``python -m fuzz repro``), 2 bad input.
 
 Light at import (its parser serves ``--help`` without torch or Hypothesis):
-the state machine is imported by the functions that run it.
+the state machine is its engine's, reached when it runs (``Engine.lifecycle_hunt``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``Entry(config)`` is a libFuzzer ``TestOneInput``: it hands the bytes to
 Hypothesis' ``fuzz_one_input`` of a ``@given`` test over the strategies
-``run`` draws from (``strategies.scenarios.decode_scenarios``), checked by the
+the target's engine draws from (``Engine.fuzzed_draws``; SGLang's: ``run``'s decode scenarios), checked by the
 same verdict pipeline (``fuzz.verdict``; so a failure is named for its cause, as ``run``
 names it).  A failure is a ``FindingRaised`` of its group's class; before it
 leaves ``Entry`` its case file is on disk (``fuzz.findings.casefile.save``,
@@ -59,7 +59,10 @@ def fuzz_property(name: str, target: Target | None = None) -> Property:
         if name == prop.value:
             return prop
     on = "" if target is None else f" on {target.spec}"
-    raise BadInput(f"unknown property {name!r}{on} (fuzzable: {', '.join(p.value for p in fuzzable)})")
+    missing = (
+        "" if target is not None else "".join(f"; engine {n} unavailable: {why}" for n, why in engines()[1].items())
+    )
+    raise BadInput(f"unknown property {name!r}{on} (fuzzable: {', '.join(p.value for p in fuzzable)}{missing})")
 
 
 def parse_known(text: str) -> frozenset[Signature]:

@@ -3,7 +3,7 @@
 pytest --pyargs fuzz.properties.test_kvrow_lifecycle --kvrow-target=reference@sglang-0.5.18   # fails: a neighbour named
 
 Without a baseline it is a verdict, not a report: the first bug group fails it, its step script shortened
-by the campaign (``replay.shorten``) but not shrunk by Hypothesis, since shrinking every group of an old
+by the campaign (the engine's ``replay.shorten``) but not shrunk by Hypothesis, since shrinking every group of an old
 release's state machines took most of a minute (``kvrow-fuzz lifecycle --target SPEC`` lists and shrinks
 every group).  With ``--kvrow-baseline FILE`` it fails only on a root cause the baseline does not know, as
 the decode properties and the proof do: every group the round meets is shrunk and judged, so a known one

@@ -78,7 +78,7 @@ def fidelity_suffix(case: dict[str, Any], revision: Any) -> str:
 class SGLangCase:
     """SGLang's kinds of case, declared once."""
 
-    DECODE = declare_case_type(  # one request's last decode steps (fuzz.run)
+    DECODE = declare_case_type(  # one request's last decode steps (decode/)
         "decode-scenario",
         NAME,
         frozenset({"committed_len", "num_steps", "prior", "device_lag"}),
@@ -86,7 +86,7 @@ class SGLangCase:
         nested_problem=prior_problem,
         named_apart=False,
     )
-    LIFECYCLE = declare_case_type(  # a step script over a running batch (fuzz.lifecycle)
+    LIFECYCLE = declare_case_type(  # a step script over a running batch (lifecycle/)
         "lifecycle",
         NAME,
         frozenset({"steps"}),

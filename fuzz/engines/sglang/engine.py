@@ -82,6 +82,9 @@ class SGLangEngine:
     def fuzzed_draws(self, target: SGLangTarget) -> Any:
         from strategies.scenarios import decode_scenarios
 
+        from .decode import check  # noqa: F401  (imported now, with the draws: the Atheris entry instruments what
+        # is imported while it builds its test, and each case is checked by this module and SGLang's own path)
+
         return decode_scenarios(target.revision)
 
     def fuzzed_case(self, drawn: Any) -> Any:

@@ -3,7 +3,7 @@
 A real target whose tree and triton are at hand answers the surface's
 ``decode_step`` entry with SGLang's code (``fuzz.engines.sglang.real.scenario``);
 the properties judge that run with the same checks as the model's
-(``properties.violations``), plus what only a real tensor shows: a slot id
+(``decode.properties.violations``), plus what only a real tensor shows: a slot id
 twice among the live rows, or off its page (``row-holds-own-slots``), and
 what SGLang's code raised.  ``mismatch`` compares the two paths step by
 step (the write's columns, a guard, the lengths, what changed outside the
@@ -192,7 +192,7 @@ def confirmation(check: SGLangCheck, v: Violation) -> tuple[bool, str]:
     """Whether SGLang's own path breaks ``v``'s property on the case, and the line a report says it with.
 
     A neighbour-rows-untouched finding is reproduced by a write past the row that changed another row there
-    too, which ``properties.violations`` names once, as write-within-row (``properties.reported_as``)."""
+    too, which ``decode.properties.violations`` names once, as write-within-row (``decode.properties.reported_as``)."""
     same = [w for w in check.violations if w.prop in reported_as(Property(v.prop), check.run)]
     if check.run.skipped:
         return False, f"not run on sglang {check.version}'s own write path: {check.run.skipped}"

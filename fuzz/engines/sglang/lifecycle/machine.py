@@ -49,7 +49,6 @@ from .replay import first_violation, shorten
 from .script import LifecycleCase, lifecycle_finding
 
 DEFAULT_STEPS = LIFECYCLE_STEPS
-# State-machine runs per round by profile (each up to DEFAULT_STEPS steps).
 
 
 @dataclass
