@@ -27,8 +27,8 @@ KnownFix = tuple[str, str, str]  # (its label, the text it replaces, the fixed t
 
 
 def prove_result(spec: str, space: str) -> Any:
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove
+    from fuzz.engines.sglang.prove.request import request
+    from fuzz.engines.sglang.prove.sweep import prove
     from fuzz.targets import resolve_target
 
     target = resolve_target(spec)
@@ -61,7 +61,7 @@ def ci_findings(spec: str) -> tuple[Any, list[Any], str]:
     from fuzz.common.profiles import get_profile
     from fuzz.engines.sglang.decode.engine import campaign
     from fuzz.engines.sglang.own_path import WritePathMode
-    from fuzz.prove.quick import proof_stage
+    from fuzz.engines.sglang.prove.quick import proof_stage
     from fuzz.targets import resolve_target
 
     target = resolve_target(spec)

@@ -3,7 +3,7 @@
     python benchmarks/prove_real_code.py [--target sglang==0.5.23] [--space full] [--plain-shard 200]
 
 Prints, in one run: the seconds of ``prove`` over the space with the real
-sizing functions traced (``fuzz.prove.traced_rows``) in one process and in
+sizing functions traced (``fuzz.engines.sglang.prove.traced_rows``) in one process and in
 two (``--jobs 2``), that both found the same groups with the same counts,
 and the plain program's pace (every function called once per launch
 configuration) measured on one shard of ``--plain-shard`` of the space and
@@ -17,11 +17,11 @@ import sys
 import time
 
 from fuzz.common.shards import Shard
-from fuzz.prove.parallel import prove_in_parallel
-from fuzz.prove.request import request
-from fuzz.prove.result import ProveResult
-from fuzz.prove.space import SPACES
-from fuzz.prove.sweep import prove
+from fuzz.engines.sglang.prove.parallel import prove_in_parallel
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.result import ProveResult
+from fuzz.engines.sglang.prove.space import SPACES
+from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.targets import resolve_target
 
 

@@ -31,11 +31,11 @@ from allocator_model.decode import WritePath, decode_reserve, draft_extent, writ
 from allocator_model.numeric import ceil_to_page
 from allocator_model.regimes import regime
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.prove.grid import launch_grid, target_algorithms
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.space import SPACES, Space
+from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.findings.kinds import Property, Signature
-from fuzz.prove.grid import launch_grid, target_algorithms
-from fuzz.prove.request import request
-from fuzz.prove.space import SPACES, Space
-from fuzz.prove.sweep import prove
 from fuzz.targets import Target, resolve_target
 
 

@@ -26,9 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from examples_to_failure import campaign, hypothesis_alone, uniform  # noqa: E402  (the lead's samplers)
 
+from fuzz.engines.sglang.prove.request import request  # noqa: E402
+from fuzz.engines.sglang.prove.sweep import prove  # noqa: E402
 from fuzz.findings.kinds import Property, Signature  # noqa: E402
-from fuzz.prove.request import request  # noqa: E402
-from fuzz.prove.sweep import prove  # noqa: E402
 from fuzz.targets import Target, resolve_target  # noqa: E402
 
 

@@ -43,8 +43,8 @@ def tree_causes(trees):
 def causes_of(tree):
     """The tree's root causes over the tiny space (the sweep's witnesses, not replayed on SGLang's path)."""
     from fuzz.causes import root_causes
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove
+    from fuzz.engines.sglang.prove.request import request
+    from fuzz.engines.sglang.prove.sweep import prove
     from fuzz.targets import resolve_target
 
     target = resolve_target(str(tree))
@@ -207,8 +207,8 @@ def test_a_written_baseline_reads_back_and_matches_the_published_schema(tmp_path
     from pathlib import Path
 
     from fuzz.causes import root_causes
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove as sweep
+    from fuzz.engines.sglang.prove.request import request
+    from fuzz.engines.sglang.prove.sweep import prove as sweep
     from fuzz.targets import resolve_target
 
     target = resolve_target("reference@sglang-0.5.23")
@@ -240,8 +240,8 @@ def test_the_plugins_properties_pass_a_known_cause_and_fail_a_new_one(pinned_whe
 
 
 def _witnesses(target):
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove
+    from fuzz.engines.sglang.prove.request import request
+    from fuzz.engines.sglang.prove.sweep import prove
 
     return [g.witness for g in prove(target, request(target, "tiny")).sorted_groups()]
 

@@ -125,8 +125,8 @@ def test_sarif_fingerprints_follow_the_identity():
 def model_baseline(tmp_path, revision="sglang-0.5.23", target=None):
     """A baseline of the model revision's causes over the tiny space (a second or two)."""
     from fuzz.causes import root_causes
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove
+    from fuzz.engines.sglang.prove.request import request
+    from fuzz.engines.sglang.prove.sweep import prove
     from fuzz.targets import resolve_target
 
     t = resolve_target(f"reference@{revision}")

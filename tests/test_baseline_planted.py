@@ -126,9 +126,9 @@ def test_the_plugin_line_fails_on_the_new_cause(plant, planted, pinned_wheels, t
 def test_the_atheris_entry_does_not_pass_the_new_cause(plant, planted, pinned_wheels, tmp_path):
     """The entry's baseline (KVROW_FUZZ_BASELINE's reading) judges a witness of the new cause new, #33579's known."""
     from fuzz.causes.known import KnownCauses
+    from fuzz.engines.sglang.prove.request import request
+    from fuzz.engines.sglang.prove.sweep import prove as sweep
     from fuzz.oss.target import entry_from_strings
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove as sweep
 
     trees, base = planted
     entry = entry_from_strings(str(trees[plant]), "write-within-row", str(tmp_path / "c"), None, str(base), quiet=True)

@@ -17,8 +17,8 @@ from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
 from allocator_model.revisions import RELEASE_REVISIONS, get_revision
 from fuzz.engines.sglang.decode.coverage import covering_set
-from fuzz.prove.request import request
-from fuzz.prove.sweep import prove
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.targets import resolve_target
 
 CONFIGURATOR = "sglang/srt/mem_cache/kv_cache_configurator.py"
@@ -50,8 +50,8 @@ def test_dspark_under_dcp_on_an_mla_mamba_model_boots():
 
 def test_the_tensor_twin_masks_the_same_launches():
     from allocator_model.pools import KVPool
-    from fuzz.prove.grid import launch_grid
-    from fuzz.prove.space import SPACES
+    from fuzz.engines.sglang.prove.grid import launch_grid
+    from fuzz.engines.sglang.prove.space import SPACES
 
     rev = get_revision("sglang-0.5.23")
     for algorithm in sorted(algo.FUSED_DRAFT | {algo.DSPARK}):

@@ -14,9 +14,9 @@ from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, fully_fixed, with
 from allocator_model.revisions import REFERENCE, get_revision
 from fuzz.causes import root_causes
 from fuzz.causes.counterfactual import cause_of, fails, fixed_target
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.findings.cause import CauseKind, causes_block
-from fuzz.prove.request import request
-from fuzz.prove.sweep import prove
 from fuzz.targets import resolve_target
 
 SHAPE = Path(__file__).parent / "sglang_shapes" / "uno.py"

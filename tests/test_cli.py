@@ -379,7 +379,7 @@ def test_the_parsers_light_copies_are_their_heavy_homes():
     from fuzz.engines.sglang.fidelity import cli as fidelity_cli
     from fuzz.engines.sglang.fidelity import matrix
     from fuzz.prove import cli as prove_cli
-    from fuzz.prove import space
+    from fuzz.engines.sglang.prove import space
 
     assert prove_cli.SPACE_NAMES == tuple(sorted(space.SPACES))
     assert prove_cli.POOL_KINDS == tuple(k.value for k in KVPool)

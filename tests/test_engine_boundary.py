@@ -24,18 +24,6 @@ PENDING: dict[str, str] = {
     "fuzz.causes.advisory": "causes' SGLang half into the engine",
     "fuzz.causes.counterfactual": "causes' SGLang half into the engine",
     "fuzz.ci.baseline": "--releases: SGLang's release ranges (a document over releases, as matrix --expect reads)",
-    "fuzz.prove.calls": "move into the SGLang engine",
-    "fuzz.prove.cli": "move into the SGLang engine",
-    "fuzz.prove.grid": "move into the SGLang engine",
-    "fuzz.prove.heatmap": "move into the SGLang engine",
-    "fuzz.prove.record": "move into the SGLang engine",
-    "fuzz.prove.request": "move into the SGLang engine",
-    "fuzz.prove.result": "move into the SGLang engine",
-    "fuzz.prove.space": "move into the SGLang engine",
-    "fuzz.prove.sweep": "move into the SGLang engine",
-    "fuzz.prove.traced_growth": "move into the SGLang engine",
-    "fuzz.prove.traced_rows": "move into the SGLang engine",
-    "fuzz.prove.witness": "move into the SGLang engine",
 }
 
 

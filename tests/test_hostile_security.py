@@ -602,7 +602,7 @@ def test_p09_a_heatmap_on_a_full_disk_leaves_no_half_file_and_the_report_is_writ
     import errno
 
     pytest.importorskip("matplotlib")
-    import fuzz.prove.heatmap as heatmap
+    import fuzz.engines.sglang.prove.heatmap as heatmap
 
     real_write = heatmap.write_atomically
     png = tmp_path / "full" / "h.png"

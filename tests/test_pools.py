@@ -20,13 +20,13 @@ from allocator_model.pools import KVPool
 from allocator_model.revisions import REFERENCE, REVISIONS
 from allocator_model.scenario import DecodeScenario, scenario_problem
 from fuzz.engines.sglang.decode.check import check_scenario
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.sweep import blocks, prove
+from fuzz.engines.sglang.prove.witness import confirm
 from fuzz.engines.sglang.real.builders import extract_row_extras
 from fuzz.engines.sglang.real.private_imports import StandIns
 from fuzz.engines.sglang.real.stubs import Published
 from fuzz.findings.kinds import Outcome, Signature
-from fuzz.prove.request import request
-from fuzz.prove.sweep import blocks, prove
-from fuzz.prove.witness import confirm
 from fuzz.targets import resolve_target
 
 EAGLE_3_1_4 = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_num_draft_tokens=4)
@@ -135,7 +135,7 @@ def test_the_reference_is_clean_under_prove_for_every_kind_of_pool():
     kinds = {
         kind
         for kind, _, _ in blocks(
-            target, __import__("fuzz.prove.space", fromlist=["SPACES"]).SPACES["tiny"], [None, "EAGLE"]
+            target, __import__("fuzz.engines.sglang.prove.space", fromlist=["SPACES"]).SPACES["tiny"], [None, "EAGLE"]
         )
     }
     assert kinds == set(KVPool)

@@ -14,8 +14,8 @@ import pytest
 
 from fuzz.cli import main
 from fuzz.common.heartbeat import heartbeat
+from fuzz.engines.sglang.prove.sweep import prove_on
 from fuzz.prove.progress import SweepProgress, duration
-from fuzz.prove.sweep import prove_on
 from fuzz.targets import resolve_target
 
 

@@ -26,15 +26,15 @@ from allocator_model.scenario import DecodeScenario, run_scenario
 from fuzz.cli import main
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.names import SGLangProperty
+from fuzz.engines.sglang.prove.grid import launch_grid, target_algorithms
+from fuzz.engines.sglang.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.result import NO_VIOLATION, ProveResult
+from fuzz.engines.sglang.prove.space import SPACES, Space
+from fuzz.engines.sglang.prove.sweep import prove, prove_on
+from fuzz.engines.sglang.prove.witness import confirm
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.report import Status
-from fuzz.prove.grid import launch_grid, target_algorithms
-from fuzz.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap
-from fuzz.prove.request import request
-from fuzz.prove.result import NO_VIOLATION, ProveResult
-from fuzz.prove.space import SPACES, Space
-from fuzz.prove.sweep import prove, prove_on
-from fuzz.prove.witness import confirm
 from fuzz.targets import Target, TargetCallError, TargetKind, resolve_target
 
 TINY = SPACES["tiny"]
@@ -555,7 +555,7 @@ def test_heatmap_has_one_panel_per_pool_with_a_violation_each_named() -> None:
     """0.5.23's model: its unified Mamba rows are short everywhere, its standard pool only at page 1; the panels
     name their pool, and a pool filter keeps its own panel alone."""
     from allocator_model.pools import KVPool
-    from fuzz.prove.heatmap import pool_panels
+    from fuzz.engines.sglang.prove.heatmap import pool_panels
 
     result = prove_on(resolve_target("reference@sglang-0.5.23"), TINY, algorithm="EAGLE")
     panels = pool_panels(result.pool_heat, "EAGLE")

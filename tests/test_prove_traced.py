@@ -20,9 +20,9 @@ import torch
 
 from allocator_model.pools import KVPool
 from fuzz.common.shards import Shard
-from fuzz.prove.request import request
-from fuzz.prove.space import Space
-from fuzz.prove.sweep import prove, prove_on
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.space import Space
+from fuzz.engines.sglang.prove.sweep import prove, prove_on
 from fuzz.prove.tracing import Traced, Unsupported, bool_result, combine, explore, integer_result, leaf
 from fuzz.targets import resolve_target
 
@@ -275,7 +275,7 @@ def test_the_merged_blocks_of_the_workers_give_the_single_process_verdict(shard)
 
     Each block is traced by one worker only (its paths counted once), within a ``--shard`` too.
     """
-    from fuzz.prove.result import merge_results
+    from fuzz.engines.sglang.prove.result import merge_results
 
     target = resolve_target(str(SHAPES / "uno.py"))
     single = prove(target, request(target, MICRO, kinds=KINDS, shard=shard))
@@ -290,7 +290,7 @@ def test_the_merged_blocks_of_the_workers_give_the_single_process_verdict(shard)
 @pytest.mark.slow
 def test_two_worker_processes_give_the_single_process_verdict():
     """``prove --jobs 2`` end to end: two spawned workers, each dealt every other block, merged."""
-    from fuzz.prove.parallel import prove_in_parallel
+    from fuzz.engines.sglang.prove.parallel import prove_in_parallel
 
     spec = str(SHAPES / "uno.py")
     single = prove_on(resolve_target(spec), MICRO, kinds=KINDS)
@@ -309,7 +309,7 @@ def summary_of(result):
 
 def test_a_growth_rule_with_more_paths_than_tracing_follows_is_read_plainly(tmp_path, monkeypatch):
     """A lens function that loops (one path per iteration count): the sweep falls back, it does not crash."""
-    import fuzz.prove.traced_rows as traced_rows
+    import fuzz.engines.sglang.prove.traced_rows as traced_rows
 
     real_explore = traced_rows.explore
 
@@ -342,7 +342,7 @@ def test_a_growth_rule_that_tells_traced_values_apart_is_caught_and_counted(tmp_
 
 def test_the_parent_follows_every_block_the_workers_report(monkeypatch):
     """``prove --jobs 2``: each worker's finished blocks reach the parent's progress, every one, before it ends."""
-    from fuzz.prove.parallel import prove_in_parallel
+    from fuzz.engines.sglang.prove.parallel import prove_in_parallel
     from fuzz.prove.progress import SweepProgress
 
     monkeypatch.setattr(SweepProgress, "due", lambda self: True)  # a line per block

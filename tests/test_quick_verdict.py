@@ -1,4 +1,4 @@
-"""Every quick verdict proves the sizing first (``fuzz.prove.quick``): run, the plugin's proof test, the action.
+"""Every quick verdict proves the sizing first (``Engine.quick_space``): run, the plugin's proof test, the action.
 
 The two files the issue measured, in the UNO shape (``tests/sglang_shapes/uno.py``, with the page-1 headroom
 fixed so the base is clean): a spec-v2 tree footprint that rounds pages down, and a decode length sized from
@@ -15,7 +15,7 @@ import pytest
 
 from fuzz.cli import main
 from fuzz.engines.sglang.names import SGLangProperty
-from fuzz.prove.quick import QUICK_SPACE, proof_stage, quick_proof
+from fuzz.engines.sglang.prove.quick import QUICK_SPACE, proof_stage, quick_proof
 from fuzz.targets import resolve_target
 
 SHAPE = Path(__file__).parent / "sglang_shapes" / "uno.py"

@@ -19,10 +19,10 @@ from allocator_model.config import ServingConfig
 from fuzz.cli import main
 from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.engines.sglang.fidelity.differential import fidelity
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.sweep import prove, prove_on
+from fuzz.engines.sglang.prove.witness import confirm
 from fuzz.engines.sglang.real.stubs import StandInMissing
-from fuzz.prove.request import request
-from fuzz.prove.sweep import prove, prove_on
-from fuzz.prove.witness import confirm
 from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetError
 

@@ -176,8 +176,8 @@ def sizing_surface(sizing, cfg, lens):
 @pytest.mark.parametrize("release", sorted(SHAPES_OF))
 def test_each_test_shape_agrees_with_its_real_release(release, real_wheel_cache):
     """The test shapes stand in for the releases: the same numbers on every configuration of the tiny space."""
-    from fuzz.prove.grid import launch_grid, target_algorithms
-    from fuzz.prove.space import SPACES
+    from fuzz.engines.sglang.prove.grid import launch_grid, target_algorithms
+    from fuzz.engines.sglang.prove.space import SPACES
 
     real = resolve_target(f"sglang=={release}")  # the real wheel: the user's cache, else pip download
     shape = load_sizing_module(shape_source(SHAPES_OF[release]), f"test shape {SHAPES_OF[release]}", "<shape>")

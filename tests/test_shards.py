@@ -18,14 +18,15 @@ from allocator_model.pools import KVPool
 from fuzz.campaign.parallel import Claims, Fold, Stream, derive_seed, merge_stats, plan_streams, share
 from fuzz.cli import main
 from fuzz.common.shards import WHOLE, Shard, parse_jobs, parse_shard
+from fuzz.engines.sglang.prove.prover import result_entry
+from fuzz.engines.sglang.prove.request import request
+from fuzz.engines.sglang.prove.space import SPACES
+from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.regression import regression_files
 from fuzz.findings.report import Command
 from fuzz.merge import Part, merge_target
 from fuzz.prove.cli import report_entry
-from fuzz.prove.request import request
-from fuzz.prove.space import SPACES
-from fuzz.prove.sweep import prove
 from fuzz.targets import resolve_target
 
 STANDARD = (KVPool.STANDARD,)
@@ -122,12 +123,14 @@ def test_three_prove_shards_merge_to_the_unsharded_verdict() -> None:
     """The acceptance test of issue 13: the union of 3 shards (merged as ``merge`` merges their reports)
     has the unsharded sweep's groups, each with its configurations and worst, and its counts."""
     target = resolve_target("reference@sglang-0.5.18")
-    whole = report_entry(prove(target, request(target, MICRO, kinds=STANDARD)))
+    whole = report_entry(result_entry(prove(target, request(target, MICRO, kinds=STANDARD))))
     parts = [
         Part(
             f"shard{i}.json",
             Shard(i, 3),
-            report_entry(prove(target, request(target, MICRO, kinds=STANDARD, shard=Shard(i, 3))), Shard(i, 3)),
+            report_entry(
+                result_entry(prove(target, request(target, MICRO, kinds=STANDARD, shard=Shard(i, 3)))), Shard(i, 3)
+            ),
         )
         for i in (1, 2, 3)
     ]

@@ -60,9 +60,9 @@ def groups_of_lifecycle(target) -> set[str]:
 def groups_of_prove(target) -> set[str]:
     """prove's witnesses, each checked by the pipeline (``witness.confirm``): a group the check names otherwise
     is a mismatch naming what the check reported."""
-    from fuzz.prove.request import request
-    from fuzz.prove.sweep import prove
-    from fuzz.prove.witness import confirm
+    from fuzz.engines.sglang.prove.request import request
+    from fuzz.engines.sglang.prove.sweep import prove
+    from fuzz.engines.sglang.prove.witness import confirm
 
     result = prove(target, request(target, "tiny"))
     confirm(target, result)

@@ -12,8 +12,8 @@ from documentation import section
 from allocator_model.revisions import RELEASE_REVISIONS
 from fuzz.cli import build_parser
 from fuzz.engines.sglang.fidelity.matrix import load_expectations, parse_releases
+from fuzz.engines.sglang.prove.sweep import prove_on
 from fuzz.findings.baseline import SAME_WRITE
-from fuzz.prove.sweep import prove_on
 from fuzz.targets import resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -52,6 +52,16 @@ BUILTIN_COMMANDS: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
 }
+# What a builtin engine's prover (``Engine.prover``) takes, as data for ``prove``'s parser (its help and a mistyped
+# value import no engine; ``tests/test_cli.py`` holds them to the engine's code): the names of its bounded spaces,
+# of its heatmap's panels, and what a panel is called.
+BUILTIN_PROVE: dict[str, dict[str, tuple[str, ...]]] = {
+    "sglang": {
+        "spaces": ("full", "small", "tiny"),
+        "panels": ("standard", "swa", "hisparse", "unified-mamba", "unified-mamba-swa", "unified-swa"),
+        "panel": ("kind of KV pool",),
+    },
+}
 GROUP = "kvrow_fuzz.engines"
 ENV = "KVROW_FUZZ_ENGINES"
 # An engine's name: a key in reports and case files (its confirmation), so a plain identifier.

@@ -164,6 +164,17 @@ class Engine(Protocol):
         and finished as a state machine, its invariants checked after every step."""
         ...
 
+    @property
+    def quick_space(self) -> str | None:
+        """The bounded space every quick verdict proves first (``run``, the plugin); None: it proves none."""
+        ...
+
+    def prover(self, target: Target, options: Any) -> Any:
+        """``prove``'s bounded proof of ``target`` for ``options`` (``fuzz.prove.proof``: a ``ProveOptions`` in, a
+        ``Prover`` out), every option checked: ``ValueError`` (one line) for one the target cannot take, before any
+        work; ``BadInput`` where the engine has no bounded proof."""
+        ...
+
     def code_paths(self, target: Target) -> list[str]:
         """Every file of the engine's code ``target`` reads, as the engine's repository names them (``paths``: a CI
         workflow's filter); ``BadInput`` where it reads none (a model)."""

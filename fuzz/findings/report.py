@@ -131,7 +131,7 @@ _HOLDS = {
     Field.TABLES: _tables,
 }
 
-TRACE_FIELDS = {  # ``fuzz.prove.result.TraceStats``
+TRACE_FIELDS = {  # ``fuzz.engines.sglang.prove.result.TraceStats``
     "blocks": Field.COUNT,
     "configs_traced": Field.COUNT,
     "configs_called": Field.COUNT,
@@ -146,7 +146,7 @@ _CAMPAIGN = {"examples": Field.COUNT, "jobs": Field.COUNT, "seeds": Field.SEEDS,
 ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
     Command.RUN: {
         **_CAMPAIGN,
-        "proof_space": Field.LABEL,  # ``fuzz.prove.quick`` stats
+        "proof_space": Field.LABEL,  # ``fuzz.engines.sglang.prove.quick`` stats
         "proved_configurations": Field.COUNT,
         "proof_seconds": Field.SECONDS,
         "proof_groups": Field.COUNT,
@@ -161,7 +161,7 @@ ENTRY_FIELDS: dict[Command, dict[str, Field]] = {
         "steps": Field.COUNT,
         "max_committed_len_minus_bound": Field.LEVEL,
     },
-    Command.PROVE: {  # ``fuzz.prove.result.ProveResult.to_json``
+    Command.PROVE: {  # ``fuzz.engines.sglang.prove.result.ProveResult.to_json``
         "space": Field.LABEL,
         "method": Field.LABEL,
         "launch_configurations": Field.COUNT,

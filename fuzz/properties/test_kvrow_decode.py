@@ -67,20 +67,21 @@ def holds(kvrow_target, data, name: str) -> None:
 
 
 def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):
-    """Every configuration of the small space, in closed form: the rounded write ends within its row, the draft
-    footprint within the allocation, growth page-aligned (``fuzz.prove.quick``); each group's worst witness
-    (against ``--kvrow-baseline``: each group of a root cause it does not know)."""
-    from fuzz.prove.quick import quick_proof  # lazily: collecting the properties imports no proof
-    from fuzz.prove.witness import witness_block
+    """Every configuration of the engine's quick space (``Engine.quick_space``: what ``run`` proves first), in closed
+    form: the rounded write ends within its row, the draft footprint within the allocation, growth page-aligned;
+    each group's worst witness (against ``--kvrow-baseline``: each group of a root cause it does not know)."""
+    from fuzz.prove.proof import ProveOptions  # lazily: collecting the properties imports no proof
 
-    proved, groups = quick_proof(kvrow_target)
-    if kvrow_baseline is not None and groups:
-        new = {f.signature for f in PIPELINE.new(kvrow_target, [g.witness for g in groups], kvrow_baseline)}
-        groups = [g for g in groups if g.signature in new]
-    story = "\n".join(witness_block(g) for g in groups)
-    assert not groups, (
-        f"\n{len(groups)} bug group(s) in the {proved.space} space on {kvrow_target.spec} "
-        f"({proved.configurations:,} configurations proved):\n{story}"
+    engine = engine_of(kvrow_target)
+    prover = engine.prover(kvrow_target, ProveOptions(space=engine.quick_space))
+    proof = prover.sweep(confirm=False)
+    witnesses = proof.witnesses
+    if kvrow_baseline is not None and witnesses:
+        witnesses = PIPELINE.new(kvrow_target, witnesses, kvrow_baseline)
+    story = "\n".join(proof.blocks({w.signature for w in witnesses}))
+    assert not witnesses, (
+        f"\n{len(witnesses)} bug group(s) in the {prover.space} space on {kvrow_target.spec} "
+        f"({proof.configurations:,} configurations proved):\n{story}"
     )
 
 

@@ -71,12 +71,15 @@ def test_the_table_holds_over_the_bounded_space(kvrow_target: Any, kvrow_table: 
     """The table's closed form over every configuration of the tiny space; each group's worst witness (against
     ``--kvrow-baseline``: each group of a root cause it does not know)."""
     from fuzz.common.defaults import ALL_ALGORITHMS
+    from fuzz.engines import engine_of
     from fuzz.findings.render import counterexample_block
+    from fuzz.prove.proof import ProveOptions
     from fuzz.prove.tables import prove_table
     from fuzz.verdict import PIPELINE
 
     _on_target(kvrow_table, kvrow_target)
-    proof = prove_table(kvrow_target, kvrow_table, PROOF_SPACE, ALL_ALGORITHMS)
+    prover = engine_of(kvrow_target).prover(kvrow_target, ProveOptions(space=PROOF_SPACE, algorithm=ALL_ALGORITHMS))
+    proof = prove_table(kvrow_target, kvrow_table, prover)
     assert proof.refused is None, proof.refused
     witnesses = proof.witnesses
     if kvrow_baseline is not None and witnesses:

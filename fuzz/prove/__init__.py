@@ -1,12 +1,10 @@
 """``prove``: every configuration of a bounded space, checked in closed form.
 
-Modules, each importing only those above it:
-  space    -- ``Space`` and ``SPACES``: the bounded spaces swept (full, small, tiny)
-  grid     -- ``launch_grid`` (with the adaptive grid and the product), ``target_algorithms``
-  calls    -- ``CountingSizing``, ``called_rows``, ``growth_kind``: the sizing-call adapter for real targets
-  result   -- ``Group`` (a Signature and its witness Finding) and ``ProveResult``, as the shared report shapes them
-  witness  -- witness construction, ``confirm`` on the step-by-step model, the WITNESS block
-  sweep    -- ``prove()``: the sweep, recording groups and the min-slack heat
-  heatmap  -- the heatmap with matplotlib (the ``plot`` extra) and its markdown twin
-  cli      -- ``python -m fuzz prove``: options, the command, printing
+The command is the core's; the proof of a target's sizing is its engine's
+(``Engine.prover``, the interface in ``proof``).  Modules:
+  proof    -- ``ProveOptions``, ``Prover``, ``SizingProof``: what ``prove`` asks of an engine
+  tables   -- each table checked on its own, its closed form over the prover's configurations
+  progress -- a sweep's progress lines, with the time left
+  tracing, tracing_run, traced_values -- a function run once per path over a grid of integer inputs
+  cli      -- ``python -m fuzz prove``: options and the command
 """

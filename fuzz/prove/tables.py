@@ -2,7 +2,7 @@
 
 A table with a closed form (``Table.closed_form``: its width and the
 furthest end its accesses reach, per configuration) is proved over the
-same launch configurations as the sizing (``launch_grid``), each at every
+same configurations as the sizing (``Prover.configurations``), each at every
 residue of its context length mod the allocator page, near the witnesses'
 context length: a configuration breaks the reach's property (a write's
 ``write-within-row``, a published length's ``read-within-row``) where the
@@ -17,12 +17,9 @@ the output, never skipped in silence.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.common.shards import WHOLE, Shard
-from fuzz.engines import engine_of
 from fuzz.findings.kinds import SILENT, STALE_READ, Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.tables import Table, tables
@@ -31,9 +28,7 @@ from fuzz.tables.declared import Reach
 from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE
 
-from .grid import launch_grid, target_algorithms
-from .space import SPACES
-from .witness import witness_config
+from .proof import Prover
 
 MAX_CONFIGURATIONS = 5_000_000  # per table and run: about a minute of closed-form calls
 
@@ -78,50 +73,19 @@ class TableProof:
         return [g.witness for g in sorted(self.groups.values(), key=lambda g: g.signature) if g.witness is not None]
 
 
-def configurations(target: Target, space: str, algorithm: str | None, shard: Shard = WHOLE) -> Iterator[Any]:
-    """Every valid launch configuration of ``space`` (``shard``'s share), at every residue of its context length
-    mod the allocator page (``witness_config``'s lengths: near the witnesses' context length)."""
-    engine, i = engine_of(target), -1
-    for a in target_algorithms(target, algorithm):
-        for p in SPACES[space].page_sizes:
-            g = launch_grid(SPACES[space], a, p)
-            pages = (g.page_size * g.attn_dcp_size).tolist()
-            for k in range(len(g)):
-                i += 1
-                if not shard.takes(i):
-                    continue
-                for overlap in (False, True):
-                    kw = witness_config(g, k, pages[k], pages[k] - 1, overlap)
-                    longest: Any = engine.config_from_dict(kw)  # checked whole once; shorter ones only as lengths
-                    for residue in range(pages[k]):
-                        yield longest.at_context_len(kw["context_len"] - (pages[k] - 1) + residue)
-
-
-def count(target: Target, space: str, algorithm: str | None, shard: Shard = WHOLE) -> int:
-    """How many configurations ``configurations`` yields, without building them."""
-    n, i = 0, -1
-    for a in target_algorithms(target, algorithm):
-        for p in SPACES[space].page_sizes:
-            g = launch_grid(SPACES[space], a, p)
-            for page in (g.page_size * g.attn_dcp_size).tolist():
-                i += 1
-                n += 2 * page if shard.takes(i) else 0
-    return n
-
-
-def prove_table(target: Target, t: Table, space: str, algorithm: str | None, shard: Shard = WHOLE) -> TableProof:
-    """``t``'s closed form over the space (see the module docstring)."""
+def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
+    """``t``'s closed form over the space of ``prover`` (``target``'s, see the module docstring)."""
     proof = TableProof(t.name)
-    size = count(target, space, algorithm, shard)
+    size = prover.count()
     if size > MAX_CONFIGURATIONS:
         proof.refused = (
-            f"the {space} space has {size:,} configurations, past {MAX_CONFIGURATIONS:,} (try --space small)"
+            f"the {prover.space} space has {size:,} configurations, past {MAX_CONFIGURATIONS:,} (try --space small)"
         )
         return proof
     assert t.closed_form is not None and t.group is not None
     started = time.monotonic()
     by_group: dict[tuple[Property, str], TableGroup] = {}
-    for config in configurations(target, space, algorithm, shard):
+    for config in prover.configurations():
         proof.configurations += 1
         reach = t.closed_form(config)
         if reach.end <= reach.width:
@@ -146,10 +110,11 @@ def prove_table(target: Target, t: Table, space: str, algorithm: str | None, sha
     return proof
 
 
-def prove_tables(target: Target, space: str, algorithm: str | None, shard: Shard = WHOLE) -> list[TableProof]:
-    """The proof of each table of ``target``'s engine that is checked on its own and has a closed form."""
+def prove_tables(target: Target, prover: Prover) -> list[TableProof]:
+    """The proof of each table of ``target``'s engine that is checked on its own and has a closed form, over the
+    space of ``prover`` (``target``'s)."""
     return [
-        prove_table(target, t, space, algorithm, shard)
+        prove_table(target, t, prover)
         for t in tables()
         if t.engine == target.engine and t.hunted and t.closed_form is not None
     ]

@@ -48,7 +48,7 @@ class SGLangEngine:
         return has_sglang_path(target, WritePathMode(mode))
 
     def hunt(self, target: SGLangTarget, options: RunOptions) -> Any:
-        from fuzz.prove.quick import proof_stage
+        from fuzz.engines.sglang.prove.quick import proof_stage
 
         from .decode.engine import DecodeHunt
         from .own_path import WritePathMode
@@ -61,6 +61,17 @@ class SGLangEngine:
             write_path=WritePathMode(options.write_path),
             proof=proof_stage if options.proof else None,
         )
+
+    @property
+    def quick_space(self) -> str:
+        from .prove.quick import QUICK_SPACE
+
+        return QUICK_SPACE
+
+    def prover(self, target: SGLangTarget, options: Any) -> Any:
+        from .prove.prover import prover
+
+        return prover(target, options)
 
     def campaign_lines(self, target: SGLangTarget, command: Any, result: Any) -> list[str]:
         if command is Command.RUN:

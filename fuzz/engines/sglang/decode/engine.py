@@ -37,7 +37,7 @@ def sglang_key(scenario: DecodeScenario) -> tuple[Any, ...]:
 # One search example in this many is also run on SGLang's own path and held to the model's run.
 SGLANG_SAMPLE_EVERY = 64
 
-# A proof stage (``fuzz.prove.quick.proof_stage``, handed in by ``SGLangEngine.hunt`` where ``run`` asks for one):
+# A proof stage (``.prove.quick.proof_stage``, handed in by ``SGLangEngine.hunt`` where ``run`` asks for one):
 # (target, cover_part, pins) -> (its report fields, each proved group's worst witness as a decode finding).
 ProofStage = Callable[[SGLangTarget, tuple[int, int], dict[str, Any]], tuple[dict[str, Any], list[Finding]]]
 
@@ -173,7 +173,7 @@ def campaign(
     """Fuzz ``target``'s decode properties, and its engine's tables checked on their own, until no new group turns up.
 
     ``cover_part`` (k, K): worker k of K runs every K-th covering case from the k-th.
-    ``proof``: the bounded proof run after the covering set (``fuzz.prove.quick``), its witnesses checked as
+    ``proof``: the bounded proof run after the covering set (``..prove.quick``), its witnesses checked as
     covering cases; worker k of K proves the k-th K-th of its blocks.
 
     ``driver``: the keywords of ``fuzz.campaign.driver.run_campaign`` (seed,
@@ -185,7 +185,7 @@ def campaign(
 
 def run_lines(stats: dict[str, Any]) -> list[str]:
     """What ``run``'s verdict proved and what it sampled, and where its decode steps ran (``Engine.campaign_lines``)."""
-    from fuzz.prove.quick import proved_line
+    from fuzz.engines.sglang.prove.quick import proved_line
 
     lines = [line] if (line := proved_line(stats)) else []
     if stats.get("write_path") == "sglang":

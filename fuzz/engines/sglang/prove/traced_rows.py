@@ -38,6 +38,19 @@ from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.decode import decode_reserve
 from allocator_model.numeric import ceil_to_page
 from fuzz.engines.sglang.target_type import SGLangTarget
+from fuzz.prove.tracing import (
+    Outcome,
+    Run,
+    TooManyPaths,
+    Unsupported,
+    bool_result,
+    combine,
+    explore,
+    integer_result,
+    leaf,
+    prepared,
+    traced_value,
+)
 
 from .calls import (
     ROW_COLUMNS,
@@ -52,19 +65,6 @@ from .calls import (
 )
 from .result import TraceStats
 from .traced_growth import traced_growth_kinds
-from .tracing import (
-    Outcome,
-    Run,
-    TooManyPaths,
-    Unsupported,
-    bool_result,
-    combine,
-    explore,
-    integer_result,
-    leaf,
-    prepared,
-    traced_value,
-)
 
 SAMPLE_SPREAD = 16  # configurations per block checked one by one besides one per path
 

@@ -43,10 +43,10 @@ from fuzz.common.threads import one_torch_thread
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import Property
+from fuzz.prove.progress import SweepProgress
 
 from .calls import CountingSizing, called_rows
 from .grid import launch_grid, shard_mask, target_algorithms
-from .progress import SweepProgress
 from .record import STALE, attributed, record, record_configs, record_heat, without_dcp_rows
 from .request import Method, ProveRequest, request
 from .result import ProveResult, TraceStats

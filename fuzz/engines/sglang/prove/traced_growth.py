@@ -10,11 +10,11 @@ from torch import Tensor
 from allocator_model.decode import WritePath, decode_alloc_ends
 from allocator_model.numeric import ceil_to_page
 from fuzz.engines.sglang.target_type import SGLangTarget
+from fuzz.prove.tracing import TooManyPaths, combine, explore, integer_result, leaf
+from fuzz.prove.tracing_run import Run
 
 from .calls import CountingSizing, Growth, Pair, growth_kinds
 from .result import TraceStats
-from .tracing import TooManyPaths, combine, explore, integer_result, leaf
-from .tracing_run import Run
 
 GROWTH_SPREAD = 4  # (reserve, page) pairs per block read plainly besides one per path (a whole page per call)
 

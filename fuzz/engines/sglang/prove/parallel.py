@@ -24,9 +24,9 @@ from typing import Any
 
 from fuzz.common.shards import Shard
 from fuzz.common.workers import DONE, STOPPED, Emit, WorkerPool
+from fuzz.prove.progress import SweepProgress
 from fuzz.targets.base import TargetError
 
-from .progress import SweepProgress
 from .request import ProveRequest
 from .result import ProveResult, merge_results
 
