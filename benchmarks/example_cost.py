@@ -33,7 +33,7 @@ from allocator_model.numeric import ceil_to_page
 from allocator_model.scenario import DecodeScenario
 from fuzz.campaign.driver import Progress, Tracker
 from fuzz.engines.sglang.decode.engine import DecodeHunt
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 from strategies.scenarios import decode_scenarios
 
 

@@ -26,7 +26,7 @@ from hypothesis import target as hypothesis_target
 from fuzz.engines.sglang.decode.check import check_scenario
 from fuzz.engines.sglang.decode.coverage import covering_set
 from fuzz.engines.sglang.decode.properties import overshoot
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 from strategies.scenarios import decode_scenarios
 from strategies.uniform import uniform_scenario
 

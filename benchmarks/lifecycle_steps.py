@@ -24,7 +24,8 @@ from fuzz.common.threads import one_torch_thread
 from fuzz.engines.sglang.lifecycle.machine import DEFAULT_STEPS, lifecycle_campaign
 from fuzz.engines.sglang.lifecycle.replay import run_case
 from fuzz.engines.sglang.lifecycle.script import LifecycleCase
-from fuzz.targets import TargetError, resolve_target
+from fuzz.targets.base import TargetError
+from fuzz.targets.resolve import resolve_target
 
 
 def main(argv=None) -> int:

@@ -236,7 +236,7 @@ def release_findings(spec: str) -> dict[str, bool | None]:
     from fuzz.engines.sglang.decode.engine import campaign
     from fuzz.engines.sglang.own_path import WritePathMode
     from fuzz.engines.sglang.prove.quick import proof_stage
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     result = campaign(resolve_target(spec), get_profile("ci"), proof=proof_stage, write_path=WritePathMode.AUTO)
     if result.error:

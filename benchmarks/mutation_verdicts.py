@@ -29,7 +29,7 @@ KnownFix = tuple[str, str, str]  # (its label, the text it replaces, the fixed t
 def prove_result(spec: str, space: str) -> Any:
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     target = resolve_target(spec)
     return prove(target, request(target, space))
@@ -62,7 +62,7 @@ def ci_findings(spec: str) -> tuple[Any, list[Any], str]:
     from fuzz.engines.sglang.decode.engine import campaign
     from fuzz.engines.sglang.own_path import WritePathMode
     from fuzz.engines.sglang.prove.quick import proof_stage
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     target = resolve_target(spec)
     result = campaign(target, get_profile("ci"), proof=proof_stage, write_path=WritePathMode.MODEL)

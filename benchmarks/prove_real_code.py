@@ -22,7 +22,7 @@ from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.result import ProveResult
 from fuzz.engines.sglang.prove.space import SPACES
 from fuzz.engines.sglang.prove.sweep import prove
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 
 def verdict(r: ProveResult) -> dict[str, tuple[int, int | None]]:

@@ -36,7 +36,8 @@ from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.space import SPACES, Space
 from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.findings.kinds import Property, Signature
-from fuzz.targets import Target, resolve_target
+from fuzz.targets.base import Target
+from fuzz.targets.resolve import resolve_target
 
 
 def loop_prove(target: Target, space: Space, stride: int = 1) -> tuple[int, int, Counter[Signature]]:

@@ -29,7 +29,7 @@ from examples_to_failure import campaign, hypothesis_alone, uniform  # noqa: E40
 from fuzz.engines.sglang.prove.request import request  # noqa: E402
 from fuzz.engines.sglang.prove.sweep import prove  # noqa: E402
 from fuzz.findings.kinds import Property, Signature  # noqa: E402
-from fuzz.targets import Target, resolve_target  # noqa: E402
+from fuzz.targets.base import Target, resolve_target  # noqa: E402
 
 
 def timed_sampler(

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from allocator_model.scenario import run_scenario  # noqa: E402
 from fuzz.engines.sglang.decode.coverage import covering_set  # noqa: E402
 from fuzz.engines.sglang.own_path import has_sglang_path, on_sglang  # noqa: E402
-from fuzz.targets import resolve_target  # noqa: E402
+from fuzz.targets.base import resolve_target  # noqa: E402
 
 
 def main() -> None:

@@ -143,7 +143,8 @@ def profile_name(config: pytest.Config) -> str:
 def resolved(spec: str) -> Any:
     """The ``Target`` of ``spec``, resolved once per process; a bad spec is a usage error (one line, exit 4)."""
     if spec not in _TARGETS:
-        from fuzz.targets import TargetError, resolve_target
+        from fuzz.targets.base import TargetError
+        from fuzz.targets.resolve import resolve_target
 
         try:
             _TARGETS[spec] = resolve_target(spec)

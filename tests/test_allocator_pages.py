@@ -31,8 +31,8 @@ from fuzz.engines.sglang.real.private_imports import StandIns
 from fuzz.engines.sglang.real.stubs import Published, StandInMissing
 from fuzz.engines.sglang.real.versions import known_releases
 from fuzz.engines.sglang.real.wheels import MAX_SOURCE_BYTES
-from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetCallError, TargetError
+from fuzz.targets.resolve import resolve_target
 
 SHAPES = Path(__file__).parent / "sglang_shapes"
 CONFIGURATOR = (SHAPES / "configurator.py").read_text()  # 0.5.23's shape, in this project's words

@@ -20,7 +20,7 @@ from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
 from fuzz.engines.sglang.lifecycle.replay import run_case
 from fuzz.engines.sglang.lifecycle.script import LifecycleCase
 from fuzz.findings.kinds import Property
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 V0518 = resolve_target("reference@sglang-0.5.18")
 

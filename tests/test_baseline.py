@@ -45,7 +45,7 @@ def causes_of(tree):
     from fuzz.causes import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     target = resolve_target(str(tree))
     return target, root_causes(target, [g.witness for g in prove(target, request(target, "tiny")).sorted_groups()])
@@ -209,7 +209,7 @@ def test_a_written_baseline_reads_back_and_matches_the_published_schema(tmp_path
     from fuzz.causes import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove as sweep
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     target = resolve_target("reference@sglang-0.5.23")
     causes = root_causes(target, [g.witness for g in sweep(target, request(target, "tiny")).sorted_groups()])
@@ -479,7 +479,7 @@ def test_the_plugins_lifecycle_test_fails_only_on_a_cause_the_baseline_does_not_
     from hypothesis import settings
 
     from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
     from fuzz.verdict import PIPELINE
 
     target = resolve_target("reference@sglang-0.5.18")
@@ -493,7 +493,7 @@ def test_the_plugins_lifecycle_test_fails_only_on_a_cause_the_baseline_does_not_
 def test_a_checkout_has_one_portable_name_however_it_is_spelled(pinned_wheels, trees, monkeypatch):
     """The action writes its baseline with ``--target /abs/checkout`` and runs with ``python/sglang`` from inside
     it: every spelling of the checkout names SGLang's repository path of its sizing file, so the two agree."""
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     tree = trees["tree"]
     sizing = "python/sglang/srt/mem_cache/allocation_sizing.py"

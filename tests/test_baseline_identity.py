@@ -110,7 +110,7 @@ def test_a_new_cause_in_a_known_function_is_new():
 
 def test_sarif_fingerprints_follow_the_identity():
     from fuzz.findings.sarif import CAUSE_FINGERPRINT, cause_fingerprint
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     target = resolve_target("reference@sglang-0.5.23")
     f = type("F", (), {"target": target.spec, "signature": Signature.parse("write-within-row/paged")})()
@@ -127,7 +127,7 @@ def model_baseline(tmp_path, revision="sglang-0.5.23", target=None):
     from fuzz.causes import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     t = resolve_target(f"reference@{revision}")
     causes = root_causes(t, [g.witness for g in prove(t, request(t, "tiny")).sorted_groups()])

@@ -19,7 +19,7 @@ from allocator_model.revisions import RELEASE_REVISIONS, get_revision
 from fuzz.engines.sglang.decode.coverage import covering_set
 from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.sweep import prove
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 CONFIGURATOR = "sglang/srt/mem_cache/kv_cache_configurator.py"
 REFUSAL = "on a mamba-hybrid"  # the ValueError _fused_draft_for_mamba_factory raises

@@ -17,7 +17,7 @@ from fuzz.campaign.driver import round_settings, run_campaign
 from fuzz.cli import main
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.decode.engine import DecodeHunt
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 RUN = [
     "run",

@@ -17,7 +17,7 @@ from fuzz.causes.counterfactual import cause_of, fails, fixed_target
 from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.findings.cause import CauseKind, causes_block
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 SHAPE = Path(__file__).parent / "sglang_shapes" / "uno.py"
 PAGE_1_FIX = ("    if page > 1 or _algorithm().is_uno():\n", "    if True:\n")

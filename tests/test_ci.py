@@ -10,7 +10,7 @@ from documentation import page
 from fuzz.cli import main
 from fuzz.engines.sglang.real.paths import read_paths
 from fuzz.engines.sglang.real.wheels import repository_path
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 
 def readme_paths() -> list[str]:

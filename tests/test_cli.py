@@ -299,7 +299,7 @@ def test_a_mistyped_name_is_one_line_with_the_closest_known(argv, suggestion, ca
 
 def test_every_modeled_release_is_a_model_target():
     from allocator_model.revisions import RELEASE_REVISIONS
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     for release, revision in RELEASE_REVISIONS.items():
         assert resolve_target(f"reference@sglang-{release}").revision.name == revision
@@ -378,8 +378,8 @@ def test_the_parsers_light_copies_are_their_heavy_homes():
     from allocator_model.pools import KVPool
     from fuzz.engines.sglang.fidelity import cli as fidelity_cli
     from fuzz.engines.sglang.fidelity import matrix
-    from fuzz.prove import cli as prove_cli
     from fuzz.engines.sglang.prove import space
+    from fuzz.prove import cli as prove_cli
 
     assert prove_cli.SPACE_NAMES == tuple(sorted(space.SPACES))
     assert prove_cli.POOL_KINDS == tuple(k.value for k in KVPool)

@@ -295,7 +295,7 @@ def test_p05_the_largest_case_lifecycle_can_write_is_within_the_budget(tmp_path,
     from hypothesis import settings as Settings
 
     from fuzz.engines.sglang.lifecycle.machine import lifecycle_campaign
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     record: list[Any] = []
     pins = {"max_running_requests": 16, "context_len": 1 << 20, "speculative_algorithm": None}
@@ -455,7 +455,7 @@ def test_p10_fidelity_takes_a_signal_at_the_next_comparison_and_keeps_what_it_fo
 
     import fuzz.engines.sglang.fidelity.differential as differential
     from fuzz.common import interrupts
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     compared = differential.disagreements
     calls = [0]
@@ -510,7 +510,7 @@ def eagle_scenario():
 )
 def test_p16_p17_what_a_sizing_function_returns_or_raises_is_a_finding_not_a_crash(tmp_path, line, says) -> None:
     from fuzz.engines.sglang.decode.check import check_scenario
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     run, found = check_scenario(resolve_target(uno_target(tmp_path, line)), eagle_scenario())
     assert run is None and [v.prop.value for v in found] == ["sizing-raised"], found

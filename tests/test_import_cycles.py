@@ -54,6 +54,13 @@ def _imported(name: str, node: ast.Import | ast.ImportFrom, known: dict[str, Pat
             dotted = dotted.rpartition(".")[0]
         if dotted and dotted != name:
             out.append(dotted)
+        # Importing ``p.m`` first runs ``p``'s ``__init__``: an edge too, but for ``name``'s own packages (already
+        # running, or run, when ``name`` is imported).
+        parent = dotted.rpartition(".")[0]
+        while parent:
+            if parent in known and not (name == parent or name.startswith(parent + ".")):
+                out.append(parent)
+            parent = parent.rpartition(".")[0]
     return out
 
 
@@ -154,3 +161,17 @@ def test_the_graph_sees_each_kind_of_circle(tmp_path, files, module_level, throu
     graph = import_graph(tmp_path, ("p",))
     assert cycles(graph, module_level_only=True) == module_level
     assert cycles(graph) == through_a_function
+
+
+def test_importing_a_module_runs_its_packages_init_and_the_graph_says_so(tmp_path: Path) -> None:
+    """A package's ``__init__`` that re-exports from a module importing back into the importer is a circle Python
+    meets (a partially initialized module) though no ``import`` line names the package: the graph has the edge."""
+    (tmp_path / "pkg" / "a").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a" / "__init__.py").write_text("from .back import x\n")
+    (tmp_path / "pkg" / "a" / "leaf.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "a" / "back.py").write_text("from pkg.b import y\nx = y\n")
+    (tmp_path / "pkg" / "b.py").write_text("from pkg.a.leaf import x as y\n")
+    graph = import_graph(tmp_path, ("pkg",))
+    assert graph["pkg.b"] == {"pkg.a.leaf": MODULE, "pkg.a": MODULE}
+    assert cycles(graph, module_level_only=True) == [["pkg.a", "pkg.a.back", "pkg.b"]]

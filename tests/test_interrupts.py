@@ -12,7 +12,7 @@ from fuzz.campaign.driver import Progress
 from fuzz.common import interrupts
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.decode.engine import campaign
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 
 def test_a_signal_during_a_campaign_waits_for_the_next_safe_point():

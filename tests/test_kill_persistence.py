@@ -27,7 +27,7 @@ from fuzz.engines.sglang.fidelity import matrix
 from fuzz.findings import casefile
 from fuzz.findings.regression import regression_files
 from fuzz.findings.schemas import validate
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 
 class Killed(BaseException):

@@ -27,7 +27,8 @@ from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.targets import model_target
 from fuzz.findings import casefile
 from fuzz.findings.kinds import Property
-from fuzz.targets import Target, TargetCallError, TargetKind, resolve_target
+from fuzz.targets.base import Target, TargetCallError, TargetKind
+from fuzz.targets.resolve import resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -15,7 +15,7 @@ from fuzz.campaign.driver import run_campaign
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.decode.engine import DecodeHunt
 from fuzz.findings.kinds import Property
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 # SGLang's auto values per algorithm: (speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens)
 AUTO = {

@@ -11,7 +11,7 @@ from fuzz.engines.sglang.decode.properties import (
     PAGE_ALIGNED_GROWTH,
     WRITE_WITHIN_ROW,
 )
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 PLANTED = [
     (WRITE_WITHIN_ROW, "sglang-0.5.18", "dcp>1"),

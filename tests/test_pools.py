@@ -27,7 +27,7 @@ from fuzz.engines.sglang.real.builders import extract_row_extras
 from fuzz.engines.sglang.real.private_imports import StandIns
 from fuzz.engines.sglang.real.stubs import Published
 from fuzz.findings.kinds import Outcome, Signature
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 EAGLE_3_1_4 = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_num_draft_tokens=4)
 EAGLE_TREE = dict(

@@ -16,7 +16,7 @@ from fuzz.cli import main
 from fuzz.common.heartbeat import heartbeat
 from fuzz.engines.sglang.prove.sweep import prove_on
 from fuzz.prove.progress import SweepProgress, duration
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 
 class Clock:

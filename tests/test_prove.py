@@ -35,7 +35,8 @@ from fuzz.engines.sglang.prove.sweep import prove, prove_on
 from fuzz.engines.sglang.prove.witness import confirm
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.report import Status
-from fuzz.targets import Target, TargetCallError, TargetKind, resolve_target
+from fuzz.targets.base import Target, TargetCallError, TargetKind
+from fuzz.targets.resolve import resolve_target
 
 TINY = SPACES["tiny"]
 # Brute force enumerates every residue: smaller allocator pages, every regime still reached.

@@ -24,7 +24,7 @@ from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.space import Space
 from fuzz.engines.sglang.prove.sweep import prove, prove_on
 from fuzz.prove.tracing import Traced, Unsupported, bool_result, combine, explore, integer_result, leaf
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 SHAPES = Path(__file__).parent / "sglang_shapes"
 

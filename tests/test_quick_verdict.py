@@ -16,7 +16,7 @@ import pytest
 from fuzz.cli import main
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.prove.quick import QUICK_SPACE, proof_stage, quick_proof
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 SHAPE = Path(__file__).parent / "sglang_shapes" / "uno.py"
 PAGE_1 = ("    if page > 1 or _algorithm().is_uno():\n", "    if True:\n")

@@ -19,7 +19,7 @@ from allocator_model.scheduler import max_prompt_len, reached_by
 from fuzz.common.profiles import get_profile
 from fuzz.engines.sglang.decode.engine import campaign
 from fuzz.findings import casefile
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 C64 = ServingConfig.resolve(context_len=64, enable_overlap=False)
 

@@ -27,7 +27,7 @@ from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.real import wheels
 from fuzz.findings.kinds import Property
 from fuzz.findings.sarif import artifact_uri
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKOUT_PATH = "python/sglang/srt/mem_cache/allocation_sizing.py"

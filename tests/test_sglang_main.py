@@ -23,8 +23,8 @@ from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.sweep import prove, prove_on
 from fuzz.engines.sglang.prove.witness import confirm
 from fuzz.engines.sglang.real.stubs import StandInMissing
-from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetError
+from fuzz.targets.resolve import resolve_target
 
 MAIN = Path(__file__).parent / "sglang_shapes" / "main.py"
 CANDIDATES = "for p in get_candidate_alloc_page_sizes(server_args)"

@@ -38,7 +38,8 @@ from fuzz.engines.sglang.real.real import RealSizing
 from fuzz.findings import casefile
 from fuzz.findings.report import Status
 from fuzz.findings.schemas import validate
-from fuzz.targets import TargetCallError, TargetError, resolve_target
+from fuzz.targets.base import TargetCallError, TargetError
+from fuzz.targets.resolve import resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUGGY, FIXED = "0.5.18", "0.5.19"
@@ -640,7 +641,7 @@ def test_bad_sglang_version_and_matrix_range(tmp_path):
         parse_releases("0.6.0..0.7.0")
     assert parse_releases("0.5.16..0.5.18,0.5.23") == ["0.5.16", "0.5.17", "0.5.18", "0.5.23"]
     assert parse_releases(None)[0] == "0.5.13" and len(parse_releases(None)) == 11
-    from fuzz.targets import known_targets
+    from fuzz.targets.resolve import known_targets
 
     specs = {spec for spec, _ in known_targets()}
     assert {"sglang==X.Y.Z", "sglang[@X.Y.Z]", "PATH[@X.Y.Z]", "sglang==0.5.23"} <= specs

@@ -27,7 +27,7 @@ from fuzz.findings.regression import regression_files
 from fuzz.findings.report import Command
 from fuzz.merge import Part, merge_target
 from fuzz.prove.cli import report_entry
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 STANDARD = (KVPool.STANDARD,)
 # A few hundred launch configurations, still every algorithm and both page classes: milliseconds per sweep.

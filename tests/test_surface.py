@@ -19,8 +19,8 @@ from allocator_model.twins import surface_twins
 from fuzz.cli import main
 from fuzz.engines.sglang.fidelity import differential
 from fuzz.engines.sglang.fidelity.cases import FidelityCase
-from fuzz.targets import resolve_target
 from fuzz.targets.base import TargetCallError
+from fuzz.targets.resolve import resolve_target
 
 SHAPES = Path(__file__).parent / "sglang_shapes"
 DUMMY = Entry(

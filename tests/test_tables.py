@@ -23,7 +23,7 @@ from fuzz.engines.sglang.decode.properties import violations
 from fuzz.engines.sglang.tables import REQ_TO_TOKEN_TABLE, accesses
 from fuzz.findings.kinds import Property
 from fuzz.tables import CodeRef, Span, Table, declare_table, judge, table, tables
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 from strategies.scenarios import decode_scenarios
 
 ROW_PROPERTIES = (Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED)

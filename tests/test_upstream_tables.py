@@ -65,8 +65,8 @@ from allocator_model.config import ServingConfig
 from allocator_model.numeric import ceil_to_page
 from allocator_model.revisions import RELEASE_REVISIONS
 from fuzz.engines.sglang.real.versions import parse_version
-from fuzz.targets import resolve_target
 from fuzz.targets.base import Target
+from fuzz.targets.resolve import resolve_target
 
 MAIN = Path(__file__).parent / "sglang_shapes" / "main.py"
 CONTEXT = 4096

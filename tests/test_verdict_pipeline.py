@@ -16,7 +16,7 @@ from hypothesis import Phase, settings
 
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding, Violation
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 from fuzz.verdict import PIPELINE, Pipeline
 
 STUB = "stub"

@@ -14,7 +14,7 @@ from fuzz.cli import build_parser
 from fuzz.engines.sglang.fidelity.matrix import load_expectations, parse_releases
 from fuzz.engines.sglang.prove.sweep import prove_on
 from fuzz.findings.baseline import SAME_WRITE
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKFLOW = os.path.join(ROOT, ".github", "workflows", "fuzz.yml")

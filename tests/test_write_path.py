@@ -28,7 +28,7 @@ from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.own_path import WritePathMode, has_sglang_path, on_sglang
 from fuzz.findings.kinds import Property
 from fuzz.findings.regression import regression_files
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the write path needs triton")
 

@@ -28,7 +28,7 @@ from fuzz.engines.sglang.real.runtime.sites import SiteKind, expected, scan, unl
 from fuzz.engines.sglang.real.runtime.tree import open_tree, wheel_tree
 from fuzz.engines.sglang.real.runtime.unreached import not_run
 from fuzz.findings.kinds import Property
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 PINNED = ("0.5.13", "0.5.16", "0.5.18", "0.5.19", "0.5.23")
 needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the write path needs triton")

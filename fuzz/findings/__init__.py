@@ -6,9 +6,7 @@ render      the COUNTEREXAMPLE block, the repro line, the summary table
 report      the JSON report every command writes
 casefile    case files: the envelope, save, load, validate, and the lazy table of replayers
 regression  a case as a ready-to-paste pytest test
+
+Import each from its module: this package's ``__init__`` runs on every import of one, so it imports nothing (a
+re-export of ``model``, which names the engines' interface, closed a circle through ``fuzz.engines.base``).
 """
-
-from .kinds import CaseKind, Property, Signature
-from .model import Finding, Violation
-
-__all__ = ["CaseKind", "Property", "Signature", "Finding", "Violation"]

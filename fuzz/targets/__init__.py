@@ -4,17 +4,8 @@ base     Target, its kinds, the two target errors (a leaf)
 resolve  target specs -> Target, through the engine that claims them
 
 SGLang's real code (versions, wheel cache, stand-ins, loader) is its engine's: ``fuzz/engines/sglang/real/``.
+
+Import each from its module (``fuzz.targets.base``, ``fuzz.targets.resolve``): this package's ``__init__`` runs on
+every import of either, so it imports nothing (the engines' interface imports ``base``, and ``resolve`` the
+findings, which name that interface: a re-export here would close that circle).
 """
-
-from .base import Target, TargetCallError, TargetError, TargetKind
-from .resolve import known_targets, resolve_target, resolve_targets
-
-__all__ = [
-    "Target",
-    "TargetCallError",
-    "TargetError",
-    "TargetKind",
-    "known_targets",
-    "resolve_target",
-    "resolve_targets",
-]

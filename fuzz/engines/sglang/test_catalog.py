@@ -7,7 +7,7 @@ import pytest
 from allocator_model.scenario import scenario_problem
 from fuzz.engines.sglang.catalog import CATALOG
 from fuzz.engines.sglang.decode.check import check_scenario
-from fuzz.targets import resolve_target
+from fuzz.targets.resolve import resolve_target
 
 
 @pytest.mark.parametrize("known", CATALOG, ids=[k.id for k in CATALOG])

@@ -36,7 +36,7 @@ _TARGETS: dict[str, Any] = {}  # per worker process: each spec resolved once, fo
 
 def _part(args: tuple[str, ProveRequest], emit: Emit) -> ProveResult:
     """One part of the sweep in a worker (``fuzz.common.workers``); each finished block is an event."""
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     from .sweep import prove
 
@@ -48,7 +48,7 @@ def _part(args: tuple[str, ProveRequest], emit: Emit) -> ProveResult:
 
 def _progress(spec: str, request: ProveRequest, on_line: Callable[[str], None]) -> SweepProgress:
     """The parent's progress over every block of the sweep (the workers report theirs)."""
-    from fuzz.targets import resolve_target
+    from fuzz.targets.resolve import resolve_target
 
     from .grid import target_algorithms
     from .sweep import blocks
