@@ -103,6 +103,16 @@ def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None
     assert all(set(record(r)) == {*sections, "eagle_preclaims_bonus"} for r in releases())
     # The version branch it replaces: 0.5.13-0.5.14's EAGLE mixin takes the bonus slot in prepare.
     assert [r for r in releases() if record(r)["eagle_preclaims_bonus"]] == ["0.5.13", "0.5.14"]
+    # The hand tables they replace, read from the wheels instead: what prepare_for_decode adds after the decode
+    # allocation (from 0.5.16 alloc_for_decode grows kv_allocated_len itself, from 0.5.19 kv_committed_len too)...
+    n = {r: int(r.split(".")[2]) for r in releases()}  # 0.5.n
+    after = {r: tuple(record(r)["after_decode"]) for r in releases()}
+    both = ("decode_batch_idx", "kv_committed_len", "kv_allocated_len")
+    assert after == {r: both[: 3 if n[r] <= 15 else 2 if n[r] <= 18 else 1] for r in releases()}
+    # ... and the kinds of pool with an allocator class of their own: SWA, HiSparse from 0.5.14, unified from 0.5.20.
+    kinds = {r: list(record(r)["pool_allocators"]) for r in releases()}
+    unified = ["unified-mamba", "unified-swa", "unified-mamba-swa"]
+    assert kinds == {r: ["swa"] + ["hisparse"] * (n[r] >= 14) + unified * (n[r] >= 20) for r in releases()}
 
 
 def test_a_release_without_a_record_is_named() -> None:

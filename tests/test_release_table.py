@@ -8,11 +8,11 @@ except the two guards, whose line is the guard statement itself inside the
 named function: ``assert`` (``eagle_guard``) or ``raise`` (``uno_guard``),
 which ``writepath._guard`` matches against the traceback's line (within 3
 lines: a multi-line statement) and whose message starts with the words of
-``writepath.GUARD_WORDS``.  The side tables of the module are held the same
-way: ``POOL_ALLOCATORS`` (the line of each allocator's ``class``, the record's
-``pool_allocators``) and ``AFTER_DECODE`` (the line of ``prepare_for_decode`` that
-updates the field, the record's ``after_decode``).  This scan is the test's own,
-apart from the record generator's.
+``writepath.GUARD_WORDS``.  The record's other facts are held the same way:
+``pool_allocators`` (each kind's allocator ``class``, in the module it names,
+and no kind the release ships left out) and ``after_decode`` (each field
+``prepare_for_decode`` increments, at its line, and none left out).  This scan
+is the test's own, apart from the record generator's.
 
 The pinned releases (``hermetic.PINNED_RELEASES``) run in the default tier
 from the real wheels ``./kvrow test`` fetches at set-up (``real_wheel_dir``),
@@ -32,16 +32,9 @@ from pathlib import Path
 import pytest
 from hermetic import PINNED_RELEASES, missing_wheel, pinned_wheel, real_wheel_dir
 
-from fuzz.engines.sglang.real.runtime.releases import (
-    AFTER_DECODE,
-    POOL_ALLOCATOR_NAMES,
-    POOL_ALLOCATORS,
-    RELEASES,
-    Release,
-    Where,
-)
+from fuzz.engines.sglang.real.runtime.releases import POOL_ALLOCATOR_NAMES, RELEASES, Release, Where
 from fuzz.engines.sglang.real.runtime.writepath import EAGLE_GUARD, GUARD_WORDS, UNO_GUARD
-from fuzz.engines.sglang.records import record
+from fuzz.engines.sglang.records import REQ_ATTRIBUTES, record
 from fuzz.engines.sglang.records.generate import definitions
 
 EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
@@ -122,23 +115,29 @@ def test_every_where_names_its_line_in_the_wheel(version: str, request: pytest.F
 
 @pytest.mark.parametrize("version", EVERY_RELEASE)
 def test_every_pool_allocator_class_is_at_its_line(version: str, request: pytest.FixtureRequest) -> None:
-    wrong = []
+    """Each kind's class is defined at the record's line of the module it names, and every kind whose class a module
+    of ``mem_cache/allocator/`` defines is in the record."""
+    wrong, shipped = [], set()
+    pools = record(version)["pool_allocators"]
     with zipfile.ZipFile(release_wheel(version, request)) as z:
-        lines = record(version)["pool_allocators"]
-        assert set(lines) == set(POOL_ALLOCATORS[version]), f"sglang {version}: the record's kinds are not the table's"
-        for kind, module in POOL_ALLOCATORS[version].items():
-            line = lines[kind]
-            member = f"sglang/srt/mem_cache/allocator/{module}.py"
+        for member in z.namelist():
+            if member.startswith("sglang/srt/mem_cache/allocator/") and member.endswith(".py"):
+                tree = ast.parse(z.read(member).decode("utf-8"))
+                shipped |= {kind for kind, cls in POOL_ALLOCATOR_NAMES.items() if definitions(tree, cls)}
+        for kind, where in pools.items():
+            member = f"sglang/srt/mem_cache/allocator/{where['module']}.py"
             cls = POOL_ALLOCATOR_NAMES[kind]
             starts = sorted(d.lineno for d in definitions(ast.parse(z.read(member).decode("utf-8")), cls))
-            if line not in starts:
-                wrong.append(f"{kind}: {cls} in {member} is at {starts or 'no line'}, not {line}")
+            if where["line"] not in starts:
+                wrong.append(f"{kind}: {cls} in {member} is at {starts or 'no line'}, not {where['line']}")
+    assert set(pools) == shipped, f"sglang {version}: the record's kinds {sorted(pools)}, the wheel's {sorted(shipped)}"
     assert not wrong, f"sglang {version}:\n" + "\n".join(wrong)
 
 
 @pytest.mark.parametrize("version", EVERY_RELEASE)
 def test_every_after_decode_update_is_at_its_line(version: str, request: pytest.FixtureRequest) -> None:
-    """Each (field, line) is a ``+= 1`` of that field in ``ScheduleBatch.prepare_for_decode``."""
+    """Each (field, line) is a ``+=`` of that field in ``ScheduleBatch.prepare_for_decode``, and every field of the
+    request it increments is one."""
     with zipfile.ZipFile(release_wheel(version, request)) as z:
         source = z.read(SCHEDULE_BATCH).decode("utf-8")
     (prepare,) = definitions(ast.parse(source), "ScheduleBatch.prepare_for_decode")
@@ -148,6 +147,6 @@ def test_every_after_decode_update_is_at_its_line(version: str, request: pytest.
         if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.target, ast.Attribute)
     }
     lines = record(version)["after_decode"]
-    assert list(lines) == list(AFTER_DECODE[version]), f"sglang {version}: the record's fields are not the table's"
-    missing = [(field, lines[field]) for field in AFTER_DECODE[version] if (field, lines[field]) not in updates]
+    missing = [(field, line) for field, line in lines.items() if (field, line) not in updates]
     assert not missing, f"sglang {version}: no ``+=`` of the field at the line: {missing}"
+    assert {f for f, _ in updates if f in REQ_ATTRIBUTES} == set(lines), f"sglang {version}: a field left out"

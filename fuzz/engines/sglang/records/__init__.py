@@ -5,15 +5,18 @@ fuzz.engines.sglang.records.generate WHEEL...``) from the release's wheel and ch
 (``--check``; the suite does so on the pinned wheels, the network tier on every release).  Nothing here is
 typed by hand: a line number of SGLang's code lives in a record, never in this project's code.
 
-Sections (one per kind of fact; more join as the hand tables move here):
+Sections (one per kind of fact):
 
     req              where the release's ``Req`` (``managers/schedule_batch.py``) keeps what the write path
                      reads (``runtime.request.Layout``): the classes' and ``__init__``'s lines, each modeled
                      attribute's first assignment, ``ReqKvInfo``'s fields (a slots dataclass) and properties
     where            the line of each ``Where`` of the release table (``runtime.releases``): a definition, or
                      a guard statement inside one
-    after_decode     the line of each field ``ScheduleBatch.prepare_for_decode`` increments after the decode
-    pool_allocators  the line of each non-standard pool's allocator class
+    after_decode     each field of the request ``ScheduleBatch.prepare_for_decode`` increments after the decode
+                     allocation, in its order, with the line of its ``+=`` (what the write path adds after
+                     ``alloc_for_decode``): the fields are read from the wheel, not listed by hand
+    pool_allocators  each non-standard kind of pool's allocator class the release ships: the module of
+                     ``mem_cache/allocator/`` that defines it and its line (a kind it does not ship is absent)
     eagle_preclaims_bonus  whether the EAGLE decode entry takes the bonus slot in prepare (the accept then
                      takes it back): a version branch made a fact of the release
 """
@@ -42,7 +45,7 @@ LENS = (
 REQ_ATTRIBUTES = frozenset({"rid", "kv", "decode_batch_idx", "sampling_params", *LENS})
 KV_PROPERTIES = frozenset({"holds_kv", "holds_mamba"})
 SCHEMA = "kvrow-fuzz/sglang-release-record"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: pool_allocators name each class's module
 
 
 def _version_key(release: str) -> tuple[int, ...]:

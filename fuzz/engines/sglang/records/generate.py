@@ -25,6 +25,7 @@ from typing import Any
 from . import KV_PROPERTIES, RECORDS_DIR, REQ_ATTRIBUTES, SCHEMA, SCHEMA_VERSION
 
 SCHEDULE_BATCH = "sglang/srt/managers/schedule_batch.py"
+ALLOCATORS = "sglang/srt/mem_cache/allocator/"
 WHEEL_NAME = re.compile(r"^sglang-(\d+\.\d+\.\d+)-[^/]*\.whl$")
 DIGEST_CHARS = 16
 
@@ -162,22 +163,24 @@ def where_section(read: Callable[[str], str], release: str) -> dict[str, int]:
     return out
 
 
-def after_decode_section(source: str, release: str) -> dict[str, int]:
-    """The line of each field ``ScheduleBatch.prepare_for_decode`` increments after ``alloc_for_decode``: its first
-    ``+=`` (``runtime.releases.AFTER_DECODE`` names the fields)."""
-    from fuzz.engines.sglang.real.runtime.releases import AFTER_DECODE
-
+def after_decode_section(source: str) -> dict[str, int]:
+    """What ``ScheduleBatch.prepare_for_decode`` adds to each request after ``alloc_for_decode``: every modeled
+    field of the request it increments (``req.FIELD +=``), in the order it does, with the line of its first."""
     found = definitions(ast.parse(source), "ScheduleBatch.prepare_for_decode")
     if not found:
         raise RecordError("no ScheduleBatch.prepare_for_decode")
     updates: dict[str, int] = {}
     for node in sorted(ast.walk(found[0]), key=lambda n: getattr(n, "lineno", 0)):
-        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.target, ast.Attribute):
+        if (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.target, ast.Attribute)
+            and node.target.attr in REQ_ATTRIBUTES
+        ):
             updates.setdefault(node.target.attr, node.lineno)
-    missing = [f for f in AFTER_DECODE[release] if f not in updates]
-    if missing:
-        raise RecordError(f"ScheduleBatch.prepare_for_decode has no += of {', '.join(missing)}")
-    return {f: updates[f] for f in AFTER_DECODE[release]}
+    if not updates:
+        raise RecordError("ScheduleBatch.prepare_for_decode increments no field of the request")
+    return updates
 
 
 def eagle_preclaims_bonus(read: Callable[[str], str], release: str) -> bool:
@@ -198,14 +201,22 @@ def eagle_preclaims_bonus(read: Callable[[str], str], release: str) -> bool:
     )
 
 
-def pool_allocators_section(read: Callable[[str], str], release: str) -> dict[str, int]:
-    """The line of each non-standard pool's allocator ``class`` (``runtime.releases.POOL_ALLOCATORS``)."""
-    from fuzz.engines.sglang.real.runtime.releases import POOL_ALLOCATOR_NAMES, POOL_ALLOCATORS
+def pool_allocators_section(read: Callable[[str], str], members: list[str]) -> dict[str, dict[str, Any]]:
+    """Where each non-standard kind of pool's allocator class is (``runtime.releases.POOL_ALLOCATOR_NAMES``): the
+    module of ``mem_cache/allocator/`` that defines it and the line of its ``class``; a kind whose class no module
+    of the release defines is absent (the release does not ship it)."""
+    from fuzz.engines.sglang.real.runtime.releases import POOL_ALLOCATOR_NAMES
 
-    return {
-        kind: where_line(read(f"sglang/srt/mem_cache/allocator/{module}.py"), POOL_ALLOCATOR_NAMES[kind])
-        for kind, module in POOL_ALLOCATORS[release].items()
-    }
+    modules = sorted(m for m in members if re.fullmatch(re.escape(ALLOCATORS) + r"[a-z_0-9]+\.py", m))
+    out: dict[str, dict[str, Any]] = {}
+    for kind, cls in POOL_ALLOCATOR_NAMES.items():
+        where = [(m, d.lineno) for m in modules for d in definitions(ast.parse(read(m)), cls)]
+        if len(where) > 1:
+            raise RecordError(f"{cls} is defined {len(where)} times in {ALLOCATORS}: {where}")
+        if where:
+            member, line = where[0]
+            out[kind] = {"module": member.removeprefix(ALLOCATORS).removesuffix(".py"), "line": line}
+    return out
 
 
 def generate(wheel: Path) -> dict[str, Any]:
@@ -230,8 +241,8 @@ def generate(wheel: Path) -> dict[str, Any]:
 
             req = req_section(source(SCHEDULE_BATCH))
             where = where_section(source, release)
-            after = after_decode_section(source(SCHEDULE_BATCH), release)
-            pools = pool_allocators_section(source, release)
+            after = after_decode_section(source(SCHEDULE_BATCH))
+            pools = pool_allocators_section(source, z.namelist())
             preclaims = eagle_preclaims_bonus(source, release)
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise RecordError(f"{wheel}: cannot read it ({type(e).__name__}: {e})") from None

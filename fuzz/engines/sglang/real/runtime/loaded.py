@@ -20,6 +20,7 @@ import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.pools import KVPool, pool_alloc_page
+from fuzz.engines.sglang.records import record
 from fuzz.targets.base import TargetError
 
 from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
@@ -28,7 +29,7 @@ from .bounds import DEFAULT_SECONDS, SGLangTimeout, bounded, untraced
 from .context import RuntimeContext, Settings
 from .interpreter import ensure_triton
 from .modules import Loader
-from .releases import CHECKER_MODULE, POOL_ALLOCATOR_NAMES, POOL_ALLOCATORS, Release, Where, release_for
+from .releases import CHECKER_MODULE, POOL_ALLOCATOR_NAMES, Release, Where, release_for
 from .request import RequestStandIn, make_request
 from .standins import StandIns, slice_definitions
 from .tree import SourceTree, open_tree
@@ -158,7 +159,7 @@ class SGLangRuntime:
         None is built: each constructor takes that kind's KV pool object (``kvcache``: an SWAKVPool,
         a HiSparse pool, a unified pool), whose modules are not executed.
         """
-        table = POOL_ALLOCATORS.get(self.release.version, {})
+        table = record(self.release.version)["pool_allocators"]  # where the release defines each, read from its wheel
         core = tuple(m for m in self.release.modules if ".allocator." in m or m.startswith("sglang.kernels.ops.memory"))
         core += tuple(m for m in ("sglang.srt.mem_cache.triton_ops.allocator",) if m in self.release.modules)
         out: dict[str, Any] = {}
@@ -166,7 +167,7 @@ class SGLangRuntime:
             if kind not in table:
                 out[kind] = f"sglang {self.release.version} has no {cls_name} in mem_cache/allocator/"
                 continue
-            module = f"sglang.srt.mem_cache.allocator.{table[kind]}"
+            module = f"sglang.srt.mem_cache.allocator.{table[kind]['module']}"
             extra = ("sglang.srt.utils.invariants",) if self.tree.has("sglang/srt/utils/invariants.py") else ()
             loader = Loader(self.tree, core + extra + (module,), self.standins.answer)
             self._loaders.append(loader)

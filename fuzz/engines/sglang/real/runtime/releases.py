@@ -283,36 +283,12 @@ def release_for(version: str | None) -> Release:
     return older[-1] if older else next(iter(RELEASES.values()))
 
 
-# What ``ScheduleBatch.prepare_for_decode`` (managers/schedule_batch.py, not executed) adds to each request
-# after the non-speculative ``alloc_for_decode``: the fields it increments (each ``+=``'s line: the release
-# record's ``after_decode``).  From 0.5.16 alloc_for_decode grows kv_allocated_len itself, from 0.5.19
-# kv_committed_len too [cite: decode-grows-both-lengths].
-_BOTH_AFTER = ("decode_batch_idx", "kv_committed_len", "kv_allocated_len")
-AFTER_DECODE: dict[str, tuple[str, ...]] = {
-    **{v: _BOTH_AFTER for v in ("0.5.13", "0.5.14", "0.5.15")},
-    **{v: _BOTH_AFTER[:2] for v in ("0.5.16", "0.5.17", "0.5.18")},
-    **{v: _BOTH_AFTER[:1] for v in ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")},
-}
-
-
-# Each non-standard kind of pool's own allocator class: its module in mem_cache/allocator/, where the release
-# ships it (``SGLangRuntime.pool_allocator_classes`` loads them; the line of each ``class``: the release record's
-# ``pool_allocators``).
+# Each non-standard kind of pool's own allocator class, by SGLang's name: where a release defines it (its module of
+# mem_cache/allocator/ and its line) is read from the wheel, the release record's ``pool_allocators``.
 POOL_ALLOCATOR_NAMES = {
     "swa": "SWATokenToKVPoolAllocator",
     "hisparse": "HiSparseTokenToKVPoolAllocator",
     "unified-mamba": "UnifiedMambaTokenToKVPoolAllocator",
     "unified-swa": "UnifiedSWATokenToKVPoolAllocator",
     "unified-mamba-swa": "UnifiedMambaSWATokenToKVPoolAllocator",
-}
-_SWA_HISPARSE = {"swa": "swa", "hisparse": "hisparse"}
-_UNIFIED = {
-    "unified-mamba": "unified_mamba",
-    "unified-swa": "unified_hybrid_swa",
-    "unified-mamba-swa": "unified_hybrid_swa",
-}
-POOL_ALLOCATORS: dict[str, dict[str, str]] = {
-    "0.5.13": {"swa": "swa"},
-    **{f"0.5.{n}": _SWA_HISPARSE for n in range(14, 20)},
-    **{f"0.5.{n}": {**_SWA_HISPARSE, **_UNIFIED} for n in range(20, 24)},
 }

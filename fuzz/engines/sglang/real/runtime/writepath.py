@@ -42,7 +42,6 @@ from .context import Settings
 from .loaded import SGLangRuntime
 from .ownership import HandOuts, Window, free_pages, handed_out, ownership_problem
 from .releases import (
-    AFTER_DECODE,
     DECODE,
     DFLASH,
     EAGLE,
@@ -233,8 +232,9 @@ def _call_entry(runtime: SGLangRuntime, rel: Release, kind: str, batch: Schedule
 
 
 def after_decode(runtime: SGLangRuntime, reqs: Sequence[RequestStandIn]) -> None:
-    """What ``ScheduleBatch.prepare_for_decode`` adds per request after ``alloc_for_decode`` (``AFTER_DECODE``)."""
-    for name in AFTER_DECODE.get(runtime.release.version, ()):
+    """What ``ScheduleBatch.prepare_for_decode`` adds per request after ``alloc_for_decode``: the fields it increments,
+    read from the release's code (its record's ``after_decode``; that function is not executed)."""
+    for name in record(runtime.release.version)["after_decode"]:
         for r in reqs:
             if name == "kv_committed_len":
                 r.committed += 1
