@@ -161,7 +161,8 @@ class Engine(Protocol):
 
     def lifecycle_hunt(self, target: Target, options: LifecycleOptions) -> Any:
         """``lifecycle``'s hunt on ``target`` (a ``fuzz.campaign.driver.Hunt``): requests admitted, decoded, retracted
-        and finished as a state machine, its invariants checked after every step."""
+        and finished as a state machine, its invariants checked after every step; ``BadInput`` (one line) where the
+        engine has no lifecycle (the command exits 2, the plugin's lifecycle test skips)."""
         ...
 
     @property
