@@ -73,6 +73,9 @@ def in_child(commands: list[tuple[str, list[str]]], out: Path, cwd: Path) -> lis
     env = {k: v for k, v in os.environ.items() if k not in ("KVROW_FUZZ_TABLES", "HYPOTHESIS_PROFILE")}
     paths = [str(ROOT), str(ROOT / "tests" / "engines"), *filter(None, [os.environ.get("PYTHONPATH")])]
     env.update(PYTHONPATH=os.pathsep.join(paths), KVROW_FUZZ_ENGINES="toy=toy.engine:ENGINE")
+    # Where this project is installed, pytest's autoload marks every module of its distribution for assertion
+    # rewriting and trips on a blocked one (``sys.modules[name] = None``): the plugin is named instead (``-p``).
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     args = [sys.executable, "-c", CHILD, str(out), json.dumps(BLOCKED), json.dumps(commands)]
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and out.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
