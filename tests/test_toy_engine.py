@@ -27,6 +27,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from fuzz.findings.schemas import validate
+
 ROOT = Path(__file__).resolve().parents[1]
 ALLOCATOR = ROOT / "tests" / "engines" / "toy" / "allocator.py"
 BLOCKED = ("fuzz.engines.sglang", "allocator_model", "strategies")
@@ -123,6 +125,10 @@ def test_run_repro_and_sarif_serve_the_toy_engine_without_sglang(tmp_path: Path)
         "row",
         "seq_len",
     }
+    # The published schemas are the core's: another engine's report and case file follow them (its kind of case,
+    # its configuration, its confirmation under its own name).
+    validate("report", doc)
+    validate("case", case)
     # SARIF: one result for the one root cause, at the toy's width function, known by its code; its rules are the
     # core's properties alone (none of SGLang's was declared in the child)
     log = json.loads(sarif.read_text())["runs"][0]
