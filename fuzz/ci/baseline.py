@@ -2,7 +2,7 @@
 
 The campaign ``run`` runs (its proof stage first, the profile's search after,
 SGLang's write path where the target has it), its findings grouped by root
-cause (``fuzz.causes``), and each cause's entries (property, qualified
+cause (``Engine.root_causes``), and each cause's entries (property, qualified
 function, repository path: ``fuzz.findings.baseline``) written to FILE. Then
 ``run``/``lifecycle``/``prove --baseline FILE`` fail only on causes not in
 it. ``--releases``: that campaign on each SGLang release of the range, one
