@@ -200,7 +200,13 @@ def test_the_command_line_names_a_blocked_engine_and_exits_2() -> None:
     )
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("\n") == 1 and "engine sglang unavailable" in run.stderr, run.stderr
-    for own in (["fidelity", "--target", "sglang==0.5.18"], ["matrix", "--help"]):  # the engine's own commands
+    own_commands = (  # the engine's own commands: each parses, and answers with the one line
+        ["fidelity", "--target", "sglang==0.5.18"],
+        ["matrix", "--help"],
+        ["advisory", "fuzz-cases/", "--out", "advisories"],
+        ["advisory", "--help"],
+    )
+    for own in own_commands:
         mine = subprocess.run([sys.executable, "-c", block, *own], capture_output=True, text=True, env=env)
         assert mine.returncode == 2 and mine.stderr.count("\n") == 1, (own, mine.stderr)
         assert "engine sglang unavailable" in mine.stderr, (own, mine.stderr)

@@ -173,6 +173,14 @@ class Engine(Protocol):
         """The verdict pipeline's stage 4: the ``Cause`` of each finding's group."""
         ...
 
+    def replayed(self, doc: dict[str, Any], where: str = "the case") -> tuple[Target, Any] | None:
+        """A case document (``fuzz.findings.casefile``, validated) replayed on its own target, checked first as
+        ``repro`` checks it: the target and the finding of the case's property that replay shows (None: the case
+        passes there now); ``CaseFileError`` (one line) for a case it cannot replay. The finding is rebuilt from
+        the checked values, never taken from the document, so what is decided from it (``merge``'s root causes of
+        its shards' case files) is decided on this tool's own replay."""
+        ...
+
     def judges(self, target: Target, table: str, command: Any, stats: Mapping[str, Any]) -> str | None:
         """How ``command`` (a ``fuzz.findings.report.Command``) judged this engine's ``table`` on ``target``, in a
         few words (``stats``: what the command's run counted); None where it does not judge it."""

@@ -114,6 +114,11 @@ class SGLangEngine:
 
         return root_causes(target, findings)
 
+    def replayed(self, doc: dict[str, Any], where: str = "the case") -> tuple[SGLangTarget, Any] | None:
+        from .causes.advisory import replayed
+
+        return replayed(doc, where)
+
     def claims(self, spec: str) -> bool:
         return True
 
