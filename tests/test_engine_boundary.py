@@ -21,7 +21,6 @@ ENGINES = "fuzz.engines"  # its package and ``base`` (the registry and the inter
 
 # core module -> the step of issue 34's stage 2 that clears it.
 PENDING: dict[str, str] = {
-    "fuzz.ci.baseline": "--releases: SGLang's release ranges (a document over releases, as matrix --expect reads)",
     "fuzz.prove.calls": "move into the SGLang engine",
     "fuzz.prove.cli": "move into the SGLang engine",
     "fuzz.prove.grid": "move into the SGLang engine",

@@ -164,6 +164,14 @@ class Engine(Protocol):
         and finished as a state machine, its invariants checked after every step."""
         ...
 
+    def releases(self, text: str | None) -> list[str]:
+        """The releases ``text`` names (a command's ``--releases``: ``A..B``, the modeled releases from A to B;
+        ``A,B``, each as given; None, every modeled release), in the order named, each once; ``ValueError`` (one
+        line) for a text that names none or holds no release number. One expansion for every command that takes
+        a range (``baseline write --releases``, and SGLang's own ``matrix``), so a document written over a range
+        is the one a command reads back over the same range (``matrix --expect``)."""
+        ...
+
     def code_paths(self, target: Target) -> list[str]:
         """Every file of the engine's code ``target`` reads, as the engine's repository names them (``paths``: a CI
         workflow's filter); ``BadInput`` where it reads none (a model)."""
