@@ -1,6 +1,6 @@
 """The known row-sizing bugs as fixes of a revision: which fields each resets, which surface entries it replaces.
 
-A root cause is decided by counterfactual (``fuzz.causes``): a case whose
+A root cause is decided by counterfactual (``fuzz.engines.sglang.causes``): a case whose
 failure goes away when one known bug is fixed, and nothing else changes, has
 that bug for its cause. Each ``KnownFix`` says how to fix one bug on any
 target:
@@ -41,7 +41,7 @@ from .surface import (
 NEW = "new"  # no upstream report names it
 
 # The sizing pieces a real target answers, in SGLang's order of computation (each feeds the next): the reference's
-# version of one is the fix of a NEW cause (``fuzz.causes``).
+# version of one is the fix of a NEW cause (``fuzz.engines.sglang.causes``).
 PIECES: tuple[Entry, ...] = (
     SIZING_ALLOC_PAGE,
     ALLOC_LEN_PER_DECODE,

@@ -6,7 +6,7 @@
 (``-seed=N``, a fresh process each time).  A crash of another root cause
 (0.5.18 also has the open page-1 gap, #33579, which random inputs meet first
 about as often) is what a team would mark known: the crash's root cause
-(``fuzz.causes``, computed here from the crash input) joins a baseline file
+(``fuzz.engines.sglang.causes``, computed here from the crash input) joins a baseline file
 (``kvrow-fuzz baseline write``'s format) given as ``--kvrow-baseline`` and
 the fuzzer restarts, as one would run it on ClusterFuzzLite with the open
 bug in ``KVROW_FUZZ_BASELINE``.  Per seed: the seconds the fuzz loops ran

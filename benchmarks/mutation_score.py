@@ -18,7 +18,7 @@ not, and none broken in more configurations or by a worse overflow, is
 equivalent (and no quick verdict is asked of it); one that only widens a
 group the base already breaks is not, one that fixes a known bug is. A non-equivalent
 mutant is *killed* by an entry point when it reports a root cause the base
-does not have (``fuzz.causes``; the base's causes written as a baseline):
+does not have (``fuzz.engines.sglang.causes``; the base's causes written as a baseline):
 ``run --profile ci`` (in process, the model's write path), the campaign's
 findings grouped by root cause and judged against that baseline, counted
 also by whether a new cause names the mutated function; the pytest plugin

@@ -3,8 +3,8 @@ from-crash, repro, targets.
 
 Each command lives in its package (``fuzz.run``, ``fuzz.lifecycle``,
 ``fuzz.prove``), whose ``cli.register`` adds its parser; an engine's own
-commands (SGLang's ``fidelity`` and ``matrix``) are its package's, declared in
-the engine registry (``fuzz.engines.BUILTIN_COMMANDS``);
+commands (SGLang's ``fidelity``, ``matrix`` and ``advisory``) are its
+package's, declared in the engine registry (``fuzz.engines.BUILTIN_COMMANDS``);
 ``repro`` and ``targets`` are small and live here.  Exit status: see
 ``fuzz.common.errors.ExitCode``; bad input is always one line on stderr.
 
@@ -35,7 +35,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz.prove.cli",
     *(module for module, _ in BUILTIN_COMMANDS.values()),  # the engines' own commands
     "fuzz.oss.cli",  # from-crash
-    "fuzz.report_commands",  # merge (the shards' reports as one), advisory (an upstream-ready issue per cause)
+    "fuzz.report_commands",  # merge (the shards' reports as one)
     "fuzz.ci.baseline",  # baseline write: the known findings --baseline accepts
     "fuzz.ci.paths",  # paths: every SGLang file a target reads
 )
@@ -68,7 +68,6 @@ COMMANDS: dict[str, str] = {
     **{name: summary for _, commands in BUILTIN_COMMANDS.values() for name, summary in commands.items()},
     "from-crash": "turn a crash input of the Atheris fuzzers (ClusterFuzzLite, OSS-Fuzz) into a case file",
     "merge": "combine the shards' reports (--shard I/N) into one",
-    "advisory": "write an upstream-ready issue (Markdown) per root cause of case files or reports",
     "baseline": "record a target's root causes as known findings (baseline write FILE --target SPEC)",
     "paths": "list every SGLang file a target reads (a CI workflow's paths: filter)",
     "repro": "replay a case file",

@@ -312,13 +312,16 @@ def merge_target(target: str, parts: list[Part], command: Command) -> Merged:
 
 
 def merged_causes(m: Merged) -> str | None:
-    """The target's root causes, decided here from its validated case files (``fuzz.causes``): each replayed on
-    the target and its cause found by counterfactual; None when the target resolves, else why not."""
-    from fuzz.causes.advisory import causes_of_cases
+    """The target's root causes, decided here from its validated case files, each replayed by the target's engine
+    (``Engine.replayed``), as the verdict pipeline finds them; None when the target resolves, else why not."""
+    from fuzz.engines import engine_for
+    from fuzz.verdict import PIPELINE
 
     docs = [f.pop("_case") for f in m.entry["findings"] if "_case" in f]
     try:
-        causes = causes_of_cases(docs)
+        engine = engine_for(m.entry["target"])
+        rebuilt = [r for r in (engine.replayed(d) for d in docs) if r is not None]
+        causes = PIPELINE.causes(rebuilt[0][0], [f for _, f in rebuilt]) if rebuilt else []
     except Exception as e:  # noqa: BLE001 - a target this machine cannot resolve (no wheel, no network)
         return f"root causes not decided here: {printable(str(e).splitlines()[0], 200)}"
     if causes:

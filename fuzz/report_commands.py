@@ -1,8 +1,8 @@
-"""The parsers of ``merge`` and ``advisory``: the commands that read what the others wrote (reports, case files).
+"""The parser of ``merge``: the command that reads what the others wrote (the shards' reports, their case files).
 
-Light, as every command's parser is (``tests/test_cli.py``): their executors,
-``fuzz.merge`` and ``fuzz.causes.advisory``, import the findings model and
-the engines (torch, Hypothesis), and are imported only when the command runs.
+Light, as every command's parser is (``tests/test_cli.py``): its executor,
+``fuzz.merge``, imports the findings model and the engines (torch,
+Hypothesis), and is imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -40,24 +40,4 @@ def register(subparsers: Any) -> None:
         "--markdown",
         metavar="FILE",
         help="write the summary as a Markdown code block no line can leave (for a CI job summary)",
-    )
-    advisory = add_command(
-        subparsers,
-        "advisory",
-        "write an upstream-ready issue (Markdown) per root cause of case files or reports",
-        "Write one Markdown advisory per root cause found in case files, directories of them, or JSON reports. "
-        "Exit 0: written; 1: no case reproduces; 2: bad input.",
-        "fuzz.causes.advisory:cmd_advisory",
-    )
-    advisory.add_argument(
-        "inputs", nargs="+", metavar="CASE-or-REPORT", help="case files, directories of them, reports"
-    )
-    advisory.add_argument(
-        "--out", default="advisories", metavar="DIR", help="where DIR/<cause>.md go (default advisories)"
-    )
-    advisory.add_argument(
-        "--target",
-        metavar="SPEC",
-        help="replay every case on SPEC (sglang==X.Y.Z, sglang, a checkout PATH[@X.Y.Z]) instead of the target "
-        "each names; a case never runs code it names, and a model target (reference[@REVISION]) gets no advisory",
     )

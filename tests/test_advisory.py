@@ -333,7 +333,7 @@ def test_a_1_mib_lifecycle_case_is_refused_by_the_replay_budget_in_a_blink(size,
 
 
 def test_every_case_is_validated_before_any_is_replayed(tmp_path, capsys, monkeypatch):
-    import fuzz.causes.advisory as advisory
+    import fuzz.engines.sglang.causes.advisory as advisory
 
     good = tmp_path / "a.json"
     good.write_text(json.dumps(load_document(next(p for p in regression_files() if "--write-within-row-dcp-1" in p))))
@@ -351,8 +351,8 @@ HOSTILE_TEXT = "a``b\x1b[2J\u202e\nFAILS ```\n# injected"
 
 
 def test_every_value_an_advisory_shows_is_printable_and_stays_inside_its_block(tmp_path):
-    from fuzz.causes.advisory import advisories, render
     from fuzz.engines.sglang.cases import SGLangCase
+    from fuzz.engines.sglang.causes.advisory import advisories, render
     from fuzz.engines.sglang.decode.replay import replayable_case
 
     path = next(p for p in regression_files() if "--write-within-row-dcp-1" in p)

@@ -81,7 +81,7 @@ def test_a_known_group_passes(planted_crash, tmp_path):
 
 def planted_baseline(crash: FindingRaised, path: Path, *, other: bool = False) -> str:
     """A baseline file of the crash's root cause (``other``: the same entries in another function)."""
-    from fuzz.causes import root_causes
+    from fuzz.engines.sglang.causes.counterfactual import root_causes
     from fuzz.findings import baseline
     from fuzz.targets.resolve import resolve_target
 

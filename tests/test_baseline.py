@@ -42,7 +42,7 @@ def tree_causes(trees):
 
 def causes_of(tree):
     """The tree's root causes over the tiny space (the sweep's witnesses, not replayed on SGLang's path)."""
-    from fuzz.causes import root_causes
+    from fuzz.engines.sglang.causes.counterfactual import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove
     from fuzz.targets.resolve import resolve_target
@@ -206,7 +206,7 @@ def test_a_written_baseline_reads_back_and_matches_the_published_schema(tmp_path
     jsonschema = pytest.importorskip("jsonschema")
     from pathlib import Path
 
-    from fuzz.causes import root_causes
+    from fuzz.engines.sglang.causes.counterfactual import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove as sweep
     from fuzz.targets.resolve import resolve_target

@@ -73,7 +73,7 @@ def test_the_digest_changes_with_behaviour(what):
 
 def test_a_model_revision_is_part_of_the_digest_and_an_unreadable_function_has_none():
     from allocator_model.revisions import REFERENCE, REVISIONS
-    from fuzz.causes.identity import revision_fields
+    from fuzz.engines.sglang.digests import revision_fields
 
     old = REVISIONS["sglang-0.5.18"]
     assert digest(SOURCE, "headroom", revision_fields(old)) != digest(SOURCE, "headroom", revision_fields(REFERENCE))
@@ -124,7 +124,7 @@ def test_sarif_fingerprints_follow_the_identity():
 
 def model_baseline(tmp_path, revision="sglang-0.5.23", target=None):
     """A baseline of the model revision's causes over the tiny space (a second or two)."""
-    from fuzz.causes import root_causes
+    from fuzz.engines.sglang.causes.counterfactual import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove
     from fuzz.targets.resolve import resolve_target

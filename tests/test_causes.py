@@ -1,4 +1,5 @@
-"""Root causes by counterfactual (``fuzz.causes``): one entry per cause, decided by what makes each case pass.
+"""SGLang's root causes by counterfactual (``fuzz.engines.sglang.causes``): one entry per cause, decided by what
+makes each case pass.
 
 The groups come from the bounded proof's witnesses over the tiny space (every regime, seconds); the causes
 are the ones the issue names per release: 0.5.23 two (#33579; the unified Mamba builders, new), 0.5.18 four
@@ -12,8 +13,7 @@ from pathlib import Path
 
 from allocator_model.known_bugs import KNOWN_FIX, KNOWN_FIXES, fully_fixed, with_fixes
 from allocator_model.revisions import REFERENCE, get_revision
-from fuzz.causes import root_causes
-from fuzz.causes.counterfactual import cause_of, fails, fixed_target
+from fuzz.engines.sglang.causes.counterfactual import cause_of, fails, fixed_target, root_causes
 from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.findings.cause import CauseKind, causes_block

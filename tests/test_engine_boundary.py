@@ -6,7 +6,7 @@ import an engine's code (``fuzz.engines.<name>``, SGLang's own code runner
 (``allocator_model``, ``strategies``), at module level or inside a function:
 a second engine or a second table must land without touching it.
 
-Until the engine package is complete, ``PENDING`` names each core module that
+``PENDING`` (empty once the engine package was complete) names each core module that
 still imports one, with the migration step that clears it. The list only
 shrinks: a module that no longer needs its entry fails here too, so a cleared
 entry is deleted in the same change.
@@ -19,12 +19,9 @@ from test_import_cycles import import_graph
 ENGINE_ROOTS = ("allocator_model", "strategies")  # the SGLang engine's model and strategies, at the top level
 ENGINES = "fuzz.engines"  # its package and ``base`` (the registry and the interface) are core; its subpackages engines
 
-# core module -> the step of issue 34's stage 2 that clears it.
-PENDING: dict[str, str] = {
-    "fuzz.causes.advisory": "causes' SGLang half into the engine",
-    "fuzz.causes.counterfactual": "causes' SGLang half into the engine",
-    "fuzz.ci.baseline": "--releases: SGLang's release ranges (a document over releases, as matrix --expect reads)",
-}
+# core module -> the step that clears it: empty since the engine package is complete (issue 34); a module that must
+# cross for a while is named here with its step, never left unlisted.
+PENDING: dict[str, str] = {}
 
 
 def is_engine_module(name: str) -> bool:

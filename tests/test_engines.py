@@ -188,7 +188,7 @@ def test_a_registered_engine_is_asked_first_and_only_inside_its_block() -> None:
     assert resolve_target("reference").engine == "sglang"
 
 
-def test_the_command_line_names_a_blocked_engine_and_exits_2() -> None:
+def test_the_command_line_names_a_blocked_engine_and_exits_2(tmp_path) -> None:
     block = (
         "import sys; sys.modules['fuzz.engines.sglang'] = None; from fuzz.cli import main; sys.exit(main(sys.argv[1:]))"
     )
@@ -200,7 +200,14 @@ def test_the_command_line_names_a_blocked_engine_and_exits_2() -> None:
     )
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("\n") == 1 and "engine sglang unavailable" in run.stderr, run.stderr
-    for own in (["fidelity", "--target", "sglang==0.5.18"], ["matrix", "--help"]):  # the engine's own commands
+    needing = (  # the engine's own commands (each parses), and a core one that asks the engine (its releases)
+        ["fidelity", "--target", "sglang==0.5.18"],
+        ["matrix", "--help"],
+        ["advisory", "fuzz-cases/", "--out", "advisories"],
+        ["advisory", "--help"],
+        ["baseline", "write", str(tmp_path / "baseline.json"), "--releases", "0.5.18"],
+    )
+    for own in needing:
         mine = subprocess.run([sys.executable, "-c", block, *own], capture_output=True, text=True, env=env)
         assert mine.returncode == 2 and mine.stderr.count("\n") == 1, (own, mine.stderr)
         assert "engine sglang unavailable" in mine.stderr, (own, mine.stderr)

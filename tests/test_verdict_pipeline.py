@@ -116,7 +116,7 @@ def groups_of_repro(dcp_finding) -> set[str]:
 
 
 def groups_of_advisory(dcp_finding) -> set[str]:
-    from fuzz.causes.advisory import replayed
+    from fuzz.engines.sglang.causes.advisory import replayed
     from fuzz.findings import casefile
 
     got = replayed(casefile.document(dcp_finding))

@@ -153,7 +153,7 @@ class CampaignResult:
     error: str | None = None
     interrupted: bool = False
     stats: dict[str, Any] = field(default_factory=dict)  # what the kind of campaign counts besides examples
-    causes: list[Cause] = field(default_factory=list)  # the findings by root cause (``fuzz.causes``), once done
+    causes: list[Cause] = field(default_factory=list)  # the findings by root cause (``Engine.root_causes``), once done
     baseline: Judged | None = None  # the causes against a --baseline (None: no baseline)
 
     @property

@@ -1,19 +1,7 @@
-"""Root causes by counterfactual: which fix makes a finding's case pass (``counterfactual.root_causes``).
+"""Root causes, the engine-neutral half: a cause's code identity (``identity``) and a baseline's verdict per case,
+remembered (``known``).
 
-Imported lazily: ``identity`` (a cause's code digest) serves every engine's tables, without the counterfactual's
-engine code behind it.
+An engine finds the causes of its findings (``Engine.root_causes``, the verdict pipeline's stage 4; SGLang's by
+counterfactual, ``fuzz.engines.sglang.causes``); what is here serves every engine's causes and tables, so it
+imports none.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-__all__ = ["root_causes"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "root_causes":
-        from .counterfactual import root_causes
-
-        return root_causes
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,9 +14,10 @@ How: ``ast.parse``; the function (``name`` or ``Class.method``) and what it
 reaches in its module, each with its docstring dropped and its arguments and
 locals renamed by position of first appearance; a canonical dump of the
 trees that omits empty and None fields (``ast.dump``'s own output changes
-between Python versions), sha256, 16 hex digits.  The reference model's
-revisions share one file (``allocator_model/sizing.py``): a model target's
-digest takes its revision's fields too.
+between Python versions), sha256, 16 hex digits.  What tells two versions
+of one source apart besides its text is the caller's to fold in (``extra``:
+SGLang's model revisions share one file, so a model target's digest takes
+its revision's fields too).
 """
 
 from __future__ import annotations
@@ -171,20 +172,3 @@ def canonical(node: Any) -> str:
     if isinstance(node, list):
         return "[" + ",".join(canonical(v) for v in node) + "]"
     return repr(node)
-
-
-def revision_fields(revision: Any) -> dict[str, Any]:
-    """A model revision's behaviour as JSON data (its name and summary aside): what tells two revisions of the one
-    model file apart in a digest."""
-    import dataclasses
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, set | frozenset):
-            return sorted(str(v) for v in value)
-        return value if isinstance(value, bool | int | float | str) or value is None else str(value)
-
-    return {
-        f.name: plain(getattr(revision, f.name))
-        for f in dataclasses.fields(revision)
-        if f.name not in ("name", "summary")
-    }

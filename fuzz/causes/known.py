@@ -1,12 +1,12 @@
 """Which findings a baseline of known findings knows: each is known when its root cause is (``fuzz.findings.baseline``).
 
-A finding's cause is found by counterfactual (``counterfactual.root_causes``:
-its case replayed with each fix), never from its group's label: a new cause
-that shows in a known group is new, a new variant of a known cause is known.
-That costs a few replays of the case per finding (about 20 to 120 ms on a
-release's real code, against about 5 ms for a fuzz input), so ``KnownCauses``
-keeps the verdict of each case it has judged (a fuzzer meets the same case
-again and again).
+A finding's cause is found by its target's engine (``Engine.root_causes``;
+SGLang's by counterfactual: its case replayed with each fix), never from its
+group's label: a new cause that shows in a known group is new, a new variant
+of a known cause is known. That costs a few replays of the case per finding
+(about 20 to 120 ms on an SGLang release's real code, against about 5 ms for
+a fuzz input), so ``KnownCauses`` keeps the verdict of each case it has
+judged (a fuzzer meets the same case again and again).
 """
 
 from __future__ import annotations

@@ -2,16 +2,17 @@
 
 The campaign ``run`` runs (its proof stage first, the profile's search after,
 SGLang's write path where the target has it), its findings grouped by root
-cause (``fuzz.causes``), and each cause's entries (property, qualified
+cause (``Engine.root_causes``), and each cause's entries (property, qualified
 function, repository path: ``fuzz.findings.baseline``) written to FILE. Then
 ``run``/``lifecycle``/``prove --baseline FILE`` fail only on causes not in
-it. ``--releases``: that campaign on each SGLang release of the range, one
-document: each entry with the releases where it was found, required there
-(``matrix --expect FILE`` reports MISSING for a release that no longer
-shows it), and with ``--allow OTHER`` the entries of another baseline (one
-written with more examples, another seed) allowed where this run did not
-find them. Exit 0: written (also when the target is clean: an empty
-baseline); 2: bad input.
+it. ``--releases``: that campaign on each SGLang release of the range (as
+its engine expands a range, ``Engine.releases``: the one expansion ``matrix``
+reads too), one document: each entry with the releases where it was found,
+required there (``matrix --expect FILE`` reports MISSING for a release that
+no longer shows it), and with ``--allow OTHER`` the entries of another
+baseline (one written with more examples, another seed) allowed where this
+run did not find them. Exit 0: written (also when the target is clean: an
+empty baseline); 2: bad input.
 """
 
 from __future__ import annotations
@@ -120,15 +121,15 @@ def write_target(args: argparse.Namespace) -> ExitCode:
 
 def write_releases(args: argparse.Namespace) -> ExitCode:
     """One document over the releases: what each release's campaign found (required), ``--allow``'s (allowed)."""
-    from fuzz.engines.sglang.fidelity.matrix import parse_releases
-    from fuzz.engines.sglang.real.versions import VersionError
+    from fuzz.engines import load
     from fuzz.findings import baseline
 
     if args.sglang_version:
         raise BadInput("--sglang-version is for --target (each release of --releases has its own)")
+    engine = load(baseline.RELEASES_TARGET)  # the engine whose releases a document over releases covers: its target
     try:
-        releases = parse_releases(args.releases)
-    except VersionError as e:
+        releases = engine.releases(args.releases)
+    except ValueError as e:
         raise BadInput(f"--releases: {e}") from None
     try:
         allowed = baseline.load(args.allow, "--allow") if args.allow else None
@@ -148,7 +149,7 @@ def write_releases(args: argparse.Namespace) -> ExitCode:
                 f"required, {len(extra)} allowed, {time.monotonic() - started:.0f}s",
                 flush=True,
             )
-    doc = baseline.releases_document("sglang", found, describe(args))
+    doc = baseline.releases_document(baseline.RELEASES_TARGET, found, describe(args))
     write_atomically(args.file, baseline.dumps(doc))
     required = sum(1 for e in doc["entries"] if e["required"])
     print(f"{args.file}: {len(releases)} release(s), {len(doc['entries'])} entr(ies), {required} required")

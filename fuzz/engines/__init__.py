@@ -42,13 +42,15 @@ BUILTIN: dict[str, str] = {"sglang": "fuzz.engines.sglang.engine:ENGINE"}
 # The commands a builtin engine adds beside the core's: the module whose ``register(subparsers)`` adds them
 # (``fuzz.cli`` calls it as it calls the core's), and each command's one-line summary (data: the top-level
 # help and a mistyped command are answered importing no engine; ``tests/test_cli.py`` holds the summaries to
-# the parsers). An engine's commands are ones only it can answer (SGLang's: its model against its releases).
+# the parsers). An engine's commands are ones only it can answer (SGLang's: its model against its releases,
+# an issue per root cause in SGLang's terms).
 BUILTIN_COMMANDS: dict[str, tuple[str, dict[str, str]]] = {
     "sglang": (
-        "fuzz.engines.sglang.fidelity.cli",
+        "fuzz.engines.sglang.cli",
         {
             "fidelity": "compare the model with real SGLang sizing code",
             "matrix": "fuzz every SGLang release's own sizing code, one table",
+            "advisory": "write an upstream-ready issue (Markdown) per root cause of case files or reports",
         },
     ),
 }

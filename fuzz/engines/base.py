@@ -176,6 +176,14 @@ class Engine(Protocol):
         work; ``BadInput`` where the engine has no bounded proof."""
         ...
 
+    def releases(self, text: str | None) -> list[str]:
+        """The releases ``text`` names (a command's ``--releases``: ``A..B``, the modeled releases from A to B;
+        ``A,B``, each as given; None, every modeled release), in the order named, each once; ``ValueError`` (one
+        line) for a text that names none or holds no release number. One expansion for every command that takes
+        a range (``baseline write --releases``, and SGLang's own ``matrix``), so a document written over a range
+        is the one a command reads back over the same range (``matrix --expect``)."""
+        ...
+
     def code_paths(self, target: Target) -> list[str]:
         """Every file of the engine's code ``target`` reads, as the engine's repository names them (``paths``: a CI
         workflow's filter); ``BadInput`` where it reads none (a model)."""
@@ -183,6 +191,14 @@ class Engine(Protocol):
 
     def root_causes(self, target: Target, findings: list[Any]) -> list[Any]:
         """The verdict pipeline's stage 4: the ``Cause`` of each finding's group."""
+        ...
+
+    def replayed(self, doc: dict[str, Any], where: str = "the case") -> tuple[Target, Any] | None:
+        """A case document (``fuzz.findings.casefile``, validated) replayed on its own target, checked first as
+        ``repro`` checks it: the target and the finding of the case's property that replay shows (None: the case
+        passes there now); ``CaseFileError`` (one line) for a case it cannot replay. The finding is rebuilt from
+        the checked values, never taken from the document, so what is decided from it (``merge``'s root causes of
+        its shards' case files) is decided on this tool's own replay."""
         ...
 
     def judges(self, target: Target, table: str, command: Any, stats: Mapping[str, Any]) -> str | None:

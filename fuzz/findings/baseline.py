@@ -4,7 +4,8 @@ An entry records a root cause's identity, never a place (schema version 2):
 
   a known bug      its fix's key in ``allocator_model/known_bugs.py`` (``page-1-headroom``: #33579); the
                    counterfactual names a known fix only where the target's code is its release's at the
-                   case (``fuzz.causes.counterfactual.candidates``), so a changed function is never one;
+                   case (``fuzz.engines.sglang.causes.counterfactual.candidates``), so a changed function
+                   is never one;
                    ``as_new``: what its variants read as where no known fix is tried (aliases, sound by
                    their digest: ``baseline_entries``);
   a new cause      (the tool's ``new``, a piece of the target that differs from the reference) the function

@@ -1,4 +1,4 @@
-"""Root causes: the findings of one target grouped by what fixes them (``fuzz.causes`` decides it).
+"""Root causes: the findings of one target grouped by what fixes them (their engine decides it).
 
 A ``Cause`` is one known bug (its upstream number, or ``new``), one piece of
 the target's code that the reference computes differently (``new``, naming

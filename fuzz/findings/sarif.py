@@ -1,7 +1,7 @@
 """SARIF 2.1.0 (``--sarif FILE``): findings shown by GitHub code scanning on the sizing code they indict.
 
 One SARIF run (one tool, as code scanning wants), one result per root cause
-(``fuzz.causes``; a group no cause holds is a result of its own): the cause's
+(``Engine.root_causes``; a group no cause holds is a result of its own): the cause's
 plainest variant stands for it (silent first, then by name), ``ruleId`` is
 the property it breaks, the message is the cause (its heading, fix and
 variants) above that variant's COUNTEREXAMPLE block with its repro line

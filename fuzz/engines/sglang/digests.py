@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fuzz.causes.identity import digest, revision_fields
+from fuzz.causes.identity import digest
 
 
 def code_digest(target: Any, function: str) -> str | None:
@@ -43,3 +43,20 @@ def _origin_source(origin: str) -> str | None:
         return wheels.read_file(origin)[0]
     except wheels.SourceError:
         return None
+
+
+def revision_fields(revision: Any) -> dict[str, Any]:
+    """A model revision's behaviour as JSON data (its name and summary aside): what tells two revisions of the one
+    model file apart in a digest."""
+    import dataclasses
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, set | frozenset):
+            return sorted(str(v) for v in value)
+        return value if isinstance(value, bool | int | float | str) or value is None else str(value)
+
+    return {
+        f.name: plain(getattr(revision, f.name))
+        for f in dataclasses.fields(revision)
+        if f.name not in ("name", "summary")
+    }

@@ -115,6 +115,11 @@ class SGLangEngine:
         own = self.has_own_path(target, options.write_path)  # asked for SGLang's own and it cannot: BadInput
         return lifecycle_hunt(target, steps=options.steps, pins=pins, own_allocator=own)
 
+    def releases(self, text: str | None) -> list[str]:
+        from .fidelity.matrix import parse_releases
+
+        return parse_releases(text)  # a VersionError: a ValueError
+
     def code_paths(self, target: SGLangTarget) -> list[str]:
         from .real.paths import read_paths
 
@@ -124,6 +129,11 @@ class SGLangEngine:
         from .verdict import root_causes
 
         return root_causes(target, findings)
+
+    def replayed(self, doc: dict[str, Any], where: str = "the case") -> tuple[SGLangTarget, Any] | None:
+        from .causes.advisory import replayed
+
+        return replayed(doc, where)
 
     def claims(self, spec: str) -> bool:
         return True

@@ -41,6 +41,6 @@ def confirm(target: Target, f: Finding, mode: str = "auto", check: Any = None) -
 
 
 def root_causes(target: Target, findings: list[Finding]) -> list[Any]:
-    from fuzz.causes import root_causes
+    from .causes.counterfactual import root_causes
 
     return root_causes(target, findings)

@@ -11,7 +11,7 @@ before any is replayed, so a bad one is one line and exit 2 in a blink; a
 case of this tool's own model (``reference``, ``reference@REVISION``) is not
 SGLang's: one line naming the release to replay it on, exit 2. Each case is
 then replayed on its target (one that no longer fails is left out, and said
-so), its root cause decided again by counterfactual (``fuzz.causes``), and
+so), its root cause decided again by counterfactual (``PIPELINE.causes``), and
 the text written from those results, every value of it made printable and
 every code block fenced so nothing inside can close it. The affected
 releases are the inputs' targets on which the cause has variants (a
@@ -29,7 +29,7 @@ nothing of this tool (``fuzz.engines.sglang.standalone``). The embedded regressi
 test replays with ``repro``'s own validation, so it fails (an assertion with
 the story) on the affected release and never errors on a case ``repro``
 refuses. Exit 0: advisories written; 1: none of the cases reproduces; 2: bad
-input. Its parser: ``fuzz.report_commands``.
+input. Its parser: ``fuzz.engines.sglang.cli``.
 """
 
 from __future__ import annotations
@@ -147,12 +147,6 @@ def _replayable(doc: dict[str, Any], where: str, named: str | None) -> Replayabl
     if kind is None:  # validate_document refuses it first
         raise casefile.CaseFileError(f"{where} has no case kind")
     return replayable_case(kind, doc, where, named)
-
-
-def causes_of_cases(docs: list[dict[str, Any]]) -> list[Cause]:
-    """The root causes of validated case documents of one target, each replayed there (``merge``)."""
-    rebuilt = [r for r in (replayed(d) for d in docs) if r is not None]
-    return PIPELINE.causes(rebuilt[0][0], [f for _, f in rebuilt]) if rebuilt else []
 
 
 def model_case(where: str, target: SGLangTarget) -> str:
