@@ -233,7 +233,8 @@ def _call_entry(runtime: SGLangRuntime, rel: Release, kind: str, batch: Schedule
 
 def after_decode(runtime: SGLangRuntime, reqs: Sequence[RequestStandIn]) -> None:
     """What ``ScheduleBatch.prepare_for_decode`` adds per request after ``alloc_for_decode``: the fields it increments,
-    read from the release's code (its record's ``after_decode``; that function is not executed)."""
+    read from the release's code (its record's ``after_decode``; that function is not executed): the lengths
+    ``alloc_for_decode`` does not grow itself [cite: decode-grows-both-lengths]."""
     for name in record(runtime.release.version)["after_decode"]:
         for r in reqs:
             if name == "kv_committed_len":
