@@ -69,7 +69,7 @@ COMMANDS: dict[str, str] = {
     "from-crash": "turn a crash input of the Atheris fuzzers (ClusterFuzzLite, OSS-Fuzz) into a case file",
     "merge": "combine the shards' reports (--shard I/N) into one",
     "baseline": "record a target's root causes as known findings (baseline write FILE --target SPEC)",
-    "paths": "list every SGLang file a target reads (a CI workflow's paths: filter)",
+    "paths": "list every file of its engine's code a target reads (a CI workflow's paths: filter)",
     "repro": "replay a case file",
     "targets": "list what can be targeted",
 }

@@ -21,8 +21,9 @@ def register(subparsers: Any) -> None:
     p = add_command(
         subparsers,
         "paths",
-        "list every SGLang file a target reads (a CI workflow's paths: filter)",
-        "List every SGLang file a target reads, as SGLang's repository names them. Exit 0: listed; 2: bad input.",
+        "list every file of its engine's code a target reads (a CI workflow's paths: filter)",
+        "List every file of its engine's code a target reads (SGLang's: as SGLang's repository names them). "
+        "Exit 0: listed; 2: bad input.",
         cmd_paths,
     )
     p.add_argument("--target", required=True, metavar="SPEC", help=TARGETS_HELP)
