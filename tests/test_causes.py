@@ -16,7 +16,8 @@ from allocator_model.revisions import REFERENCE, get_revision
 from fuzz.engines.sglang.causes.counterfactual import cause_of, fails, fixed_target, root_causes
 from fuzz.engines.sglang.prove.request import request
 from fuzz.engines.sglang.prove.sweep import prove
-from fuzz.findings.cause import CauseKind, causes_block
+from fuzz.findings.cause import CauseKind
+from fuzz.findings.render import causes_block
 from fuzz.targets.resolve import resolve_target
 
 SHAPE = Path(__file__).parent / "sglang_shapes" / "uno.py"

@@ -109,6 +109,7 @@ def test_without_the_candidate_page_maximum_main_is_caught_and_its_guard_named(t
     cases = tmp_path / "cases"
     code = main(
         ["run", "--target", str(planted), "--profile", "ci", "--max-examples", "30", "--cases", str(cases), "--quiet"]
+        + ["--verbose"]  # every group's block: the guard's group need not lead its cause
     )
     out = capsys.readouterr().out
     assert code == 1

@@ -64,7 +64,8 @@ def test_each_shape_is_found_replayed_and_located(shape: Any, tmp_path: Path, mo
     classes, indicted = SHAPES[shape]
     report, sarif = tmp_path / "r.json", tmp_path / "r.sarif"
     with declared(shape.TABLE):
-        assert main([*RUN, "--json", str(report), "--sarif", str(sarif), "--cases", str(tmp_path / "cases")]) == 1
+        argv = [*RUN, "--verbose", "--json", str(report), "--sarif", str(sarif), "--cases", str(tmp_path / "cases")]
+        assert main(argv) == 1  # --verbose: every group's block, each saying its scope
         # a group no closed form of the table decides says it was only sampled; one its closed form decides does not
         assert ("scope: sampled only" in capsys.readouterr().out) == (shape not in PROVED)
         found = on_table(report, shape.TABLE.name)

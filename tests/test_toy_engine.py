@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOCATOR = ROOT / "tests" / "engines" / "toy" / "allocator.py"
 BLOCKED = ("fuzz.engines.sglang", "allocator_model", "strategies")
 PLANTED = "write-within-row/paged@toy_slots"
-RUN = ["run", "--profile", "ci", "--max-examples", "30", "--quiet"]
+RUN = ["run", "--profile", "ci", "--max-examples", "30"]
 PLUGIN = ["-p", "fuzz.pytest_plugin", "--pyargs", "fuzz.properties", "--kvrow-profile=ci", "--kvrow-max-examples=30"]
 PLUGIN += ["-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
 
@@ -102,7 +102,7 @@ def test_run_repro_and_sarif_serve_the_toy_engine_without_sglang(tmp_path: Path)
     report, sarif, cases, fixed = tmp_path / "r.json", tmp_path / "r.sarif", tmp_path / "cases", tmp_path / "f.json"
     planted_run = ["--target", "toy", "--json", str(report), "--sarif", str(sarif), "--cases", str(cases)]
     found, clean = in_child(
-        [("cli", [*RUN, *planted_run]), ("cli", [*RUN, "--target", "toy@fixed", "--json", str(fixed)])],
+        [("cli", [*RUN, *planted_run]), ("cli", [*RUN, "--quiet", "--target", "toy@fixed", "--json", str(fixed)])],
         tmp_path / "run.json",
         ROOT,  # SARIF's locations are relative to the working directory
     )

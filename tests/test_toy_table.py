@@ -127,7 +127,7 @@ def test_a_baseline_of_the_run_suppresses_the_tables_cause(planted, tmp_path: Pa
 
 def test_prove_finds_every_planted_group_from_the_closed_form(planted, tmp_path: Path, capsys) -> None:
     report, cases = tmp_path / "p.json", tmp_path / "cases"
-    assert main([*PROVE, "--json", str(report), "--cases", str(cases)]) == 1
+    assert main([*PROVE, "--verbose", "--json", str(report), "--cases", str(cases)]) == 1  # every WITNESS block
     out = capsys.readouterr().out
     assert "table toy_rows: checked" in out and "WITNESS write-within-row/paged@toy_rows" in out
     doc = json.loads(report.read_text())

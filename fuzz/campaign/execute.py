@@ -23,15 +23,16 @@ from typing import Any, TextIO, TypedDict
 from hypothesis import settings as Settings
 
 from fuzz.common import interrupts
+from fuzz.common.columns import WIDTH, fold
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.options import campaign_jobs, campaign_settings, parse_pins, read_baseline
 from fuzz.common.shards import WHOLE, Shard
 from fuzz.engines import engine_of
 from fuzz.findings import baseline
-from fuzz.findings.cause import causes_block
+from fuzz.findings.cause import Cause
 from fuzz.findings.model import Finding
 from fuzz.findings.output import Output
-from fuzz.findings.render import counterexample_block, summary_table
+from fuzz.findings.render import Detail, causes_block, counterexample_block, summary_table
 from fuzz.findings.report import Command
 from fuzz.tables.judged import judged_field, judged_lines, judgements
 from fuzz.targets.base import Target
@@ -144,14 +145,15 @@ def drive_campaigns(
     loses at most the examples run since, never a group already met.
     """
     out = sys.stdout
-    print(header + setup.note(), file=out, flush=True)
+    print(fold(header + setup.note()), file=out, flush=True)
     quiet = bool(args.quiet)
+    detail = Detail.of(args)
     results: list[CampaignResult] = []
     for target in setup.targets:
-        print(f"== {target.spec}: {target.label}", file=out, flush=True)
+        print(fold(f"== {target.spec}: {target.label}", hang=3), file=out, flush=True)
         modeled = engine_of(target).modeled_line(target, (options or {}).get("write_path") != "model")
         if modeled:  # a real target: what it still takes from the model
-            print(modeled, file=out, flush=True)
+            print(fold(modeled), file=out, flush=True)
         found: dict[str, Finding] = {}
         started = time.monotonic()
         examples = 0
@@ -180,20 +182,23 @@ def drive_campaigns(
                 )
 
         def final(f: Finding) -> None:
-            """A group's final case, its case file already saved."""
+            """A group's final case, its case file already saved; its block now under ``--verbose`` (else its
+            cause's section shows it, once the target's causes are known)."""
             found[str(f.signature)] = f  # noqa: B023
             report_so_far()  # noqa: B023
-            print(counterexample_block(f), file=out, flush=True)
+            if detail is Detail.EVERY:
+                print(counterexample_block(f, width=WIDTH), file=out, flush=True)
 
         report_so_far()
         job = CampaignJob(fuzz, target.spec, args.sglang_version, setup.profile, setup.pins, options or {}, args.cases)
         try:
             result = fuzz_target(target, setup, job, command, met, final, on_progress)
             results.append(result)
-            conclude(target, result, setup, out, command)
+            conclude(target, result, setup, out, command, detail)
         except KeyboardInterrupt:  # a signal the campaign did not take (a second Ctrl-C): what is on disk stands
             if not results or results[-1].target != target.spec:
                 results.append(in_progress(target, found, started, examples))
+                print_blocks(results[-1].findings, [], detail, out)
             results[-1].interrupted = True
         if results[-1].interrupted:
             print("interrupted: reporting what was found so far", file=out)
@@ -213,25 +218,38 @@ def conclude(
     setup: CampaignSetup,
     out: TextIO,
     command: Command,
+    detail: Detail = Detail.LEADS,
 ) -> None:
-    """After a target's campaign: its root causes, the baseline's verdict on them, its engine's lines on what the
-    hunt counted (``Engine.campaign_lines``), and what it judged (each table of the target's engine,
-    ``fuzz.tables.judged``: the report's ``"tables"``).
+    """After a target's campaign: its root causes (``causes_block`` at ``detail``, the blocks of any group no cause
+    explains), the baseline's verdict on them, its engine's lines on what the hunt counted
+    (``Engine.campaign_lines``), and what it judged (each table of the target's engine, ``fuzz.tables.judged``:
+    the report's ``"tables"``), every line folded at ``WIDTH``.
 
-    Causes are skipped when the campaign was interrupted (they are replays: a stopped run reports what it met)."""
+    Causes are skipped when the campaign was interrupted (they are replays: a stopped run reports what it met);
+    its groups are then shown each in its block."""
     if result.error:
-        print(f"ERROR {target.spec}: {result.error}", file=out)
+        print(fold(f"ERROR {target.spec}: {result.error}"), file=out)
     if result.findings and not result.interrupted:
         result.causes = PIPELINE.causes(target, result.findings)
-        print(causes_block(target.spec, result.causes), file=out, flush=True)
+        print(causes_block(target.spec, result.causes, result.findings, detail=detail, width=WIDTH), file=out)
+    print_blocks(result.findings, result.causes, detail, out)
     if setup.baseline is not None and not result.interrupted:
         result.baseline = PIPELINE.judge(result.causes, setup.baseline[target.spec])
-        print("\n".join(baseline.judged_lines(result.baseline)), file=out, flush=True)
+        print(fold("\n".join(baseline.judged_lines(result.baseline))), file=out, flush=True)
     for line in engine_of(target).campaign_lines(target, command, result):
-        print(line, file=out)
+        print(fold(line), file=out)
     js = judgements(target, command, result.stats)
     result.stats["tables"] = judged_field(js)
-    print("\n".join(judged_lines(js)), file=out, flush=True)
+    print(fold("\n".join(judged_lines(js))), file=out, flush=True)
+
+
+def print_blocks(findings: list[Finding], causes: list[Cause], detail: Detail, out: TextIO) -> None:
+    """The full block of each finding no cause's section names (none found, or the campaign interrupted before
+    them), unless ``--verbose`` printed every block as it came."""
+    named = {s for c in causes for s in c.groups}
+    for f in findings:
+        if detail is not Detail.EVERY and f.signature not in named:
+            print(counterexample_block(f, width=WIDTH), file=out, flush=True)
 
 
 def fuzz_target(

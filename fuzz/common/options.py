@@ -138,7 +138,7 @@ def campaign_options() -> argparse.ArgumentParser:
         help="random seed (turns derandomize off, keeps the example database; nightly picks and prints one)",
     )
     add_output_options(p)
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_detail_options(p)
     p.add_argument("--sglang-version", metavar="X.Y.Z", help=SGLANG_VERSION_HELP)
     p.add_argument("--pin", action="append", default=[], metavar="NAME=VALUE", help=PIN_HELP)
     p.add_argument(
@@ -159,6 +159,21 @@ def campaign_options() -> argparse.ArgumentParser:
     )
     add_baseline_options(p)
     return p
+
+
+def add_detail_options(p: argparse.ArgumentParser, progress: str = "no progress lines") -> None:
+    """``--quiet`` and ``--verbose``: how much of the findings the text shows (``render.Detail``); the JSON
+    report, case files and SARIF hold every group whatever is given."""
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help=f"{progress}; the summary and the root causes only, each group by name and each cause's repro line",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="every group's full block as it is found, call chains whole (default: one block per root cause)",
+    )
 
 
 def add_baseline_options(p: argparse.ArgumentParser) -> None:

@@ -4,8 +4,8 @@ A ``Cause`` is one known bug (its upstream number, or ``new``), one piece of
 the target's code that the reference computes differently (``new``, naming
 the piece), or nothing found (``unexplained``). Its variants are the bug
 groups it explains; a group fixed only by two fixes together is listed
-under both, marked ``needs both``. One type, one renderer (``causes_block``),
-one JSON shape (``Cause.to_json``).
+under both, marked ``needs both``. One type, one renderer
+(``render.causes_block``), one JSON shape (``Cause.to_json``).
 """
 
 from __future__ import annotations
@@ -99,24 +99,3 @@ class Cause:
     def properties(self) -> list[str]:
         """The properties its variants break (a baseline entry is one of these in one function)."""
         return sorted({s.prop.value for s in self.groups})
-
-
-def causes_block(target: str, causes: list[Cause]) -> str:
-    """The ROOT CAUSES block a command prints after its findings."""
-    groups = {s for c in causes for s in c.groups}
-    lines = [f"ROOT CAUSES on {target}: {len(causes)} cause(s) for {len(groups)} bug group(s), worst first"]
-    for n, c in enumerate(sorted(causes, key=lambda c: c.rank), 1):
-        lines.append(f"  {n}. {c.heading()}")
-        for w in c.where:
-            lines.append(f"     in: {w}")
-        if c.missing:
-            lines.append(f"     missing: {c.missing}")
-        if c.fix:
-            lines.append(f"     fix: {c.fix}")
-        for v in c.values[:3]:
-            lines.append(f"     {v}")
-        if c.variants:
-            lines.append(f"     variants ({len(c.variants)}): {', '.join(str(s) for s in sorted(c.variants))}")
-        for other, sigs in sorted(c.needs_both.items()):
-            lines.append(f"     needs both (with {other}): {', '.join(str(s) for s in sorted(sigs))}")
-    return "\n".join(lines)

@@ -27,7 +27,7 @@ from fuzz.tables.declared import TABLE_CASE
 
 from .kinds import Property
 from .model import Finding
-from .render import counterexample_block
+from .render import counterexample_block, lead
 from .report import Command
 
 SARIF_VERSION = "2.1.0"
@@ -84,8 +84,8 @@ Located = tuple[Finding, Any, Any]  # (a finding, its Target or None, the Cause 
 
 
 def by_cause(pairs: list[tuple[Finding, Any]], causes: dict[str, list[Any]]) -> list[Located]:
-    """One entry per root cause (its plainest variant's finding stands for it), then each group no cause of
-    its target holds."""
+    """One entry per root cause (its lead, ``render.lead``: its plainest group's finding stands for it), then each
+    group no cause of its target holds."""
     out: list[Located] = []
     held: set[tuple[str, str]] = set()
     for spec, found in causes.items():
@@ -95,7 +95,8 @@ def by_cause(pairs: list[tuple[Finding, Any]], causes: dict[str, list[Any]]) -> 
             members = [(f, t) for f, t in mine if f.signature in groups]
             if not members:
                 continue
-            f, t = min(members, key=lambda p: (p[0].signature.outcome.rank, str(p[0].signature)))
+            first = lead(cause, {m.signature: m for m, _ in members})  # the same group the text leads with
+            f, t = next((m, t) for m, t in members if m is first)
             out.append((f, t, cause))
             held |= {(spec, str(m.signature)) for m, _ in members}
     out += [(f, t, None) for f, t in pairs if (f.target, str(f.signature)) not in held]

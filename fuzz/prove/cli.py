@@ -24,6 +24,7 @@ from fuzz.common.options import (
     TARGETS_HELP,
     add_baseline_options,
     add_command,
+    add_detail_options,
     add_output_options,
     add_shard_option,
     read_baseline,
@@ -107,7 +108,7 @@ def register(subparsers: Any) -> None:
     add_output_options(p, cases="case files of each group's worst")
     add_baseline_options(p)
     add_shard_option(p, "a deterministic slice of the space's launch configurations (merge checks the shards cover it)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr, with the time left)")
+    add_detail_options(p, "no progress lines (otherwise on stderr, with the time left)")
 
 
 def pool_arg(text: str) -> str:
@@ -120,11 +121,11 @@ def pool_arg(text: str) -> str:
 
 
 def cmd_prove(args: argparse.Namespace) -> ExitCode:
+    from fuzz.common.columns import WIDTH, fold
     from fuzz.engines import engine_of
     from fuzz.findings import baseline
-    from fuzz.findings.cause import causes_block
     from fuzz.findings.output import Output
-    from fuzz.findings.render import counterexample_block
+    from fuzz.findings.render import Detail, causes_block, counterexample_block
     from fuzz.findings.report import Command
     from fuzz.tables.judged import judged_field, judged_lines, judgements
     from fuzz.targets.resolve import resolve_targets
@@ -167,6 +168,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             file=out,
         )
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    detail = Detail.of(args)
     entries: list[dict[str, Any]] = []  # each swept target's report entry, in order
     found = False
     sarif_witnesses: list[Finding] = []
@@ -182,7 +184,13 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 output.save(w, origin=WITNESS_ORIGIN)
             entries.append(report_entry(proof.entry(), args.shard))
             found, sarif_witnesses = found or bool(proof.witnesses), sarif_witnesses + proof.witnesses
-            print("\n".join(proof.lines()), file=out)
+            print(fold("\n".join(proof.lines())), file=out)
+            # A witness the engine's model disagrees with (no case file: its block says how) always shows its
+            # block; every witness's under --verbose, else each cause's lead in the ROOT CAUSES section.
+            unconfirmed = {w.signature for w in proof.witnesses} - {w.signature for w in proof.saved}
+            shown = None if detail is Detail.EVERY else unconfirmed
+            for block in proof.blocks(shown, WIDTH):
+                print(block, file=out)
             proofs = prove_tables(t, prover)
             refused = {p.table: f"not proved: {p.refused}" for p in proofs if p.refused}
             tables_judged = judgements(t, Command.PROVE, {}, refused)
@@ -196,18 +204,19 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
             for w in on_tables:
                 output.save(w, origin=WITNESS_ORIGIN)
             for p in proofs:
-                print("\n".join(p.lines()), file=out)
-            for w in on_tables:
-                print(counterexample_block(w, "WITNESS"), file=out)
-            print("\n".join(judged_lines(tables_judged)), file=out)
+                print(fold("\n".join(p.lines())), file=out)
+            for w in on_tables if detail is Detail.EVERY else []:
+                print(counterexample_block(w, "WITNESS", width=WIDTH), file=out)
+            print(fold("\n".join(judged_lines(tables_judged))), file=out)
             witnesses = proof.witnesses + on_tables
             found, sarif_witnesses = found or bool(on_tables), sarif_witnesses + on_tables
             if witnesses:
                 causes[t.spec] = PIPELINE.causes(t, witnesses)
-                print(causes_block(t.spec, causes[t.spec]), file=out)
+                section = causes_block(t.spec, causes[t.spec], witnesses, detail=detail, width=WIDTH, word="WITNESS")
+                print(section, file=out)
             if known is not None:
                 judged[t.spec] = PIPELINE.judge(causes.get(t.spec, []), known[t.spec])
-                print("\n".join(baseline.judged_lines(judged[t.spec])), file=out)
+                print(fold("\n".join(baseline.judged_lines(judged[t.spec]))), file=out)
             entries[-1] = report_entry(proof.entry(), args.shard, causes.get(t.spec, []), on_tables)
             entries[-1]["tables"] = judged_field(tables_judged)
             if args.heatmap:

@@ -46,11 +46,12 @@ class SizingProof(Protocol):
         ...
 
     def lines(self) -> list[str]:
-        """What ``prove`` prints of it: the space, the method, the counts, each group and its WITNESS block."""
+        """What ``prove`` prints of it before the root causes: the space, the method, the counts and each group."""
         ...
 
-    def blocks(self, signatures: Any = None) -> list[str]:
-        """The WITNESS blocks of the groups whose signature is in ``signatures`` (None: every group)."""
+    def blocks(self, signatures: Any = None, width: int | None = None) -> list[str]:
+        """The WITNESS blocks of the groups whose signature is in ``signatures`` (None: every group), each with what
+        the engine's model said of it where it disagreed; ``width`` as ``render.counterexample_block`` takes it."""
         ...
 
     def entry(self) -> dict[str, Any]:

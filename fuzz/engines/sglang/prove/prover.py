@@ -42,7 +42,7 @@ def result_entry(r: ProveResult) -> dict[str, Any]:
 
 
 def result_lines(target: SGLangTarget, r: ProveResult) -> list[str]:
-    """What was checked, the groups with their counts and worst values, and each group's WITNESS block."""
+    """What was checked and the groups with their counts and worst values (their WITNESS blocks: ``blocks``)."""
     from fuzz.engines import engine_of
 
     out = [f"== prove {target.spec}: {target.label}"]
@@ -88,7 +88,6 @@ def result_lines(target: SGLangTarget, r: ProveResult) -> list[str]:
     if writes:
         top = max(writes, key=lambda g: g.worst or 0)
         out.append(f"worst overshoot: {top.worst} columns past the row end ({top.signature})")
-    out += [witness_block(grp) for grp in sorted(r.groups.values(), key=lambda g: (-(g.worst or 0), g.signature))]
     return out
 
 
@@ -114,9 +113,11 @@ class SGLangProof:
     def lines(self) -> list[str]:
         return result_lines(self.target, self.result)
 
-    def blocks(self, signatures: Collection[Signature] | None = None) -> list[str]:
+    def blocks(self, signatures: Collection[Signature] | None = None, width: int | None = None) -> list[str]:
         return [
-            witness_block(g) for g in self.result.sorted_groups() if signatures is None or g.signature in signatures
+            witness_block(g, width)
+            for g in self.result.sorted_groups()
+            if signatures is None or g.signature in signatures
         ]
 
     def entry(self) -> dict[str, Any]:

@@ -141,7 +141,8 @@ def confirm(target: Target, result: ProveResult) -> None:
             grp.mismatch = f"closed form says {grp.worst} columns, the step-by-step model {v.overshoot}"
 
 
-def witness_block(grp: Group) -> str:
-    """The WITNESS block: the shared counterexample block, and the disagreement if the model disagreed."""
-    block = counterexample_block(grp.witness, word="WITNESS")
+def witness_block(grp: Group, width: int | None = None) -> str:
+    """The WITNESS block: the shared counterexample block (at ``width``, as ``counterexample_block`` folds it), and
+    the disagreement if the model disagreed."""
+    block = counterexample_block(grp.witness, word="WITNESS", width=width)
     return block + (f"\n  MISMATCH: {grp.mismatch}" if grp.mismatch else "")

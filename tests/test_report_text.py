@@ -1,0 +1,137 @@
+"""What a campaign prints is what a maintainer reads (issue 35): one block per root cause, 120 columns.
+
+``run --quiet`` on the seed bug's release prints the summary and the causes: at most 60 lines, none past 120
+columns, every bug group of the report named and each cause's repro line.  The default adds each cause's lead
+group in its full block (config, launch line, case, how it is reached, the row, the victim, the row width),
+``--verbose`` every group's block.  A launch line broken with shell continuations is the same command pasted,
+and a call chain is shown by its entry point and its writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shlex
+
+import pytest
+
+from fuzz.cli import main
+from fuzz.common.columns import WIDTH, collapse_chains, fold, shell_lines
+
+RUN = ["run", "--target", "reference@sglang-0.5.18", "--profile", "ci"]
+QUIET_LINES = 60  # what --quiet prints of the seed bug's release at the most (17 groups, 4 causes)
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory) -> dict[str, tuple[str, dict]]:
+    """Each detail's standard output and JSON report, the run in a fresh directory (case files under ``cases/``,
+    as a user's relative ``--cases`` would print them)."""
+    out: dict[str, tuple[str, dict]] = {}
+    for detail in ("--quiet", "", "--verbose"):
+        d = tmp_path_factory.mktemp("detail")
+        text, here = io.StringIO(), os.getcwd()
+        os.chdir(d)
+        try:
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(io.StringIO()):
+                code = main([*RUN, *([detail] if detail else []), "--cases", "cases", "--json", "r.json"])
+        finally:
+            os.chdir(here)
+        assert code == 1, text.getvalue()
+        out[detail] = (text.getvalue(), json.loads((d / "r.json").read_text())["targets"][0])
+    return out
+
+
+def test_quiet_prints_the_summary_and_the_causes_on_a_screen(printed):
+    text, report = printed["--quiet"]
+    lines = text.splitlines()
+    assert len(lines) <= QUIET_LINES, f"{len(lines)} lines:\n{text}"
+    assert max(map(len, lines)) <= WIDTH, "\n".join(line for line in lines if len(line) > WIDTH)
+    assert "COUNTEREXAMPLE" not in text
+    named = {line.split()[-1] for line in lines if line.startswith("     ")}
+    for f in report["findings"]:
+        assert f["signature"] in named, f["signature"]  # every group, by name, on a line of its own
+    causes = report["causes"]
+    repros = [line.strip() for line in lines if line.lstrip().startswith("repro: python -m fuzz repro cases/")]
+    assert len(causes) == 4 and len(repros) == len(causes)
+    for c in causes:
+        assert f"fix: {c['fix']}" in " ".join(text.split())
+    assert "     in: allocator_model/sizing.py:36 alloc_page_size, :69 alloc_len_per_decode, " in text  # a file once
+
+
+def test_the_default_shows_each_cause_by_its_lead_block_and_its_groups_by_their_repro_lines(printed):
+    text, report = printed[""]
+    lines = text.splitlines()
+    leads = [line.strip() for line in lines if line.lstrip().startswith("COUNTEREXAMPLE ")]
+    assert len(leads) == len(report["causes"]), leads  # one block per cause
+    assert "COUNTEREXAMPLE write-within-row/dcp>1 on reference@sglang-0.5.18" in leads
+    assert all(len(line) <= WIDTH for line in lines if "fuzz repro " not in line)  # a long path stands alone
+    for field in ("config:", "launch:", "case:", "reached:", "row width W = "):
+        assert text.count(field) == len(leads), field
+    writes = [lead for lead in leads if lead.startswith("COUNTEREXAMPLE write-within-row/")]
+    assert len(writes) == text.count("victim: row") == text.count("leaked: ") == 3  # a write's row, victim, leak
+    continued = [i for i, line in enumerate(lines) if line.lstrip().startswith("launch: ")]
+    assert all(lines[i].endswith(" \\") for i in continued)  # every launch line here is longer than a screen
+    for f in report["findings"]:
+        assert f["repro"] in text  # each group's repro line, the leads' in their blocks
+    assert len(lines) < len(printed["--verbose"][0].splitlines())
+
+
+def test_verbose_prints_every_groups_block(printed):
+    text, report = printed["--verbose"]
+    for f in report["findings"]:
+        assert text.count(f"COUNTEREXAMPLE {f['signature']} on reference@sglang-0.5.18\n") == 1, f["signature"]
+    assert "ROOT CAUSES on reference@sglang-0.5.18: 4 cause(s) for 17 bug group(s)" in text
+
+
+def test_the_report_is_the_same_whatever_is_printed(printed):
+    reports = [report for _, report in printed.values()]
+    for key in ("findings", "causes", "status"):
+        assert reports[0][key] == reports[1][key] == reports[2][key], key
+
+
+def test_a_launch_line_broken_at_the_width_is_the_same_command_pasted():
+    command = (
+        "python -m sglang.launch_server --model-path MODEL --context-length 131072 --page-size 64 --dcp-size 8 "
+        "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 "
+        "--speculative-num-draft-tokens 4 --speculative-adaptive-config '{\"candidate_steps\": [1, 3, 5]}' "
+        "--disable-overlap-schedule  (MODEL: a hybrid sliding-window model)"
+    )
+    lines = shell_lines("  launch:", command, 80)
+    assert all(len(line) <= 80 for line in lines) and len(lines) > 2
+    assert (
+        all(line.endswith(" \\") for line in lines[:-2]) and lines[-1] == "      # MODEL: a hybrid sliding-window model"
+    )
+    pasted = "\n".join(lines[:-1]).removeprefix("  launch:").replace(" \\\n", " ")
+    assert shlex.split(pasted) == shlex.split(command.split("  (")[0])
+    assert any(line.strip().startswith("--context-length 131072") for line in lines)  # a flag with its value
+    assert shell_lines("launch:", "python -m x --a 1", 80) == ["launch: python -m x --a 1"]
+
+
+def test_a_folded_line_keeps_its_words_and_hangs_under_its_indent():
+    line = "    leaked: " + ", ".join(str(n) for n in range(3000, 3060)) + " sit past the row"
+    folded = fold(line, 60).splitlines()
+    assert len(folded) > 1 and all(len(x) <= 60 for x in folded)
+    assert folded[0].startswith("    leaked: ") and all(x.startswith("      ") for x in folded[1:])
+    assert " ".join(" ".join(folded).split()) == " ".join(line.split())
+    assert fold("short", 60) == "short" and fold("x" * 70, 60) == "x" * 70  # a word is never split
+
+
+def test_a_call_chain_shows_its_entry_point_and_its_writer():
+    chain = " -> ".join(["spec_prepare_for_decode", "eagle_prepare_for_decode", "alloc_token_slots", "Alloc.alloc"])
+    said = f"confirmed on sglang 0.5.23's own write path: {chain} -> assign_req_to_token_pool; row 4 overwritten"
+    assert collapse_chains(said) == (
+        "confirmed on sglang 0.5.23's own write path: spec_prepare_for_decode -> (3 more) -> "
+        "assign_req_to_token_pool; row 4 overwritten"
+    )
+    assert collapse_chains("a -> b -> c") == "a -> b -> c"  # three calls: nothing to leave out
+
+
+def test_every_campaign_command_takes_quiet_and_verbose():
+    from fuzz.cli import build_parser
+
+    parser = build_parser()
+    for command in ("run", "lifecycle", "prove"):
+        args = parser.parse_args([command, "--target", "reference", "--quiet", "--verbose"])
+        assert args.quiet and args.verbose, command
