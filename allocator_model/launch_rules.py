@@ -24,6 +24,8 @@ from .pools import UNIFIED_SPEC, KVPool
 # UNO's limits (server_args): Q = D <= 128 draft slots, Q * K <= 2048 tree nodes.
 UNO_MAX_DRAFT_TOKENS = 128
 UNO_MAX_TREE_NODES = 2048
+# The pages unified memory runs at under DCP with speculation: those of the DCP-aware MLA backends it then takes.
+UNIFIED_DCP_SPEC_PAGES = (32, 64)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,20 @@ RULES: tuple[Rule, ...] = (
         lambda f: f"kv_pool {f.kind.value} (unified memory) refuses speculative_algorithm {f.algorithm}",
     ),
     Rule(
+        # Under DCP the unified pool takes the DCP-aware MLA backends only, and with speculation not flashinfer:
+        # the rest run at page 32 or 64 [cite: unified-dcp-spec-backends]
+        lambda a, kind: a is not None and kind.unified,
+        lambda f: (
+            (f.attn_dcp_size == 1)
+            | (f.page_size == UNIFIED_DCP_SPEC_PAGES[0])
+            | (f.page_size == UNIFIED_DCP_SPEC_PAGES[1])
+        ),
+        lambda f: (
+            f"kv_pool {f.kind.value} with speculation under attn_dcp_size {f.attn_dcp_size} runs on the DCP-aware "
+            f"MLA backends only (trtllm_mla, cutedsl_mla), at page_size 32 or 64, got {f.page_size}"
+        ),
+    ),
+    Rule(
         lambda a, kind: a is not None and kind.needs_topk_1,
         lambda f: f.topk == 1,
         lambda f: f"kv_pool {f.kind.value} needs speculative_eagle_topk 1 under speculation, got {f.topk}",
@@ -146,6 +162,13 @@ RULES: tuple[Rule, ...] = (
         lambda a, kind: a == algo.DSPARK,
         lambda f: f.draft_tokens >= 2,
         lambda f: f"DSPARK needs speculative_num_draft_tokens = gamma + 1 >= 2, got {f.draft_tokens}",
+    ),
+    Rule(
+        # topk 1 is UNO's linear mode: _handle_uno sets speculative_num_steps 1 whatever was given
+        # [cite: uno-linear-steps]
+        lambda a, kind: a == algo.UNO,
+        lambda f: (f.topk != 1) | (f.num_steps == 1),
+        lambda f: f"UNO with speculative_eagle_topk 1 runs speculative_num_steps 1, got {f.num_steps}",
     ),
     Rule(
         lambda a, kind: a == algo.UNO,

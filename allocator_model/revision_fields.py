@@ -105,4 +105,5 @@ REVISION_FIELDS: dict[str, Any] = {
     "narrow_rows": frozenset(KVPool),
     "unified_dcp": bool,
     "unified_dcp_draft_fusion": bool,
+    "hisparse_adaptive": bool,
 }

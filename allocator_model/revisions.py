@@ -84,6 +84,9 @@ class Revision:
     # [cite: unified-mamba-draft-must-fuse] [cite: dcp-declines-draft-fusion]); DSPARK keeps a private draft pool and
     # boots (``tests/test_boot_rules.py`` holds this to the wheels).
     unified_dcp_draft_fusion: bool = True
+    # HiSparse takes adaptive speculation (0.5.21 and before); 0.5.22+ refuse it: its swap state is sized
+    # statically [cite: hisparse-refuses-adaptive].
+    hisparse_adaptive: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -108,6 +111,7 @@ class Revision:
         if not isinstance(data, dict):
             raise ValueError(f"a revision is a JSON object of its fields, got {type(data).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]
+        data = {**LATER_FIELDS, **data}
         unknown = sorted(set(data) - set(names))
         missing = [n for n in names if n not in data]
         if unknown or missing:
@@ -142,6 +146,8 @@ class Revision:
             return f"{self.name} has no decode context parallelism (no --dcp-size): attn_dcp_size must be 1"
         if cfg.kv_pool.unified and not self.unified_dcp and cfg.attn_dcp_size != 1:
             return f"{self.name} refuses attn_dcp_size {cfg.attn_dcp_size} with unified memory"
+        if a is not None and cfg.speculative_adaptive and cfg.kv_pool is KVPool.HISPARSE and not self.hisparse_adaptive:
+            return f"{self.name} refuses --speculative-adaptive with --enable-hisparse"
         if cfg.attn_dcp_size != 1 and self.fusion_refuses(cfg.kv_pool, a):
             return (
                 f"{self.name} refuses --enable-unified-memory + {a} on a mamba-hybrid model under --dcp-size "
@@ -160,8 +166,13 @@ class Revision:
         ok = torch.full_like(g.attn_dcp_size, runs, dtype=torch.bool)
         if not self.dcp or (g.kv_pool.unified and not self.unified_dcp) or self.fusion_refuses(g.kv_pool, a):
             ok &= g.attn_dcp_size == 1
+        if a is not None and g.kv_pool is KVPool.HISPARSE and not self.hisparse_adaptive:
+            ok &= ~g.adaptive
         return ok
 
+
+# Fields added after case files first recorded their revision, with the value those files' revisions had.
+LATER_FIELDS: dict[str, Any] = {"hisparse_adaptive": True}
 
 REFERENCE = Revision(
     name="reference",
@@ -183,6 +194,7 @@ _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
     "upstream 0.5.21: as 0.5.23, but unified memory accepts DSPARK only (kv_cache_hook.py)",
     unified_spec=frozenset({algo.DSPARK}),
     unified_dcp_draft_fusion=False,
+    hisparse_adaptive=True,
 )
 # Where the summary's files say so: [cite: unified-swa-row-extra] [cite: scheduler-memory-clamp-dcp].
 _UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(

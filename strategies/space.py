@@ -27,6 +27,7 @@ from allocator_model.config import (
     ServingConfig,
     chain_draft_tokens,
 )
+from allocator_model.launch_rules import UNIFIED_DCP_SPEC_PAGES
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario, PriorStep, batch_runtime, max_device_lag
@@ -109,10 +110,13 @@ def sglang_defaults(choose: Chooser) -> bool:
     return choose.often(True, (False,))
 
 
-def spec_args(choose: Chooser, algorithm: str | None, *, topk_one: bool = False) -> dict[str, Any]:
+def spec_args(
+    choose: Chooser, algorithm: str | None, *, topk_one: bool = False, adaptive: bool = True
+) -> dict[str, Any]:
     """(S, K, D) and adaptive settings that server_args accepts for ``algorithm`` (SGLang's defaults first).
 
-    ``topk_one``: the deployment takes topk 1 only (unified memory, HiSparse).
+    ``topk_one``: the deployment takes topk 1 only (unified memory, HiSparse); ``adaptive`` False: it refuses
+    adaptive speculation (HiSparse from 0.5.22).
     """
     if algorithm is None:
         return {}
@@ -120,7 +124,7 @@ def spec_args(choose: Chooser, algorithm: str | None, *, topk_one: bool = False)
     args: dict[str, Any] = {"speculative_algorithm": algorithm}
     s: int | None
     if algorithm in algo.EAGLE_FAMILY:
-        if algorithm in algo.ADAPTIVE and choose.booleans():
+        if algorithm in algo.ADAPTIVE and adaptive and choose.booleans():
             if sglang_defaults(choose):  # the default candidates; SGLang picks the launch step count
                 return {**args, "speculative_adaptive": True}
             cand = choose.subset(range(MAX_STEPS), 1, 5)
@@ -145,10 +149,11 @@ def spec_args(choose: Chooser, algorithm: str | None, *, topk_one: bool = False)
         s, k, d = 1, 1, choose.integers(1, MAX_DRAFT_TOKENS)
     elif algorithm == algo.DSPARK:
         s, k, d = 1, 1, choose.integers(2, MAX_DRAFT_TOKENS)
-    else:  # UNO: Q = D >= S + 1, Q <= 128, Q * K <= 2048
+    else:  # UNO: Q = D >= S + 1, Q <= 128, Q * K <= 2048; topk 1 is its linear mode, one step
         s = choose.integers(1, MAX_STEPS)
         d = choose.integers(chain_draft_tokens(s), UNO_MAX_DRAFT_TOKENS)
         k = choose.integers(1, min(max_topk, UNO_MAX_TREE_NODES // d))
+        s = 1 if k == 1 else s
     return {**args, "speculative_num_steps": s, "speculative_eagle_topk": k, "speculative_num_draft_tokens": d}
 
 
@@ -159,6 +164,7 @@ def serving_config(
     pools: Mapping[KVPool, Collection[str]] | None = None,
     *,
     dcp: bool = True,
+    hisparse_adaptive: bool = True,
 ) -> ServingConfig | None:
     """A valid config; algorithm None first so shrinking prefers no speculation.
 
@@ -167,7 +173,8 @@ def serving_config(
     ``pools``: the kinds of KV pool to draw (``Revision.pool_algorithm_map``),
     each with the algorithms it runs; None: the standard pool only.  The
     standard pool is what the kind shrinks to.  ``dcp`` False: the release
-    has no decode context parallelism (``Revision.dcp``), attn_dcp_size is 1.
+    has no decode context parallelism (``Revision.dcp``), attn_dcp_size is 1; ``hisparse_adaptive`` False: the
+    HiSparse pool refuses adaptive speculation (``Revision.hisparse_adaptive``).
     """
     pinned: Mapping[str, Any] = pins or {}
 
@@ -183,6 +190,8 @@ def serving_config(
     page = pick("page_size", lambda: choose.often(1, PAGE_SIZES))
     no_dcp = algorithm == algo.UNO or kind.refuses_dcp or not dcp
     dcp = pick("attn_dcp_size", lambda: 1 if no_dcp else choose.sampled_from(DCP_SIZES))
+    if kind.unified and algorithm is not None and dcp > 1 and "page_size" not in pinned:
+        page = choose.sampled_from(UNIFIED_DCP_SPEC_PAGES)  # the only backends unified memory then takes
     alloc_page = pool_alloc_page(kind, page, dcp)  # allocator_page_size of the config being built
     lo, hi = context_pages_range(alloc_page)
     # C fuzzed modulo the allocator page: m whole pages plus any residue.
@@ -194,7 +203,12 @@ def serving_config(
         "max_running_requests": pick("max_running_requests", lambda: choose.integers(*MAX_RUNNING_REQUESTS)),
         "enable_overlap": pick("enable_overlap", choose.booleans),
         "kv_pool": kind,
-        **spec_args(choose, algorithm, topk_one=kind.needs_topk_1),
+        **spec_args(
+            choose,
+            algorithm,
+            topk_one=kind.needs_topk_1,
+            adaptive=hisparse_adaptive or kind is not KVPool.HISPARSE,
+        ),
     }
     args.update(pinned)
     try:
@@ -241,7 +255,14 @@ def decode_scenario(
     choose: Chooser, revision: Revision, *, near_limit: bool = True, pins: Mapping[str, Any] | None = None
 ) -> DecodeScenario | None:
     """A request's last decode steps, valid under the revision's scheduler rules (None: pins clash)."""
-    cfg = serving_config(choose, revision.algorithms, pins, revision.pool_algorithm_map(), dcp=revision.dcp)
+    cfg = serving_config(
+        choose,
+        revision.algorithms,
+        pins,
+        revision.pool_algorithm_map(),
+        dcp=revision.dcp,
+        hisparse_adaptive=revision.hisparse_adaptive,
+    )
     if cfg is None or revision.refuses(cfg):
         return None  # only reachable through pins
     dmax = cfg.max_speculative_num_draft_tokens

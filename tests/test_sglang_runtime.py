@@ -204,7 +204,7 @@ def test_eagle_tree_guard_stops_the_step(version: str) -> None:
 
 def test_uno_guard_stops_the_step() -> None:
     rt = runtime("0.5.23")
-    cfg = eagle(speculative_algorithm="UNO", speculative_num_draft_tokens=8)
+    cfg = eagle(speculative_algorithm="UNO", speculative_num_steps=1, speculative_num_draft_tokens=8)  # linear mode
     rows, allocator, subject, _ = two_requests(rt, cfg, width=300, subject_len=274)
     result, spills, _ = step(rt, cfg, [subject], rows, allocator)
     assert result.guard is not None and result.guard.name == "uno-row"

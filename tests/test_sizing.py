@@ -76,7 +76,7 @@ def test_growth_is_aligned_and_never_shrinks():
 
 
 def test_uno_headroom_applies_at_page_one_upstream():
-    c = cfg(speculative_algorithm="UNO", speculative_num_steps=3, speculative_num_draft_tokens=8)
+    c = cfg(speculative_algorithm="UNO", speculative_num_steps=1, speculative_num_draft_tokens=8)  # topk 1: one step
     assert sizing("sglang-0.5.23").req_to_token_extra_context_len(c) == 18  # R = 2 * 9
 
 

@@ -207,6 +207,9 @@ NO_DCP = releases("0.5.13", "0.5.14")
 BARE_PAGE_SIZING = releases("0.5.15", "0.5.18")  # DCP exists, the sizing reads page_size alone (#35424)
 NO_DSPARK = releases("0.5.13", "0.5.15")
 NO_UNO = releases("0.5.13", "0.5.19")
+# Upstream's UNO tests pass (S, K, D) = (5, 1, 8) to the sizing functions; a launch resolves topk 1 to UNO's linear
+# mode, S 1 (``_handle_uno``), the configuration a server runs and the one kept here: UNO's sizing reads D alone.
+UNO_LAUNCHED = (1, 1, 8)
 
 PAGE_1_GAP = "#33579: at page 1 the headroom is 4 + Dmax in every release (the reference and main close it)"
 TOPK_1_GAP = "0.5.13-0.5.15 cover the reserve only for page > 1 with topk > 1 [cite: common-headroom]"
@@ -245,7 +248,7 @@ def headroom_rows() -> list[Row]:
     rows.append(
         Row(
             "row_headroom: UNO 5,1,8 P1",
-            spec("UNO", 5, 1, 8),
+            spec("UNO", *UNO_LAUNCHED),
             headroom_covers_growth,
             True,
             (
@@ -262,7 +265,7 @@ def uno_rows() -> list[Row]:
     return [
         Row(
             "uno_allocation_sizing: UNO D8 P1 -> (L, R, extra)",
-            spec("UNO", 5, 1, 8),
+            spec("UNO", *UNO_LAUNCHED),
             both(alloc_len, reserve, extra),
             (9, 18, 18),
             (

@@ -104,6 +104,24 @@ FACTS: dict[str, tuple[Cite, ...]] = {
         Cite("0.5.21", _KV_CACHE_HOOK, 'assert cfg.speculative_algorithm in (None, "DSPARK"), (', whole=True),
         Cite("0.5.23", _KV_CACHE_HOOK, "assert cfg.speculative_algorithm in (", whole=True),
     ),
+    # Unified memory under DCP takes the DCP-aware MLA backends only, and with speculation not flashinfer: the
+    # rest (trtllm_mla, cutedsl_mla; tokenspeed_mla to 0.5.22) run at page 32 or 64.
+    "unified-dcp-spec-backends": (
+        Cite("0.5.20", _KV_CACHE_HOOK, 'dcp_allowed = {"flashinfer", "trtllm_mla", "cutedsl_mla", "tokenspeed_mla"}'),
+        Cite("0.5.21", _SRT + "arg_groups/overrides.py", "TensorRT-LLM MLA only supports page_size of 32 or 64"),
+        Cite("0.5.22", _SRT + "arg_groups/overrides.py", "tokenspeed_mla only supports page_size of 32 or 64"),
+        Cite("0.5.23", _KV_CACHE_HOOK, "def _assert_spec_verify_backends(", whole=True),
+    ),
+    # HiSparse refuses adaptive speculation (its swap state is sized statically).
+    "hisparse-refuses-adaptive": (
+        Cite("0.5.22", _SRT + "arg_groups/hisparse_hook.py", '"--speculative-adaptive is not supported."'),
+        Cite("0.5.23", _SRT + "arg_groups/hisparse_hook.py", '"--speculative-adaptive is not supported."'),
+    ),
+    # UNO's linear mode (topk 1) runs one draft step.
+    "uno-linear-steps": (
+        Cite("0.5.20", _SRT + "arg_groups/speculative_hook.py", 'logger.warning("UNO uses %s=1; overriding %s."'),
+        Cite("0.5.23", _SRT + "arg_groups/speculative_hook.py", 'logger.warning("UNO uses %s=1; overriding %s."'),
+    ),
     # Unified memory takes a linear draft chain only (topk 1).
     "unified-topk-1": (
         Cite("0.5.23", _KV_CACHE_HOOK, "assert cfg.speculative_eagle_topk in (None, 1), (", whole=True),

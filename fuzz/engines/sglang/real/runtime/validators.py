@@ -144,12 +144,17 @@ class _Sliced:
 class BootValidators:
     """One release's validators, loaded (build with ``load``); ``boots`` answers per config, host and launch."""
 
+    needs_unified_validator = True  # what ``boots`` checks is the unified-memory validator: none, nothing to run
+
     def __init__(self, tree: SourceTree) -> None:
         self.tree = tree
         self.standins = StandIns(tree, RuntimeContext(), lambda: ModelSpeculativeAlgorithm)
         self.has_hook = tree.has(member_of(HOOK))
         self.has_fusion = FUSION_FACTORY in (tree.read(member_of(CONFIGURATOR)) or "")
-        if not self.has_hook and "def _handle_unified_memory_pool" not in (tree.read(SERVER_ARGS) or ""):
+        self.has_unified_validator = self.has_hook or "def _handle_unified_memory_pool" in (
+            tree.read(SERVER_ARGS) or ""
+        )
+        if not self.has_unified_validator and self.needs_unified_validator:
             raise TargetError(f"{tree.origin} has no unified-memory launch validator to execute (before 0.5.15)")
         executed = _ALWAYS + _ARGS_MODULES + ((HOOK,) if self.has_hook else ())
         executed += _FUSION_MODULES if self.has_fusion else ()
