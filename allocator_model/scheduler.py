@@ -177,5 +177,22 @@ def reached_by(cfg: ServingConfig, fill_len: int) -> str:
         return f"a prompt of {fill_len} tokens, prefilled (the scheduler admits prompts up to {max_prompt_len(cfg)})"
     return (
         f"a retracted request re-prefilled with its prompt (at most {max_prompt_len(cfg)} tokens) and outputs: "
-        f"{fill_len} tokens (a fresh prompt that long is refused)"
+        f"{fill_len} tokens (a fresh prompt that long is refused); {retraction_load(cfg, fill_len)}"
+    )
+
+
+def retraction_load(cfg: ServingConfig, fill_len: int) -> str:
+    """The load under which a live server retracts a request of ``fill_len`` tokens and re-prefills it.
+
+    A decode step that does not fit the KV pool retracts requests until it does
+    (``check_decode_mem`` then ``retract_decode`` [cite: retract-on-full-pool]),
+    always keeping one [cite: retract-keeps-one]: two requests that together
+    outgrow the pool, each able to fit alone, make one wait and re-prefill with
+    its prompt and outputs once the other finishes.
+    """
+    pool = cfg.max_total_num_tokens or (fill_len * 3 // 2)
+    hint = "" if cfg.max_total_num_tokens else f", e.g. --max-total-tokens {pool}"
+    return (
+        f"a live server gets there with two requests decoding at once that outgrow the KV pool{hint}: the scheduler "
+        "retracts one and re-prefills it when the other finishes"
     )

@@ -262,6 +262,13 @@ FACTS: dict[str, tuple[Cite, ...]] = {
         Cite("0.5.16", _SCHEDULER, _PAGED_CLAMP),
     ),
     # max_req_len = min(context_len - 1, kv_capacity - 1); max_req_input_len = max_req_len - 5.
+    # A decode step the KV pool cannot hold retracts requests ...
+    "retract-on-full-pool": (Cite("0.5.23", _SCHEDULER, "kv_full_retract_flag = not batch.check_decode_mem()"),),
+    # ... keeping at least one running.
+    "retract-keeps-one": (
+        Cite("0.5.13", _SRT + "managers/schedule_batch.py", "# Always keep at least one request"),
+        Cite("0.5.23", _SRT + "managers/schedule_batch.py", "# Always keep at least one request"),
+    ),
     "max-req-len": (Cite("0.5.23", _SRT + "managers/tp_worker.py", "max_req_len = min(", nth=2),),
     # The scheduler checks a new prompt's length ...
     "validate-input-length-call": (Cite("0.5.23", _SCHEDULER, "error_msg = validate_input_length("),),
