@@ -164,13 +164,6 @@ RULES: tuple[Rule, ...] = (
         lambda f: f"DSPARK needs speculative_num_draft_tokens = gamma + 1 >= 2, got {f.draft_tokens}",
     ),
     Rule(
-        # topk 1 is UNO's linear mode: _handle_uno sets speculative_num_steps 1 whatever was given
-        # [cite: uno-linear-steps]
-        lambda a, kind: a == algo.UNO,
-        lambda f: (f.topk != 1) | (f.num_steps == 1),
-        lambda f: f"UNO with speculative_eagle_topk 1 runs speculative_num_steps 1, got {f.num_steps}",
-    ),
-    Rule(
         lambda a, kind: a == algo.UNO,
         lambda f: f.attn_dcp_size == 1,
         lambda f: "UNO needs tp_size 1 (so attn_dcp_size 1)",
@@ -179,6 +172,13 @@ RULES: tuple[Rule, ...] = (
         lambda a, kind: a == algo.UNO,
         lambda f: f.draft_tokens >= f.num_steps + 1,
         lambda f: f"UNO needs speculative_num_draft_tokens >= num_steps + 1 ({f.num_steps + 1}), got {f.draft_tokens}",
+    ),
+    Rule(
+        # topk 1 is UNO's linear mode: _handle_uno sets speculative_num_steps 1 whatever was given
+        # [cite: uno-linear-steps]
+        lambda a, kind: a == algo.UNO,
+        lambda f: (f.topk != 1) | (f.num_steps == 1),
+        lambda f: f"UNO with speculative_eagle_topk 1 runs speculative_num_steps 1, got {f.num_steps}",
     ),
     Rule(
         lambda a, kind: a == algo.UNO,

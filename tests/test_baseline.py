@@ -67,11 +67,10 @@ def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(p
 
     judged = baseline.judge(causes_of(trees["fixed"])[1], known)
     assert [str(e) for e in judged.fixed] == ["write-within-row of known bug page-1-headroom"]
-    # With #33579 fixed the tree's headroom is no longer its release's, so no known fix is tried at page 1
-    # (``counterfactual.candidates``): the unified builders' narrow rows read there as a piece of the tree that
-    # differs from the reference. Their code is the code the baseline knew as unified-rows (its alias: the same
-    # function, term and digest), so it is known, and named by that key (SARIF keeps the alert).
-    assert judged.new == [] and {c.key for c in judged.known} == {"unified-rows", "req_to_token_row_width"}
+    # With #33579 fixed the tree's headroom is its release's with that known fix applied (``counterfactual.
+    # _applied``), so the other known fixes are tried on top of it: the unified builders' narrow rows at page 1 are
+    # unified-rows itself, not a piece of the tree that differs from the reference.
+    assert judged.new == [] and {c.key for c in judged.known} == {"unified-rows"}
     assert {baseline.identity(c) for c in judged.known} == {"req_to_token:known:unified-rows"}
 
 

@@ -86,6 +86,9 @@ class Fix:
 
     known: tuple[KnownFix, ...] = ()
     pieces: tuple[Entry, ...] = ()
+    # Known fixes the target's code already carries at the case (a checkout with one bug fixed): the base the
+    # fix is tried on, never a cause of its own.
+    applied: tuple[KnownFix, ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -95,14 +98,14 @@ class Fix:
 
 def fixed_target(target: SGLangTarget, fix: Fix) -> SGLangTarget:
     """``target`` with ``fix`` applied (see the module docstring); a model target is its fixed revision."""
-    revision = with_fixes(target.revision, fix.known)
+    revision = with_fixes(target.revision, fix.applied + fix.known)
     if target.is_model:
         sizing: Surface = ModelSizing(revision)
         if fix.pieces:
             sizing = Patched(sizing, ModelSizing(fully_fixed(target.revision)), fix.pieces)
     else:
         sizing = target.sizing
-        known = [e for k in fix.known for e in k.entries]
+        known = [e for k in fix.applied + fix.known for e in k.entries]
         if known:
             sizing = Patched(sizing, ModelSizing(revision), known)
         if fix.pieces:
@@ -164,19 +167,33 @@ def candidates(target: SGLangTarget, f: Finding) -> list[Fix]:
     """The fixes to try for ``f``, in order (the module docstring).
 
     Known fixes only where the target's code is its release's at the case (every sizing piece it answers
-    equals the release model's there): where it is not, the code has changed in a way no known bug names,
-    and a known fix would paper over it. A piece's fix is the reference's version of it and of every piece
+    equals the release model's there), or its release's with known fixes already applied (``_applied``: a
+    checkout where a maintainer fixed one): where it is neither, the code has changed in a way no known bug
+    names, and a known fix would paper over it. A piece's fix is the reference's version of it and of every piece
     computed after it (a real function calls the next one itself: the row is sized from the headroom, the
     headroom from the reserve), tried from the first piece that differs from the reference.
     """
     out: list[Fix] = []
-    if not _differing(target, f, ModelSizing(target.revision)):
-        known = [k for k in KNOWN_FIXES if k.applies(target.revision)]
-        out += [Fix(known=(k,)) for k in known] + [Fix(known=pair) for pair in itertools.combinations(known, 2)]
+    known = [k for k in KNOWN_FIXES if k.applies(target.revision)]
+    applied = _applied(target, f, known)
+    if applied is not None:
+        rest = [k for k in known if k not in applied]
+        out += [Fix(known=(k,), applied=applied) for k in rest]
+        out += [Fix(known=pair, applied=applied) for pair in itertools.combinations(rest, 2)]
     pieces = _read_pieces(target)
     for first in _differing(target, f, ModelSizing(fully_fixed(target.revision))):
         out.append(Fix(pieces=_from(pieces, first)))
     return out
+
+
+def _applied(target: SGLangTarget, f: Finding, known: list[KnownFix]) -> tuple[KnownFix, ...] | None:
+    """The fewest known fixes (none, one or two) whose release model answers every piece the target does at the
+    case: the code is its release's with those fixed; None where no such set explains it (changed otherwise)."""
+    for n in range(3):
+        for subset in itertools.combinations(known, n):
+            if not _differing(target, f, ModelSizing(with_fixes(target.revision, subset))):
+                return subset
+    return None
 
 
 def cause_of(target: SGLangTarget, f: Finding) -> Fix | None:
