@@ -26,6 +26,7 @@ from fuzz.engines.sglang.locations import RESERVE, ROW_WIDTH, locate, sizing_fun
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.real import wheels
 from fuzz.findings.kinds import Property
+from fuzz.findings.repro import repro_command
 from fuzz.findings.sarif import artifact_uri
 from fuzz.targets.resolve import resolve_target
 
@@ -212,7 +213,7 @@ def test_run_locates_the_page_1_group_at_the_row_headroom_of_0_5_23(tmp_path, mo
     assert text.startswith("ROOT CAUSE #33579: the row headroom covers the decode reserve only")
     assert "\nCOUNTEREXAMPLE write-within-row/alloc-page-1 on sglang==0.5.23" in text
     assert "columns past its end" in text
-    assert "\nrepro: python -m fuzz repro cases/sglang-0.5.23--write-within-row-alloc-page-1.json" in text
+    assert f"\nrepro: {repro_command()} cases/sglang-0.5.23--write-within-row-alloc-page-1.json" in text
 
 
 def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_no_result(tmp_path, monkeypatch):
