@@ -9,8 +9,9 @@ A sample is the block between ``<!-- sample: NAME: COMMAND -->`` and ``<!-- /sam
 docs/*.md, the page whose text it illustrates: the standard output of ``kvrow-fuzz COMMAND`` (``fuzz.cli.main``,
 in this process, in a fresh working directory: case files land in ``fuzz-cases/`` as a user's would), cut to the
 lines the page shows (``...`` marks lines left out) and made the same on every machine by ``normalise``: timings
-read ``…``, the working directory and the wheel cache their usual names.  Everything else is the command's output
-as it is, so a block edited by hand, or a change of the output, makes ``--check`` (and
+read ``…``, the working directory and the wheel cache their usual names, and a repro line's program ``kvrow-fuzz``
+(what it prints where the tool is on the PATH; elsewhere the full path of the same script).  Everything else is
+the command's output as it is, so a block edited by hand, or a change of the output, makes ``--check`` (and
 ``tests/test_readme_samples.py``) fail.  Each sample has exactly one block among the files: a block in two files,
 or a sample in none, is an error (exit 2), as is a block without its end or of no sample.
 
@@ -157,10 +158,14 @@ BY_NAME = {s.name: s for s in SAMPLES}
 
 
 def normalise(text: str, workdir: str) -> str:
-    """The output made the same on every machine: the working directory and the wheel cache by their usual
-    names, the home directory ``~``, every timing (``35.1s``, the summary's seconds column) ``…``."""
+    """The output made the same on every machine: the program as a repro line starts it by its name ``kvrow-fuzz``
+    (the line names this installation's entry script by its full path where ``kvrow-fuzz`` is not on the PATH:
+    ``fuzz.common.program``), the working directory and the wheel cache by their usual names, the home directory
+    ``~``, every timing (``35.1s``, the summary's seconds column) ``…``."""
+    from fuzz.common.program import PROG, shell_command
     from fuzz.engines.sglang.real.wheels import cache_dir
 
+    text = text.replace(f"{shell_command()} repro ", f"{PROG} repro ")
     text = text.replace(cache_dir(), "~/.cache/kvrow-fuzz/wheels")
     text = text.replace(workdir + os.sep, "").replace(workdir, ".")
     home = os.path.expanduser("~")

@@ -1,5 +1,5 @@
-"""The command line: ``python -m fuzz COMMAND`` (also ``kvrow-fuzz``): run, lifecycle, prove, fidelity, matrix,
-from-crash, repro, targets.
+"""The command line: ``kvrow-fuzz COMMAND`` (also ``python -m fuzz``, ``./kvrow``): run, lifecycle, prove,
+fidelity, matrix, from-crash, repro, targets; every usage line names it ``kvrow-fuzz`` (``fuzz.common.program``).
 
 Each command lives in its package (``fuzz.run``, ``fuzz.lifecycle``,
 ``fuzz.prove``), whose ``cli.register`` adds its parser; an engine's own
@@ -23,6 +23,7 @@ import sys
 from fuzz.common import guard, interrupts
 from fuzz.common.bounds import check_case_sizes
 from fuzz.common.collector import collect_less_often
+from fuzz.common.defaults import PROG
 from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line, os_error_line
 from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
 from fuzz.engines import BUILTIN_COMMANDS
@@ -79,7 +80,7 @@ def light_help() -> str:
     """The top-level help, from ``COMMANDS`` alone."""
     width = max(map(len, COMMANDS))
     lines = [
-        f"usage: fuzz [-h] [--version] {{{','.join(COMMANDS)}}} ...",
+        f"usage: {PROG} [-h] [--version] {{{','.join(COMMANDS)}}} ...",
         "",
         "Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.",
         "",
@@ -90,7 +91,7 @@ def light_help() -> str:
         "  -h, --help  show this help message and exit",
         "  --version   show program's version number and exit",
         "",
-        "Each command's own help: fuzz COMMAND --help.",
+        f"Each command's own help: {PROG} COMMAND --help.",
     ]
     return "\n".join(lines)
 
@@ -102,21 +103,21 @@ def light_answer(argv: list[str]) -> int | None:
         print(light_help())
         return ExitCode.CLEAN
     if argv == ["--version"]:
-        print(f"kvrow-fuzz {tool_version()}")
+        print(f"{PROG} {tool_version()}")
         return ExitCode.CLEAN
     if not argv:
-        raise BadInput("the following arguments are required: command (see: python -m fuzz --help)")
+        raise BadInput(f"the following arguments are required: command (see: {PROG} --help)")
     if not argv[0].startswith("-") and argv[0] not in COMMANDS:
         hint = did_you_mean(argv[0], COMMANDS)
-        raise BadInput(f"argument command: invalid choice: {argv[0]!r}{hint} (see: python -m fuzz --help)")
+        raise BadInput(f"argument command: invalid choice: {argv[0]!r}{hint} (see: {PROG} --help)")
     return None
 
 
 def build_parser() -> argparse.ArgumentParser:
     from fuzz.common.options import SGLANG_VERSION_HELP, Parser
 
-    p = Parser(prog="fuzz", description="Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.")
-    p.add_argument("--version", action="version", version=f"kvrow-fuzz {tool_version()}")
+    p = Parser(prog=PROG, description="Fuzz KV-cache row sizing (SGLang req_to_token) for out-of-bounds writes.")
+    p.add_argument("--version", action="version", version=f"{PROG} {tool_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name in COMMAND_MODULES:
         try:
@@ -227,8 +228,8 @@ def cmd_targets(args: argparse.Namespace) -> ExitCode:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit status reflects the findings however stdout is consumed.
 
-    ``argv`` None: this process is the program (``kvrow-fuzz``, ``python -m fuzz``), and a command that runs a
-    target's code is guarded (``program``); a list: the command runs here, as a caller (a test) asks.
+    ``argv`` None: this process is the program (``kvrow-fuzz``, ``python -m fuzz``, ``./kvrow``), and a command
+    that runs a target's code is guarded (``program``); a list: the command runs here, as a caller (a test) asks.
     """
     if argv is None:
         return program(sys.argv[1:])
@@ -280,10 +281,10 @@ def run_command(argv: list[str]) -> int:
             return settled(e.code) if isinstance(e.code, int) else ExitCode.BAD_INPUT
         return settled(int(args.func(args)))  # output lost (a full disk, no stdout): never a clean exit
     except BadInput as e:
-        print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(str(e))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except OSError as e:  # an output (or input) the system refused mid-command: one line, never a traceback
-        print(f"fuzz: error: {os_error_line(e)}", file=sys.stderr)
+        print(f"{PROG}: error: {os_error_line(e)}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except Exception as e:  # noqa: BLE001 - only a target that cannot be run is ours to report
         from fuzz.engines import unavailable_behind  # not at import: the CLI starts without torch
@@ -293,10 +294,10 @@ def run_command(argv: list[str]) -> int:
             e = unavailable  # the command needs an engine that cannot be loaded here: said, never a traceback
         if not isinstance(e, TargetError):  # found out mid-command (StandInMissing): nothing was checked
             raise
-        print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(str(e))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
-        print("fuzz: interrupted", file=sys.stderr)
+        print(f"{PROG}: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     finally:
         sys.stdout = stdout

@@ -1,4 +1,4 @@
-"""``python -m fuzz merge REPORT.json...``: the shards' reports (``--shard I/N``) as one report, one summary.
+"""``kvrow-fuzz merge REPORT.json...``: the shards' reports (``--shard I/N``) as one report, one summary.
 
 Per target: counts summed (``max_*`` the maximum, per-function call counts
 per key), one finding per bug group (its ``group``, else its ``signature``;
@@ -134,7 +134,7 @@ def check_entry(entry: dict[str, Any], path: str, command: Command) -> None:
     if len(target) > MAX_TARGET_CHARS:
         raise BadInput(f"{path}: a target spec of {len(target)} characters (at most {MAX_TARGET_CHARS})")
     if target_class(target) is None:
-        raise BadInput(f"{where} names no target this tool resolves (`python -m fuzz targets` lists them)")
+        raise BadInput(f"{where} names no target this tool resolves (`kvrow-fuzz targets` lists them)")
     for key, value in entry.items():
         if _depth(value) > MAX_DEPTH:
             raise BadInput(f'{where}: "{printable(key, 80)}" is nested deeper than {MAX_DEPTH} levels')

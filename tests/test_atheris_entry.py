@@ -177,7 +177,7 @@ def test_from_crash_bad_input_is_one_line_and_exit_2(args, message, tmp_path, ca
     argv = ["from-crash", *(a.format(**paths) for a in args), "--cases", str(tmp_path / "cases")]
     assert cli_main(argv) == ExitCode.BAD_INPUT
     err = capsys.readouterr().err
-    assert err.startswith("fuzz: error: ") and message in err and err.count("\n") == 1
+    assert err.startswith("kvrow-fuzz: error: ") and message in err and err.count("\n") == 1
 
 
 def test_settings_come_from_the_command_line_then_the_environment_then_the_script():
@@ -200,7 +200,7 @@ def test_bad_settings_are_bad_input(capsys):
     with pytest.raises(BadInput, match="known group: "):
         parse_known("write-within-row/dcp>1,not-a-signature")
     assert atheris_entry.main(["fuzzer", "--kvrow-nope=1"]) == ExitCode.BAD_INPUT  # before Atheris or torch
-    assert capsys.readouterr().err.startswith("fuzz: error: unknown option '--kvrow-nope'")
+    assert capsys.readouterr().err.startswith("kvrow-fuzz: error: unknown option '--kvrow-nope'")
 
 
 def test_len_control_is_added_unless_given():

@@ -184,7 +184,7 @@ def test_the_commands_exit_on_new_causes_only_and_strict_on_fixed_ones(tmp_path,
         (
             '{"schema": "kvrow-fuzz/baseline", "schema_version": 1, "target": "t", "entries": '
             '[{"property": "write-within-row", "function": "f", "path": "p"}]}',
-            "upgrade it: python -m fuzz baseline upgrade",
+            "upgrade it: kvrow-fuzz baseline upgrade",
         ),
     ],
 )

@@ -173,7 +173,7 @@ def test_a_baseline_of_every_property_and_function_does_not_make_a_revision_clea
     v1.write_text(json.dumps(doc))
     assert prove("reference@sglang-0.5.18", v1, tmp_path) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"python -m fuzz baseline upgrade {v1}" in err
+    assert len(err.splitlines()) == 1 and f"kvrow-fuzz baseline upgrade {v1}" in err
     v2 = tmp_path / "every-v2.json"
     pieces = [
         {**e, "table": "req_to_token", "term": f.lower(), "digest": "0" * 16} for e in every for f in [e["function"]]

@@ -20,6 +20,7 @@ import pytest
 from allocator_model.revisions import REVISIONS
 from fuzz.cli import main
 from fuzz.common.profiles import get_profile
+from fuzz.findings.repro import repro_command
 from fuzz.targets.resolve import known_targets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,7 +60,7 @@ def test_seed_bug_exits_1_with_a_dcp_case_and_a_repro_line(seed_bug_run):
     assert "COUNTEREXAMPLE write-within-row/dcp>1" in r.stdout
     block = r.stdout.split("COUNTEREXAMPLE write-within-row/dcp>1")[1].split("repro: ")[0]  # its cause's lead
     assert "attn_dcp_size=" in block and "victim: row" in block
-    assert " repro: python -m fuzz repro " in r.stdout.split("COUNTEREXAMPLE write-within-row/dcp>1")[1]
+    assert f" repro: {repro_command()} " in r.stdout.split("COUNTEREXAMPLE write-within-row/dcp>1")[1]
 
 
 def test_json_report_shape(seed_bug_run):
@@ -71,7 +72,7 @@ def test_json_report_shape(seed_bug_run):
     assert t["examples"] > 0 and 0 < t["seconds"] < r.wall_seconds
     f = next(f for f in t["findings"] if f["signature"] == "write-within-row/dcp>1")
     assert f["class"] == "write-within-row" and f["config"]["attn_dcp_size"] > 1
-    assert f["repro"].startswith("python -m fuzz repro ")
+    assert f["repro"].startswith(f"{repro_command()} ")
 
 
 @pytest.mark.slow
@@ -127,7 +128,7 @@ def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)  # no file may be written here
     assert main(args) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith("fuzz: error: ") and needle in err, err
+    assert out == "" and err.startswith("kvrow-fuzz: error: ") and needle in err, err
     assert len(err.strip().splitlines()) == 1
     assert [f for _, _, files in os.walk(tmp_path) for f in files] == []
 
@@ -383,3 +384,24 @@ def test_the_parsers_light_copies_are_their_heavy_homes():
     assert prove_cli.SPACE_NAMES == tuple(sorted(space.SPACES))
     assert prove_cli.POOL_KINDS == tuple(k.value for k in KVPool)
     assert (fidelity_cli.DEFAULT_EXAMPLES, fidelity_cli.DEFAULT_OUT) == (matrix.DEFAULT_EXAMPLES, matrix.DEFAULT_OUT)
+
+
+def test_every_usage_and_help_line_names_the_program_kvrow_fuzz(capsys):
+    """One name (issue 35): the top-level help, each command's help and usage error, a mistyped command and a
+    missing one all say ``kvrow-fuzz``; ``python -m fuzz`` and ``./kvrow`` are the same command, never printed as
+    the program's name, and no line calls the program ``fuzz``."""
+    from fuzz.cli import COMMANDS
+
+    runs = [["--help"], [], ["rnu"], ["baseline", "write", "--help"]]
+    runs += [[c, "--help"] for c in COMMANDS] + [[c, "--no-such-option"] for c in COMMANDS]
+    for argv in runs:
+        assert main(argv) in (0, 2), argv
+        out, err = capsys.readouterr()
+        text = out + err
+        assert "python -m fuzz" not in text, (argv, text)
+        for line in text.splitlines():
+            assert not re.match(r"\s*(usage: )?fuzz\b(?!-)", line), (argv, line)  # the old name, as a program
+        if argv[-1:] == ["--help"]:
+            assert out.startswith(f"usage: kvrow-fuzz {'' if argv == ['--help'] else argv[0] + ' '}"), out
+        else:
+            assert err.startswith("kvrow-fuzz: error: ") and "(see: kvrow-fuzz " in err, err

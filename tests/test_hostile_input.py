@@ -287,8 +287,8 @@ def refused(argv: list[str], root: str, capsys: Any) -> str:
     out, err = capsys.readouterr()
     assert status == 2, (status, out, err)
     assert out == "", out
-    assert "Traceback" not in err and len(err.splitlines()) == 1 and err.startswith("fuzz: error: "), err
-    assert len(err) <= len("fuzz: error: \n") + MAX_ERROR_CHARS, err  # a huge value is never echoed whole
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and err.startswith("kvrow-fuzz: error: "), err
+    assert len(err) <= len("kvrow-fuzz: error: \n") + MAX_ERROR_CHARS, err  # a huge value is never echoed whole
     assert snapshot(root, outputs) == before, "a refused command changed files outside its output directory"
     assert files_in(root, outputs) == [], "a refused command wrote into its output directory"
     assert not os.path.exists(os.path.join(root, "MARKER")), "a case file ran the code it names"
@@ -361,7 +361,7 @@ def test_a_case_past_the_limits_is_refused_before_torch_under_2_gib(tmp_path):
         preexec_fn=two_gib_address_space,
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr == f"fuzz: error: {case}: context_len 1000000000 is past this tool's limit of 1048576\n"
+    assert done.stderr == f"kvrow-fuzz: error: {case}: context_len 1000000000 is past this tool's limit of 1048576\n"
     assert done.stdout == "imported: nothing heavy\n"
 
 

@@ -53,6 +53,7 @@ import pytest
 from fuzz.cli import main
 from fuzz.common.bounds import REPLAY_OUTPUT, REPLAY_WORK, ReplayMeter
 from fuzz.findings.regression import module_shape, regression_files, template_shape
+from fuzz.findings.repro import repro_command
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_CASE = next(p for p in regression_files() if "reference-sglang-0.5.18--write-within-row" in p)
@@ -176,7 +177,8 @@ def test_p02_a_forged_repro_line_keeps_nothing_but_a_case_found_in_the_shard(tmp
     (finding,) = json.loads(Path("merged.json").read_text())["targets"][0]["findings"]
     # merge's own copy name (issue 33: readable, with a digest of the full target; never the shard's file name)
     assert re.fullmatch(
-        r"python -m fuzz repro merged/reference-sglang-0\.5\.18--[a-z0-9.-]+--[0-9a-f]{12}\.json", finding["repro"]
+        re.escape(repro_command()) + r" merged/reference-sglang-0\.5\.18--[a-z0-9.-]+--[0-9a-f]{12}\.json",
+        finding["repro"],
     )
     assert "rm -rf" not in out and "curl" not in out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from fuzz.common.jsonfile import JsonFileError, read_json
 from fuzz.engines import runs_named_code
 from fuzz.findings import casefile
 from fuzz.findings.regression import regression_files
+from fuzz.findings.repro import repro_command
 
 SIG = "write-within-row/dcp>1"
 
@@ -176,11 +178,11 @@ def test_the_repro_line_names_no_path_from_a_shard(tmp_path, monkeypatch, capsys
     (t,) = json.loads((tmp_path / "merged.json").read_text())["targets"]
     (f,) = t["findings"]
     assert "evil" not in f["repro"] and f["repro"].endswith(" --target YOUR_CHECKOUT"), f["repro"]
-    copy = f["repro"].split()[4]
+    copy = shlex.split(f["repro"].removeprefix(repro_command()))[0]
     assert os.path.isfile(copy) and os.path.dirname(copy) == str(tmp_path / "out")
-    commands = [line for line in out.splitlines() if "python -m fuzz" in line]
+    commands = [line for line in out.splitlines() if repro_command() in line]
     assert commands and not any("evil" in line for line in commands)
-    named = [line for line in out.splitlines() if "evil" in line and "python" not in line]
+    named = [line for line in out.splitlines() if "evil" in line and repro_command() not in line]
     assert any("the shard named the target" in line for line in named), out
 
 

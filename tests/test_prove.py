@@ -35,6 +35,7 @@ from fuzz.engines.sglang.prove.sweep import prove, prove_on
 from fuzz.engines.sglang.prove.witness import confirm
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.report import Status
+from fuzz.findings.repro import repro_command
 from fuzz.targets.base import Target, TargetCallError, TargetKind
 from fuzz.targets.resolve import resolve_target
 
@@ -487,7 +488,7 @@ def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path: Path, capsys:
     for f in t["findings"]:
         assert {"kind", "class", "signature", "config", "case", "message", "found_at", "repro"} <= set(f)
         assert {"configurations", "worst", "first_at", "mismatch"} <= set(f) and f["mismatch"] is None
-        assert f["kind"] == SGLangCase.DECODE.value and f["repro"].startswith("python -m fuzz repro ")
+        assert f["kind"] == SGLangCase.DECODE.value and f["repro"].startswith(f"{repro_command()} ")
     pytest.importorskip("jsonschema")
     schemas = pytest.importorskip("fuzz.findings.schemas")
     schemas.validate("report", json.loads(report.read_text()))
@@ -516,7 +517,7 @@ def test_cli_heatmap_without_matplotlib_is_one_line_before_any_work(
     )
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == "" and not cases.exists()
-    assert captured.err.strip().splitlines() == [f"fuzz: error: {MATPLOTLIB_MISSING}"]
+    assert captured.err.strip().splitlines() == [f"kvrow-fuzz: error: {MATPLOTLIB_MISSING}"]
 
 
 @pytest.mark.parametrize(

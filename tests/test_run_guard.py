@@ -56,7 +56,9 @@ def test_a_target_that_ends_the_process_is_no_verdict_never_clean(tmp_path, comm
     done = program(entry, *command, "--target", str(sizing), cwd=tmp_path)
     assert done.returncode == ExitCode.NO_VERDICT, done.stdout + done.stderr
     last = done.stderr.splitlines()[-1]
-    assert last.startswith(f"fuzz: error: {command[0]} ended without a verdict (its process exited with status {code};")
+    assert last.startswith(
+        f"kvrow-fuzz: error: {command[0]} ended without a verdict (its process exited with status {code};"
+    )
     assert last.endswith(": not clean, see the output above") and "Traceback" not in done.stderr
     report = tmp_path / "report.json"
     if report.exists():  # what the campaign saved before it started: never a clean verdict
@@ -68,7 +70,7 @@ def test_a_verdict_passes_through_unchanged_even_with_standard_output_closed(tmp
         script = f'"{sys.executable}" -m fuzz repro missing.json {stdout}'
         done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=60)
         assert done.returncode == ExitCode.BAD_INPUT, done.stderr
-        assert done.stderr.splitlines()[-1] == "fuzz: error: case file missing.json does not exist", done.stderr
+        assert done.stderr.splitlines()[-1] == "kvrow-fuzz: error: case file missing.json does not exist", done.stderr
 
 
 def test_every_command_that_can_run_a_target_is_guarded():
@@ -143,7 +145,7 @@ def test_only_a_sent_verdict_is_one(body, status, line):
     if line is None:
         assert done.stderr == ""
     else:
-        assert done.stderr.startswith("fuzz: error: run ended without a verdict (") and line in done.stderr
+        assert done.stderr.startswith("kvrow-fuzz: error: run ended without a verdict (") and line in done.stderr
         assert done.stderr.count("\n") == 1
 
 

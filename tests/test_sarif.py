@@ -22,10 +22,12 @@ import pytest
 
 from allocator_model.pools import KVPool
 from fuzz.cli import main
+from fuzz.common.options import SARIF_HELP
 from fuzz.engines.sglang.locations import RESERVE, ROW_WIDTH, locate, sizing_functions
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.real import wheels
 from fuzz.findings.kinds import Property
+from fuzz.findings.repro import repro_command
 from fuzz.findings.sarif import artifact_uri
 from fuzz.targets.resolve import resolve_target
 
@@ -198,6 +200,7 @@ def test_run_locates_the_page_1_group_at_the_row_headroom_of_0_5_23(tmp_path, mo
     results = doc["runs"][0]["results"]
     causes = [c["bug"] if c["bug"] != "new" else f"new: {c['key']}" for t in report["targets"] for c in t["causes"]]
     assert sorted(r["properties"]["rootCause"] for r in results) == sorted(causes)  # one result per root cause
+    assert "one result per root cause" in SARIF_HELP  # as --sarif's help says (issue 35: it said per bug group)
     assert sorted(v for r in results for v in r["properties"]["variants"]) == sorted(groups)  # every group once
     (page_1,) = [r for r in results if r["properties"]["rootCause"] == "#33579"]
     assert page_1["properties"]["signature"] == "write-within-row/alloc-page-1"  # the plainest variant stands
@@ -212,7 +215,7 @@ def test_run_locates_the_page_1_group_at_the_row_headroom_of_0_5_23(tmp_path, mo
     assert text.startswith("ROOT CAUSE #33579: the row headroom covers the decode reserve only")
     assert "\nCOUNTEREXAMPLE write-within-row/alloc-page-1 on sglang==0.5.23" in text
     assert "columns past its end" in text
-    assert "\nrepro: python -m fuzz repro cases/sglang-0.5.23--write-within-row-alloc-page-1.json" in text
+    assert f"\nrepro: {repro_command()} cases/sglang-0.5.23--write-within-row-alloc-page-1.json" in text
 
 
 def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_no_result(tmp_path, monkeypatch):

@@ -194,7 +194,7 @@ def test_calling_an_unknown_sglang_helper_is_one_line_and_exit_2_naming_it(tmp_p
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert "Traceback" not in "".join(err)
-        errors = [line for line in err if line.startswith("fuzz: error:")]  # after prove's progress lines
+        errors = [line for line in err if line.startswith("kvrow-fuzz: error:")]  # after prove's progress lines
         assert len(errors) == 1 and errors[0] == err[-1]
         assert "brand_new.fancy_helper" in err[-1] and "no stand-in" in err[-1]
 

@@ -38,7 +38,7 @@ def wheel(version: str) -> Path:
 
 def need_triton() -> None:
     if not HAS_TRITON:
-        pytest.skip("triton is not installed: the write path needs the triton==3.9.0 extra")
+        pytest.skip("triton is not installed: the write path needs the writepath extra (triton)")
 
 
 @functools.cache

@@ -25,6 +25,7 @@ from fuzz.engines.sglang.prove.sweep import prove
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.regression import regression_files
 from fuzz.findings.report import Command
+from fuzz.findings.repro import repro_command
 from fuzz.merge import Part, merge_target
 from fuzz.prove.cli import report_entry
 from fuzz.targets.resolve import resolve_target
@@ -215,7 +216,7 @@ def test_merge_dedups_groups_copies_one_case_file_each_and_sums_counts(tmp_path,
     assert [f["signature"] for f in t["findings"]] == ["page-aligned-growth/dflash", "write-within-row/dcp>1"]
     # each copy named by merge (issue 33: a readable name and a digest of the full target and group, never the
     # shard's own file name), its repro line naming it
-    copies = {f["signature"]: f["repro"].removeprefix("python -m fuzz repro ") for f in t["findings"]}
+    copies = {f["signature"]: f["repro"].removeprefix(f"{repro_command()} ") for f in t["findings"]}
     assert sorted(os.listdir("merged")) == sorted(os.path.basename(c) for c in copies.values())
     assert os.path.basename(copies["write-within-row/dcp>1"]).startswith("reference--write-within-row-dcp-1--")
     assert all(os.path.dirname(c) == "merged" for c in copies.values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from allocator_model.twins import surface_twins
 from fuzz.cli import main
 from fuzz.engines.sglang.fidelity import differential
 from fuzz.engines.sglang.fidelity.cases import FidelityCase
+from fuzz.findings.repro import repro_command
 from fuzz.targets.base import TargetCallError
 from fuzz.targets.resolve import resolve_target
 
@@ -118,7 +120,8 @@ def test_every_repro_line_fidelity_prints_replays(tmp_path, capsys, monkeypatch)
     repros = [line.split("repro: ", 1)[1] for line in out.splitlines() if line.startswith("repro: ")]
     assert repros
     for line in repros:
-        argv = line.split()[3:]  # "python -m fuzz repro CASE --target T"
+        argv = shlex.split(line.removeprefix(repro_command()))  # "PROGRAM repro CASE --target T"
+        argv.insert(0, "repro")
         assert main(argv) == 1, line
         replayed = capsys.readouterr().out
         assert "FAILS model-mismatch/" in replayed

@@ -1,4 +1,4 @@
-"""``python -m fuzz baseline write FILE --target SPEC | --releases RANGE``: record root causes as known findings.
+"""``kvrow-fuzz baseline write FILE --target SPEC | --releases RANGE``: record root causes as known findings.
 
 The campaign ``run`` runs (its proof stage first, the profile's search after,
 SGLang's write path where the target has it), its findings grouped by root
@@ -164,7 +164,7 @@ def describe(args: argparse.Namespace, releases: str | None = None) -> str:
     how += f" --max-examples {args.max_examples}" if args.max_examples else ""
     how += f" --allow {os.path.basename(args.allow)}" if getattr(args, "allow", None) else ""
     text = (
-        f"Written by `python -m fuzz baseline {args.action} FILE {how}`. Each entry is a root cause's identity "
+        f"Written by `kvrow-fuzz baseline {args.action} FILE {how}`. Each entry is a root cause's identity "
         "(a known fix's key; a new cause's function, path, differing term and code digest), its property and "
         "table, and the releases where it is expected; required: `matrix --expect` reports MISSING (the tool "
         "regressed) for such a release that no longer shows it; a cause making an entry not listed for its "

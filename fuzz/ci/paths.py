@@ -1,4 +1,4 @@
-"""``python -m fuzz paths --target SPEC``: every file of the engine's code a target reads, as the engine's
+"""``kvrow-fuzz paths --target SPEC``: every file of the engine's code a target reads, as the engine's
 repository names them (``Engine.code_paths``; SGLang's: ``fuzz.engines.sglang.real.paths``).
 
 A CI workflow's ``paths:`` filter is this list: docs/ci.md's example is

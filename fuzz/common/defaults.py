@@ -4,6 +4,7 @@ and so does the command line, which must not import the engines to print its hel
 
 from __future__ import annotations
 
+PROG = "kvrow-fuzz"  # the program's one name, in every usage line (``fuzz.common.program``: how a shell runs it)
 PROFILES = ("ci", "dev", "nightly")  # Hypothesis profiles (``fuzz.common.profiles`` builds their settings)
 LIFECYCLE_STEPS = 50  # steps per state-machine run at most: Hypothesis' own stateful_step_count default
 LIFECYCLE_RUNS = {"ci": 100, "dev": 500, "nightly": 2000}  # lifecycle: state-machine runs per round, per profile

@@ -34,6 +34,8 @@ import stat
 import subprocess
 import sys
 
+from .defaults import PROG
+
 CHANNEL_ENV = "KVROW_FUZZ_VERDICT_FD"
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _WAIT_SECONDS = 1.0  # the parent wakes at least this often to look at its child (SIGCHLD wakes it at once)
@@ -80,7 +82,7 @@ def ended_how(returncode: int) -> str:
 def no_verdict_line(command: str, returncode: int) -> str:
     """The one line of a command whose process ended without sending its verdict."""
     return (
-        f"fuzz: error: {command} ended without a verdict (its process {ended_how(returncode)}; the target's code "
+        f"{PROG}: error: {command} ended without a verdict (its process {ended_how(returncode)}; the target's code "
         "may have ended it: os._exit, a crash, a kill): not clean, see the output above"
     )
 

@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .defaults import PROFILES
+from .defaults import PROFILES, PROG
 from .errors import BadInput, did_you_mean
 from .files import check_output_dir, check_output_file
 from .shards import parse_jobs, parse_shard
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from hypothesis import settings as Settings
 
 DEFAULT_CASES_DIR = "fuzz-cases"
-PROG = "python -m fuzz"
 PROFILE_NAMES = PROFILES  # (``fuzz.common.defaults``: light, where fuzz.common.profiles imports Hypothesis)
 
 
@@ -37,7 +36,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line naming the command's --help (raised as BadInput)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sub = " ".join(self.prog.split()[1:])  # "fuzz run" -> "run"; the top parser has none
+        sub = " ".join(self.prog.split()[1:])  # "kvrow-fuzz run" -> "run"; the top parser has none
         raise BadInput(f"{message}{did_you_mean_choice(message)} (see: {PROG} {sub + ' ' if sub else ''}--help)")
 
 
@@ -112,7 +111,11 @@ def seed_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer seed, got {printable(text, 60)!r}") from None
 
 
-TARGETS_HELP = "reference[@REVISION], sglang==X.Y.Z, sglang or PATH (repeatable; see `python -m fuzz targets`)"
+TARGETS_HELP = "reference[@REVISION], sglang==X.Y.Z, sglang or PATH (repeatable; see `kvrow-fuzz targets`)"
+SARIF_HELP = (  # fuzz.findings.sarif: one result per root cause (tests/test_sarif.py holds the two equal)
+    "write a SARIF 2.1.0 log for code scanning: one result per root cause (its bug groups in the result), at the "
+    "code the cause indicts"
+)
 SGLANG_VERSION_HELP = "decode semantics for file and installed SGLang targets (default: their version, else the newest)"
 PIN_HELP = (
     "fix a configuration field (SGLang name, e.g. page_size=64, speculative_algorithm=EAGLE, "
@@ -284,7 +287,7 @@ def add_output_options(p: argparse.ArgumentParser, cases: str = "case files") ->
     p.add_argument(
         "--sarif",
         metavar="FILE",
-        help="write a SARIF 2.1.0 log: one result per bug group, at the sizing function's line (code scanning)",
+        help=SARIF_HELP,
     )
 
 

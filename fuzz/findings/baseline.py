@@ -219,7 +219,7 @@ def scoped(known: Known, target: Any, where: str) -> Expected:
     expected = known.scope(name, release[0] if release and target.kind is TargetKind.RELEASE else None)
     if expected is None:
         raise BaselineError(
-            f"{where}: covers {known.coverage()}, not {name} (write one for it: python -m fuzz baseline write FILE "
+            f"{where}: covers {known.coverage()}, not {name} (write one for it: kvrow-fuzz baseline write FILE "
             f"--target {name})"
         )
     return expected
@@ -286,7 +286,7 @@ def read(data: Any, where: str, upgrade_hint: str | None = None) -> Known:
         if data["schema_version"] == V1:
             raise BaselineError(
                 f"{where}: a version 1 baseline keys known findings by place, not root cause; upgrade it: "
-                f"python -m fuzz baseline upgrade {upgrade_hint or 'FILE'}"
+                f"kvrow-fuzz baseline upgrade {upgrade_hint or 'FILE'}"
             )
     target, declared, raw = _head(data, where, SCHEMA_VERSION, "known, or function, path, term, digest")
     listed = [_item(e, f"{where}: entry {i}", declared) for i, e in enumerate(raw, 1)]

@@ -1,6 +1,6 @@
 """Regression tests from case files.
 
-``python -m fuzz repro CASE --emit-test`` prints a self-contained pytest test
+``kvrow-fuzz repro CASE --emit-test`` prints a self-contained pytest test
 (the case embedded, no file needed) that fails, with the repro's story as its
 message, for as long as the bug is there; it replays on pytest's
 ``--kvrow-target`` (each, when repeated), else ``$KVROW_FUZZ_TARGET``, else
@@ -32,7 +32,7 @@ import json
 def {name}(request):
     """{doc}
 
-    Fails while the bug is present; the message is what `python -m fuzz repro` prints.
+    Fails while the bug is present; the message is what `kvrow-fuzz repro` prints.
     It replays on the targets `--kvrow-target=SPEC` names (on each, when repeated), else
     on $KVROW_FUZZ_TARGET, else on the case's own: point it at a fix to see it pass.
     """

@@ -1,7 +1,7 @@
-"""``python -m fuzz lifecycle``: stateful fuzzing of the request lifecycle, one campaign per target.
+"""``kvrow-fuzz lifecycle``: stateful fuzzing of the request lifecycle, one campaign per target.
 
 Exit status as ``run``: 0 no invariant broken, 1 at least one finding (a case
-file per finding, replayable with ``python -m fuzz repro``), 2 bad input.
+file per finding, replayable with ``kvrow-fuzz repro``), 2 bad input.
 
 Light at import (its parser serves ``--help`` without torch or Hypothesis):
 the state machine is its engine's, reached when it runs (``Engine.lifecycle_hunt``).

@@ -38,6 +38,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from fuzz.common.defaults import PROG
 from fuzz.common.errors import BadInput, ExitCode, one_line
 
 from .settings import (
@@ -155,7 +156,7 @@ def main(
             baked = {"prop": prop, "target": target, "known": known, "baseline": baseline}
             _ENTRY = entry_from_strings(*settings_strings(os.environ, options, **baked))
     except BadInput as e:
-        print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(str(e))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     config = _ENTRY.config
     passing = f"; {len(_ENTRY.baseline)} baseline entr(ies) pass" if _ENTRY.baseline is not None else ""

@@ -1,4 +1,4 @@
-"""``python -m fuzz from-crash CRASHFILE``: a crash input of the Atheris entry point, found anywhere, as a case file.
+"""``kvrow-fuzz from-crash CRASHFILE``: a crash input of the Atheris entry point, found anywhere, as a case file.
 
 ClusterFuzzLite and OSS-Fuzz keep what crashed a fuzzer as raw bytes (the
 ``crash-<sha1>`` artifact).  Replayed through the same fuzz target

@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from fuzz.common.defaults import PROG
 from fuzz.common.errors import BadInput, ExitCode, one_line, os_error_line
 from fuzz.common.files import write_atomically
 from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
@@ -86,9 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(path)
         return settled(ExitCode.CLEAN)  # the paths lost (a full disk): not a clean exit
     except BadInput as e:
-        print(f"fuzz: error: {one_line(str(e))}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(str(e))}", file=sys.stderr)
     except OSError as e:
-        print(f"fuzz: error: {os_error_line(e)}", file=sys.stderr)
+        print(f"{PROG}: error: {os_error_line(e)}", file=sys.stderr)
     finally:
         sys.stdout = stdout
     return ExitCode.BAD_INPUT

@@ -164,7 +164,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     out = sys.stdout
     if args.shard:
         print(
-            f"shard {shard} of the space (merge the shards' --json reports with: python -m fuzz merge)",
+            f"shard {shard} of the space (merge the shards' --json reports with: kvrow-fuzz merge)",
             file=out,
         )
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))

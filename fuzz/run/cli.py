@@ -1,4 +1,4 @@
-"""``python -m fuzz run``: fuzz the decode properties of one or more targets.
+"""``kvrow-fuzz run``: fuzz the decode properties of one or more targets.
 
 Exit 0: no counterexample; 1: at least one (a case file per group); 2: bad
 input; 130: interrupted before anything was found.

@@ -1,6 +1,6 @@
 """Target specs, resolved to a ``Target`` by the engine that claims them (``fuzz.engines``).
 
-Which specs exist is each engine's to say (``python -m fuzz targets`` lists
+Which specs exist is each engine's to say (``kvrow-fuzz targets`` lists
 them); this module only routes a spec and enforces the one rule every engine
 shares: a case file is data, so a spec it carries is resolved only when that
 runs no code the spec names.

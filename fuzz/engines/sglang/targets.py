@@ -76,7 +76,7 @@ def resolve(spec: str, version: str | None = None) -> SGLangTarget:
         return resolve_real_target(spec)
     raise TargetError(
         f"unknown target {spec!r}{did_you_mean(spec, ['reference', 'sglang'])}: use reference[@REVISION], "
-        "sglang==X.Y.Z, sglang or a PATH (see: python -m fuzz targets)"
+        "sglang==X.Y.Z, sglang or a PATH (see: kvrow-fuzz targets)"
     )
 
 

@@ -1,4 +1,4 @@
-"""``python -m fuzz fidelity`` and ``python -m fuzz matrix``: their options, and each command's run and output.
+"""``kvrow-fuzz fidelity`` and ``kvrow-fuzz matrix``: their options, and each command's run and output.
 
 The work is the engines' (``differential``, ``matrix``) and the table the
 report's (``matrix_report``); here: parse, call, save case files, print,
@@ -149,7 +149,7 @@ def register_matrix(subparsers: Any) -> None:
         "matrix",
         "fuzz every SGLang release's own sizing code, one table",
         (
-            "Fuzz each release's allocation_sizing.py (wheels fetched with pip into the cache, see `python -m fuzz "
+            "Fuzz each release's allocation_sizing.py (wheels fetched with pip into the cache, see `kvrow-fuzz "
             "targets`) and check the model's fidelity to it. Writes DIR/matrix.md, DIR/matrix.json (after each "
             "release) and DIR/cases/. Exit 0: every release clean and faithful; 1: a bug group or a model-mismatch; "
             "2: bad input."
@@ -198,7 +198,7 @@ def register_matrix(subparsers: Any) -> None:
         "--expect",
         metavar="FILE",
         help=(
-            "a baseline (python -m fuzz baseline write FILE --releases RANGE; fuzz/findings/baseline.schema.json): "
+            "a baseline (kvrow-fuzz baseline write FILE --releases RANGE; fuzz/findings/baseline.schema.json): "
             "exit 0 when every release's root causes are in its entries (by property, function, path) and each "
             "required entry is found, 1 otherwise (CI: the tool still finds the known upstream bugs, and a new one "
             "fails the job)"

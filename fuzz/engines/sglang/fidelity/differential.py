@@ -1,4 +1,4 @@
-"""Differential fidelity (the engine of ``python -m fuzz fidelity``) and the replay of its case files.
+"""Differential fidelity (the engine of ``kvrow-fuzz fidelity``) and the replay of its case files.
 
 The model is only worth its agreement with the code it stands for.  For
 every configuration of a pool drawn by ``cases.sample_cases`` (10,000
@@ -28,7 +28,7 @@ rest must still agree.
 A disagreement is a ``Finding`` of kind ``fidelity-case`` and class
 ``model-mismatch``, grouped by function (``model-mismatch/<function>``),
 shrunk by Hypothesis to a minimal configuration; its case file replays with
-``python -m fuzz repro`` (``replay_fidelity``, named by its case type in
+``kvrow-fuzz repro`` (``replay_fidelity``, named by its case type in
 ``fuzz.engines.sglang.cases``).  Printing and saving are the
 command's (``fuzz.engines.sglang.fidelity.cli``).
 """

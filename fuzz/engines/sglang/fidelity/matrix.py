@@ -1,4 +1,4 @@
-"""The engine of ``python -m fuzz matrix``: every SGLang release's own sizing code, fuzzed side by side.
+"""The engine of ``kvrow-fuzz matrix``: every SGLang release's own sizing code, fuzzed side by side.
 
 Release by release: a decode campaign on the release's real sizing module,
 the differential fidelity of the model against it, and a check that each

@@ -248,7 +248,7 @@ def with_sglang_version(spec: str, version: str | None) -> str:
 
 
 def real_target_rows() -> list[tuple[str, str]]:
-    """Rows for ``python -m fuzz targets``."""
+    """Rows for ``kvrow-fuzz targets``."""
     releases = known_releases()
     rows = [
         (

@@ -18,7 +18,7 @@ from typing import Any
 
 from fuzz.targets.base import TargetError
 
-TRITON_EXTRA = "the write path needs triton: install kvrow-fuzz with the triton==3.9.0 extra"
+TRITON_EXTRA = "the write path needs triton (SGLang's environment has it; else: pip install 'kvrow-fuzz[writepath]')"
 
 
 def _truthy(value: str | None) -> bool:
