@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
         "run",
         "fuzz one or more targets",
         "Fuzz targets with Hypothesis. Exit 0: no counterexample; 1: at least one; 2: bad input. Each bug group is "
-        "reported by its representative case (a deployment people run, its own case file, TARGET--deploy--"
+        "reported by its representative case (a deployment people run, its own case file, TARGET--prod--"
         "GROUP.json) where the search finds one, its minimal case after it; the search's budget: "
         + "; ".join(f"{name}: {text}" for name, text in BUILTIN_RUN.items())
         + ".",

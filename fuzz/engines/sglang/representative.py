@@ -51,9 +51,7 @@ class _Spent(Exception):
 def without_needless_dcp(target: SGLangTarget, f: Finding) -> Finding:
     """``f`` without DCP where its group is not DCP's and the same case without DCP fails as the same group (the
     pipeline's stages 1-2, one replay): a printed case keeps no DCP size its group does not need."""
-    if f.kind is not SGLangCase.DECODE or f.signature.group.partition("@")[0] == Regime.DCP.value:
-        return f
-    if serving_config(f).attn_dcp_size == 1:
+    if f.kind is not SGLangCase.DECODE or dcp_group(f) or serving_config(f).attn_dcp_size == 1:
         return f
     other = DecodeCase(scenario_of(f)).without_dcp(target)
     if other is None:
@@ -64,6 +62,11 @@ def without_needless_dcp(target: SGLangTarget, f: Finding) -> Finding:
     out = other.finding(target, v, f.found_at)
     out.confirmation, out.confirmed = f.confirmation, f.confirmed  # not confirmed yet (None), or found there
     return out
+
+
+def dcp_group(f: Finding) -> bool:
+    """Whether ``f``'s group is DCP's (``dcp>1``, of any kind of pool): its cases keep their DCP size."""
+    return f.signature.group.partition("@")[0] == Regime.DCP.value
 
 
 def _same_group(target: SGLangTarget, f: Finding, s: DecodeScenario, own: bool) -> Violation | None:
@@ -124,14 +127,14 @@ def search(target: SGLangTarget, f: Finding, confirm: bool) -> Search | None:
             return Search(
                 BUDGET, walk.replays, missed=f"SGLang's own code does not break the case found ({found.confirmation})"
             )
-    return Search(BUDGET, walk.replays, found, deployment(case.config, scenario_of(f).config))
+    return Search(BUDGET, walk.replays, found, deployment(case.config))
 
 
 def _walk(walk: _Walk, start: DecodeScenario) -> tuple[DecodeScenario, Violation | None]:
     """The moves in order from ``start``; where each stands: the case, and its violation (None: not moved yet)."""
     case, v = start, None
     for move in (_to_work_context, _speculative, _dcp, _page, _overlap, _capacity, _steps, _to_work_context):
-        got = walk.first(move(case, walk.target))
+        got = walk.first(move(case, walk))
         if got is not None:
             case, v = got
     if v is None and case.config.context_len >= WORK_CONTEXT:  # the minimal case is at such a context already
@@ -147,9 +150,9 @@ def _walk(walk: _Walk, start: DecodeScenario) -> tuple[DecodeScenario, Violation
 # -- the moves: each yields the cases to try, most realistic first (nothing where the field is realistic already) --
 
 
-def _to_work_context(s: DecodeScenario, target: SGLangTarget) -> Iterator[DecodeScenario]:
+def _to_work_context(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     if s.config.context_len < WORK_CONTEXT:
-        yield from _at_context(s, WORK_CONTEXT, target)
+        yield from _at_context(s, WORK_CONTEXT, walk.target)
 
 
 def _at_context(s: DecodeScenario, context: int, target: SGLangTarget) -> Iterator[DecodeScenario]:
@@ -164,39 +167,44 @@ def _alloc_page(cfg: ServingConfig) -> int:
     return cfg.page_size * cfg.attn_dcp_size
 
 
-def _speculative(s: DecodeScenario, target: SGLangTarget) -> Iterator[DecodeScenario]:
+def _speculative(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     for _, cfg in speculative_moves(s.config):
         if _same_spec(cfg, s.config):
             return  # where it stands is as realistic as any move left
-        yield from _placed(s, cfg, target)
+        yield from _placed(s, cfg, walk.target)
 
 
-def _dcp(s: DecodeScenario, target: SGLangTarget) -> Iterator[DecodeScenario]:
+def _dcp(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     cfg = s.config
-    if cfg.attn_dcp_size > 1 and cfg.attn_dcp_size not in DCP_SIZES:
+    if cfg.attn_dcp_size == 1:
+        return
+    if not dcp_group(walk.minimal):  # off where the group is not DCP's (as it may be at this context only)
+        yield from _placed(s, _changed(cfg, attn_dcp_size=1), walk.target)
+    if cfg.attn_dcp_size not in DCP_SIZES:
         for size in DCP_SIZES:
-            yield from _placed(s, _changed(cfg, attn_dcp_size=size), target)
+            yield from _placed(s, _changed(cfg, attn_dcp_size=size), walk.target)
 
 
-def _page(s: DecodeScenario, target: SGLangTarget) -> Iterator[DecodeScenario]:
+def _page(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     if s.config.page_size not in BACKEND_PAGES:
         for page in BACKEND_PAGES:
-            yield from _placed(s, _changed(s.config, page_size=page), target)
+            yield from _placed(s, _changed(s.config, page_size=page), walk.target)
 
 
-def _overlap(s: DecodeScenario, target: SGLangTarget) -> Iterator[DecodeScenario]:
+def _overlap(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     if not s.config.enable_overlap:
-        yield from _placed(s, _changed(s.config, enable_overlap=True), target)
+        yield from _placed(s, _changed(s.config, enable_overlap=True), walk.target)
 
 
-def _capacity(s: DecodeScenario, target: SGLangTarget) -> Iterator[DecodeScenario]:
+def _capacity(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     if s.config.max_total_num_tokens is not None:
-        yield from _placed(s, _changed(s.config, max_total_num_tokens=None), target)
+        yield from _placed(s, _changed(s.config, max_total_num_tokens=None), walk.target)
 
 
-def _steps(s: DecodeScenario, target: SGLangTarget) -> Iterator[DecodeScenario]:
+def _steps(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     if s.num_steps is not None or s.prior is not None:
-        yield from _placed(DecodeScenario(s.config, s.committed_len, None, None, s.device_lag), s.config, target, s)
+        bare = DecodeScenario(s.config, s.committed_len, None, None, s.device_lag)
+        yield from _placed(bare, s.config, walk.target, s)
 
 
 def _changed(cfg: ServingConfig | None, **changes: Any) -> ServingConfig | None:
@@ -302,10 +310,10 @@ def _same_spec(a: ServingConfig, b: ServingConfig) -> bool:
     return all(getattr(a, n) == getattr(b, n) for n in names)
 
 
-def deployment(cfg: ServingConfig, minimal: ServingConfig) -> str:
+def deployment(cfg: ServingConfig) -> str:
     """What a representative case's deployment is, field by field: its context, its speculative settings (which
-    default of SGLang's, else as the minimal case has them), its page (which backend's), its DCP (only where the
-    group is DCP's), its overlap scheduler."""
+    default of SGLang's, else as the minimal case has them), its page (which backend's), its DCP size (a group's
+    that needs it only), its overlap scheduler."""
     spec = next((what for what, moved in speculative_moves(cfg) if _same_spec(moved, cfg)), None)
     off = cfg.context_len % _alloc_page(cfg)
     context = f"context {cfg.context_len}"
@@ -319,8 +327,6 @@ def deployment(cfg: ServingConfig, minimal: ServingConfig) -> str:
     parts.append(f"page {cfg.page_size}" + (f" ({page})" if page else " (no backend's page keeps the group)"))
     if cfg.attn_dcp_size > 1:
         parts.append(f"DCP {cfg.attn_dcp_size} (the group needs it)")
-    elif minimal.attn_dcp_size > 1:
-        parts.append("no DCP (the group fails without it)")
     parts.append("overlap on (SGLang's default)" if cfg.enable_overlap else "overlap off")  # [cite: overlap-default-on]
     return ", ".join(parts)
 
