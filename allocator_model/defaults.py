@@ -12,6 +12,27 @@ from typing import Any
 from . import algorithms as algo
 from .numeric import Int
 
+# What a deployment runs when its user sets no more than the algorithm and the backend: what a bug group's
+# representative case is moved toward (``fuzz.engines.sglang.representative``).
+# EAGLE's (S, K, D) when launched without them, per kind of target model, most models first
+# (``_auto_choose_speculative_params`` [cite: eagle-auto-params]); STANDALONE takes the first for every model.
+EAGLE_AUTO_PARAMS: tuple[tuple[str, tuple[int, int, int]], ...] = (
+    ("most models", (3, 1, 4)),
+    ("Llama and Grok models", (5, 4, 8)),
+)
+# DSPARK's gamma where neither its draft's config nor a flag gives one [cite: dspark-default-gamma]; its D is gamma + 1
+# [cite: dspark-draft-tokens].
+DSPARK_DEFAULT_GAMMA = 7
+# The pages attention backends run with, most used first: 1 where no backend forces one [cite: page-size-default];
+# the MLA backends' and TRT-LLM's [cite: backend-page-sizes]; FA4's [cite: fa4-page-size].
+BACKEND_PAGES: dict[int, str] = {
+    1: "SGLang's default page",
+    64: "FlashMLA's page",
+    128: "FA4's and Cutlass MLA's page",
+    32: "a TRT-LLM MLA page",
+    16: "a TRT-LLM MHA page",
+}
+
 # Adaptive spec's default candidate steps (union of the default per-batch-size
 # tables): max 7, so the launch-time max draft tokens is 8.
 DEFAULT_ADAPTIVE_CANDIDATE_STEPS = (0, 1, 3, 5, 7)
@@ -71,7 +92,7 @@ def fill_spec_defaults(args: dict[str, Any]) -> None:
         d = 12 if d is None else d
         if s is None and isinstance(d, int) and isinstance(k, int) and k > 0:
             s = d // k
-    elif a == algo.DFLASH:
+    elif a == algo.DFLASH:  # D: its block size where the draft's config gives none [cite: dflash-default-block-size]
         s = 1 if s is None else s
         k = 1 if k is None else k
         d = 16 if d is None else d

@@ -250,7 +250,11 @@ def test_interrupted_run_reports_what_it_found_and_leaves_no_partial_case(tmp_pa
         json.loads((cases / n).read_text())
     (t,) = json.loads((tmp_path / "r.json").read_text())["targets"]
     assert t["interrupted"] is True and t["status"] == "counterexample" and t["findings"]
-    assert sorted(os.path.basename(f["repro"].split()[-1]) for f in t["findings"]) == sorted(names)
+    written = [f["repro"] for f in t["findings"]]  # each group's case file, and its representative case's
+    written += [
+        f["representative"]["finding"]["repro"] for f in t["findings"] if f.get("representative", {}).get("found")
+    ]
+    assert sorted(os.path.basename(r.split()[-1]) for r in written) == sorted(names)
 
 
 def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):

@@ -593,7 +593,7 @@ def test_p06_p07_p18_a_full_disk_under_the_report_the_sarif_and_stdout_keeps_eve
     )
     err = capsys.readouterr().err.splitlines()
     assert code == 1
-    assert len(list((tmp_path / "cases").glob("*.json"))) == 17
+    assert len(list((tmp_path / "cases").glob("*.json"))) == 2 * 17  # each group's case and its representative case
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "r.sarif").exists()
     assert sum("standard output cannot be written (No space left on device)" in line for line in err) == 1, err
     assert any(line.startswith("fuzz: could not write the SARIF log") for line in err), err
@@ -665,8 +665,8 @@ def _tmpfs_problem() -> str | None:
 @pytest.mark.parametrize("full", ["json", "cases", "sarif", "stdout-full", "stdout-closed"])
 def test_p06_p07_p18_on_a_real_full_disk_the_campaign_keeps_what_it_can_write(full, tmp_path) -> None:
     """A 64 KiB tmpfs, filled, as the output named (or stdout on /dev/full, or closed): the campaign on
-    reference@sglang-0.5.18 exits 1 and keeps every case file it could write (all 17 unless --cases is the
-    full one), each failed write one line on stderr."""
+    reference@sglang-0.5.18 exits 1 and keeps every case file it could write (all 34, 17 groups' and their
+    representative cases', unless --cases is the full one), each failed write one line on stderr."""
     problem = _tmpfs_problem()
     if problem:
         pytest.skip(problem)
@@ -694,7 +694,7 @@ def test_p06_p07_p18_on_a_real_full_disk_the_campaign_keeps_what_it_can_write(fu
     err = done.stderr
     assert done.returncode == 1 and "Traceback" not in err, err[-3000:]
     if full != "cases":
-        assert len(list((tmp_path / "cases").glob("*.json"))) == 17
+        assert len(list((tmp_path / "cases").glob("*.json"))) == 2 * 17  # each group's, and its representative case
     else:
         assert "could not write the case file" in err
     if full == "stdout-full":

@@ -72,14 +72,18 @@ def test_the_default_shows_each_cause_by_its_lead_block_and_its_groups_by_their_
     assert len(leads) == len(report["causes"]), leads  # one block per cause
     assert "COUNTEREXAMPLE write-within-row/dcp>1 on reference@sglang-0.5.18" in leads
     assert all(len(line) <= WIDTH for line in lines if "fuzz repro " not in line)  # a long path stands alone
-    for field in ("config:", "launch:", "case:", "reached:", "row width W = "):
+    for field in ("config:", "launch:", "reached:", "row width W = "):  # the representative case's, in full
         assert text.count(field) == len(leads), field
+    # Each lead led by its representative case (its deployment, then its case), its minimal case after it.
+    assert text.count("  representative: context ") == text.count("  minimal case: context_len=") == len(leads)
+    assert text.count("  case:   ") == 2 * len(leads)
     writes = [lead for lead in leads if lead.startswith("COUNTEREXAMPLE write-within-row/")]
     assert len(writes) == text.count("victim: row") == text.count("leaked: ") == 3  # a write's row, victim, leak
     continued = [i for i, line in enumerate(lines) if line.lstrip().startswith("launch: ")]
     assert all(lines[i].endswith(" \\") for i in continued)  # every launch line here is longer than a screen
-    for f in report["findings"]:
-        assert f["repro"] in text  # each group's repro line, the leads' in their blocks
+    for f in report["findings"]:  # each group's repro line, its representative case's where found
+        shown = f["representative"]["finding"]["repro"] if f["representative"]["found"] else f["repro"]
+        assert shown in text
     assert len(lines) < len(printed["--verbose"][0].splitlines())
 
 
@@ -140,3 +144,30 @@ def test_every_campaign_command_takes_quiet_and_verbose():
     for command in ("run", "lifecycle", "prove"):
         args = parser.parse_args([command, "--target", "reference", "--quiet", "--verbose"])
         assert args.quiet and args.verbose, command
+
+
+def test_every_group_has_a_representative_case_and_no_printed_case_keeps_a_dcp_size_its_group_does_not_need(printed):
+    """Each group's search found a case at context 4096 or more; every case printed (a representative one, a minimal
+    one) with a DCP size fails as another group, or not at all, once DCP is removed from it (replayed)."""
+    from allocator_model.config import ServingConfig
+    from allocator_model.scenario import DecodeScenario
+    from fuzz.engines.sglang.decode.check import DecodeCase
+    from fuzz.engines.sglang.search_budget import WORK_CONTEXT
+    from fuzz.targets.resolve import resolve_target
+    from fuzz.verdict import PIPELINE
+
+    _, report = printed[""]
+    target = resolve_target(report["target"])
+    with_dcp = 0
+    for f in report["findings"]:
+        searched = f["representative"]
+        assert searched["found"] and searched["finding"]["config"]["context_len"] >= WORK_CONTEXT, f["signature"]
+        for case in (f, searched["finding"]):
+            cfg = ServingConfig.from_dict(case["config"])
+            other = DecodeCase(DecodeScenario.from_dict(cfg, case["case"])).without_dcp(target)
+            if cfg.attn_dcp_size == 1 or other is None:
+                continue
+            with_dcp += 1
+            _, found = PIPELINE.checked(target, other)
+            assert f["signature"] not in {str(v.signature) for v in found}, (f["signature"], case["config"])
+    assert with_dcp  # the seed bug's groups keep theirs

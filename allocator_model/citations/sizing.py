@@ -14,10 +14,12 @@ from .base import (
     _KV_CACHE_HOOK,
     _MIXIN,
     _NGRAM_INFO,
+    _OVERRIDES,
     _PAGED_CLAMP,
     _SCHEDULER,
     _SERVER_ARGS,
     _SIZING,
+    _SPEC_HOOK,
     _SPEC_INFO,
     _SRT,
     _UNIFIED_EXTRA,
@@ -173,6 +175,47 @@ FACTS: dict[str, tuple[Cite, ...]] = {
             "if initial_steps in self.candidate_steps:",
             whole=True,
         ),
+    ),
+    # -- the deployments a user gets by default (``defaults``: what a representative case moves toward) --------
+    # EAGLE's auto-chosen (S, K, D) per target architecture.
+    "eagle-auto-params": (
+        Cite("0.5.18", _SPEC_HOOK, "def _auto_choose_speculative_params", whole=True),
+        Cite("0.5.23", _SPEC_HOOK, "def _auto_choose_speculative_params", whole=True),
+    ),
+    # DSPARK's default gamma ...
+    "dspark-default-gamma": (
+        Cite("0.5.18", _SRT + "speculative/dspark_components/dspark_config.py", "DEFAULT_DSPARK_GAMMA = 7"),
+        Cite("0.5.23", _SRT + "speculative/dspark_components/dspark_config.py", "DEFAULT_DSPARK_GAMMA = 7"),
+    ),
+    # ... and its D, gamma + 1.
+    "dspark-draft-tokens": (
+        Cite("0.5.18", _SPEC_HOOK, "verify_window = int(gamma) + 1"),
+        Cite("0.5.23", _SPEC_HOOK, "verify_window = int(gamma) + 1"),
+    ),
+    # DFLASH's default block size (its D) where the draft's config gives none.
+    "dflash-default-block-size": (
+        Cite("0.5.18", _SPEC_HOOK, "inferred_block_size = 16"),
+        Cite("0.5.23", _SPEC_HOOK, "inferred_block_size = 16"),
+    ),
+    # The page where no backend forces one: 1 (64 on MUSA and ROCm's 5-D layout, not CUDA deployments).
+    "page-size-default": (
+        Cite("0.5.18", _OVERRIDES, "def _page_size_default", whole=True),
+        Cite("0.5.23", _OVERRIDES, "def _page_size_default", whole=True),
+    ),
+    # The pages the MLA backends and TRT-LLM's force.
+    "backend-page-sizes": (
+        Cite("0.5.18", _OVERRIDES, "def _mla_backend_page_constraints", whole=True),
+        Cite("0.5.23", _OVERRIDES, "def _mla_backend_page_constraints", whole=True),
+    ),
+    # FA4's page for non-MLA models on SM100.
+    "fa4-page-size": (
+        Cite("0.5.18", _OVERRIDES, "def _fa4_page_constraint", whole=True),
+        Cite("0.5.23", _OVERRIDES, "def _fa4_page_constraint", whole=True),
+    ),
+    # The overlap scheduler is on unless --disable-overlap-schedule.
+    "overlap-default-on": (
+        Cite("0.5.18", _SERVER_ARGS, "disable_overlap_schedule: A[", whole=True),
+        Cite("0.5.23", _SRT + "arg_groups/fields/schedule.py", "disable_overlap_schedule: A[", whole=True),
     ),
     # -- speculative workers (0.5.13's create_worker) and their enum -----------------------------------------
     "spec-algorithms-enum": (Cite("0.5.15", _SPEC_INFO, "DFLASH = auto()"),),

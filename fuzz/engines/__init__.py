@@ -64,6 +64,15 @@ BUILTIN_PROVE: dict[str, dict[str, tuple[str, ...]]] = {
         "panel": ("kind of KV pool",),
     },
 }
+# How a builtin engine's ``run`` searches for each bug group's representative case beside its minimal one, as
+# data for ``run --help`` (``tests/test_representative.py`` holds it to the engine's ``search_budget``).
+BUILTIN_RUN: dict[str, str] = {
+    "sglang": (
+        "a walk of at most 40 replays per bug group toward the deployments SGLang runs by default (context 4096 to "
+        "262144, its speculative defaults, a backend's page, DCP only where the group needs it), the case found "
+        "confirmed like the minimal one"
+    ),
+}
 GROUP = "kvrow_fuzz.engines"
 ENV = "KVROW_FUZZ_ENGINES"
 # An engine's name: a key in reports and case files (its confirmation), so a plain identifier.

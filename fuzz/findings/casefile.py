@@ -30,6 +30,9 @@ from .model import Finding, Violation
 
 SCHEMA = "kvrow-fuzz/case"
 SCHEMA_VERSION = 1
+# The origin a group's representative case is named by (``TARGET--prod--GROUP.json``): the same group as the
+# minimal case's file beside it, at a deployment people run (``model.Search``). Short: a repro line stays whole.
+REPRESENTATIVE = "prod"
 
 
 class CaseFileError(Exception):

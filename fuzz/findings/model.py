@@ -57,6 +57,8 @@ class Finding:
     # confirmed, found only there, or not reproduced there (a model defect); None: the target's code is the model's.
     confirmation: str | None = None
     confirmed: bool | None = None
+    # The group's representative case, searched for beside this (minimal) one where the command does (``Search``).
+    search: Search | None = None
 
     @property
     def signature(self) -> Signature:
@@ -82,6 +84,7 @@ class Finding:
             "kind": self.kind.value,
             "class": self.violation.prop.value,
             "signature": str(self.signature),
+            **({"representative": self.search.to_json()} if self.search is not None else {}),  # it leads
             "cause": self.violation.group,  # what makes it fail (a DCP case failing without DCP too is not dcp>1)
             "outcome": str(self.violation.outcome),  # silent, stale-read or guard:NAME
             "config": self.config.to_dict(),
@@ -99,4 +102,35 @@ class Finding:
                 raise ValueError(f"engine {self.engine!r} is named as a field of a finding")
             d[self.engine] = self.confirmation
             d["confirmed"] = self.confirmed
+        return d
+
+
+@dataclass
+class Search:
+    """A bug group's search for its representative case: the same group at a deployment people run, beside the
+    minimal case the shrinker made (which moves toward the engine's defaults, not toward what is run).
+
+    The engine's search (SGLang's: ``fuzz.engines.sglang.representative``) walks the minimal case's fields toward
+    realistic values, at most ``budget`` replays, each judged by the verdict pipeline; what it finds is confirmed
+    as the minimal case is.  A report leads with ``found``, the minimal case after it; ``missed`` says why not."""
+
+    budget: int  # replays at most: a count, never a time (the same search on every run and machine)
+    replays: int  # replays made
+    found: Finding | None = None
+    deployment: str = ""  # found: its deployment, what makes it one people run, field by field
+    missed: str = ""  # not found: why
+
+    def line(self) -> str:
+        """``representative: DEPLOYMENT (found in N of BUDGET replays)`` or the miss, one line."""
+        if self.found is not None:
+            return f"representative: {self.deployment} (found in {self.replays} of {self.budget} replays)"
+        return f"representative: none found in {self.replays} of {self.budget} replays: {self.missed}"
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"budget": self.budget, "replays": self.replays, "found": self.found is not None}
+        if self.found is not None:
+            d["deployment"] = self.deployment
+            d["finding"] = self.found.to_json()
+        else:
+            d["missed"] = self.missed
         return d

@@ -48,9 +48,16 @@ def guarded(path: str, what: str, write: Callable[[], Any]) -> bool:
 
 
 def save_case(f: Finding, directory: str, origin: str | None = None) -> str | None:
-    """Write ``f``'s case file (``casefile.save``); None, with one line on stderr, if it could not be written."""
+    """Write ``f``'s case file (``casefile.save``), and its representative case's beside it where one was found
+    (``casefile.REPRESENTATIVE``); None, with one line on stderr, if ``f``'s could not be written."""
     path = casefile.case_file_name(casefile.document(f), origin)
     ok = guarded(f"{directory}/{path}", "the case file", lambda: casefile.save(f, directory, origin))
+    found = f.search.found if f.search is not None else None
+    if ok and found is not None:  # the group's representative case: a case file of its own, replayed as any
+        kept = casefile.case_file_name(casefile.document(found), casefile.REPRESENTATIVE)
+        guarded(
+            f"{directory}/{kept}", "the case file", lambda: casefile.save(found, directory, casefile.REPRESENTATIVE)
+        )
     return f.case_path if ok else None
 
 

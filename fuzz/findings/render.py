@@ -36,6 +36,10 @@ def counterexample_block(
 ) -> str:
     """The block every command prints for a finding; ``word`` is WITNESS for prove's worst configurations.
 
+    Where the group's representative case was searched for (``Finding.search``), the block leads with it (its
+    deployment, then its case in full and its repro line) and the minimal case follows (its configuration, case
+    and headline); a search that missed says so, and the minimal case is the block.
+
     Without ``width``, one field a line, each whole: what SARIF and the reports carry.  With it, the block as a
     terminal shows it: every line at most ``width`` columns where its words allow (``fold``), the launch line
     broken into shell continuations that still paste (``shell_lines``), and unless ``chains`` a call chain shown
@@ -43,30 +47,49 @@ def counterexample_block(
     from fuzz.engines import load
 
     how = case_type(f.kind)
-    lines = [
-        f"{word} {f.signature} on {f.target}{how.suffix(f.case, f.revision)}",
-        f"  config: {how.config_line(f.config)}",
-    ]
-    launch = load(f.engine).launch_line(f.config)
+    search = f.search
+    shown = search.found if search is not None and search.found is not None else f
+    lines = [f"{word} {f.signature} on {f.target}{how.suffix(f.case, f.revision)}"]
+    lines += [f"  {search.line()}"] if search is not None else []
+    lines.append(f"  config: {how.config_line(shown.config)}")
+    launch = load(shown.engine).launch_line(shown.config)
     shell: list[str] = []
     if launch is not None:
         lines.append(f"  launch: {launch}")
         shell = shell_lines("  launch:", launch, width) if width else []
-    lines += [f"  {line}" for line in how.lines(f.case)]
-    if f.reached_by:
-        lines.append(f"  reached: {f.reached_by}")
-    lines += [f"  {line}" for line in f.violation.describe().splitlines()]
+    lines += [f"  {line}" for line in how.lines(shown.case)]
+    if shown.reached_by:
+        lines.append(f"  reached: {shown.reached_by}")
+    lines += [f"  {line}" for line in shown.violation.describe().splitlines()]
     if sampled_only(f):
         lines.append(f"  scope: sampled only: {f.signature.prop.value} lies outside the bounded proof")
-    if f.confirmation:
-        lines.append(f"  {f.engine}: {f.confirmation if chains else collapse_chains(f.confirmation)}")
-    repro = [f"repro: {f.repro}"] if f.case_path else []  # whole at any width: the line a reader copies
+    if shown.confirmation:
+        lines.append(f"  {f.engine}: {shown.confirmation if chains else collapse_chains(shown.confirmation)}")
+    whole = set()  # the repro lines: whole at any width, the lines a reader copies
+    if shown is not f:
+        if shown.case_path:
+            lines.append(f"  repro: {shown.repro}")
+            whole.add(lines[-1])
+        lines.append(f"  minimal case: {how.config_line(f.config)}")
+        lines += [f"    {line}" for line in how.lines(f.case)]
+        lines.append(f"    {f.violation.describe().splitlines()[0]}")
+    repro = [f"repro: {f.repro}"] if f.case_path else []
     if not width:
         return "\n".join(lines + repro)
-    shown = lines[:1]  # the headline whole too: what a reader (or a job summary's grep) finds the block by
+    folded = lines[:1]  # the headline whole too: what a reader (or a job summary's grep) finds the block by
     for line in lines[1:]:
-        shown += shell if shell and line == f"  launch: {launch}" else [fold(line, width)]
-    return "\n".join(shown + repro)
+        if line in whole:
+            folded.append(line)
+        else:
+            folded += shell if shell and line == f"  launch: {launch}" else [fold(line, width)]
+    return "\n".join(folded + repro)
+
+
+def leading_repro(f: Finding) -> str:
+    """The repro line a finding is listed by where its block is not shown: its representative case's where one was
+    found and saved, else its own."""
+    found = f.search.found if f.search is not None else None
+    return found.repro if found is not None and found.case_path else f.repro
 
 
 class Detail(IntEnum):
@@ -126,17 +149,24 @@ def causes_block(
         for label, sigs in listed.items():
             rest = [s for s in sigs if block is None or s != block.signature]
             label += f" ({len(rest)}{' more' if len(rest) < len(sigs) else ''})" if label == "variants" else ""
-            replay = {s: at_hand[s].repro for s in rest if block is not None and s in at_hand and at_hand[s].repro}
+            replay = {
+                s: leading_repro(at_hand[s]) for s in rest if block is not None and s in at_hand and at_hand[s].repro
+            }
             lines += _groups(label, rest, replay, width)
         if block is None and first is not None and first.repro:
-            lines.append(f"{BODY}repro: {first.repro}")
+            lines.append(f"{BODY}repro: {leading_repro(first)}")
     return "\n".join(lines)
 
 
 def lead(c: Cause, findings: Mapping[Signature, Finding]) -> Finding | None:
-    """The group a cause is shown by, in the text and in SARIF alike: its plainest group at hand (silent before
-    stale reads and guards, then by name), among all it explains."""
-    return min((findings[s] for s in c.groups if s in findings), key=lambda f: f.signature.sort_key, default=None)
+    """The group a cause is shown by, in the text and in SARIF alike: among all it explains, one at hand whose
+    representative case was found where any was (the block leads with it), then the plainest (silent before stale
+    reads and guards, then by name)."""
+    return min(
+        (findings[s] for s in c.groups if s in findings),
+        key=lambda f: (f.search is not None and f.search.found is None, f.signature.sort_key),
+        default=None,
+    )
 
 
 def _groups(label: str, sigs: list[Signature], replay: Mapping[Signature, str], width: int | None) -> list[str]:

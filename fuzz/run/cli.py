@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fuzz.common.errors import ExitCode
 from fuzz.common.options import add_command, campaign_header, campaign_options
+from fuzz.engines import BUILTIN_RUN
 
 if TYPE_CHECKING:
     from hypothesis import settings as Settings
@@ -27,7 +28,11 @@ def register(subparsers: Any) -> None:
         subparsers,
         "run",
         "fuzz one or more targets",
-        ("Fuzz targets with Hypothesis. Exit 0: no counterexample; 1: at least one; 2: bad input."),
+        "Fuzz targets with Hypothesis. Exit 0: no counterexample; 1: at least one; 2: bad input. Each bug group is "
+        "reported by its representative case (a deployment people run, its own case file, TARGET--prod--"
+        "GROUP.json) where the search finds one, its minimal case after it; the search's budget: "
+        + "; ".join(f"{name}: {text}" for name, text in BUILTIN_RUN.items())
+        + ".",
         cmd_run,
         parents=[campaign_options()],
     )

@@ -60,6 +60,7 @@ class SGLangEngine:
             cover_part=options.cover_part,
             write_path=WritePathMode(options.write_path),
             proof=proof_stage if options.proof else None,
+            representative=True,
         )
 
     @property
@@ -76,8 +77,10 @@ class SGLangEngine:
     def campaign_lines(self, target: SGLangTarget, command: Any, result: Any) -> list[str]:
         if command is Command.RUN:
             from .decode.engine import run_lines
+            from .representative import summary_line
 
-            return run_lines(result.stats)
+            searched = summary_line(result.findings)
+            return run_lines(result.stats) + ([searched] if searched else [])
         if command is Command.LIFECYCLE:
             from .lifecycle.machine import lifecycle_lines
 

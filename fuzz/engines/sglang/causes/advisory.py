@@ -19,17 +19,18 @@ matrix's cases: every release it found the cause on).
 
 One file per cause, ``DIR/<cause>.md``: title; upstream number or "new";
 affected releases; the deployment as ``launch_server`` flags and the model
-family; what the write does (row width, rounded end, the columns written,
-the victim); where the code is, per release; what SGLang's own write path
-did with the case, where the target has it; the fix as the reference
-states it; the variants; the regression test ``repro --emit-test`` writes
-for the example case; and, for a cause a unified pool builder's row
-carries, the same check as a test in SGLang's own layout that imports
-nothing of this tool (``fuzz.engines.sglang.standalone``). The embedded regression
-test replays with ``repro``'s own validation, so it fails (an assertion with
-the story) on the affected release and never errors on a case ``repro``
-refuses. Exit 0: advisories written; 1: none of the cases reproduces; 2: bad
-input. Its parser: ``fuzz.engines.sglang.cli``.
+family (a group's representative case where the inputs hold one); what the
+write does (row width, rounded end, the columns written, the victim); what
+SGLang's own write path did with the case; the group's minimal case after
+it; where the code is, per release; the fix as the reference states it; the
+variants; the regression test ``repro --emit-test`` writes for the example
+case; and, for a cause a unified pool builder's row carries, the same check
+as a test in SGLang's own layout that imports nothing of this tool
+(``fuzz.engines.sglang.standalone``). The embedded regression test replays
+with ``repro``'s own validation, so it fails (an assertion with the story)
+on the affected release and never errors on a case ``repro`` refuses. Exit
+0: advisories written; 1: none of the cases reproduces; 2: bad input. Its
+parser: ``fuzz.engines.sglang.cli``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from fuzz.engines.sglang.groups import serving_config
 from fuzz.engines.sglang.launch import MODELS, launch_line
 from fuzz.engines.sglang.lifecycle.replay import run_replayable
 from fuzz.engines.sglang.lifecycle.script import lifecycle_finding
+from fuzz.engines.sglang.representative import deployment_rank, minimal_of
 from fuzz.engines.sglang.standalone import standalone_test
 from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings import casefile
@@ -85,9 +87,13 @@ def _documents(path: str) -> list[tuple[str, dict[str, Any]]]:
         out = []
         for entry in data["targets"] if isinstance(data["targets"], list) else []:
             for i, f in enumerate(entry.get("findings", []) if isinstance(entry, dict) else []):
-                doc = _from_report(entry, f)
-                if doc is not None:
-                    out.append((f"{path}: {printable(entry.get('target'), 200)!r} finding {i + 1}", doc))
+                where = f"{path}: {printable(entry.get('target'), 200)!r} finding {i + 1}"
+                searched = f.get("representative") if isinstance(f, dict) else None
+                found = searched.get("finding") if isinstance(searched, dict) else None
+                for what, g in ((where, f), (f"{where}'s representative case", found)):
+                    doc = _from_report(entry, g) if g is not None else None
+                    if doc is not None:
+                        out.append((what, doc))
         _check_count(len(out), path)
         return out
     try:
@@ -226,8 +232,9 @@ def advisories(cases: list[tuple[str, ReplayableCase]], say: Callable[[str], Non
 
 
 def example(adv: Advisory) -> tuple[str, Finding]:
-    """The case an advisory shows: the plainest deployment that has it. Silent first, then a page above 1 (a
-    page-1 case may hold #33579 too), without DCP, not adaptive, the first kind of pool, by name."""
+    """The case an advisory shows: a representative case where the inputs hold one (``deployment_rank``), then
+    the plainest deployment that has it. Silent first, then a page above 1 (a page-1 case may hold #33579 too),
+    without DCP, not adaptive, the first kind of pool, by name."""
     from allocator_model.pools import KVPool
 
     kinds = list(KVPool)
@@ -235,6 +242,7 @@ def example(adv: Advisory) -> tuple[str, Finding]:
     return min(
         pairs,
         key=lambda p: (
+            deployment_rank(serving_config(p[1])),
             p[1].signature.outcome.rank,
             serving_config(p[1]).page_size == 1,
             serving_config(p[1]).attn_dcp_size != 1,
@@ -276,6 +284,10 @@ def render(adv: Advisory) -> str:
     sglang = _on_sglang(adv.targets[spec], f)
     if sglang:
         lines += [f"SGLang's own write path: {printable(sglang)}.", ""]
+    minimal = minimal_of(adv.findings[spec], f)
+    if minimal is not None:
+        lines += ["## The minimal case", "", "The same bug group at the smallest deployment the search shrank it to:"]
+        lines += ["", _fenced([launch_line(serving_config(minimal)), minimal.violation.describe().splitlines()[0]])]
     lines += ["## Where", ""]
     for target, where in sorted(adv.where.items()):
         lines += [f"- {printable(target, 300)}: " + ("; ".join(_code(w) for w in where) if where else "(not located)")]

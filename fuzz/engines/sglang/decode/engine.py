@@ -23,6 +23,7 @@ from fuzz.verdict import PIPELINE, CaseVerdict
 from strategies.scenarios import decode_scenarios
 
 from ..own_path import WritePathMode, compared, has_sglang_path
+from ..representative import search, without_needless_dcp
 from .check import DecodeCase, decode_finding
 from .coverage import covering_set
 from .properties import PROPERTIES, overshoot
@@ -61,8 +62,10 @@ class DecodeHunt:
         cover_part: tuple[int, int] = (0, 1),
         write_path: WritePathMode = WritePathMode.AUTO,
         proof: ProofStage | None = None,
+        representative: bool = False,
     ):
         self.target, self.props, self.pins = target, tuple(props), pins
+        self.representative = representative  # each group's representative case searched for (``finish``)
         self.proof, self.proof_stats = proof, dict[str, Any]()
         self.cover_part = cover_part  # (k, K): this worker runs covering cases k, k + K, ... (``fuzz.campaign``)
         self.sglang = has_sglang_path(target, write_path)
@@ -127,7 +130,7 @@ class DecodeHunt:
                 on_sglang.add(sglang_key(scenario))
                 for f in self._on_sglang(scenario, verdict.run, verdict.findings, progress.examples):
                     if not tracker.is_known(f.signature):
-                        yield f
+                        yield self.finish(f)
         if self.proof is not None:
             self.proof_stats, witnesses = self.proof(self.target, self.cover_part, self.pins or {})
             yield from self.proved(witnesses, tracker, progress)
@@ -150,8 +153,14 @@ class DecodeHunt:
         return PIPELINE.case(self.target, case, self.props, confirm=False, found_at=at)
 
     def finish(self, f: Finding) -> Finding:
-        """A decode finding replayed on SGLang's own path where the hunt runs it (the pipeline's ``confirm``)."""
-        return PIPELINE.confirm(self.target, f) if self.sglang else f
+        """A group's final case: without a DCP size its group does not need (``without_needless_dcp``), replayed on
+        SGLang's own path where the hunt runs it (the pipeline's ``confirm``), and where the hunt searches for one,
+        its representative case beside it (``representative.search``, confirmed the same way)."""
+        f = without_needless_dcp(self.target, f)
+        f = PIPELINE.confirm(self.target, f) if self.sglang else f
+        if self.representative:
+            f.search = search(self.target, f, self.sglang)
+        return f
 
     def stats(self) -> dict[str, Any]:
         if not self.sglang:
