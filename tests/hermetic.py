@@ -131,3 +131,16 @@ def require_wheel(release: str) -> Path:
     if wheel is None:
         pytest.skip(missing_wheel(release))
     return wheel
+
+
+def repro_words(line: str) -> list[str]:
+    """A printed repro line's words after the program (``repro CASE [--target SPEC]``), however this installation
+    spells the program (``fuzz.common.program.shell_command``: one word or ``PYTHON -m fuzz``)."""
+    import shlex
+
+    from fuzz.common.program import shell_command
+
+    words = shlex.split(line)
+    program = shlex.split(shell_command())
+    assert words[: len(program)] == program, (line, program)
+    return words[len(program) :]

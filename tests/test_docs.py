@@ -255,7 +255,7 @@ def test_the_front_pages_findings_and_exit_statuses_are_what_the_tool_prints_and
 
     assert "#35424" in sample("run-0.5.18") and "#33579" in sample("run-sglang-0.5.23")
     said = flat(page("README.md"))
-    assert "(`--dcp-size` > 1, #35424)" in said and "#33579 at page size 1, still open in 0.5.23" in said
+    assert "#35424: under `--dcp-size` > 1" in said and "#33579 (at page size 1" in said and "open in 0.5.23" in said
     statuses = flat(section("README.md", '## What "clean" means'))
     assert f"Exit {ExitCode.CLEAN}, clean: no counterexample." in statuses
     for code, meaning in [

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from documentation import all_text
+from hermetic import repro_words
 
 from fuzz.cli import main
 from fuzz.common.jsonfile import JsonFileError, read_json
@@ -232,7 +233,7 @@ def test_forged_targets_that_fold_together_get_their_own_copies(tmp_path, monkey
     code, _, err = _merge(tmp_path, capsys, a, b)
     assert code == 1, err
     targets = {t["target"]: t for t in json.loads((tmp_path / "merged.json").read_text())["targets"]}
-    copies = {spec: t["findings"][0]["repro"].split()[4] for spec, t in targets.items()}
+    copies = {spec: repro_words(t["findings"][0]["repro"])[1] for spec, t in targets.items()}
     assert len(set(copies.values())) == 2 and len(os.listdir(tmp_path / "out")) == 2
     assert Path(copies[real]).read_text() == real_case and Path(copies[forged]).read_text() == forged_case
 
@@ -250,7 +251,7 @@ def test_a_copy_never_overwrites_a_different_case_and_reuses_the_same(tmp_path, 
     assert _merge(tmp_path, capsys, report)[0] == 1
     assert (tmp_path / "out" / first).read_text() == other  # never overwritten
     (t,) = json.loads((tmp_path / "merged.json").read_text())["targets"]
-    second = t["findings"][0]["repro"].split()[4]
+    second = repro_words(t["findings"][0]["repro"])[1]
     assert os.path.basename(second) != first and Path(second).read_text() == case
 
 

@@ -13,13 +13,12 @@ target needs no network.
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 from typing import Any
 
 import pytest
-from hermetic import GENERATIONS, offline_pip_env, shape_of, shape_source
+from hermetic import GENERATIONS, offline_pip_env, repro_words, shape_of, shape_source
 from hypothesis import settings as Settings
 
 from allocator_model.config import ServingConfig
@@ -480,7 +479,7 @@ def test_fidelity_finds_a_planted_gap_and_the_case_replays(tmp_path):
     assert finding["kind"] == "fidelity-case" and finding["revision"] == "sglang-0.5.23"
     line = next(line for line in r.stdout.splitlines() if line.startswith("repro:")).removeprefix("repro: ")
     assert finding["repro"] == line and f"--target {unrounded.spec}" in line  # a file target is named, not trusted
-    replay = fuzz(*shlex.split(line)[3:], cwd=tmp_path, env=env)
+    replay = fuzz(*repro_words(line), cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS model-mismatch/page_aligned_decode_alloc_lens" in replay.stdout
 
 
@@ -525,7 +524,7 @@ def test_a_raising_sizing_function_is_a_finding_naming_function_and_config(tmp_p
     line = next(
         line.strip() for line in r.stdout.splitlines() if line.lstrip().startswith("repro:") and "sizing-raised" in line
     ).removeprefix("repro: ")
-    replay = fuzz(*shlex.split(line)[3:], cwd=tmp_path, env=env)
+    replay = fuzz(*repro_words(line), cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS sizing-raised/" in replay.stdout
 
 

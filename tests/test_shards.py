@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hermetic import repro_words
 
 from allocator_model.pools import KVPool
 from fuzz.campaign.parallel import Claims, Fold, Stream, derive_seed, merge_stats, plan_streams, share
@@ -295,7 +296,7 @@ def test_jobs_2_finds_the_groups_of_jobs_1_one_case_file_each(tmp_path, monkeypa
     assert sorted(os.listdir("two")) == sorted(os.listdir("one"))  # one case file per group
     (t,) = json.loads(Path("two.json").read_text())["targets"]
     assert t["jobs"] == 2 and len(set(t["seeds"])) == 2 and t["examples"] > 0
-    assert all(f["repro"] and os.path.isfile(f["repro"].split()[4]) for f in t["findings"])
+    assert all(f["repro"] and os.path.isfile(repro_words(f["repro"])[1]) for f in t["findings"])
     assert isinstance(Stream(0, 1, 7, 1).cover_part, tuple)
 
 
