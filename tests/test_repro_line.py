@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BARE_PATH = "/usr/bin:/bin"  # a fresh shell's: no environment activated
 RUN = ["--target", "reference@sglang-0.5.18", "--profile", "ci", "--max-examples", "5", "--quiet"]
 OUT = {"capture_output": True, "text": True, "timeout": 300}
-CASE = "fuzz-cases/reference-sglang-0.5.18--write-within-row-dcp-1.json"  # the seed bug's case file
+CASE = "fuzz-cases/reference-sglang-0.5.18--prod--write-within-row-dcp-1.json"  # the seed bug's lead case file
 
 
 def clean_env(home: Path, path: str = BARE_PATH, **extra: str) -> dict[str, str]:
