@@ -144,3 +144,11 @@ def repro_words(line: str) -> list[str]:
     program = shlex.split(shell_command())
     assert words[: len(program)] == program, (line, program)
     return words[len(program) :]
+
+
+def unbroken(text: str) -> str:
+    """Printed text with each shell continuation (`` \\`` at a line's end, the next line indented) joined back: a
+    repro or launch line broken at the width reads as the one line it pastes as."""
+    import re
+
+    return re.sub(r" \\\n[ \t]+", " ", text)

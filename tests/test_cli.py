@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from hermetic import unbroken
 
 from allocator_model.revisions import REVISIONS
 from fuzz.cli import main
@@ -58,9 +59,9 @@ def test_seed_bug_exits_1_with_a_dcp_case_and_a_repro_line(seed_bug_run):
     d, r = seed_bug_run
     assert r.returncode == 1, r.stderr
     assert "COUNTEREXAMPLE write-within-row/dcp>1" in r.stdout
-    block = r.stdout.split("COUNTEREXAMPLE write-within-row/dcp>1")[1].split("repro: ")[0]  # its cause's lead
+    block = unbroken(r.stdout).split("COUNTEREXAMPLE write-within-row/dcp>1")[1].split("repro: ")[0]  # its cause's lead
     assert "attn_dcp_size=" in block and "victim: row" in block
-    assert f" repro: {repro_command()} " in r.stdout.split("COUNTEREXAMPLE write-within-row/dcp>1")[1]
+    assert f" repro: {repro_command()} " in unbroken(r.stdout).split("COUNTEREXAMPLE write-within-row/dcp>1")[1]
 
 
 def test_json_report_shape(seed_bug_run):
@@ -78,7 +79,9 @@ def test_json_report_shape(seed_bug_run):
 @pytest.mark.slow
 def test_repro_replays_byte_identically(seed_bug_run):
     d, r = seed_bug_run
-    line = next(x for x in r.stdout.splitlines() if x.lstrip().startswith("repro:") and "write-within-row-dcp-1" in x)
+    line = next(
+        x for x in unbroken(r.stdout).splitlines() if x.lstrip().startswith("repro:") and "write-within-row-dcp-1" in x
+    )
     path = line.split()[-1]
     first, second = fuzz("repro", path, cwd=d), fuzz("repro", path, cwd=d)
     assert first.returncode == second.returncode == 1
@@ -87,7 +90,7 @@ def test_repro_replays_byte_identically(seed_bug_run):
 
 def test_repro_exits_0_once_fixed(seed_bug_run, tmp_path):
     d, r = seed_bug_run
-    path = next(x for x in r.stdout.splitlines() if x.lstrip().startswith("repro:")).split()[-1]
+    path = next(x for x in unbroken(r.stdout).splitlines() if x.lstrip().startswith("repro:")).split()[-1]
     doc = json.loads((d / path).read_text())
     doc["target"] = "reference"
     fixed = tmp_path / "fixed.json"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hermetic import unbroken
 
 from allocator_model import algorithms as algo
 from allocator_model import closed_form as cf
@@ -492,7 +493,9 @@ def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path: Path, capsys:
     pytest.importorskip("jsonschema")
     schemas = pytest.importorskip("fuzz.findings.schemas")
     schemas.validate("report", json.loads(report.read_text()))
-    case = next(line.split()[-1] for line in out.splitlines() if "repro:" in line and "write-within-row-dcp" in line)
+    case = next(
+        line.split()[-1] for line in unbroken(out).splitlines() if "repro:" in line and "write-within-row-dcp" in line
+    )
     assert "--witness--" in case and main(["repro", case]) == 1
     assert "FAILS write-within-row/dcp>1" in capsys.readouterr().out
 

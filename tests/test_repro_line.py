@@ -23,6 +23,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from hermetic import unbroken
 
 from fuzz.cli import main
 
@@ -73,7 +74,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def repro_lines(out: str) -> list[str]:
-    return [line.split("repro: ", 1)[1] for line in out.splitlines() if line.lstrip().startswith("repro: ")]
+    return [line.split("repro: ", 1)[1] for line in unbroken(out).splitlines() if line.lstrip().startswith("repro: ")]
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 import pytest
-from hermetic import GENERATIONS, offline_pip_env, repro_words, shape_of, shape_source
+from hermetic import GENERATIONS, offline_pip_env, repro_words, shape_of, shape_source, unbroken
 from hypothesis import settings as Settings
 
 from allocator_model.config import ServingConfig
@@ -478,7 +478,7 @@ def test_fidelity_finds_a_planted_gap_and_the_case_replays(tmp_path):
     assert report["command"] == "fidelity" and entry["status"] == "counterexample" and entry["configs"] == 300
     (finding,) = entry["findings"]
     assert finding["kind"] == "fidelity-case" and finding["revision"] == "sglang-0.5.23"
-    line = next(line for line in r.stdout.splitlines() if line.startswith("repro:")).removeprefix("repro: ")
+    line = next(line for line in unbroken(r.stdout).splitlines() if line.startswith("repro:")).removeprefix("repro: ")
     assert finding["repro"] == line and f"--target {unrounded.spec}" in line  # a file target is named, not trusted
     replay = fuzz(*repro_words(line), cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS model-mismatch/page_aligned_decode_alloc_lens" in replay.stdout
@@ -523,7 +523,9 @@ def test_a_raising_sizing_function_is_a_finding_naming_function_and_config(tmp_p
     )  # otherwise the file is safe: the raise is the finding (its cause's lead)
     assert "raised in get_alloc_reserve_per_decode() line 26 ValueError: no dcp 3" in " ".join(r.stdout.split())
     line = next(
-        line.strip() for line in r.stdout.splitlines() if line.lstrip().startswith("repro:") and "sizing-raised" in line
+        line.strip()
+        for line in unbroken(r.stdout).splitlines()
+        if line.lstrip().startswith("repro:") and "sizing-raised" in line
     ).removeprefix("repro: ")
     replay = fuzz(*repro_words(line), cwd=tmp_path, env=env)
     assert replay.returncode == 1 and "FAILS sizing-raised/" in replay.stdout

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+from hermetic import unbroken
 
 from allocator_model.config import ServingConfig
 from allocator_model.model_sizing import ModelSizing
@@ -117,7 +118,7 @@ def test_every_repro_line_fidelity_prints_replays(tmp_path, capsys, monkeypatch)
     code = main(["fidelity", "--target", target, "--configs", "200", "--cases", "cases", "--quiet"])
     out = capsys.readouterr().out
     assert code == 1, out
-    repros = [line.split("repro: ", 1)[1] for line in out.splitlines() if line.startswith("repro: ")]
+    repros = [line.split("repro: ", 1)[1] for line in unbroken(out).splitlines() if line.startswith("repro: ")]
     assert repros
     for line in repros:
         argv = shlex.split(line.removeprefix(repro_command()))  # "PROGRAM repro CASE --target T"

@@ -65,24 +65,31 @@ def counterexample_block(
         lines.append(f"  scope: sampled only: {f.signature.prop.value} lies outside the bounded proof")
     if shown.confirmation:
         lines.append(f"  {f.engine}: {shown.confirmation if chains else collapse_chains(shown.confirmation)}")
-    whole = set()  # the repro lines: whole at any width, the lines a reader copies
+    whole: dict[str, list[str]] = {}  # the repro lines: broken only where a shell pastes them back whole
     if shown is not f:
         if shown.case_path:
             lines.append(f"  repro: {shown.repro}")
-            whole.add(lines[-1])
+            whole[lines[-1]] = _pasted("  repro:", shown.repro, width)
         lines.append(f"  minimal case: {how.config_line(f.config)}")
         lines += [f"    {line}" for line in how.lines(f.case)]
         lines.append(f"    {f.violation.describe().splitlines()[0]}")
-    repro = [f"repro: {f.repro}"] if f.case_path else []
+    repro = _pasted("repro:", f.repro, width) if f.case_path else []
     if not width:
         return "\n".join(lines + repro)
     folded = lines[:1]  # the headline whole too: what a reader (or a job summary's grep) finds the block by
     for line in lines[1:]:
         if line in whole:
-            folded.append(line)
+            folded += whole[line]
         else:
             folded += shell if shell and line == f"  launch: {launch}" else [fold(line, width)]
     return "\n".join(folded + repro)
+
+
+def _pasted(label: str, command: str, width: int | None) -> list[str]:
+    """``label command`` on one line, or where that passes ``width``, broken into shell continuation lines that
+    paste back as the one command (``shell_lines``): a repro line stays a line a reader copies and runs."""
+    line = f"{label} {command}" if label.strip() else f"{label}{command}"
+    return [line] if not width or len(line) <= width else shell_lines(label, command, width)
 
 
 def leading_repro(f: Finding) -> str:
@@ -154,7 +161,7 @@ def causes_block(
             }
             lines += _groups(label, rest, replay, width)
         if block is None and first is not None and first.repro:
-            lines.append(f"{BODY}repro: {leading_repro(first)}")
+            lines += _pasted(f"{BODY}repro:", leading_repro(first), width)
     return "\n".join(lines)
 
 
@@ -170,18 +177,21 @@ def lead(c: Cause, findings: Mapping[Signature, Finding]) -> Finding | None:
 
 
 def _groups(label: str, sigs: list[Signature], replay: Mapping[Signature, str], width: int | None) -> list[str]:
-    """``label: GROUP`` and the other groups one a line under the first; a group with a repro line on a line of its
-    own, the repro after it (on the next line where the two pass ``width``)."""
+    """``label: GROUP, GROUP...`` (within ``width``, the other lines under the first name; without one, a group a
+    line); a group with a repro line on a line of its own, the repro after it (on the next line where the two pass
+    ``width``)."""
     if not sigs:
         return []
     if not replay:
+        if width:  # as many a line as fit, the continuations under the first name
+            return fold(f"{BODY}{label}: " + ", ".join(map(str, sigs)), width, hang=len(label) + 2).splitlines()
         pad = BODY + " " * (len(label) + 2)
         return [f"{BODY}{label}: {sigs[0]}", *(f"{pad}{s}" for s in sigs[1:])]
     lines = [f"{BODY}{label}:"]
     for s in sigs:
         line = f"{BODY}  {s}: {replay[s]}" if s in replay else f"{BODY}  {s}"
         if s in replay and width and len(line) > width:
-            line = f"{BODY}  {s}:\n{BODY}    {replay[s]}"
+            line = "\n".join([f"{BODY}  {s}:", *_pasted(f"{BODY}   ", replay[s], width)])
         lines.append(line)
     return lines
 
