@@ -49,10 +49,16 @@ TARGET_DEST = "kvrow_target"  # its dest: emitted regression tests read it too (
 PROFILE_OPTION = "--kvrow-profile"
 MAX_EXAMPLES_OPTION = "--kvrow-max-examples"
 BASELINE_OPTION = "--kvrow-baseline"
+CASES_OPTION = "--kvrow-cases"
 PROFILE_INI = "kvrow_profile"
 DEFAULT_TARGET = "reference"
 DEFAULT_PROFILE = "ci"
 FIXTURE = "kvrow_target"
+
+# The known noise of a session that asks for kvrow, filtered by category, message and the module that warns, never
+# more: torch 2.13's torch.jit.script_method warns 14 times when torch._dynamo first loads, which an SGLang module's
+# @torch.compile does on its first call (fuzz/engines/sglang/real/runtime/modules.py, compile_at_first_call).
+QUIET_WARNINGS = (r"ignore:`torch\.jit\.script_method` is deprecated:DeprecationWarning:torch\.jit\._script",)
 
 _TARGETS: dict[str, Any] = {}  # spec as typed -> Target, resolved once per process
 _PROFILE_KEY = pytest.StashKey[str]()  # the profile a session that asks for kvrow runs under
@@ -94,6 +100,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="known findings (kvrow-fuzz baseline write): the decode properties and the proof fail only on a root "
         "cause not in it",
+    )
+    from fuzz.common.options import DEFAULT_CASES_DIR  # light: no torch, no Hypothesis
+
+    group.addoption(
+        CASES_OPTION,
+        dest="kvrow_cases",
+        default=DEFAULT_CASES_DIR,
+        metavar="DIR",
+        help=f"where a failing property writes its groups' case files, each replayed by the repro line its failure "
+        f"prints (default {DEFAULT_CASES_DIR}, as run's --cases)",
     )
     parser.addini(PROFILE_INI, "kvrow Hypothesis profile of this project's sessions (ci, dev or nightly)", default="")
 
@@ -161,6 +177,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     from fuzz.common.profiles import register_profiles
 
+    for line in QUIET_WARNINGS:
+        config.addinivalue_line("filterwarnings", line)
     name = profile_name(config)
     register_profiles()
     settings.load_profile(name)
@@ -231,6 +249,26 @@ def kvrow_baseline(request: pytest.FixtureRequest, kvrow_target: Any) -> Any:
 def kvrow_target(request: pytest.FixtureRequest) -> Any:
     """The target under test (``fuzz.targets.Target``): one per ``--kvrow-target``, the reference by default."""
     return resolved(getattr(request, "param", DEFAULT_TARGET))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing property test's text is its findings as ``run`` prints them, each with its repro line
+    (``fuzz.pytest_failures``): not a traceback of this tool, its reprs or Hypothesis' own report."""
+    outcome = yield
+    report = outcome.get_result()
+    target = getattr(item, "funcargs", {}).get(FIXTURE)
+    if call.excinfo is None or not report.failed or target is None or _PROFILE_KEY not in item.config.stash:
+        return
+    from fuzz.pytest_failures import failure_text
+
+    try:
+        text = failure_text(target, call.excinfo.value, item.config.getoption("kvrow_cases"))
+    except Exception as e:  # pytest's own text stays, and says why it was not replaced
+        report.sections.append(("kvrow-fuzz", f"the findings could not be rendered: {type(e).__name__}: {e}"))
+        return
+    if text is not None:
+        report.longrepr = text
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:

@@ -177,7 +177,7 @@ def test_targets_lists_every_revision(capsys):
 
 
 READ_TIMEOUT_S = 240  # for one line of progress; generous under load, and the child is reaped either way
-PROGRESS = re.compile(r"^\[(?P<target>[^\]]+)\] (?P<examples>\d+) examples, .* (?P<groups>\d+) groups, ")
+PROGRESS = re.compile(r"^\[(?P<target>[^\]]+)\] [^:]+: (?P<examples>\d+) examples, (?:.*, )?(?P<groups>\d+) groups, ")
 
 
 def stderr_lines(child: subprocess.Popen) -> "queue.Queue[str | None]":

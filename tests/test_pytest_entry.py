@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from hermetic import unbroken
 from pytest import mark  # ``pytest`` itself is the name of the helper below that runs it
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,8 +46,12 @@ PLANTED = {
     "test_no_other_row_changes": ("reference@sglang-0.5.18", "neighbour-rows-untouched/"),
     "test_drafts_stay_inside_what_was_allocated": ("reference@sglang-0.5.18", "drafts-within-allocation/"),
     "test_growth_is_page_aligned_on_paged_allocators": ("reference@pre-31616", "page-aligned-growth/"),
-    "test_lifecycle_invariants_hold": ("reference@sglang-0.5.18", " after "),
+    "test_lifecycle_invariants_hold": ("reference@sglang-0.5.18", " (lifecycle, "),  # its block: the script's steps
 }
+MAX_FAILURE_LINES = 40  # a failing property's text, at most (fuzz/pytest_failures.py)
+# What a failure text must not show: this tool's traceback, reprs and source, Hypothesis' own report of the example
+# (a reference target's cause names allocator_model/sizing.py: there it is the target's own code).
+INTERNALS = ("Traceback", "fuzz/", "hypothesis/", "Target(", "Finding(", "Falsifying", "Explanation", "Draw 1")
 
 
 def pytest(*args: str, cwd: Path = ROOT, plugins: Path | None = None, env: dict | None = None):
@@ -70,13 +75,34 @@ def no_shrink(tmp_path: Path) -> Path:
     return d
 
 
-def junit(path: Path) -> dict[str, str | None]:
-    """JUnit test name -> its failure message (None when it passed)."""
+def junit(path: Path, text_only: bool = False) -> dict[str, str | None]:
+    """JUnit test name -> its failure message and text (``text_only``: the text, pytest's whole failure text; None
+    when it passed)."""
     cases = {}
     for tc in ET.parse(path).iter("testcase"):
         failure = tc.find("failure")
-        cases[tc.get("name", "")] = None if failure is None else (failure.get("message", "") + (failure.text or ""))
+        message = "" if failure is None or text_only else failure.get("message", "")
+        cases[tc.get("name", "")] = None if failure is None else message + (failure.text or "")
     return cases
+
+
+def assert_reads_as_run_prints(failures: dict[str, str | None], stdout: str, cases: Path) -> None:
+    """Each failure text: the ROOT CAUSES section ``run`` prints, at most MAX_FAILURE_LINES lines of at most 120
+    columns but a repro line, a repro line whose case file is there, nothing of this tool's internals; and the
+    session printed no warnings summary."""
+    assert "warnings summary" not in stdout, stdout[-3000:]
+    for name, text in failures.items():
+        if text is None:
+            continue
+        lines = text.splitlines()
+        assert lines and len(lines) <= MAX_FAILURE_LINES, (name, len(lines), text)
+        assert any(line.startswith("ROOT CAUSES on ") for line in lines), (name, text)
+        whole = unbroken(text).splitlines()  # a repro line past the width is broken with a shell continuation
+        repros = [line.split(" repro ", 1)[1] for line in whole if line.strip().startswith("repro: ")]
+        assert repros and all((cases / Path(r.split()[0]).name).is_file() for r in repros), (name, repros)
+        assert all(len(line) <= 120 or len(line.split()) == 1 for line in lines), (name, text)
+        shown = [word for word in INTERNALS if word in text]
+        assert not shown, (name, shown, text)
 
 
 def module_of(test: str) -> str:
@@ -99,6 +125,7 @@ def test_every_property_fails_on_its_planted_revision_and_passes_on_the_referenc
         r = pytest(
             *ids,
             f"--kvrow-max-examples={budget}",
+            f"--kvrow-cases={tmp_path / 'cases'}",
             "--kvrow-target=reference",
             *(f"--kvrow-target={t}" for t in planted_targets[1:]),
             "--target",  # this repository's older spelling, the same option
@@ -110,6 +137,7 @@ def test_every_property_fails_on_its_planted_revision_and_passes_on_the_referenc
         )
         assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
         cases.update(junit(report))
+        assert_reads_as_run_prints(junit(report, text_only=True), r.stdout, tmp_path / "cases")
     assert len(cases) == 2 * len(PLANTED), sorted(cases)
     for test, (spec, group) in PLANTED.items():
         failure = cases[f"{test}[{spec}]"]
@@ -178,6 +206,57 @@ def test_documented_command_fails_on_a_0_5_23_checkout_and_passes_with_the_refer
     r = pytest(*command, cwd=after, plugins=plugins)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert set(junit(after / "junit.xml").values()) == {None}
+
+
+@mark.network
+def test_the_plugin_line_on_0_5_23_prints_each_failure_as_run_does(pinned_wheels, tmp_path):
+    """The documented line on the real 0.5.23 wheel, from an adopter's directory: every property that fails
+    (its bugs are real: #33579 and the unified-rows builders) reads as ``run`` prints it, with its repro line."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    cases, report = tmp_path / "cases", tmp_path / "junit.xml"
+    line = ["--pyargs", "fuzz.properties", "--kvrow-target=sglang==0.5.23", f"--kvrow-cases={cases}"]
+    r = pytest(*line, f"--junitxml={report}", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    failures = junit(report, text_only=True)
+    assert len([t for t in failures.values() if t is not None]) >= 3, failures  # the proof and both row properties
+    assert_reads_as_run_prints(failures, r.stdout, cases)
+
+
+NOISE = """
+import warnings
+
+import pytest
+import torch
+
+
+def forward(x):
+    return x
+
+
+def test_torch_jit_warns():  # the noise is there: this session's filter, not its absence, keeps it out
+    with pytest.warns(DeprecationWarning, match="script_method"):
+        torch.jit.script_method(forward)
+
+
+def test_noise():
+    torch.jit.script_method(forward)
+    warnings.warn("a deprecation of this test's own", DeprecationWarning)
+    warnings.warn_explicit(
+        "`torch.jit.script_method` is deprecated, said elsewhere", DeprecationWarning, "elsewhere.py", 1, "elsewhere"
+    )
+"""
+
+
+def test_the_known_torch_jit_noise_is_filtered_and_nothing_else(tmp_path):
+    """A session that asks for kvrow drops torch.jit's own deprecation notice (which its first test shows is
+    raised), by category, message and module; every other warning (this test's, the same words from another
+    module) stays in the summary."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_noise.py").write_text(NOISE)
+    r = pytest("test_noise.py", "--kvrow-target=reference", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "a deprecation of this test's own" in r.stdout and "said elsewhere" in r.stdout, r.stdout[-3000:]
+    assert "torch/jit/_script.py" not in r.stdout, r.stdout[-3000:]
 
 
 INERT = """

@@ -23,7 +23,7 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.campaign.driver import Progress, Tracker
 from fuzz.cli import main
 from fuzz.engines.sglang.decode.check import check_scenario
-from fuzz.engines.sglang.decode.engine import DecodeHunt
+from fuzz.engines.sglang.decode.engine import CONFIRMING, DecodeHunt
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.own_path import WritePathMode, has_sglang_path, on_sglang
 from fuzz.findings.kinds import Property
@@ -53,6 +53,7 @@ def tree(tmp_path):
 def covering_findings(target, pins):
     hunt = DecodeHunt(target, pins={**pins, "kv_pool": "standard"})
     assert hunt.sglang, target.sizing.modeled()
+    assert hunt.finishing == CONFIRMING  # a round's new groups replayed here: run's progress names the phase
     found = list(hunt.cover(Tracker(), Progress(target.spec, 0.0, None)))
     return hunt, found
 

@@ -104,9 +104,16 @@ class Tracker:
         return len(self.found) + len([s for s in self.latest if s not in self.found])
 
 
+SEARCHING = "searching"  # the phase of a campaign's Hypothesis rounds (a hunt names the phases of its own)
+
+
 @dataclass
 class Progress:
-    """What a long run reports: examples, examples per second, groups found, elapsed."""
+    """What a long run reports: the phase it is in, examples (and per second in the phase), groups found, elapsed.
+
+    A campaign runs in phases (a hunt's covering set, a proof, Hypothesis' search, a confirmation on the
+    engine's own code); ``enter`` names each as it begins, with a line at once, so a phase that runs no
+    example (a proof, a confirmation) is never shown as a stalled search."""
 
     target: str
     started: float
@@ -114,17 +121,36 @@ class Progress:
     every: float = 2.0
     examples: int = 0
     groups: int = 0
+    phase: str = SEARCHING
+    clock: Callable[[], float] = time.monotonic
     _last: float = 0.0
+    _phase_started: float = -1.0  # when the phase began (``started`` for the first)
+    _phase_examples: int = 0  # the examples run before it
+
+    def __post_init__(self) -> None:
+        if self._phase_started < 0:
+            self._phase_started = self.started
 
     @property
     def rate(self) -> float:
-        return self.examples / max(time.monotonic() - self.started, 1e-9)
+        """Examples per second in this phase."""
+        return (self.examples - self._phase_examples) / max(self.clock() - self._phase_started, 1e-9)
 
     def line(self) -> str:
+        pace = f", {self.rate:.0f}/s" if self.examples > self._phase_examples else ""  # none run in it: no pace
         return (
-            f"[{self.target}] {self.examples} examples, {self.rate:.0f}/s, {self.groups} groups, "
-            f"{time.monotonic() - self.started:.0f}s"
+            f"[{self.target}] {self.phase}: {self.examples} examples{pace}, {self.groups} groups, "
+            f"{self.clock() - self.started:.0f}s"
         )
+
+    def enter(self, phase: str) -> None:
+        """The run moves on to ``phase`` (the same one: nothing); said at once."""
+        if phase == self.phase:
+            return
+        self.phase, self._phase_started, self._phase_examples = phase, self.clock(), self.examples
+        if self.on_line:
+            self._last = self._phase_started
+            self.on_line(self)
 
     def tick(self, groups: int) -> None:
         """One more example; report when ``every`` seconds have passed since the last line.
@@ -138,7 +164,7 @@ class Progress:
         """The counts so far (one more example, or the sum over workers); a line at most every ``every`` s."""
         self.examples = examples
         self.groups = groups
-        now = time.monotonic()
+        now = self.clock()
         if self.on_line and now - max(self._last, self.started) >= self.every:
             self._last = now
             self.on_line(self)
@@ -202,7 +228,10 @@ class Hunt(Protocol):
         ...
 
     def finish(self, f: Finding) -> Finding:
-        """A group's finding once its round is over (the lifecycle shortens its step script here)."""
+        """A group's finding once its round is over (the lifecycle shortens its step script here).
+
+        A hunt whose ``finish`` is a phase of its own names it in an attribute ``finishing`` (SGLang's decode
+        hunt: its confirmation on SGLang's code); the driver enters it before it finishes a round's groups."""
         ...
 
     def stats(self) -> dict[str, Any]:
@@ -318,11 +347,13 @@ def run_campaign(
                 keep(f)  # kept at once: an interrupt during the covering set loses nothing found
             for _ in range(max_rounds):
                 tracker.latest = {}
+                progress.enter(SEARCHING)
                 try:
                     hunt.round_test(settings, seed, tracker, progress)()
                     break  # a clean round: nothing new is left to find
                 except Exception as exc:  # noqa: BLE001 - sorted below: ours are findings, the rest an error
                     new = 0
+                    progress.enter(getattr(hunt, "finishing", None) or progress.phase)
                     for leaf in _leaves(exc):
                         if not isinstance(leaf, FindingRaised):
                             result.error = f"{type(leaf).__name__}: {leaf}".splitlines()[0]

@@ -179,7 +179,7 @@ def _stream_task(task: tuple[CampaignJob, Stream, str], emit: Emit) -> CampaignR
             emit("final", f)
 
     def on_progress(p: Progress) -> None:
-        emit("progress", p.examples)
+        emit("progress", (p.examples, p.phase))
 
     hooks = {"on_met": on_met, "on_finding": on_finding, "on_progress": on_progress, "elsewhere": claims.elsewhere}
     result = job.fuzz(target, hyp, stream.seed, stream.cover_part, job.pins, job.options, hooks)
@@ -248,12 +248,15 @@ def run_streams(
     claims_dir = tempfile.mkdtemp(prefix="kvrow-fuzz-claims-")
     fold = Fold(streams)
     progress = Progress(job.spec, time.monotonic(), on_progress, progress_every)
+    phases: dict[int, str] = {}  # each worker's phase, as it last said
 
     def on_event(i: int, kind: str, payload: Any) -> None:
         k = streams[i].index
         if kind == "progress":
-            fold.examples[k] = payload
-            progress.update(sum(fold.examples.values()), len(fold.found))
+            fold.examples[k], phases[k] = payload
+            progress.examples = sum(fold.examples.values())
+            progress.enter(", ".join(dict.fromkeys(phases[j] for j in sorted(phases))))  # the workers' phases
+            progress.update(progress.examples, len(fold.found))
         elif kind in ("met", "final"):
             fold.found[str(payload.signature)] = payload
             (on_met if kind == "met" else on_finding)(payload)

@@ -7,7 +7,9 @@ First the bounded proof (``test_the_sizing_holds_over_the_bounded_space``:
 ``kvrow-fuzz run`` runs first), then each property sampled by Hypothesis over
 what the bounded space does not hold. A failure names its bug group
 (``write-within-row/alloc-page-1``) and reads like the specification it
-breaks: request, row, columns written, row width, victim row.
+breaks: request, row, columns written, row width, victim row; the plugin prints
+each failure as ``run`` prints its root causes, with the repro line of the
+group's case file (``fuzz.pytest_failures``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import pytest
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
+from fuzz.campaign.driver import failure_class
 from fuzz.engines import engine_of
+from fuzz.pytest_failures import PropertyFailed
 from fuzz.verdict import PIPELINE
 
 # The properties tested below, by value (each a property the target's engine fuzzes: ``Engine.fuzzed_properties``).
@@ -25,6 +29,7 @@ WRITE_WITHIN_ROW = "write-within-row"
 NEIGHBOUR_ROWS_UNTOUCHED = "neighbour-rows-untouched"
 DRAFTS_WITHIN_ALLOCATION = "drafts-within-allocation"
 PAGE_ALIGNED_GROWTH = "page-aligned-growth"
+WITNESS = "WITNESS"  # the proof's blocks, as prove's
 
 # The session's --kvrow-baseline, set by the autouse fixture below: the property tests keep their signatures (and
 # so the derandomized seeds Hypothesis derives from them) whether a baseline is given or not.
@@ -58,12 +63,8 @@ def holds(kvrow_target, data, name: str) -> None:
     if score is not None:
         target(score[0], label=score[1])
     found = verdict.new
-    story = "\n".join(
-        f"{f.signature} on {kvrow_target.spec}\n{f.violation.describe()}"
-        + (f"\n  {f.engine}: {f.confirmation}" if f.confirmation else "")
-        for f in found
-    )
-    assert not found, f"\n{story}\nconfig: {case.config.short()}"
+    if found:  # its group's class, as a campaign raises it: Hypothesis shrinks each group apart
+        raise failure_class(found[0].signature)(found[0])
 
 
 def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):
@@ -71,21 +72,30 @@ def test_the_sizing_holds_over_the_bounded_space(kvrow_target, kvrow_baseline):
     form: the rounded write ends within its row, the draft footprint within the allocation, growth page-aligned;
     each group's worst witness (against ``--kvrow-baseline``: each group of a root cause it does not know). An
     engine that proves no space (``quick_space`` None) is a skip that says so, as a property it does not fuzz is."""
-    from fuzz.prove.proof import ProveOptions  # lazily: collecting the properties imports no proof
+    from fuzz.prove.cli import WITNESS_ORIGIN  # lazily: collecting the properties imports no proof
+    from fuzz.prove.proof import ProveOptions
 
     engine = engine_of(kvrow_target)
     if engine.quick_space is None:
         pytest.skip(f"{kvrow_target.spec}: engine {engine.name} proves no bounded space")
     prover = engine.prover(kvrow_target, ProveOptions(space=engine.quick_space))
-    proof = prover.sweep(confirm=False)
+    proof = prover.sweep()  # each witness confirmed on the engine's model (where it fails only): its case file replays
     witnesses = proof.witnesses
     if kvrow_baseline is not None and witnesses:
         witnesses = PIPELINE.new(kvrow_target, witnesses, kvrow_baseline)
-    story = "\n".join(proof.blocks({w.signature for w in witnesses}))
-    assert not witnesses, (
-        f"\n{len(witnesses)} bug group(s) in the {prover.space} space on {kvrow_target.spec} "
-        f"({proof.configurations:,} configurations proved):\n{story}"
-    )
+    if witnesses:
+        saved = {w.signature for w in proof.saved}
+        raise PropertyFailed(
+            witnesses,
+            word=WITNESS,
+            origin=WITNESS_ORIGIN,
+            unsaved={w.signature for w in witnesses} - saved,
+            head=[
+                f"{len(witnesses)} bug group(s) in the {prover.space} space on {kvrow_target.spec} "
+                f"({proof.configurations:,} configurations proved)"
+            ],
+            tail=proof.blocks({w.signature for w in witnesses} - saved),  # what the model said where it disagreed
+        )
 
 
 @given(data=st.data())

@@ -38,6 +38,12 @@ def sglang_key(scenario: DecodeScenario) -> tuple[Any, ...]:
 # One search example in this many is also run on SGLang's own path and held to the model's run.
 SGLANG_SAMPLE_EVERY = 64
 
+# The hunt's phases as its progress names them (the search between them is the driver's, ``driver.SEARCHING``).
+COVERING = "checking the covering set"
+PROVING = "proving the sizing arithmetic"
+WITNESSES = "checking the proof's witnesses"
+CONFIRMING = "confirming on SGLang's code"  # a round's new groups replayed on SGLang's own write path (``finish``)
+
 # A proof stage (``.prove.quick.proof_stage``, handed in by ``SGLangEngine.hunt`` where ``run`` asks for one):
 # (target, cover_part, pins) -> (its report fields, each proved group's worst witness as a decode finding).
 ProofStage = Callable[[SGLangTarget, tuple[int, int], dict[str, Any]], tuple[dict[str, Any], list[Finding]]]
@@ -69,6 +75,7 @@ class DecodeHunt:
         self.proof, self.proof_stats = proof, dict[str, Any]()
         self.cover_part = cover_part  # (k, K): this worker runs covering cases k, k + K, ... (``fuzz.campaign``)
         self.sglang = has_sglang_path(target, write_path)
+        self.finishing = CONFIRMING if self.sglang else None  # the driver's phase for ``finish``
         self.counts = {"sglang_scenarios": 0, "sglang_decode_steps": 0, "sglang_seconds": 0.0}
 
     def _on_sglang(
@@ -120,6 +127,7 @@ class DecodeHunt:
         """The covering set (``coverage``), before any search: the first case of each group it meets, as met."""
         k, parts = self.cover_part
         on_sglang: set[tuple[Any, ...]] = set()
+        progress.enter(COVERING)
         for scenario in itertools.islice(covering_set(self.target, self.pins), k, None, parts):
             progress.tick(tracker.groups)
             verdict = self.judged(DecodeCase(scenario), progress.examples)
@@ -132,7 +140,9 @@ class DecodeHunt:
                     if not tracker.is_known(f.signature):
                         yield self.finish(f)
         if self.proof is not None:
+            progress.enter(PROVING)  # runs no example: named, or its seconds read as a stalled search
             self.proof_stats, witnesses = self.proof(self.target, self.cover_part, self.pins or {})
+            progress.enter(WITNESSES)
             yield from self.proved(witnesses, tracker, progress)
 
     def proved(self, witnesses: list[Finding], tracker: Tracker, progress: Progress) -> Iterator[Finding]:

@@ -28,6 +28,7 @@ growth is page-rounded or exact (any other rule is reported as unproven).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Collection
 from typing import Any
@@ -111,25 +112,47 @@ def blocks(
     ]
 
 
-def launched(target: SGLangTarget, space: Space, block: Block, number: int, shard: Shard) -> cf.LaunchGrid:
-    """Block number ``number``'s launch configurations that the target's release launches, of ``shard``."""
+def launched(
+    target: SGLangTarget, space: Space, block: Block, number: int, shard: Shard, base: cf.LaunchGrid | None = None
+) -> cf.LaunchGrid:
+    """Block number ``number``'s launch configurations that the target's release launches, of ``shard``.
+
+    ``base``: the block's algorithm and page size as ``launch_grid(..., valid_only=False)`` builds them, for
+    every kind of pool (what ``block_sizes`` builds once); else built here."""
     kind, a, page_size = block
-    g = launch_grid(space, a, page_size, kv_pool=kind)
-    g = g.select(target.revision.launch_mask(g))  # what this release launches (``Revision.refuses``)
+    g = launch_grid(space, a, page_size, valid_only=False) if base is None else base
+    g = dataclasses.replace(g, kv_pool=kind)
+    # The kind's valid configurations that this release launches (``Revision.refuses``), in the grid's order.
+    g = g.select(cf.valid_mask(g) & target.revision.launch_mask(g))
     return g if shard == WHOLE else g.select(shard_mask(g, shard, number))
+
+
+def block_sizes(target: SGLangTarget, space: Space, todo: list[Block], numbers: list[int], shard: Shard) -> list[int]:
+    """The launch configurations of each block of ``todo`` (numbered ``numbers`` in the sweep), counted without
+    sweeping: one grid per algorithm and page size, each kind of pool's masks over it."""
+    by_grid: dict[tuple[str | None, int], list[int]] = {}
+    for i, (_, a, page_size) in enumerate(todo):
+        by_grid.setdefault((a, page_size), []).append(i)
+    sizes = [0] * len(todo)
+    for (a, page_size), members in by_grid.items():
+        base = launch_grid(space, a, page_size, valid_only=False)
+        for i in members:
+            sizes[i] = len(launched(target, space, todo[i], numbers[i], shard, base))
+    return sizes
 
 
 def _start_progress(
     target: SGLangTarget,
     space: Space,
     todo: list[Block],
+    numbers: list[int],
     calls: bool,
     on_line: Callable[[str], None],
     shard: Shard,
     how: Method,
 ) -> SweepProgress:
-    """The sweep's progress, announced (``how``: the method); a sweep calling once per configuration
-    counts its launch configurations first (for the time left)."""
+    """The sweep's progress, announced (``how``: the method), each block's launch configurations counted first:
+    the time left is what the blocks left hold (``SweepProgress``), paced from the end of the count."""
     progress = SweepProgress(target.spec, len(todo), on_line)
     kinds = len({k for k, _, _ in todo})
     algorithms = len({a for _, a, _ in todo})
@@ -137,14 +160,14 @@ def _start_progress(
         f"space {space.name}, {kinds} kind(s) of pool x {algorithms} algorithm(s) x {len(space.page_sizes)} "
         f"page sizes ({how.value})"
     )
+    progress.sizes = block_sizes(target, space, todo, numbers, shard)
+    total = sum(progress.sizes)
     if calls:
-        total = 0
-        for i, block in enumerate(todo, 1):
-            total += len(launched(target, space, block, i - 1, shard))
-            progress.counting(i)
         progress.configs_total = total
-        progress.started = progress.clock()  # the pace of the calls, not of the count
         progress.say(f"{total:,} launch configurations to call")
+    else:
+        progress.say(f"{total:,} launch configurations in {len(todo)} blocks")
+    progress.restart_pace()  # the pace of the sweep, not of the count
     return progress
 
 
@@ -162,13 +185,14 @@ def _prove(
     sizing = CountingSizing(target.sizing)
     t0 = time.monotonic()
     gaps = {(spec, ov): cf.committed_gap(target.revision, ov, spec) for spec in (False, True) for ov in (False, True)}
-    todo = blocks(target, space, target_algorithms(target, request.algorithm), request.kinds)
-    # One call per configuration is slow enough to count them first (for the time left); traced calls are not.
+    every = blocks(target, space, target_algorithms(target, request.algorithm), request.kinds)
+    numbers = [n for n in range(len(every)) if request.blocks_part.takes(n)]  # this sweep's share of the blocks
+    todo = [every[n] for n in numbers]
     one_by_one = method is Method.CALLS
-    progress = _start_progress(target, space, todo, one_by_one, on_progress, shard, method) if on_progress else None
-    for number, block in enumerate(todo):
-        if not request.blocks_part.takes(number):
-            continue
+    progress = None
+    if on_progress:
+        progress = _start_progress(target, space, todo, numbers, one_by_one, on_progress, shard, method)
+    for number, block in zip(numbers, todo, strict=True):
         g = launched(target, space, block, number, shard)
         if not len(g):
             if progress:
