@@ -178,7 +178,7 @@ def test_the_corrected_table_stays_quiet_in_run_and_prove(
 def test_the_plugin_fails_each_property_of_the_planted_table(planted, pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess(
         "--pyargs", "fuzz.properties.test_kvrow_tables", "--kvrow-target=reference", "--kvrow-max-examples=30",
-        "-p", "no:cacheprovider", "-p", "no:xdist",
+        "-p", "no:cacheprovider", "-p", "no:xdist", f"--kvrow-cases={pytester.path / 'cases'}",  # not the cwd
     )  # fmt: skip
     result.assert_outcomes(failed=3)
     text = result.stdout.str()
