@@ -190,6 +190,21 @@ def _table_seconds(lines: Iterable[str]) -> Iterator[str]:
         yield line
 
 
+@contextlib.contextmanager
+def as_named_program() -> Iterator[None]:
+    """Repro lines start ``kvrow-fuzz repro`` while the block runs (``fuzz.findings.repro`` reads the program from
+    ``fuzz.common.program.shell_command``, replaced here by the name)."""
+    from fuzz.common.program import PROG
+    from fuzz.findings import repro
+
+    real = repro.shell_command
+    repro.shell_command = lambda: PROG  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        repro.shell_command = real  # type: ignore[assignment]
+
+
 class Session:
     """Runs each command once, in one fresh working directory, and keeps its standard output."""
 
@@ -211,7 +226,9 @@ class Session:
         here = os.getcwd()
         os.chdir(self.workdir)
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            # The program as the reader runs it, by its name: a repro line's width (and so where it is broken)
+            # is then the same on every machine, whatever path this installation's script has.
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), as_named_program():
                 status = main(list(argv))
         finally:
             os.chdir(here)
