@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hermetic import unbroken
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = ROOT / "action.yml"
@@ -111,7 +112,7 @@ def test_action_fails_on_a_0_5_23_checkout_with_repro_lines_and_passes_on_the_re
     out = before / "kvrow-fuzz"
     assert (out / "run.status").read_text().strip() == "1" and (out / "prove.status").read_text().strip() == "1"
     assert "WITNESS write-within-row/alloc-page-1 on " in summary, summary  # prove's lead of #33579
-    repro = [line.strip() for line in summary.splitlines() if line.lstrip().startswith("repro: ")]
+    repro = [line.strip() for line in unbroken(summary).splitlines() if line.lstrip().startswith("repro: ")]
     assert repro and all("--target" in line for line in repro), summary  # a file target is named, never trusted
     cases = sorted(p.name for p in (out / "cases").iterdir())
     assert any("write-within-row-alloc-page-1" in c for c in cases), cases
