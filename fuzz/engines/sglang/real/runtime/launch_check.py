@@ -168,13 +168,6 @@ class LaunchValidators(BootValidators):
             self._sliced[key] = slice_definitions(self.tree, member, (name,), namespace)[name]
         return self._sliced[key]
 
-    @classmethod
-    def load(cls, source: str | SourceTree, wheel_dir: str | None = None) -> LaunchValidators:
-        validators = cls(open_tree(source, wheel_dir))
-        for dotted in sorted(validators.loader.executed):
-            validators.loader.module(dotted)
-        return validators
-
     # -- a line -------------------------------------------------------------------------------------
 
     def model_config_of(self, model: Model) -> StrictBag:

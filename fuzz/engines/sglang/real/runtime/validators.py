@@ -34,7 +34,7 @@ import enum
 import functools
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -71,6 +71,9 @@ _SERVER_ARGS_METHODS = (
     "ServerArgs.use_mla_backend",
     "ServerArgs.get_model_config",
 )
+
+
+_V = TypeVar("_V", bound="BootValidators")
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ class BootValidators:
         self._sliced_server_args: type | None = None
 
     @classmethod
-    def load(cls, source: str | SourceTree, wheel_dir: str | None = None) -> BootValidators:
+    def load(cls: type[_V], source: str | SourceTree, wheel_dir: str | None = None) -> _V:
         """The release's validators, their modules executed (``TargetError``/``StandInMissing`` where one cannot)."""
         validators = cls(open_tree(source, wheel_dir))
         for dotted in sorted(validators.loader.executed):
