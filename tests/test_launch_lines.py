@@ -124,10 +124,21 @@ def test_a_flag_the_release_does_not_declare_is_refused_as_argparse_would(releas
     assert out.refusal == "argument --page-size: invalid int value: 'sixteen'"
 
 
-def test_the_handlers_executed_are_named():
-    assert any("handle_speculative_decoding" in h for h in HANDLERS)
-    assert any("validate_hisparse" in h for h in HANDLERS)
-    assert any("handle_unified_memory_pool" in h for h in HANDLERS)
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_handlers_named_are_the_releases_own_functions(release):
+    """Each ``FILE FUNCTION`` of ``HANDLERS`` is a function that release's wheel defines (the unified memory
+    validator: the hook's from 0.5.19, ``ServerArgs``' method to 0.5.18)."""
+    import re
+
+    from fuzz.engines.sglang.real.runtime.tree import open_tree
+
+    tree = open_tree(wheel(release))
+    named = [m.groups() for h in HANDLERS for m in re.finditer(r"([\w/]+\.py) ([\w.]+)", h)]
+    assert len(named) == 6
+    defined = [(f, fn) for f, fn in named if f"def {fn.rpartition('.')[2]}(" in (tree.read(f"sglang/srt/{f}") or "")]
+    unified = {n for n in named if "unified_memory_pool" in n[1]}
+    assert set(named) - unified <= set(defined), set(named) - set(defined)  # every release runs these
+    assert len(unified & set(defined)) == 1, unified  # exactly one spelling of the unified validator
 
 
 # -- every configuration the model launches boots as printed ------------------------------------------------------
