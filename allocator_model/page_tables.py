@@ -1,0 +1,164 @@
+"""The attention backends' CUDA-graph page tables: a row per batch position, a column per KV page.
+
+A backend captured in a CUDA graph keeps fixed buffers ``[max_bs, width]``
+and refills them at each replay from ``req_to_token``: row i holds the
+pages of the batch's request i.  The kernel then reads each row up to the
+length the backend publishes to it (``cache_seqlens``).  The width is
+sized from one length (FA3: the model's context length, in pages) while the
+published length is another (the device's ``seq_lens`` plus the draft
+tokens a verify or draft-extend step appends).  Near the context limit the
+second outgrows the first: a builder that clamps its writes at the width
+leaves the kernel reading past the row (the next batch row's pages, or past
+the buffer); one that does not clamp writes into the next row.
+
+A ``Build`` is one builder's run for one request alone in a one-row bucket
+(so nothing of a later row hides its spill): what SGLang's own builders did
+(``fuzz.engines.sglang.real.runtime.attention``), or the model's twin here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from fuzz.common.compat import StrEnum
+
+from . import algorithms as algo
+from .config import ServingConfig, SpecRuntime
+
+
+class AttentionBackend(StrEnum):
+    """SGLang's ``--attention-backend`` names, for the backends whose tables are checked."""
+
+    FA3 = "fa3"
+
+
+class Mode(StrEnum):
+    """The forward modes whose CUDA-graph metadata a decode step rebuilds (SGLang's ``ForwardMode`` names)."""
+
+    DECODE = "decode"  # no speculation: publishes seq
+    DRAFT_DECODE = "draft_decode"  # the draft model's step s (0 .. S-2): publishes seq + s + 1
+    TARGET_VERIFY = "target_verify"  # the target verifies D drafts: publishes seq + D
+    DRAFT_EXTEND = "draft_extend"  # the draft model extends by D after verify: publishes seq + D
+
+
+class TableWidth(StrEnum):
+    """What a backend's CUDA-graph page table is sized from."""
+
+    CONTEXT = "context"  # ceil(context_len / page): the model's context length (upstream's FA3)
+    ROW = "row"  # ceil(W / page): the req_to_token row it copies (sized with the headroom; the corrected model)
+
+
+@dataclass(frozen=True)
+class Build:
+    """One builder's run on one request alone in a one-row bucket, guard rows below it.
+
+    ``written``: the end of the columns ``[0, written)`` of its own row the builder changed (0: none);
+    ``spilled``: how many columns past the row's end it wrote (into the next row at offset ``row * width + col``,
+    a guard row here); ``published``: the tokens the kernel reads, ``ceil(published / page)`` pages of the row.
+    """
+
+    mode: Mode
+    step: int | None  # the draft step (DRAFT_DECODE), else None
+    buffer: str  # SGLang's name of the buffer: "target_verify_metadata['page_table']"
+    width: int  # pages per row (``buffer.shape[1]``)
+    page_size: int
+    written: int
+    spilled: int
+    published: int
+
+    @property
+    def read_pages(self) -> int:
+        """The pages the kernel reads of the row: the published length in whole pages."""
+        return pages(self.published, self.page_size)
+
+    @property
+    def label(self) -> str:
+        return self.mode.value if self.step is None else f"{self.mode.value} step {self.step}"
+
+
+def pages(tokens: int, page: int) -> int:
+    return -(-tokens // page)
+
+
+# SGLang's names of FA3's CUDA-graph page tables, per mode (topk 1).
+FA3_BUFFERS: dict[Mode, str] = {
+    Mode.DECODE: "decode_cuda_graph_metadata['page_table']",
+    Mode.DRAFT_DECODE: "decode_cuda_graph_metadata['page_table_draft_decode']",
+    Mode.TARGET_VERIFY: "target_verify_metadata['page_table']",
+    Mode.DRAFT_EXTEND: "draft_extend_metadata['page_table']",
+}
+
+
+def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, int | None]]:
+    """The modes one decode step of ``cfg`` runs through FA3's CUDA-graph metadata, in order.
+
+    No speculation: the decode.  The EAGLE family (a draft model on FA3): its S - 1 draft decode steps after
+    the first, the target's verify, the draft's extend.  The other algorithms: the target's verify.  Topk > 1
+    runs other tables (its prefix and expand tables), not these: none here.
+    """
+    if rt is None:
+        yield Mode.DECODE, None
+        return
+    if cfg.topk > 1:
+        return
+    if cfg.speculative_algorithm in algo.EAGLE_FAMILY:
+        for s in range(max(0, rt.num_steps - 1)):
+            yield Mode.DRAFT_DECODE, s
+    yield Mode.TARGET_VERIFY, None
+    if cfg.speculative_algorithm in algo.EAGLE_FAMILY:
+        yield Mode.DRAFT_EXTEND, None
+
+
+def published(mode: Mode, step: int | None, seq_len: int, rt: SpecRuntime | None) -> int:
+    """The length a mode publishes to the kernel, from the device's ``seq_lens``: decode the length itself, draft
+    step s the length plus s + 1, verify and draft extend the length plus the D draft tokens."""
+    if mode is Mode.DECODE:
+        return seq_len
+    assert rt is not None  # the speculative modes run with a shape
+    if mode is Mode.DRAFT_DECODE:
+        return seq_len + (step or 0) + 1
+    return seq_len + rt.num_draft_tokens
+
+
+def width(sized_from: TableWidth, cfg: ServingConfig, row_width: int) -> int:
+    """The pages of a row: the context's (``CONTEXT``) or the ``req_to_token`` row's (``ROW``)."""
+    tokens = cfg.context_len if sized_from is TableWidth.CONTEXT else row_width
+    return pages(tokens, cfg.page_size)
+
+
+def clamped_end(need: int, w: int, block_tokens: int | None, page: int) -> int:
+    """The end of the pages a builder writes of its row for a length of ``need`` pages.
+
+    Clamped (``block_tokens`` None): ``min(need, w)``.  A grid of blocks of ``block_tokens`` tokens over the
+    width, each masked by the length but not the width: ``min(need, blocks * block)``, past ``w`` when the
+    width is no whole number of blocks.
+    """
+    if block_tokens is None:
+        return min(need, w)
+    per_block = block_tokens // page
+    return min(need, pages(w, per_block) * per_block)
+
+
+def fa3_builds(
+    cfg: ServingConfig,
+    rt: SpecRuntime | None,
+    seq_len: int,
+    sized_from: TableWidth,
+    row_width: int,
+    verify_block_tokens: int | None,
+) -> list[Build]:
+    """The model's twin of FA3's CUDA-graph builders for one request at device length ``seq_len``.
+
+    Every mode's builder writes its row's pages up to the published length, clamped at the width, except a
+    verify builder that masks on the length alone (``verify_block_tokens``: its grid's block).
+    """
+    out = []
+    w = width(sized_from, cfg, row_width)
+    for mode, step in steps(cfg, rt):
+        length = published(mode, step, seq_len, rt)
+        need = pages(length, cfg.page_size)
+        block = verify_block_tokens if mode is Mode.TARGET_VERIFY else None
+        end = clamped_end(need, w, block, cfg.page_size)
+        out.append(Build(mode, step, FA3_BUFFERS[mode], w, cfg.page_size, min(end, w), max(0, end - w), length))
+    return out
