@@ -21,10 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import torch
+from torch import Tensor
+
 from fuzz.common.compat import StrEnum
 
 from . import algorithms as algo
 from .config import ServingConfig, SpecRuntime
+from .numeric import Int, ceil_div
 
 
 class AttentionBackend(StrEnum):
@@ -77,8 +81,9 @@ class Build:
         return self.mode.value if self.step is None else f"{self.mode.value} step {self.step}"
 
 
-def pages(tokens: int, page: int) -> int:
-    return -(-tokens // page)
+def pages(tokens: Int, page: Int) -> Int:
+    """Whole pages of ``tokens`` (ints or tensors alike)."""
+    return ceil_div(tokens, page)
 
 
 # SGLang's names of FA3's CUDA-graph page tables, per mode (topk 1).
@@ -94,13 +99,13 @@ def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, in
     """The modes one decode step of ``cfg`` runs through FA3's CUDA-graph metadata, in order.
 
     No speculation: the decode.  The EAGLE family (a draft model on FA3): its S - 1 draft decode steps after
-    the first, the target's verify, the draft's extend.  The other algorithms: the target's verify.  Topk > 1
-    runs other tables (its prefix and expand tables), not these: none here.
+    the first, the target's verify, the draft's extend.  NGRAM and the DFLASH family: the target's verify.  Topk
+    > 1 runs other tables (its prefix and expand tables), and UNO its own verify layout: none here (``judged``).
     """
     if rt is None:
         yield Mode.DECODE, None
         return
-    if cfg.topk > 1:
+    if not judged(cfg.speculative_algorithm, cfg.topk):
         return
     if cfg.speculative_algorithm in algo.EAGLE_FAMILY:
         for s in range(max(0, rt.num_steps - 1)):
@@ -108,6 +113,11 @@ def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, in
     yield Mode.TARGET_VERIFY, None
     if cfg.speculative_algorithm in algo.EAGLE_FAMILY:
         yield Mode.DRAFT_EXTEND, None
+
+
+def judged(algorithm: str | None, topk: int) -> bool:
+    """Whether this table's modes cover a launch: none or any algorithm but UNO, at topk 1."""
+    return algorithm is None or (topk == 1 and not algo.is_uno(algorithm))
 
 
 def published(mode: Mode, step: int | None, seq_len: int, rt: SpecRuntime | None) -> int:
@@ -162,3 +172,34 @@ def fa3_builds(
         end = clamped_end(need, w, block, cfg.page_size)
         out.append(Build(mode, step, FA3_BUFFERS[mode], w, cfg.page_size, min(end, w), max(0, end - w), length))
     return out
+
+
+def fa3_reach_grid(
+    algorithm: str | None,
+    page: Tensor,
+    topk: Tensor,
+    draft_tokens: Tensor,
+    context_len: Tensor,
+    row_width: Tensor,
+    seq_len: Tensor,
+    sized_from: TableWidth,
+    verify_block_tokens: int | None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``fa3_builds`` of many rows at once, reduced to each row's (width, furthest write end, furthest read end):
+    its tensor twin (``tests/test_page_tables.py`` holds them equal).  The furthest length a step publishes is
+    the verify's (and the draft extend's) ``seq + D``: a draft step's ``seq + s + 1`` stays below it (s + 1 < D at
+    topk 1), and only the verify builder may not clamp.  A row this table does not judge reaches nothing.
+    """
+    w = pages(context_len if sized_from is TableWidth.CONTEXT else row_width, page.expand_as(context_len))
+    if algorithm is None:
+        read = pages(seq_len, page.expand_as(seq_len))
+        return w, torch.minimum(read, w), read
+    read = pages(seq_len + draft_tokens, page.expand_as(seq_len))
+    if verify_block_tokens is None:
+        write = torch.minimum(read, w)
+    else:
+        per_block = torch.div(verify_block_tokens, page, rounding_mode="floor").expand_as(w)
+        write = torch.minimum(read, pages(w, per_block) * per_block)
+    on = (topk == 1) & torch.tensor(judged(algorithm, 1))
+    zero = torch.zeros_like(read)
+    return w, torch.where(on, write, zero), torch.where(on, read, zero)

@@ -13,6 +13,7 @@ from typing import Any
 from fuzz.common.compat import StrEnum
 
 from . import algorithms as algo
+from .page_tables import TableWidth
 from .pools import KVPool
 
 
@@ -67,6 +68,10 @@ def field_value(name: str, kind: Any, value: Any) -> Any:
         return value
     if kind == "optional-str":
         return None if value is None else field_value(name, str, value)
+    if kind == "optional-int":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 20):
+            raise ValueError(f"revision field {name!r} must be null or a positive integer, got {value!r:.80}")
+        return value
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"revision field {name!r} must be true or false, got {value!r:.80}")
@@ -106,4 +111,6 @@ REVISION_FIELDS: dict[str, Any] = {
     "unified_dcp": bool,
     "unified_dcp_draft_fusion": bool,
     "hisparse_adaptive": bool,
+    "page_table_width": TableWidth,
+    "fa3_verify_block_tokens": "optional-int",
 }

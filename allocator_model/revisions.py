@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from . import algorithms as algo
+from .page_tables import TableWidth
 from .pools import UNIFIED_SPEC, KVPool
 from .revision_fields import REVISION_FIELDS, Headroom, MemoryClamp, field_value
 
@@ -87,6 +88,14 @@ class Revision:
     # HiSparse takes adaptive speculation (0.5.21 and before); 0.5.22+ refuse it: its swap state is sized
     # statically [cite: hisparse-refuses-adaptive].
     hisparse_adaptive: bool = False
+    # -- the attention backends' CUDA-graph page tables (``page_tables``) ----------------------------
+    # What FA3's graph page tables are sized from: the req_to_token row they copy (the reference: every length a
+    # step publishes was reserved in that row), or the model's context length (upstream, every release:
+    # ``max_num_pages`` in ``FlashAttentionBackend.__init__`` and ``init_cuda_graph_state``).
+    page_table_width: TableWidth = TableWidth.ROW
+    # FA3's target-verify graph builder masks its writes by the published length alone, over a grid of blocks of
+    # this many tokens (``build_trtllm_mha_page_table``, 0.5.15-0.5.21); None: it clamps them at the width.
+    fa3_verify_block_tokens: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -172,7 +181,8 @@ class Revision:
 
 
 # Fields added after case files first recorded their revision, with the value those files' revisions had.
-LATER_FIELDS: dict[str, Any] = {"hisparse_adaptive": True}
+# The page-table fields came with the page tables: a case file before them is a req_to_token case, judged on none.
+LATER_FIELDS: dict[str, Any] = {"hisparse_adaptive": True, "page_table_width": "row", "fa3_verify_block_tokens": None}
 
 REFERENCE = Revision(
     name="reference",
@@ -187,6 +197,7 @@ _UPSTREAM_0_5_23 = REFERENCE.but(
     bug="#33579",
     headroom=Headroom.PAGED,
     narrow_rows=_UNIFIED_MAMBA_ROWS,
+    page_table_width=TableWidth.CONTEXT,
 )
 # Where the summary's files say so: [cite: unified-spec-algorithms].
 _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
@@ -195,6 +206,7 @@ _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
     unified_spec=frozenset({algo.DSPARK}),
     unified_dcp_draft_fusion=False,
     hisparse_adaptive=True,
+    fa3_verify_block_tokens=4096,
 )
 # Where the summary's files say so: [cite: unified-swa-row-extra] [cite: scheduler-memory-clamp-dcp].
 _UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(
@@ -267,6 +279,7 @@ _UPSTREAM_0_5_14 = _UPSTREAM_0_5_15.but(
     dcp=False,
     overlap_counts_in_flight=True,
     pools=frozenset({KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE}),
+    fa3_verify_block_tokens=None,
 )
 """0.5.14: 0.5.15's sizing; no ``dcp_size`` server argument (``server_args.py`` has none; it first
 appears in 0.5.15 [cite: dcp-size-argument]), so a launch with attn_dcp_size > 1 does not exist; no

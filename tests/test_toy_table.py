@@ -156,7 +156,9 @@ def test_prove_refuses_a_closed_form_its_table_contradicts(tmp_path: Path, capsy
     from fuzz.tables.declared import Reach
 
     report = tmp_path / "p.json"
-    wrong = replace(toy.TABLE, closed_form=lambda config: Reach(0, 1, {"row": 0, "seq_len": 1}))  # claims a spill
+    wrong = replace(
+        toy.TABLE, closed_form=lambda target, config: Reach(0, 1, {"row": 0, "seq_len": 1})
+    )  # claims a spill
     with declared(wrong):
         assert main([*PROVE, "--json", str(report)]) == 2
     assert "ERROR reference: a closed form claims groups its table does not show" in capsys.readouterr().out

@@ -214,8 +214,9 @@ class Engine(Protocol):
         """How a baseline names ``target``, the same on every machine and checkout (never an absolute path)."""
         ...
 
-    def launch_line(self, config: Any) -> str | None:
-        """The command that starts the engine with ``config`` (None: the engine has none to give)."""
+    def launch_line(self, config: Any, table: str | None = None) -> str | None:
+        """The command that starts the engine with ``config`` (None: the engine has none to give); ``table``: the
+        checked table a finding is on, where the line must choose what builds it (an attention backend)."""
         ...
 
     def modeled_line(self, target: Target, own_write_path: bool = True) -> str | None:

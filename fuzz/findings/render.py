@@ -52,7 +52,9 @@ def counterexample_block(
     lines = [f"{word} {f.signature} on {f.target}{how.suffix(f.case, f.revision)}"]
     lines += [f"  {search.line()}"] if search is not None else []
     lines.append(f"  config: {how.config_line(shown.config)}")
-    launch = load(shown.engine).launch_line(shown.config)
+    launch = load(shown.engine).launch_line(
+        shown.config, shown.case.get("table") if isinstance(shown.case, dict) else None
+    )
     shell: list[str] = []
     if launch is not None:
         lines.append(f"  launch: {launch}")

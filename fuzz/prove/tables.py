@@ -51,6 +51,7 @@ class TableProof:
     seconds: float = 0.0
     groups: dict[Signature, TableGroup] = field(default_factory=dict)
     refused: str | None = None  # why it was not proved (the space is too large for its closed form)
+    over: str = "every residue of context_len mod the allocator page"  # what the configurations cover
 
     def lines(self) -> list[str]:
         """What ``prove`` prints of it."""
@@ -58,7 +59,7 @@ class TableProof:
             return [f"table {self.table}: not proved: {self.refused}"]
         head = (
             f"table {self.table}: checked {self.configurations:,} configurations in {self.seconds:.1f}s "
-            f"(its closed form, every residue of context_len mod the allocator page)"
+            f"(its closed form, {self.over})"
         )
         if not self.groups:
             return [head, f"  no configuration of the space reaches past a part of {self.table}"]
@@ -76,6 +77,8 @@ class TableProof:
 def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
     """``t``'s closed form over the space of ``prover`` (``target``'s, see the module docstring)."""
     proof = TableProof(t.name)
+    if t.sweep is not None:
+        return _swept(target, t, prover, proof)
     size = prover.count()
     if size > MAX_CONFIGURATIONS:
         proof.refused = (
@@ -87,7 +90,7 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
     by_group: dict[tuple[Property, str], TableGroup] = {}
     for config in prover.configurations():
         proof.configurations += 1
-        reach = t.closed_form(config)
+        reach = t.closed_form(target, config)
         if reach.end <= reach.width:
             continue
         if reach.prop not in t.proved:  # a closed form answering for a property the table says it does not decide
@@ -101,13 +104,38 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
         g.configurations += 1
         if reach.end - reach.width > g.worst:
             g.worst, g.worst_case = reach.end - reach.width, (config, reach)
+    _witnesses(target, t, proof)
+    proof.seconds = time.monotonic() - started
+    return proof
+
+
+def _swept(target: Target, t: Table, prover: Prover, proof: TableProof) -> TableProof:
+    """``prove_table`` by the table's own sweep of the space (``Table.sweep``): the same groups, witnesses and lines."""
+    assert t.sweep is not None
+    started = time.monotonic()
+    swept = t.sweep(target, prover)
+    proof.configurations, proof.over = swept.configurations, swept.over
+    for s in swept.groups:
+        if s.reach.prop not in t.proved:
+            raise ValueError(f"table {t.name}'s sweep answers for {s.reach.prop}, not one of its proved")
+        outcome = STALE_READ if s.prop is Property.READ_WITHIN_ROW else SILENT
+        sig = Signature(s.prop, group_name(s.group, t.name), outcome)
+        g = proof.groups.setdefault(sig, TableGroup(sig))
+        g.configurations += s.configurations
+        if s.worst > g.worst or g.worst_case is None:
+            g.worst, g.worst_case = s.worst, (s.config, s.reach)
+    _witnesses(target, t, proof)
+    proof.seconds = time.monotonic() - started
+    return proof
+
+
+def _witnesses(target: Target, t: Table, proof: TableProof) -> None:
+    """Each group's worst case replayed as a table case: its witness (None where the table's accesses disagree)."""
     for g in proof.groups.values():
         assert g.worst_case is not None
         config, reach = g.worst_case
         judged = PIPELINE.case(target, TableCase(t, config, reach.data), (reach.prop,), confirm=False)
         g.witness = next((f for f in judged.findings if f.signature == g.signature), None)
-    proof.seconds = time.monotonic() - started
-    return proof
 
 
 def prove_tables(target: Target, prover: Prover) -> list[TableProof]:

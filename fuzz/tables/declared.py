@@ -78,6 +78,29 @@ class Reach:
 
 
 @dataclass(frozen=True)
+class Swept:
+    """One group of a closed form swept over a whole space at once (``Table.sweep``): the configurations that break
+    ``prop`` in ``group``, how many, and the worst of them with its ``Reach``."""
+
+    prop: Property
+    group: str
+    configurations: int
+    worst: int  # columns past the part, at the worst configuration
+    config: Any
+    reach: Reach
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A table's sweep of a space (``Table.sweep``): how many configurations it checked, over what, and each group
+    it found broken."""
+
+    configurations: int
+    over: str  # what it swept, as prove prints it: "every residue of context_len mod the page"
+    groups: tuple[Swept, ...]
+
+
+@dataclass(frozen=True)
 class Table:
     """One checked table (module docstring).  ``properties``: judged on it, in the order of blame.
     ``same_write``: a property whose break is, for this table, always a break of another one too (the
@@ -99,12 +122,16 @@ class Table:
     # The generic flow (``fuzz.tables.case``): a table its engine does not hunt itself.  ``cases(target, pins)``: a
     # strategy of (configuration, case data); ``observe(target, config, data)``: the accesses its writers and
     # readers make (ValueError: data it does not take); ``group(config)``: the bug group a configuration falls
-    # in (one of its engine's ``Names.groups``); ``closed_form(config)``: its ``Reach`` (prove sweeps it).
+    # in (one of its engine's ``Names.groups``); ``closed_form(target, config)``: its ``Reach`` on ``target``
+    # (prove sweeps it).
     cases: Callable[[Any, Mapping[str, Any]], Any] | None = None
     observe: Callable[[Any, Any, Mapping[str, Any]], list[Any]] | None = None
     group: Callable[[Any], str] | None = None
-    closed_form: Callable[[Any], Reach] | None = None
+    closed_form: Callable[[Any, Any], Reach] | None = None
     proved: tuple[Property, ...] = ()  # what its closed form decides (each ``Reach.prop``); the rest sampled only
+    # ``sweep(target, prover)``: the closed form over the prover's whole space at once (its engine's tensors), each
+    # group it breaks (``Sweep``), where the space is too large to ask ``closed_form`` configuration by configuration.
+    sweep: Callable[[Any, Any], Sweep] | None = None
 
     @property
     def indicted(self) -> tuple[CodeRef, ...]:

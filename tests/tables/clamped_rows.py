@@ -62,10 +62,10 @@ def observe(width: Callable[[ServingConfig], int]) -> Callable[[Any, ServingConf
     return step
 
 
-def closed_form(width: Callable[[ServingConfig], int]) -> Callable[[ServingConfig], Reach]:
+def closed_form(width: Callable[[ServingConfig], int]) -> Callable[[Any, ServingConfig], Reach]:
     """The published count is largest at the context limit."""
 
-    def reach(config: ServingConfig) -> Reach:
+    def reach(target: Any, config: ServingConfig) -> Reach:
         data = {"row": 0, "seq_len": config.context_len}
         return Reach(width(config), published(config, config.context_len), data, Property.READ_WITHIN_ROW)
 

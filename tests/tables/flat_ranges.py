@@ -67,10 +67,10 @@ def observe(
     return step
 
 
-def closed_form(size: Callable[[ServingConfig, int], int]) -> Callable[[ServingConfig], Reach]:
+def closed_form(size: Callable[[ServingConfig, int], int]) -> Callable[[Any, ServingConfig], Reach]:
     """The write past its range is longest for the longest request."""
 
-    def reach(config: ServingConfig) -> Reach:
+    def reach(target: Any, config: ServingConfig) -> Reach:
         n = config.context_len
         return Reach(size(config, n), n + draft_tokens(config), {"seq_lens": [n, 1]})
 

@@ -88,10 +88,10 @@ def group(config: ServingConfig) -> str:
     return regime(config, alloc_page_size(config.page_size, config.attn_dcp_size)).value
 
 
-def closed_form(width: Callable[[ServingConfig], int]) -> Callable[[ServingConfig], Reach]:
+def closed_form(width: Callable[[ServingConfig], int]) -> Callable[[Any, ServingConfig], Reach]:
     """The writer's furthest end is at the context limit (it grows with the length)."""
 
-    def reach(config: ServingConfig) -> Reach:
+    def reach(target: Any, config: ServingConfig) -> Reach:
         end = toy_write_end(config, config.context_len)
         return Reach(width(config), end, {"row": 0, "seq_len": config.context_len})
 

@@ -11,7 +11,7 @@ from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.report import Command, Field
 from fuzz.targets.base import TargetKind
 
-from . import cases, names, tables  # noqa: F401  (declare SGLang's properties, names, kinds of case, tables on load)
+from . import cases, names, page_tables, tables  # noqa: F401  (declare SGLang's properties, names, kinds of case, tables on load)
 from .specs import NAME, runs_named_code
 
 
@@ -189,10 +189,11 @@ class SGLangEngine:
 
         return portable_target(target, cwd)
 
-    def launch_line(self, config: Any) -> str | None:
+    def launch_line(self, config: Any, table: str | None = None) -> str | None:
         from .launch import launch_line
+        from .page_tables import backend_of
 
-        return launch_line(config)
+        return launch_line(config, backend_of(table))
 
     def modeled_line(self, target: SGLangTarget, own_write_path: bool = True) -> str | None:
         from .targets import modeled_line

@@ -143,8 +143,9 @@ def launch_flags(cfg: ServingConfig) -> list[str]:
     return flags
 
 
-def launch(cfg: ServingConfig) -> Launch:
-    """The line that starts ``cfg``: ``launch_flags`` with the companions SGLang's handlers require of it."""
+def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
+    """The line that starts ``cfg``: ``launch_flags`` with the companions SGLang's handlers require of it;
+    ``backend``: the attention backend whose tables a finding is on (the line names it, whatever the default)."""
     family = family_of(cfg)
     flags = launch_flags(cfg)
     notes = [f"MODEL: {family.description}"] if cfg.kv_pool is not KVPool.STANDARD else []
@@ -160,14 +161,20 @@ def launch(cfg: ServingConfig) -> Launch:
     if algorithm == UNO:
         flags += ["--uno-lora-path", UNO_LORA_PATH]
         notes.append("UNO_LORA: the UNO draft LoRA for MODEL")
-    if algorithm is not None or cfg.kv_pool.unified and cfg.attn_dcp_size > 1:
-        flags += ["--attention-backend", attention_backend(cfg)]
+    if backend is not None or algorithm is not None or cfg.kv_pool.unified and cfg.attn_dcp_size > 1:
+        flags += ["--attention-backend", backend or attention_backend(cfg)]
+    if backend in HARDWARE:
+        notes.append(f"GPU: {HARDWARE[backend]}")
     if cfg.kv_pool is KVPool.HISPARSE:
         flags.append("--disable-radix-cache")
     if algorithm is not None and cfg.speculative_adaptive and _own_candidates(cfg):
         files[ADAPTIVE_FILE] = adaptive_config(cfg.candidate_steps)
         notes.append(f"{ADAPTIVE_FILE}: {files[ADAPTIVE_FILE]}")
     return Launch(tuple(flags), files, tuple(notes), family)
+
+
+# The hardware a backend's kernels run on, where the default GPU does not (FA3: Hopper's instructions).
+HARDWARE = {"fa3": "an SM90 (Hopper) GPU: FA3's kernels are built for it"}
 
 
 def attention_backend(cfg: ServingConfig) -> str:
@@ -183,9 +190,9 @@ def attention_backend(cfg: ServingConfig) -> str:
     return ATTENTION_BACKEND
 
 
-def launch_line(cfg: ServingConfig) -> str:
+def launch_line(cfg: ServingConfig, backend: str | None = None) -> str:
     """``python -m sglang.launch_server ...``, with what its placeholders and files stand for."""
-    return launch(cfg).line()
+    return launch(cfg, backend).line()
 
 
 def adaptive_config(candidate_steps: tuple[int, ...]) -> str:

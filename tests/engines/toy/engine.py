@@ -230,7 +230,7 @@ class ToyEngine:
     def portable_target(self, target: Target, cwd: str | None = None) -> str:
         return target.spec
 
-    def launch_line(self, config: Any) -> str | None:
+    def launch_line(self, config: Any, table: str | None = None) -> str | None:
         return None
 
     def modeled_line(self, target: Target, own_write_path: bool = True) -> str | None:

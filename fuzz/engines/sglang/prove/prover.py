@@ -154,6 +154,18 @@ class SGLangProver:
             confirm_witnesses(self.target, result)
         return SGLangProof(self.target, result)
 
+    def launch_grids(self) -> Iterator[tuple[Any, Any]]:
+        """Each launch grid of the space, in ``configurations``' order, with which of its launch configurations are
+        this shard's (a bool tensor): what a table's sweep (``Table.sweep``) takes the space as."""
+        import torch
+
+        i = 0
+        for g in self._grids():
+            shard = self.request.shard
+            taken = (torch.arange(i, i + len(g)) % shard.count) == shard.index - 1  # ``Shard.takes``, vectorized
+            i += len(g)
+            yield g, taken
+
     def _grids(self) -> Iterator[Any]:
         space = self.request.space
         for a in target_algorithms(self.target, self.request.algorithm):

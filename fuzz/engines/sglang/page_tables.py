@@ -1,0 +1,241 @@
+"""SGLang's second checked table: FA3's CUDA-graph page tables, a row per batch position, a column per KV page.
+
+Its width is the buffer ``FlashAttentionBackend.init_cuda_graph_state``
+allocates (``max_num_pages``, sized from the model's context length); its
+writers are the builders that refill it at each replay; its reader is FA3's
+kernel, which reads each row up to the length the backend publishes
+(``cache_seqlens``).  A case is a decode scenario, the same ones
+``req_to_token`` is judged on: the request's device length at that step is
+its committed length plus the overlap lag, and each mode of the step (draft
+decode, verify, draft extend) is one build of its row.  On a target with
+SGLang's files the builds are SGLang's own, executed
+(``real.runtime.attention``); on the model they are its twin
+(``allocator_model.page_tables``), which a test holds equal to SGLang's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from hypothesis import reject
+from hypothesis import strategies as st
+
+from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.model_sizing import ModelSizing
+from allocator_model.page_tables import AttentionBackend, Build, TableWidth, fa3_builds, pages, steps
+from allocator_model.pools import KVPool, pool_alloc_page
+from allocator_model.regimes import regime
+from allocator_model.revisions import Revision
+from allocator_model.scenario import DecodeScenario, max_device_lag, scenario_problem
+from allocator_model.scheduler import decode_alloc_bound
+from fuzz.findings.kinds import Property
+from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
+from fuzz.tables.declared import Reach
+
+from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
+from .locations import SGLANG_REPO_PATH
+from .specs import NAME
+
+FA3_PAGE_TABLE = "fa3_page_table"
+
+FA3_FILE = SGLANG_REPO_PATH + "sglang/srt/layers/attention/flashattention_backend.py"
+METADATA_FILE = SGLANG_REPO_PATH + "sglang/kernels/ops/attention/metadata.py"
+PAGE_TABLE_BUILDER = "build_trtllm_mha_page_table"
+PAGE_TABLE_FILES = (  # where the unclamped builder lives: kvcache/ to 0.5.18, attention/ after
+    SGLANG_REPO_PATH + "sglang/kernels/ops/kvcache/trtllm_mha_page_table.py",
+    SGLANG_REPO_PATH + "sglang/kernels/ops/attention/trtllm_mha_page_table.py",
+)
+NEXT_ROW = "the next request of the batch (its graph row), or past the buffer for the bucket's last row"
+
+
+def backend_of(table: str | None) -> str | None:
+    """The attention backend whose builders fill ``table`` (None: not a backend's table)."""
+    return AttentionBackend.FA3.value if table == FA3_PAGE_TABLE else None
+
+
+def takes(cfg: ServingConfig) -> bool:
+    """Whether FA3's page tables of this stage are judged on ``cfg``: a standard pool without decode context
+    parallelism (DCP runs the MLA backends; unified memory translates FA3's tables through its own map)."""
+    return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1
+
+
+def _row_width(target: Any, cfg: ServingConfig) -> int:
+    return int(target.sizing.req_to_token_row_width(cfg))
+
+
+def _model_builds(revision: Revision, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> list[Build]:
+    return fa3_builds(cfg, rt, seq, revision.page_table_width, row, revision.fa3_verify_block_tokens)
+
+
+@functools.lru_cache(maxsize=4096)
+def _executed(path: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> tuple[Build, ...]:
+    from .real.runtime.attention import fa3_builds as executed
+
+    return tuple(executed(path.runtime, cfg, rt, seq, row))
+
+
+def builds(target: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int) -> tuple[list[Build], str]:
+    """Each mode's build of the request's row at device length ``seq``, and whose they are: SGLang's own builders
+    where the target has its files (and triton) to run them, else the model's twin of its revision."""
+    row = _row_width(target, cfg)
+    path = None if target.is_model else getattr(target.sizing, "write_path", None)
+    if path is None:
+        return _model_builds(target.revision, cfg, rt, seq, row), "the model's twin of FA3's builders"
+    return list(_executed(path, cfg, rt, seq, row)), "SGLang's own builders, executed"
+
+
+def accesses(b: Build, owner: str, whose: str) -> list[Access]:
+    """One build as accesses of its row (batch row 0, bound ``[0, width)``): the builder's write (with what it
+    stored past the row, which lands in the next batch row), and the kernel's read of the published length."""
+    bound = (Span(0, 0, b.width),)
+    outside = (Span(1, 0, b.spilled, NEXT_ROW),) if b.spilled else ()
+    write = Access(
+        FA3_PAGE_TABLE,
+        owner,
+        AccessKind.WRITE,
+        (Span(0, 0, b.written + b.spilled),),
+        bound,
+        outside,
+        step=f"{b.label}: the CUDA-graph replay stores {b.written + b.spilled} pages into {b.buffer} ({whose})",
+        native=b,
+    )
+    read = Access(
+        FA3_PAGE_TABLE,
+        owner,
+        AccessKind.READ,
+        (Span(0, 0, b.read_pages),),
+        bound,
+        step=f"{b.label}: FA3's kernel reads cache_seqlens = {b.published} tokens = {b.read_pages} pages of "
+        f"{b.buffer} (a CUDA kernel: the read is this machine's inference from the published length)",
+        native=b,
+    )
+    return [write, read]
+
+
+def scenario(target: Any, cfg: ServingConfig, data: Mapping[str, Any]) -> DecodeScenario:
+    """The case's decode scenario, checked against the target's scheduler rules (ValueError: one it cannot run)."""
+    s = DecodeScenario.from_dict(cfg, data)
+    problem = scenario_problem(s, target.revision)
+    if problem:
+        raise ValueError(problem)
+    return s
+
+
+def observe(target: Any, cfg: ServingConfig, data: Mapping[str, Any]) -> list[Access]:
+    """The accesses of FA3's page tables in one decode step of the case's scenario (none where ``takes`` is
+    False, or at topk > 1, whose tables are others)."""
+    s = scenario(target, cfg, data)
+    if not takes(cfg):
+        return []
+    rt = s.runtime(s.num_steps)
+    built, whose = builds(target, cfg, rt, s.committed_len + s.device_lag)
+    owner = f"request 1 (batch row 0, device seq_len {s.committed_len + s.device_lag})"
+    return [a for b in built for a in accesses(b, owner, whose)]
+
+
+@st.composite
+def _scenario_data(draw: st.DrawFn, revision: Revision, pins: Mapping[str, Any]) -> tuple[ServingConfig, dict]:
+    from strategies import space
+    from strategies.configs import DrawChooser
+
+    s = space.decode_scenario(DrawChooser(draw), revision, pins={"kv_pool": KVPool.STANDARD, **pins})
+    if s is None or not takes(s.config):
+        reject()
+    return s.config, s.to_dict()
+
+
+def cases(target: Any, pins: Mapping[str, Any]) -> st.SearchStrategy[tuple[ServingConfig, dict]]:
+    """Decode scenarios near the context limit on the target's rules (``strategies.space.decode_scenario``), on
+    the standard pool: the same draws ``req_to_token``'s hunt makes."""
+    return _scenario_data(target.revision, dict(pins))
+
+
+def group(cfg: ServingConfig) -> str:
+    """The bug group of a configuration: its regime, as ``req_to_token``'s findings are grouped."""
+    return regime(cfg, pool_alloc_page(cfg.kv_pool, cfg.page_size, cfg.attn_dcp_size)).value
+
+
+def closed_form(target: Any, cfg: ServingConfig) -> Reach:
+    """The furthest an access of the row reaches over every scenario of ``cfg``: each mode's published length only
+    grows with the device length and the draft tokens, so the worst is the scheduler's bound plus the largest
+    overlap lag, at the largest D; a write past the width where the verify builder does not clamp, else a read."""
+    revision: Revision = target.revision
+    row = ModelSizing(revision).req_to_token_row_width(cfg)
+    bound, lag = decode_alloc_bound(cfg, revision), max_device_lag(cfg)
+    best = Reach(pages(cfg.context_len, cfg.page_size), 0, {}, Property.READ_WITHIN_ROW)
+    if not takes(cfg) or bound < 1 or not any(True for _ in steps(cfg, cfg.launch_runtime)):
+        return best
+    for rt in cfg.runtimes():
+        num_steps = rt.num_steps if cfg.speculative_adaptive and rt is not None else None
+        data = DecodeScenario(cfg, bound, num_steps, None, lag).to_dict()
+        for b in _model_builds(revision, cfg, rt, bound + lag, row):
+            wrote = b.written + b.spilled
+            reach = (
+                Reach(b.width, wrote, data, Property.WRITE_WITHIN_ROW)
+                if b.spilled
+                else Reach(b.width, b.read_pages, data, Property.READ_WITHIN_ROW)
+            )
+            worse = reach.prop is Property.WRITE_WITHIN_ROW and best.prop is not Property.WRITE_WITHIN_ROW
+            if worse or (reach.prop == best.prop and reach.end - reach.width > best.end - best.width):
+                best = reach
+    return best
+
+
+def _sweep(target: Any, prover: Any) -> Any:
+    from .prove.page_tables import sweep
+
+    return sweep(target, prover)
+
+
+def _width(target: Any, cfg: ServingConfig) -> int:
+    """The target's own width: its builds' (SGLang's executed buffer where it runs them), at the context limit."""
+    rt = cfg.launch_runtime
+    built, _ = builds(target, cfg, rt, max(1, decode_alloc_bound(cfg, target.revision)))
+    return built[0].width if built else _model_width(cfg, target.revision)
+
+
+def _model_width(cfg: ServingConfig, revision: Revision) -> int:
+    row = ModelSizing(revision).req_to_token_row_width(cfg)
+    tokens = cfg.context_len if revision.page_table_width is TableWidth.CONTEXT else row
+    return pages(tokens, cfg.page_size)
+
+
+FA3_TABLE = declare_table(
+    Table(
+        name=FA3_PAGE_TABLE,
+        engine=NAME,
+        layout=Layout.ROWS,
+        width=Width(
+            _width,
+            _model_width,
+            (
+                CodeRef(FA3_FILE, "FlashAttentionBackend.init_cuda_graph_state"),
+                CodeRef(FA3_FILE, "FlashAttentionBackend.__init__"),
+            ),
+        ),
+        writers=(
+            CodeRef(METADATA_FILE, "normal_decode_set_metadata"),
+            CodeRef(METADATA_FILE, "draft_extend_set_metadata"),
+            *(CodeRef(f, PAGE_TABLE_BUILDER) for f in PAGE_TABLE_FILES),
+            CodeRef(FA3_FILE, "FlashAttentionBackend._apply_cuda_graph_metadata"),
+        ),
+        readers=(
+            CodeRef(FA3_FILE, "FlashAttentionBackend.forward_decode"),
+            CodeRef(FA3_FILE, "FlashAttentionBackend.forward_extend"),
+        ),
+        properties=(Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.READ_WITHIN_ROW),
+        same_write={Property.NEIGHBOUR_ROWS_UNTOUCHED: Property.WRITE_WITHIN_ROW},
+        rules={
+            Property.READ_WITHIN_ROW: "The length a step publishes to the attention kernel, in whole pages, fits "
+            "the page-table row it reads: ceil(cache_seqlens / P) <= the row's width.",
+        },
+        cases=cases,
+        observe=observe,
+        group=group,
+        closed_form=closed_form,
+        sweep=_sweep,
+        proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
+    )
+)

@@ -1,0 +1,121 @@
+"""FA3's page tables over prove's whole space at once: the closed form of ``page_tables`` as tensors.
+
+Each launch configuration of the space is swept at every residue of its
+context length mod the page (near ``WITNESS_CONTEXT_LEN``), overlap off and
+on, every run-time shape, at the longest committed length the scheduler
+lets a decode allocation see plus the largest overlap lag: where each
+mode's published length is longest (``page_tables.closed_form``, whose
+tensor twin ``allocator_model.page_tables.fa3_reach_grid`` is).  Each group's
+worst configuration comes back with its ``Reach`` from the scalar closed
+form, which must agree: a sweep the scalar form contradicts is an error,
+never a witness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from allocator_model import closed_form as cf
+from allocator_model.config import ServingConfig
+from allocator_model.numeric import ceil_to_page
+from allocator_model.page_tables import TableWidth, fa3_reach_grid
+from allocator_model.pools import KVPool
+from allocator_model.regimes import REGIMES, regime_codes
+from fuzz.findings.kinds import Property
+from fuzz.tables.declared import Sweep, Swept
+
+from .witness import WITNESS_CONTEXT_LEN, witness_config
+
+OVER = "every residue of context_len mod the page, and mod the verify builder's block where it has one"
+
+
+def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, revision: Any) -> Any:
+    """Each distinct configuration key's overshoots at every residue: (spill, read past), each [keys, residues]."""
+    lead, extra, align, topk = (keys[:, i].unsqueeze(1) for i in range(4))
+    c = context.unsqueeze(0).expand(len(keys), len(context))
+    draft = torch.zeros_like(lead) if algorithm is None else lead  # the lead holds D + lag - gap (or lag - gap)
+    seq = c + (lead if algorithm is None else torch.zeros_like(lead))
+    w, write, read = fa3_reach_grid(
+        algorithm,
+        torch.tensor(page),
+        topk,
+        draft,
+        c,
+        ceil_to_page(c + extra, align),  # ``closed_form.row_width``
+        seq,
+        revision.page_table_width,
+        revision.fa3_verify_block_tokens,
+    )
+    spill = write - w
+    return spill, torch.where(spill > 0, torch.full_like(read, -1), read - w)  # a spill is the write's group
+
+
+def sweep(target: Any, prover: Any) -> Sweep:
+    """Every group FA3's page table breaks over the prover's space, with its count and worst configuration.
+
+    A configuration's overshoot at a residue depends on a few numbers only: the furthest its steps publish past
+    C (the largest D of its run-time shapes, plus the lag, less the committed gap: published lengths only grow
+    with D), its row's extra and alignment, and its topk; so each distinct key is swept once over the residues.
+    A verify builder that masks by length over a grid of blocks spills where the width is no whole number of
+    blocks: its residues are those of C mod the block, not the page alone.
+    """
+    from ..page_tables import closed_form
+
+    revision = target.revision
+    found: dict[tuple[Property, str], Swept] = {}  # each group's worst so far
+    counts: dict[tuple[Property, str], int] = {}
+    swept = 0
+    period_tokens = revision.fa3_verify_block_tokens or 1
+    for g, taken in prover.launch_grids():
+        if g.kv_pool is not KVPool.STANDARD or len(g) == 0:
+            continue
+        keep = taken & (g.attn_dcp_size == 1)  # the standard pool without DCP (``page_tables.takes``)
+        if not bool(keep.any()):
+            continue
+        page, n = int(g.page_size[0]), len(g)
+        rows = cf.model_decode_rows(g, revision)
+        spec = g.algorithm is not None
+        dmax = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.draft_tokens.long(), "amax")
+        extra = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.extra.long(), "amax")
+        align = torch.ones(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.row_align.long(), "amax")
+        period = max(page, period_tokens)  # the page divides the block (``build_trtllm_mha_page_table`` asserts it)
+        context = max(2, -(-WITNESS_CONTEXT_LEN // period)) * period + torch.arange(period)
+        codes = regime_codes(g, torch.arange(n), torch.full((n,), page))
+        for overlap in (False, True):
+            gap = cf.committed_gap(revision, overlap, spec=spec)
+            lag = g.max_draft_tokens.long() if overlap and spec else torch.zeros(n, dtype=torch.long)
+            lead = (dmax if spec else 0) + lag - gap
+            if revision.page_table_width is TableWidth.CONTEXT:  # the row's width does not enter: one key per lead
+                extra, align = torch.zeros_like(extra), torch.ones_like(align)
+            keys, inverse = torch.stack([lead, extra, align, g.topk.long()], dim=1)[keep].unique(
+                dim=0, return_inverse=True
+            )
+            configs = keep.nonzero().flatten()
+            swept += len(configs) * period
+            spill, past = _profiles(keys, context, g.algorithm, page, revision)
+            for prop, over in ((Property.WRITE_WITHIN_ROW, spill), (Property.READ_WITHIN_ROW, past)):
+                breaks, worst = (over > 0).sum(dim=1), over.max(dim=1)
+                hit = breaks[inverse] > 0
+                for code in codes[configs[hit]].unique().tolist():
+                    mine = hit & (codes[configs] == code)
+                    key = (prop, REGIMES[code].value)
+                    counts[key] = counts.get(key, 0) + int(breaks[inverse[mine]].sum())
+                    values = worst.values[inverse[mine]]
+                    at = int(torch.argmax(values))
+                    if key in found and found[key].worst >= int(values[at]):
+                        continue
+                    k = int(configs[mine][at])
+                    residue = int(worst.indices[inverse[mine][at]])
+                    kw = {**witness_config(g, k, page, 0, overlap), "context_len": int(context[residue])}
+                    cfg = ServingConfig.from_dict(kw)
+                    reach = closed_form(target, cfg)
+                    if reach.prop is not prop or reach.end - reach.width != int(values[at]):
+                        raise AssertionError(
+                            f"fa3_page_table: the sweep and the closed form disagree at {cfg.short()}: "
+                            f"{prop} {int(values[at])} past, the closed form {reach.prop} {reach.end - reach.width}"
+                        )
+                    found[key] = Swept(prop, key[1], 0, int(values[at]), cfg, reach)
+    groups = tuple(Swept(s.prop, s.group, counts[key], s.worst, s.config, s.reach) for key, s in found.items())
+    return Sweep(swept, OVER, groups)
