@@ -126,7 +126,7 @@ class Pipeline:
         on_tables = [f for f in findings if f.kind is TABLE_CASE]
         rest = [f for f in findings if f.kind is not TABLE_CASE]
         causes: list[Cause] = engine_of(target).root_causes(target, rest) if rest or not on_tables else []
-        return causes + table_causes(on_tables)
+        return causes + table_causes(on_tables, target)
 
     def judge(self, causes: list[Cause], entries: frozenset[Entry]) -> Judged:
         """Stage 5: ``causes`` held to a baseline's entries."""

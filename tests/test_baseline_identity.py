@@ -123,14 +123,21 @@ def test_sarif_fingerprints_follow_the_identity():
 
 
 def model_baseline(tmp_path, revision="sglang-0.5.23", target=None):
-    """A baseline of the model revision's causes over the tiny space (a second or two)."""
+    """A baseline of the model revision's causes over the tiny space (a second or two): its sizing's and its
+    checked tables' (FA3's page table)."""
+    from fuzz.engines import engine_of
     from fuzz.engines.sglang.causes.counterfactual import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove
+    from fuzz.prove.proof import ProveOptions
+    from fuzz.prove.tables import prove_tables
+    from fuzz.tables.causes import table_causes
     from fuzz.targets.resolve import resolve_target
 
     t = resolve_target(f"reference@{revision}")
     causes = root_causes(t, [g.witness for g in prove(t, request(t, "tiny")).sorted_groups()])
+    proofs = prove_tables(t, engine_of(t).prover(t, ProveOptions(space="tiny")))
+    causes += table_causes([w for p in proofs for w in p.witnesses], t)
     path = tmp_path / f"{revision}.json"
     doc = baseline.document(target or baseline.portable_target(t), causes)
     path.write_text(json.dumps(doc))
@@ -145,7 +152,7 @@ def prove(spec, base, tmp_path, *extra):
 def test_a_baseline_of_one_model_revision_does_not_hide_anothers_causes(tmp_path, capsys):
     base, doc = model_baseline(tmp_path)
     assert prove("reference@sglang-0.5.23", base, tmp_path) == 0
-    assert "0 new root cause(s), 2 known" in capsys.readouterr().out
+    assert "0 new root cause(s), 3 known" in capsys.readouterr().out
     assert prove("reference@sglang-0.5.18", base, tmp_path) == 2  # another target: not covered
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "covers reference@sglang-0.5.23, not reference@sglang-0.5.18" in err
@@ -235,7 +242,7 @@ def test_any_pep_440_release_and_the_table_are_read_as_the_schema_says():
     assert baseline.read(doc, "d").releases == ("0.5.0rc2", "0.5.12", "0.5.12.post1")  # ordered as versions
     undeclared = {**KNOWN, "table": "token_to_kv"}  # a name no engine declares: the schema cannot know, the reader does
     jsonschema.validate(release_doc("sglang==0.5.18", undeclared), schema())
-    with pytest.raises(baseline.BaselineError, match="table must be one of req_to_token"):
+    with pytest.raises(baseline.BaselineError, match="table must be one of fa3_page_table, req_to_token"):
         baseline.read(release_doc("sglang==0.5.18", undeclared), "d")
     for bad in ({**KNOWN, "table": "Req-To-Token"}, {k: v for k, v in KNOWN.items() if k != "table"}):
         with pytest.raises(baseline.BaselineError):

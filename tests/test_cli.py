@@ -284,9 +284,11 @@ def test_pins_fix_fields_and_fuzz_the_rest(tmp_path):
         str(tmp_path / "r.json"),
     )
     assert r.returncode == 1, r.stdout + r.stderr
-    (f,) = json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
+    found = json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
+    (f,) = (f for f in found if f["kind"] != "table-case")  # FA3's page table's findings aside (pinned too)
     assert f["signature"] == "write-within-row/alloc-page-1"
-    assert f["config"]["speculative_algorithm"] == "DFLASH" and f["config"]["page_size"] == 1
+    for f in found:
+        assert f["config"]["speculative_algorithm"] == "DFLASH" and f["config"]["page_size"] == 1
 
 
 @pytest.mark.parametrize(

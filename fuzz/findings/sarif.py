@@ -60,14 +60,15 @@ def def_lines(source: str) -> dict[str, int]:
     return {n.name: n.lineno for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
-def table_locations(f: Finding, cwd: str | None = None) -> list[SourceLine]:
-    """A finding on a table checked on its own points at the table's width functions (``fuzz.tables.causes``)."""
+def table_locations(f: Finding, cwd: str | None = None, target: Any = None) -> list[SourceLine]:
+    """A finding on a table checked on its own points at the table's width functions on its target
+    (``fuzz.tables.causes``)."""
     from fuzz.tables import table
     from fuzz.tables.causes import code_lines
 
     return [
-        SourceLine(artifact_uri(str(path), cwd), line, ref.qualname)
-        for ref, path, line in code_lines(table(f.case["table"]))
+        SourceLine(artifact_uri(c.shown, cwd) if c.local else c.shown, line, c.ref.qualname)
+        for c, line in code_lines(table(f.case["table"]), target)
     ]
 
 
@@ -111,7 +112,7 @@ def sarif_result(
     from fuzz.engines import load
 
     prop = Property(f.violation.prop)
-    where: list[SourceLine] = table_locations(f, cwd) if f.kind is TABLE_CASE else []
+    where: list[SourceLine] = table_locations(f, cwd, target) if f.kind is TABLE_CASE else []
     if target is not None and f.kind is not TABLE_CASE:
         where = load(f.engine).locations(target, f, cwd)
     result: dict[str, Any] = {

@@ -144,5 +144,5 @@ def prove_tables(target: Target, prover: Prover) -> list[TableProof]:
     return [
         prove_table(target, t, prover)
         for t in tables()
-        if t.engine == target.engine and t.hunted and t.closed_form is not None
+        if t.engine == target.engine and t.hunted and t.closed_form is not None and t.refused_on(target) is None
     ]

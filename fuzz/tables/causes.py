@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 from fuzz.causes.identity import digest
 from fuzz.common.pysource import parsed
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.model import Finding
 
-from .declared import CodeRef, Table, table
+from .declared import Code, CodeRef, Table, table
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,25 +48,36 @@ def def_line(source: str, qualname: str) -> int | None:
     )
 
 
-def code_lines(t: Table) -> list[tuple[CodeRef, Path, int]]:
-    """Each function ``t``'s findings indict (``Table.indicted``) this machine has, with its file and line."""
+def code_of(t: Table, target: Any = None) -> tuple[Code, ...]:
+    """Each function ``t``'s findings indict on ``target`` (``Table.code_of``), else ``Table.indicted`` as this
+    machine's files hold it."""
+    if t.code_of is not None and target is not None:
+        return t.code_of(target)
     out = []
     for ref in t.indicted:
         path = code_file(ref)
-        line = def_line(path.read_text(), ref.qualname) if path is not None else None
-        if path is not None and line is not None:
-            out.append((ref, path, line))
+        out.append(Code(ref, str(path) if path else ref.path, path.read_text() if path else None))
+    return tuple(out)
+
+
+def code_lines(t: Table, target: Any = None) -> list[tuple[Code, int]]:
+    """Each function ``t``'s findings indict on ``target`` that can be read and found, with its ``def`` line."""
+    out = []
+    for code in code_of(t, target):
+        line = def_line(code.text, code.ref.qualname) if code.text is not None else None
+        if line is not None:
+            out.append((code, line))
     return out
 
 
-def table_cause(t: Table, findings: list[Finding]) -> Cause:
-    """The one root cause of ``findings`` on ``t``: its parts sized narrower than its accesses reach, or (``blame``)
-    an access outside the part its owner holds."""
+def table_cause(t: Table, findings: list[Finding], target: Any = None) -> Cause:
+    """The one root cause of ``findings`` on ``t`` (on ``target``: its code as it holds it): its parts sized narrower
+    than its accesses reach, or (``blame``) an access outside the part its owner holds."""
+    codes = code_of(t, target)
     digests: dict[tuple[str, str], str | None] = {}
-    for ref in t.indicted:
-        path = code_file(ref)
-        digests[ref.path, ref.qualname] = digest(path.read_text(), ref.qualname) if path is not None else None
-    named = ", ".join(f"{ref.qualname}()" for ref in t.indicted) or "its width"
+    for c in codes:
+        digests[c.ref.path, c.ref.qualname] = digest(c.text, c.ref.qualname) if c.text is not None else None
+    named = ", ".join(f"{c.ref.qualname}()" for c in codes) or "its width"
     if t.blame:  # the parts are right; what an access reaches is not
         key, title = f"{t.name}-parts", f"{t.name}: an access reaches outside its owner's part ({named})"
         fix = f"keep each access of {t.name} within the part its owner holds when it runs"
@@ -80,15 +92,15 @@ def table_cause(t: Table, findings: list[Finding]) -> Cause:
         fix=fix,
         table=t.name,
         variants=sorted({f.signature for f in findings}),
-        where=[f"{ref.path}:{line} {ref.qualname}" for ref, _, line in code_lines(t)],
-        code=[(ref.path, ref.qualname) for ref in t.indicted],
+        where=[f"{c.ref.path}:{line} {c.ref.qualname}" for c, line in code_lines(t, target)],
+        code=[(c.ref.path, c.ref.qualname) for c in codes],
         digests=digests,
     )
 
 
-def table_causes(findings: list[Finding]) -> list[Cause]:
-    """One cause per table the findings (table cases) are on, in the order first met."""
+def table_causes(findings: list[Finding], target: Any = None) -> list[Cause]:
+    """One cause per table the findings (table cases) are on, in the order first met (on ``target``)."""
     by_table: dict[str, list[Finding]] = {}
     for f in findings:
         by_table.setdefault(f.case["table"], []).append(f)
-    return [table_cause(table(name), found) for name, found in by_table.items()]
+    return [table_cause(table(name), found, target) for name, found in by_table.items()]

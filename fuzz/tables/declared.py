@@ -52,6 +52,18 @@ class Layout(StrEnum):
 
 
 @dataclass(frozen=True)
+class Code:
+    """A function a finding indicts, as one target holds it: where it is shown (``local``: a file on this machine,
+    shown relative to the working directory; else a path of the engine's repository) and its file's text (None:
+    not readable here)."""
+
+    ref: CodeRef
+    shown: str
+    text: str | None
+    local: bool = True
+
+
+@dataclass(frozen=True)
 class Width:
     """The width of each owner's part, per configuration: executed where the engine has the code, modeled beside.
 
@@ -132,6 +144,16 @@ class Table:
     # ``sweep(target, prover)``: the closed form over the prover's whole space at once (its engine's tensors), each
     # group it breaks (``Sweep``), where the space is too large to ask ``closed_form`` configuration by configuration.
     sweep: Callable[[Any, Any], Sweep] | None = None
+    # ``unjudged(target)``: why this table cannot be judged on ``target`` (its code is not there to run), None where
+    # it can: such a table is not hunted on it and every verdict names it NOT judged, with that reason.
+    unjudged: Callable[[Any], str | None] | None = None
+    # ``code_of(target)``: the functions its findings indict on ``target`` as that target holds them (a model's twin,
+    # a release's wheel, a checkout); None: ``indicted``, read from this machine's files.
+    code_of: Callable[[Any], tuple[Code, ...]] | None = None
+
+    def refused_on(self, target: Any) -> str | None:
+        """Why ``target`` cannot judge this table (``unjudged``), None where it can."""
+        return self.unjudged(target) if self.unjudged is not None else None
 
     @property
     def indicted(self) -> tuple[CodeRef, ...]:

@@ -19,6 +19,7 @@ from hypothesis import target as hypothesis_target
 
 from fuzz.campaign.driver import Hunt, Progress, Tracker, seeded
 from fuzz.common.compat import BaseExceptionGroup  # novermin (on 3.10 the backport)
+from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding
 from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE
@@ -30,8 +31,15 @@ from .declared import TABLE_CASE, Table, tables
 class TableHunt:
     """Hypothesis over one table's cases (``Table.cases``), each through the verdict pipeline."""
 
-    def __init__(self, target: Target, table: Table, pins: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        target: Target,
+        table: Table,
+        pins: Mapping[str, Any] | None = None,
+        props: Iterable[Property] | None = None,
+    ):
         self.target, self.table, self.pins = target, table, dict(pins or {})
+        self.props = None if props is None else tuple(p for p in table.properties if p in set(props))
         self.name = f"table-{table.name}"
 
     def owns(self, f: Finding) -> bool:
@@ -46,7 +54,8 @@ class TableHunt:
         def test(drawn: tuple[Any, Mapping[str, Any]]) -> None:
             progress.tick(tracker.groups)
             config, data = drawn
-            judged = PIPELINE.case(target, TableCase(t, config, data), confirm=False, found_at=progress.examples)
+            case = TableCase(t, config, data)
+            judged = PIPELINE.case(target, case, self.props, confirm=False, found_at=progress.examples)
             worst = max((v.overshoot for v in (f.violation for f in judged.findings)), default=0)
             hypothesis_target(float(worst), label=f"overshoot past a part of {t.name}")
             for f in judged.findings:
@@ -67,9 +76,20 @@ class TableHunt:
         return {}
 
 
-def table_hunts(target: Target, pins: Mapping[str, Any] | None = None) -> list[TableHunt]:
-    """A hunt per table of ``target``'s engine that is checked on its own (``Table.hunted``)."""
-    return [TableHunt(target, t, pins) for t in tables() if t.engine == target.engine and t.hunted]
+def table_hunts(
+    target: Target, pins: Mapping[str, Any] | None = None, props: Iterable[Property] | None = None
+) -> list[TableHunt]:
+    """A hunt per table of ``target``'s engine that is checked on its own (``Table.hunted``) and judged on it
+    (``Table.refused_on``); ``props``: only those properties, and only the tables that have one of them."""
+    wanted = None if props is None else set(props)
+    return [
+        TableHunt(target, t, pins, props)
+        for t in tables()
+        if t.engine == target.engine
+        and t.hunted
+        and t.refused_on(target) is None
+        and (wanted is None or wanted & set(t.properties))
+    ]
 
 
 class Hunts:
@@ -115,7 +135,10 @@ class Hunts:
         return out
 
 
-def with_tables(hunt: Hunt, target: Target, pins: Mapping[str, Any] | None = None) -> Hunt:
-    """``hunt`` and the hunts of ``target``'s tables checked on their own, as one (``hunt`` alone where none is)."""
-    extra = table_hunts(target, pins)
+def with_tables(
+    hunt: Hunt, target: Target, pins: Mapping[str, Any] | None = None, props: Iterable[Property] | None = None
+) -> Hunt:
+    """``hunt`` and the hunts of ``target``'s tables checked on their own, as one (``hunt`` alone where none is);
+    ``props``: the properties the campaign judges (None: every one)."""
+    extra = table_hunts(target, pins, props)
     return Hunts(hunt, extra) if extra else hunt

@@ -37,6 +37,9 @@ def judgement(
 ) -> Judgement:
     """How ``command`` judged ``t`` on ``target`` (``stats``: what its run counted; ``refused``: table -> why
     ``prove`` did not sweep its closed form)."""
+    why = t.refused_on(target) if t.hunted else None
+    if why is not None:
+        return Judgement(t.name, None, why)
     if t.hunted and command is Command.RUN:
         return Judgement(t.name, RUN_BY)
     if t.hunted and command is Command.PROVE:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from hypothesis import reject
@@ -30,12 +31,15 @@ from allocator_model.regimes import regime
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario, max_device_lag, scenario_problem
 from allocator_model.scheduler import decode_alloc_bound
+from fuzz.common.errors import TargetError
 from fuzz.findings.kinds import Property
 from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
-from fuzz.tables.declared import Reach
+from fuzz.tables.declared import Code, Reach
+from fuzz.verdict import Unjudgeable
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
 from .locations import SGLANG_REPO_PATH
+from .real.runtime.tree import DirectoryTree, open_tree
 from .specs import NAME
 
 FA3_PAGE_TABLE = "fa3_page_table"
@@ -69,6 +73,33 @@ def _model_builds(revision: Revision, cfg: ServingConfig, rt: SpecRuntime | None
     return fa3_builds(cfg, rt, seq, revision.page_table_width, row, revision.fa3_verify_block_tokens)
 
 
+# The probe ``unjudged`` runs: a request near the limit of a small context, SGLang's default speculation.
+PROBE = ServingConfig(context_len=40, page_size=4, speculative_algorithm="EAGLE", speculative_num_steps=3,
+                      speculative_eagle_topk=1, speculative_num_draft_tokens=4)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _refusal(path: Any) -> str | None:
+    """Why SGLang's FA3 builders cannot run from ``path``'s tree (None: they ran the probe)."""
+    try:
+        _executed(path, PROBE, PROBE.launch_runtime, 36, 48)
+    except TargetError as e:  # StandInMissing too: a piece of SGLang the runtime has no faithful answer for
+        return f"SGLang's FA3 builders do not run from {path.source}: {str(e).splitlines()[0]}"
+    return None
+
+
+def unjudged(target: Any) -> str | None:
+    """Why FA3's page table is not judged on ``target``: a real target whose builders cannot run (no tree of SGLang's
+    files around a lone sizing file, no triton, or a release the runtime refuses); the model judges its twin."""
+    if target.is_model:
+        return None
+    path = getattr(target.sizing, "write_path", None)
+    if path is None:
+        missing = getattr(target.sizing, "write_path_missing", lambda: None)() or "no SGLang tree to run them from"
+        return f"FA3's builders are SGLang's own code, not run here: {missing}"
+    return _refusal(path)
+
+
 @functools.lru_cache(maxsize=4096)
 def _executed(path: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> tuple[Build, ...]:
     from .real.runtime.attention import fa3_builds as executed
@@ -78,12 +109,14 @@ def _executed(path: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, r
 
 def builds(target: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int) -> tuple[list[Build], str]:
     """Each mode's build of the request's row at device length ``seq``, and whose they are: SGLang's own builders
-    where the target has its files (and triton) to run them, else the model's twin of its revision."""
+    on a real target (``Unjudgeable`` where they cannot run: ``unjudged``), the model's twin on the model."""
     row = _row_width(target, cfg)
-    path = None if target.is_model else getattr(target.sizing, "write_path", None)
-    if path is None:
+    if target.is_model:
         return _model_builds(target.revision, cfg, rt, seq, row), "the model's twin of FA3's builders"
-    return list(_executed(path, cfg, rt, seq, row)), "SGLang's own builders, executed"
+    why = unjudged(target)
+    if why is not None:
+        raise Unjudgeable(why)
+    return list(_executed(target.sizing.write_path, cfg, rt, seq, row)), "SGLang's own builders, executed"
 
 
 def accesses(b: Build, owner: str, whose: str) -> list[Access]:
@@ -186,7 +219,31 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
 def _sweep(target: Any, prover: Any) -> Any:
     from .prove.page_tables import sweep
 
-    return sweep(target, prover)
+    return sweep(target, prover, closed_form)
+
+
+WIDTH_CODE = (
+    CodeRef(FA3_FILE, "FlashAttentionBackend.init_cuda_graph_state"),
+    CodeRef(FA3_FILE, "FlashAttentionBackend.__init__"),
+)
+
+
+def code_of(target: Any) -> tuple[Code, ...]:
+    """Where the table is sized on ``target``: the model's twin (``allocator_model/page_tables.py`` ``width``) on
+    the model; SGLang's ``FlashAttentionBackend`` in the target's tree (its repository path for a release, the
+    file for a checkout); nothing readable for a lone sizing file."""
+    from allocator_model import page_tables as model
+
+    if target.is_model:
+        path = Path(model.__file__ or "")
+        return (Code(CodeRef(f"{path.parent.name}/{path.name}", "width"), str(path), path.read_text()),)
+    source = getattr(getattr(target.sizing, "module", None), "tree_source", None)
+    tree = open_tree(source) if source else None
+    member = FA3_FILE.removeprefix(SGLANG_REPO_PATH)
+    text = tree.read(member) if tree is not None else None
+    local = isinstance(tree, DirectoryTree)
+    shown = tree.filename(member) if tree is not None and local else FA3_FILE
+    return tuple(Code(ref, shown, text, local) for ref in WIDTH_CODE)
 
 
 def _width(target: Any, cfg: ServingConfig) -> int:
@@ -207,14 +264,7 @@ FA3_TABLE = declare_table(
         name=FA3_PAGE_TABLE,
         engine=NAME,
         layout=Layout.ROWS,
-        width=Width(
-            _width,
-            _model_width,
-            (
-                CodeRef(FA3_FILE, "FlashAttentionBackend.init_cuda_graph_state"),
-                CodeRef(FA3_FILE, "FlashAttentionBackend.__init__"),
-            ),
-        ),
+        width=Width(_width, _model_width, WIDTH_CODE),
         writers=(
             CodeRef(METADATA_FILE, "normal_decode_set_metadata"),
             CodeRef(METADATA_FILE, "draft_extend_set_metadata"),
@@ -236,6 +286,8 @@ FA3_TABLE = declare_table(
         group=group,
         closed_form=closed_form,
         sweep=_sweep,
+        unjudged=unjudged,
+        code_of=code_of,
         proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
     )
 )

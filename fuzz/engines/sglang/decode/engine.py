@@ -199,7 +199,8 @@ def campaign(
     max_rounds, on_progress, progress_every, on_finding).
     """
     hunt = DecodeHunt(target, props, pins, cover_part, WritePathMode(write_path), proof)
-    return run_campaign(target, with_tables(hunt, target, pins), hyp_settings, **driver)
+    every = tuple(props) == tuple(PROPERTIES)
+    return run_campaign(target, with_tables(hunt, target, pins, None if every else props), hyp_settings, **driver)
 
 
 def run_lines(stats: dict[str, Any]) -> list[str]:

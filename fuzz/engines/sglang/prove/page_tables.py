@@ -13,6 +13,7 @@ never a witness.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -24,7 +25,7 @@ from allocator_model.page_tables import TableWidth, fa3_reach_grid
 from allocator_model.pools import KVPool
 from allocator_model.regimes import REGIMES, regime_codes
 from fuzz.findings.kinds import Property
-from fuzz.tables.declared import Sweep, Swept
+from fuzz.tables.declared import Reach, Sweep, Swept
 
 from .witness import WITNESS_CONTEXT_LEN, witness_config
 
@@ -52,8 +53,9 @@ def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, 
     return spill, torch.where(spill > 0, torch.full_like(read, -1), read - w)  # a spill is the write's group
 
 
-def sweep(target: Any, prover: Any) -> Sweep:
-    """Every group FA3's page table breaks over the prover's space, with its count and worst configuration.
+def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach]) -> Sweep:
+    """Every group FA3's page table breaks over the prover's space, with its count and worst configuration (each
+    worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of).
 
     A configuration's overshoot at a residue depends on a few numbers only: the furthest its steps publish past
     C (the largest D of its run-time shapes, plus the lag, less the committed gap: published lengths only grow
@@ -61,12 +63,10 @@ def sweep(target: Any, prover: Any) -> Sweep:
     A verify builder that masks by length over a grid of blocks spills where the width is no whole number of
     blocks: its residues are those of C mod the block, not the page alone.
     """
-    from ..page_tables import closed_form
-
     revision = target.revision
     found: dict[tuple[Property, str], Swept] = {}  # each group's worst so far
     counts: dict[tuple[Property, str], int] = {}
-    swept = 0
+    swept = prover.count()  # the space's configurations; a block period adds residues past the page's
     period_tokens = revision.fa3_verify_block_tokens or 1
     for g, taken in prover.launch_grids():
         if g.kv_pool is not KVPool.STANDARD or len(g) == 0:
@@ -93,7 +93,7 @@ def sweep(target: Any, prover: Any) -> Sweep:
                 dim=0, return_inverse=True
             )
             configs = keep.nonzero().flatten()
-            swept += len(configs) * period
+            swept += len(configs) * (period - page)
             spill, past = _profiles(keys, context, g.algorithm, page, revision)
             for prop, over in ((Property.WRITE_WITHIN_ROW, spill), (Property.READ_WITHIN_ROW, past)):
                 breaks, worst = (over > 0).sum(dim=1), over.max(dim=1)

@@ -1,0 +1,172 @@
+"""FA3's CUDA-graph page table as a checked table (issue 36, stage 1): the model's twins, the closed form and its
+sweep, the findings, the launch line.  SGLang's own builders are held to the twin in ``test_fa3_builders.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allocator_model.config import ServingConfig
+from allocator_model.page_tables import Mode, TableWidth, fa3_builds, fa3_reach_grid, judged, steps
+from allocator_model.revisions import get_revision
+from fuzz.common.defaults import ALL_ALGORITHMS
+from fuzz.engines import engine_of
+from fuzz.engines.sglang.page_tables import FA3_PAGE_TABLE, FA3_TABLE, observe
+from fuzz.findings.kinds import Property
+from fuzz.prove.proof import ProveOptions
+from fuzz.prove.tables import prove_table
+from fuzz.tables import judge, table, tables
+from fuzz.targets.resolve import resolve_target
+from strategies.configs import serving_configs
+
+EAGLE = {"speculative_algorithm": "EAGLE"}  # SGLang's auto shape: (S, K, D) = (3, 1, 4)
+
+
+def target(spec: str) -> Any:
+    return resolve_target(spec)
+
+
+def case(committed: int, lag: int) -> dict[str, Any]:
+    return {"committed_len": committed, "num_steps": None, "prior": None, "device_lag": lag}
+
+
+def breaches(spec: str, cfg: ServingConfig, data: dict[str, Any]) -> dict[Property, int]:
+    return {b.prop: b.overshoot for b in judge(FA3_TABLE, observe(target(spec), cfg, data))}
+
+
+def test_the_table_is_declared_after_req_to_token_and_hunted() -> None:
+    names = [t.name for t in tables() if t.engine == "sglang"]
+    assert names.index("req_to_token") < names.index(FA3_PAGE_TABLE)
+    assert table(FA3_PAGE_TABLE) is FA3_TABLE and FA3_TABLE.hunted
+    assert set(FA3_TABLE.proved) == {Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW}
+
+
+def test_near_the_limit_each_release_breaks_as_its_verify_builder_does() -> None:
+    """C = 40, P = 4, EAGLE (3, 1, 4), overlap on, one token of lag: the verify publishes 41 tokens = 11 pages of a
+    10-page row.  0.5.15-0.5.21's builder masks by length over a 4096-token block: it also writes page 10, into the
+    next row; 0.5.22-0.5.23's clamps: the kernel reads past only; the reference sizes the row from req_to_token."""
+    cfg = ServingConfig.resolve(context_len=40, page_size=4, **EAGLE)
+    near = case(36, 1)
+    assert breaches("reference@sglang-0.5.18", cfg, near) == {
+        Property.WRITE_WITHIN_ROW: 1,
+        Property.READ_WITHIN_ROW: 1,
+    }
+    assert breaches("reference@sglang-0.5.23", cfg, near) == {Property.READ_WITHIN_ROW: 1}
+    assert breaches("reference", cfg, near) == {}
+    assert breaches("reference@sglang-0.5.18", cfg, case(30, 1)) == {}  # far from the limit: nothing
+
+
+def test_a_write_past_the_row_names_the_next_batch_row_and_the_mode() -> None:
+    cfg = ServingConfig.resolve(context_len=40, page_size=4, **EAGLE)
+    accesses = observe(target("reference@sglang-0.5.18"), cfg, case(36, 1))
+    write = next(a for a in accesses if a.changed_outside)
+    assert write.native.mode is Mode.TARGET_VERIFY and "target_verify_metadata['page_table']" in write.step
+    assert write.changed_outside[0].row == 1 and "next request of the batch" in (write.changed_outside[0].owner or "")
+
+
+def test_a_case_the_scheduler_cannot_reach_is_refused() -> None:
+    cfg = ServingConfig.resolve(context_len=40, page_size=4, **EAGLE)
+    with pytest.raises(ValueError, match="committed_len"):
+        observe(target("reference@sglang-0.5.23"), cfg, case(39, 0))
+
+
+def test_topk_above_one_and_uno_are_not_this_tables() -> None:
+    tree = ServingConfig.resolve(
+        context_len=64,
+        page_size=1,
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=3,
+        speculative_eagle_topk=4,
+        speculative_num_draft_tokens=8,
+    )
+    assert list(steps(tree, tree.launch_runtime)) == [] and not judged("UNO", 1) and judged(None, 1)
+
+
+REVISIONS = ("reference", "sglang-0.5.13", "sglang-0.5.18", "sglang-0.5.23")
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(cfg=serving_configs(), revision=st.sampled_from(REVISIONS), lead=st.integers(-8, 80))
+def test_the_tensor_twin_is_the_builds_reduced(cfg: ServingConfig, revision: str, lead: int) -> None:
+    """``fa3_reach_grid`` (what prove sweeps) equals each row's widest build of ``fa3_builds`` (what run judges)."""
+    rev = get_revision(revision)
+    seq = max(1, cfg.context_len - 4 + min(lead, 0))
+    row = cfg.context_len + 4 + lead % 17  # any row width: the twin takes it as given
+    for rt in cfg.runtimes():
+        built = fa3_builds(cfg, rt, seq, rev.page_table_width, row, rev.fa3_verify_block_tokens)
+        t = torch.tensor
+        w, write, read = fa3_reach_grid(
+            cfg.speculative_algorithm,
+            t(cfg.page_size),
+            t([cfg.topk]),
+            t([rt.num_draft_tokens if rt else 0]),
+            t([cfg.context_len]),
+            t([row]),
+            t([seq]),
+            rev.page_table_width,
+            rev.fa3_verify_block_tokens,
+        )
+        assert int(write[0]) == max((b.written + b.spilled for b in built), default=0)
+        assert int(read[0]) == max((b.read_pages for b in built), default=0)
+        assert all(b.width == int(w[0]) for b in built)
+
+
+def prover(spec: str, algorithm: str | None = ALL_ALGORITHMS, space: str = "tiny") -> Any:
+    t = target(spec)
+    return t, engine_of(t).prover(t, ProveOptions(space=space, algorithm=algorithm))
+
+
+def test_the_reference_is_clean_over_the_bounded_space() -> None:
+    t, p = prover("reference")
+    proof = prove_table(t, FA3_TABLE, p)
+    assert proof.refused is None and proof.configurations > 10_000 and not proof.groups
+
+
+def test_each_release_breaks_where_its_builders_say_and_every_witness_replays() -> None:
+    t, p = prover("reference@sglang-0.5.18")
+    proof = prove_table(t, FA3_TABLE, p)
+    props = {g.signature.prop for g in proof.groups.values()}
+    assert props == {Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW}
+    assert all(g.witness is not None for g in proof.groups.values())
+    t, p = prover("reference@sglang-0.5.23")
+    proof = prove_table(t, FA3_TABLE, p)
+    assert {g.signature.prop for g in proof.groups.values()} == {Property.READ_WITHIN_ROW}
+
+
+@pytest.mark.parametrize("algorithm", ["DFLASH", "NGRAM", None])
+def test_the_sweep_counts_what_the_closed_form_finds_configuration_by_configuration(algorithm: str | None) -> None:
+    """Where the verify builder clamps (no block period) the sweep covers exactly ``Prover.configurations``: each
+    group's count and worst are those of ``closed_form`` asked one configuration at a time."""
+    t, p = prover("reference@sglang-0.5.23", algorithm)
+    swept = prove_table(t, FA3_TABLE, p)
+    one_by_one = prove_table(t, dataclasses.replace(FA3_TABLE, sweep=None), p)
+    assert swept.configurations == one_by_one.configurations
+    assert {s: (g.configurations, g.worst) for s, g in swept.groups.items()} == {
+        s: (g.configurations, g.worst) for s, g in one_by_one.groups.items()
+    }
+    if algorithm == "DFLASH":  # D = 16 > 4: every residue at the limit reads past (not vacuous)
+        assert swept.groups
+
+
+def test_the_launch_line_names_fa3_and_its_hardware() -> None:
+    cfg = ServingConfig.resolve(context_len=4096, page_size=1, **EAGLE)
+    line = engine_of(target("reference")).launch_line(cfg, FA3_PAGE_TABLE)
+    assert line is not None and "--attention-backend fa3" in line and "SM90" in line
+    assert "--attention-backend fa3" not in (engine_of(target("reference")).launch_line(cfg) or "")
+
+
+def test_width_names_sglangs_sizing_and_the_model_twin_agrees() -> None:
+    cfg = ServingConfig.resolve(context_len=4099, page_size=4, **EAGLE)
+    for spec, tokens in (("reference@sglang-0.5.23", 4099), ("reference@sglang-0.5.18", 4099)):
+        t = target(spec)
+        assert FA3_TABLE.width.of(t, cfg) == FA3_TABLE.width.model(cfg, t.revision) == -(-tokens // 4)
+    assert {c.qualname for c in FA3_TABLE.width.code} == {
+        "FlashAttentionBackend.__init__",
+        "FlashAttentionBackend.init_cuda_graph_state",
+    }
+    assert TableWidth.ROW is get_revision("reference").page_table_width
