@@ -30,6 +30,10 @@ import __future__
 
 import ast
 import contextlib
+import copy
+import dataclasses
+import enum
+import functools
 import json
 import logging
 import os
@@ -83,10 +87,34 @@ UTILS_MODULES = ("sglang.srt.utils", "sglang.srt.utils.common")
 # [cite: checker-stage-method]); ``rank_consensus`` asserts that all TP/PP ranks call a function alike
 # [cite: rank-consensus] (used on mem_cache/allocator/unified_hybrid_swa.py [cite: rank-consensus-unified-swa]
 # [cite: rank-consensus-unified-mamba-swa]): with one rank there is nothing to compare.
+# ``debug_kernel_api`` logs kernel calls when SGLANG_KERNEL_API_LOGLEVEL is set, and gives the function back at its
+# default, 0 [cite: kernel-api-log-level] [cite: debug-kernel-api-off] (the attention backends' base class uses it).
 PASS_THROUGH = {
     "sglang.srt.observability.scheduler_stage_metrics": ("scheduler_stage_method",),
     "sglang.srt.utils.rank_consensus_checker": ("rank_consensus",),
+    "sglang.kernel_api_logging": ("debug_kernel_api",),  # 0.5.13-0.5.17
+    "sglang.kernels.kernel_api_logging": ("debug_kernel_api",),
 }
+FORWARD_BATCH_INFO = "sglang/srt/model_executor/forward_batch_info.py"
+MODEL_CONFIG = "sglang/srt/configs/model_config.py"
+# The GPU the attention backends' stand-in hardware is: SM90 (an H100), where FA3 runs (SGLang asserts SM80 without
+# MLA, or SM90, when it builds the backend [cite: fa3-requires-sm80-or-sm90]).
+ATTENTION_DEVICE_CAPABILITY = (9, 0)
+
+
+def _no_scheduler_metadata(**kwargs: Any) -> None:
+    """``sgl_kernel.flash_attn.get_scheduler_metadata``: FA3's split-KV schedule, a CUDA kernel.  None: SGLang's own
+    path without a precomputed schedule ("unset uses the existing per-layer metadata path"
+    [cite: fa3-scheduler-metadata-optional]); the schedule only splits the kernel's work, and no page-table
+    builder reads it."""
+    return None
+
+
+def _no_verify_mask(**kwargs: Any) -> None:
+    """``verify_mask.maybe_create_verify_mask``: the target's tree-mask scratch, D x (C + D) cells, which the backend
+    only keeps and hands to the worker (``verify_mask()`` [cite: fa3-verify-mask-handed-out]); no page-table builder
+    reads it, so it is not allocated."""
+    return None
 
 
 class CaseOS:
@@ -156,6 +184,40 @@ def slice_definitions(
         exec(code, namespace)  # noqa: S102 - SGLang's own definition
         found[name] = namespace[name.rpartition(".")[2]]
     return found
+
+
+class Sliced:
+    """SGLang definitions sliced from one member (``AttentionArch`` of ``configs/model_config.py``), once, when used."""
+
+    def __init__(self, tree: SourceTree, member: str, names: tuple[str, ...], **namespace: Any) -> None:
+        self._args = tree, member, names, namespace
+        self._found: dict[str, Any] | None = None
+
+    def __getitem__(self, name: str) -> Any:
+        if self._found is None:
+            tree, member, names, namespace = self._args
+            self._found = slice_definitions(tree, member, names, {"__name__": member, **namespace})
+        return self._found[name]
+
+
+class MsgspecStruct:
+    """``msgspec.Struct`` as SGLang's modules use it: fields from annotations, ``frozen``/``kw_only`` options
+    (inherited), keyword construction, equality and hashing by fields (a dataclass underneath)."""
+
+    __struct_options__: dict[str, bool] = {"frozen": False, "kw_only": False}
+
+    def __init_subclass__(cls, **options: Any) -> None:
+        super().__init_subclass__()
+        unknown = set(options) - {"frozen", "kw_only"}
+        if unknown:
+            raise StandInMissing(f"msgspec.Struct option {sorted(unknown)[0]}, which kvrow-fuzz does not stand in for")
+        merged = {**cls.__struct_options__, **options}
+        cls.__struct_options__ = merged
+        for name in cls.__dict__.get("__annotations__", {}):
+            value = cls.__dict__.get(name, dataclasses.MISSING)
+            if isinstance(value, list | dict | set):  # msgspec copies a mutable default per instance
+                setattr(cls, name, dataclasses.field(default_factory=functools.partial(copy.copy, value)))
+        dataclasses.dataclass(frozen=merged["frozen"], kw_only=merged["kw_only"])(cls)
 
 
 class Environment:
@@ -235,6 +297,9 @@ class StandIns:
         self.envs = Environment(tree, context)
         self._helpers: dict[str, Any] | None = None
         self.answered: set[str] = set()
+        enums: dict[str, Any] = dict(IntEnum=enum.IntEnum, Enum=enum.Enum, auto=enum.auto)
+        self._attention_enums = Sliced(tree, FORWARD_BATCH_INFO, ("ForwardMode",), **enums)
+        self._attention_arch = Sliced(tree, MODEL_CONFIG, ("AttentionArch",), **enums)
 
     def helpers(self) -> dict[str, Any]:
         if self._helpers is None:
@@ -258,6 +323,7 @@ class StandIns:
             "get_spec": lambda: c.read("spec"),
             "get_memory": lambda: c.read("memory"),
             "get_exec": lambda: c.read("exec"),
+            "get_model": lambda: c.read("model"),
             "get_serving": lambda: c.read("serving"),
             "get_flags": lambda: c.read("flags"),
             "get_server_args": lambda: c.read("server_args"),
@@ -269,6 +335,39 @@ class StandIns:
             "mamba_extra_buffer_enabled": lambda: False,
             "ServerArgs": ServerArgs,
         }
+
+    def attention_answer(self, module: str, name: str) -> tuple[bool, Any]:
+        """The answers of the attention backends' loader (``attention``): the write path's, and these.
+
+        ``ForwardMode``, ``AttentionArch``: SGLang's own enums, sliced from the tree (the backend branches on them);
+        ``msgspec.Struct``: ``MsgspecStruct``; ``get_device_capability()``: ``ATTENTION_DEVICE_CAPABILITY``;
+        ``get_compiler_backend()``: "inductor", what it returns on a CUDA machine [cite: compiler-backend-inductor]
+        (it names ``torch.compile``'s backend, compiled at a function's first call: ``modules.compile_at_first_call``);
+        ``get_scheduler_metadata``, ``maybe_create_verify_mask``: None (``_no_scheduler_metadata``,
+        ``_no_verify_mask``).
+        """
+        found, value = self._attention(module, name)
+        if found:
+            self.answered.add(f"{module}.{name}")
+            return True, value
+        return self.answer(module, name)
+
+    def _attention(self, module: str, name: str) -> tuple[bool, Any]:
+        if module == "sglang.srt.model_executor.forward_batch_info" and name == "ForwardMode":
+            return True, self._attention_enums["ForwardMode"]
+        if module == "sglang.srt.configs.model_config" and name == "AttentionArch":
+            return True, self._attention_arch["AttentionArch"]
+        if module in UTILS_MODULES and name == "get_device_capability":
+            return True, lambda *a, **k: ATTENTION_DEVICE_CAPABILITY
+        if module in UTILS_MODULES and name == "get_compiler_backend":
+            return True, lambda *a, **k: "inductor"
+        if module == "msgspec" and name == "Struct":
+            return True, MsgspecStruct
+        if module == "sgl_kernel.flash_attn" and name == "get_scheduler_metadata":
+            return True, _no_scheduler_metadata
+        if module == "sglang.srt.layers.attention.verify_mask" and name == "maybe_create_verify_mask":
+            return True, _no_verify_mask
+        return False, None
 
     def answer(self, module: str, name: str) -> tuple[bool, Any]:
         found, value = self._answer(module, name)
