@@ -35,6 +35,7 @@ from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
 from .attention_inputs import forward_batch, model_runner
+from .attention_standins import AttentionStandIns
 from .bounds import SGLangTimeout, bounded
 from .context import Settings
 from .loaded import SGLangRuntime
@@ -83,6 +84,7 @@ class FA3Builders:
         modules = tuple(m for m in runtime.release.attention if runtime.tree.has(m.replace(".", "/") + ".py"))
         if FA3_BACKEND not in modules:
             raise TargetError(f"{runtime.origin} has no {FA3_BACKEND.replace('.', '/')}.py to execute")
+        self.standins = AttentionStandIns(runtime.standins)
         self.loader = runtime.side_loader(modules, self._answer)
         self.buckets: dict[tuple[Any, ...], Bucket] = {}
         for dotted in modules:
@@ -97,11 +99,12 @@ class FA3Builders:
 
     def _answer(self, module: str, name: str) -> tuple[bool, Any]:
         """A name of a module the write path executed is that module's own (the same tree, already run: spec_info's
-        ``SpeculativeAlgorithm``, spec_utils' ``resolve_num_tokens_per_req``); else ``StandIns.attention_answer``."""
+        ``SpeculativeAlgorithm``, spec_utils' ``resolve_num_tokens_per_req``); else the stand-ins'
+        (``attention_standins``)."""
         executed = self.runtime.loader.modules.get(module)
         if module in self.runtime.loader.executed and executed is not None and name in executed.__dict__:
             return True, executed.__dict__[name]
-        return self.runtime.standins.attention_answer(module, name)
+        return self.standins.answer(module, name)
 
     def sglang(self, module: str, name: str) -> Any:
         """An SGLang name as the backend's modules see it (an executed module's, or its stand-in's)."""

@@ -32,7 +32,6 @@ import ast
 import contextlib
 import copy
 import dataclasses
-import enum
 import functools
 import json
 import logging
@@ -95,26 +94,6 @@ PASS_THROUGH = {
     "sglang.kernel_api_logging": ("debug_kernel_api",),  # 0.5.13-0.5.17
     "sglang.kernels.kernel_api_logging": ("debug_kernel_api",),
 }
-FORWARD_BATCH_INFO = "sglang/srt/model_executor/forward_batch_info.py"
-MODEL_CONFIG = "sglang/srt/configs/model_config.py"
-# The GPU the attention backends' stand-in hardware is: SM90 (an H100), where FA3 runs (SGLang asserts SM80 without
-# MLA, or SM90, when it builds the backend [cite: fa3-requires-sm80-or-sm90]).
-ATTENTION_DEVICE_CAPABILITY = (9, 0)
-
-
-def _no_scheduler_metadata(**kwargs: Any) -> None:
-    """``sgl_kernel.flash_attn.get_scheduler_metadata``: FA3's split-KV schedule, a CUDA kernel.  None: SGLang's own
-    path without a precomputed schedule ("unset uses the existing per-layer metadata path"
-    [cite: fa3-scheduler-metadata-optional]); the schedule only splits the kernel's work, and no page-table
-    builder reads it."""
-    return None
-
-
-def _no_verify_mask(**kwargs: Any) -> None:
-    """``verify_mask.maybe_create_verify_mask``: the target's tree-mask scratch, D x (C + D) cells, which the backend
-    only keeps and hands to the worker (``verify_mask()`` [cite: fa3-verify-mask-handed-out]); no page-table builder
-    reads it, so it is not allocated."""
-    return None
 
 
 class CaseOS:
@@ -297,9 +276,6 @@ class StandIns:
         self.envs = Environment(tree, context)
         self._helpers: dict[str, Any] | None = None
         self.answered: set[str] = set()
-        enums: dict[str, Any] = dict(IntEnum=enum.IntEnum, Enum=enum.Enum, auto=enum.auto)
-        self._attention_enums = Sliced(tree, FORWARD_BATCH_INFO, ("ForwardMode",), **enums)
-        self._attention_arch = Sliced(tree, MODEL_CONFIG, ("AttentionArch",), **enums)
 
     def helpers(self) -> dict[str, Any]:
         if self._helpers is None:
@@ -335,39 +311,6 @@ class StandIns:
             "mamba_extra_buffer_enabled": lambda: False,
             "ServerArgs": ServerArgs,
         }
-
-    def attention_answer(self, module: str, name: str) -> tuple[bool, Any]:
-        """The answers of the attention backends' loader (``attention``): the write path's, and these.
-
-        ``ForwardMode``, ``AttentionArch``: SGLang's own enums, sliced from the tree (the backend branches on them);
-        ``msgspec.Struct``: ``MsgspecStruct``; ``get_device_capability()``: ``ATTENTION_DEVICE_CAPABILITY``;
-        ``get_compiler_backend()``: "inductor", what it returns on a CUDA machine [cite: compiler-backend-inductor]
-        (it names ``torch.compile``'s backend, compiled at a function's first call: ``modules.compile_at_first_call``);
-        ``get_scheduler_metadata``, ``maybe_create_verify_mask``: None (``_no_scheduler_metadata``,
-        ``_no_verify_mask``).
-        """
-        found, value = self._attention(module, name)
-        if found:
-            self.answered.add(f"{module}.{name}")
-            return True, value
-        return self.answer(module, name)
-
-    def _attention(self, module: str, name: str) -> tuple[bool, Any]:
-        if module == "sglang.srt.model_executor.forward_batch_info" and name == "ForwardMode":
-            return True, self._attention_enums["ForwardMode"]
-        if module == "sglang.srt.configs.model_config" and name == "AttentionArch":
-            return True, self._attention_arch["AttentionArch"]
-        if module in UTILS_MODULES and name == "get_device_capability":
-            return True, lambda *a, **k: ATTENTION_DEVICE_CAPABILITY
-        if module in UTILS_MODULES and name == "get_compiler_backend":
-            return True, lambda *a, **k: "inductor"
-        if module == "msgspec" and name == "Struct":
-            return True, MsgspecStruct
-        if module == "sgl_kernel.flash_attn" and name == "get_scheduler_metadata":
-            return True, _no_scheduler_metadata
-        if module == "sglang.srt.layers.attention.verify_mask" and name == "maybe_create_verify_mask":
-            return True, _no_verify_mask
-        return False, None
 
     def answer(self, module: str, name: str) -> tuple[bool, Any]:
         found, value = self._answer(module, name)
