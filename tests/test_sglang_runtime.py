@@ -626,3 +626,29 @@ def test_a_launch_equal_to_an_earlier_one_leaves_what_that_one_left_and_any_othe
     for _ in range(2):  # a launch that raised is not remembered: it raises again
         with pytest.raises(interpreter.InterpreterError, match="power of 2"):
             raising[(1,)](x)
+
+
+def test_a_remembered_launch_with_an_empty_tensor_argument_writes_what_it_left() -> None:
+    """A launch given a tensor with no elements (an empty storage: FA3's unused SWA buffers) is remembered like any
+    other: the second equal launch writes back what the first left, the empty storage included."""
+    need_triton()
+    import torch
+
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
+
+    triton = ensure_triton()
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    launches = interpreter.GridExecutor.__call__.launches
+
+    @triton.jit
+    def doubled(src_ptr, dst_ptr, unused_ptr, N: tl.constexpr):
+        i = tl.arange(0, N)
+        tl.store(dst_ptr + i, tl.load(src_ptr + i) * 2)
+
+    for expect_hit in (0, 1):
+        src, dst, empty = torch.arange(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32), torch.empty(0)
+        hits = launches.hits
+        doubled[(1,)](src, dst, empty, 4)
+        assert launches.hits - hits == expect_hit and dst.tolist() == [0, 2, 4, 6]

@@ -30,6 +30,12 @@ from .base import (
     Cite,
 )
 
+_KERNELS = "sglang/kernels/"
+_FA3 = _SRT + "layers/attention/flashattention_backend.py"
+_ATTENTION_REGISTRY = _SRT + "layers/attention/attention_registry.py"
+_DRAFT_UTILS = _SRT + "speculative/draft_utils.py"
+_EAGLE_WORKER_COMMON = _SRT + "speculative/eagle_worker_common.py"
+
 FACTS: dict[str, tuple[Cite, ...]] = {
     "unified-mamba-builder-inputs": (Cite("0.5.23", _CONFIGURATOR, "def _init_unified_mamba_pools("),),
     # The ModelRunner's page_size is the server's (the scheduled page) ...
@@ -259,5 +265,55 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     ),
     "rank-consensus-unified-mamba-swa": (
         Cite("0.5.23", _SRT + "mem_cache/allocator/unified_hybrid_swa.py", "@rank_consensus(", nth=2),
+    ),
+    # FA3's CUDA-graph page tables (fuzz/engines/sglang/real/runtime/attention.py) and their stand-ins.
+    # The kernel-API logger: its level is SGLANG_KERNEL_API_LOGLEVEL, 0 by default ...
+    "kernel-api-log-level": (
+        Cite(
+            "0.5.23",
+            _KERNELS + "kernel_api_logging.py",
+            '_KERNEL_API_LOG_LEVEL = _get_env("SGLANG_KERNEL_API_LOGLEVEL"',
+        ),
+    ),
+    # ... at which debug_kernel_api gives the function back.
+    "debug-kernel-api-off": (
+        Cite("0.5.23", _KERNELS + "kernel_api_logging.py", "if _KERNEL_API_LOG_LEVEL == 0:", nth=2, whole=True),
+    ),
+    # The fa3 backend asserts SM80 (not MLA) or SM90.
+    "fa3-requires-sm80-or-sm90": (
+        Cite("0.5.23", _ATTENTION_REGISTRY, "assert (major == 8 and not runner.use_mla_backend) or major == 9"),
+    ),
+    # Without a precomputed split schedule FA3 takes its per-layer path.
+    "fa3-scheduler-metadata-optional": (
+        Cite("0.5.23", _FA3, "# scheduler_metadata unset uses the existing per-layer metadata path."),
+    ),
+    # The target's tree-mask scratch is only kept and handed out.
+    "fa3-verify-mask-handed-out": (Cite("0.5.23", _FA3, "def verify_mask(self) -> Optional[VerifyMask]:", whole=True),),
+    # get_compiler_backend on an in-tree platform without HPU/NPU/MPS.
+    "compiler-backend-inductor": (Cite("0.5.23", _UTILS, 'return "inductor"'),),
+    # attention TP: tp // attn_dp // attn_cp.
+    "derive-attn-tp-size": (Cite("0.5.23", _RUNTIME_CONTEXT, "return tp_size // attn_dp_size // attn_cp_size"),),
+    # The launch defaults the attention backends read off server_args (0.5.13-0.5.17).
+    "server-args-is-embedding-default": (Cite("0.5.13", _SERVER_ARGS, "is_embedding: bool = False"),),
+    "server-args-deterministic-default": (
+        Cite("0.5.13", _SERVER_ARGS, "enable_deterministic_inference: bool = False"),
+    ),
+    "server-args-kv-cache-dtype-default": (Cite("0.5.13", _SERVER_ARGS, 'kv_cache_dtype: str = "auto"'),),
+    # The draft extend's forward batch carries the length after its D tokens.
+    "draft-extend-seq-lens-include-drafts": (
+        Cite("0.5.18", _EAGLE_WORKER_COMMON, "forward_batch.seq_lens = forward_batch.seq_lens + num_draft_tokens"),
+        Cite(
+            "0.5.23",
+            _EAGLE_WORKER_COMMON,
+            "post_seq_lens if fused_lengths else forward_batch.seq_lens + num_draft_tokens",
+        ),
+    ),
+    # The backends fa3 runs on: the target's ...
+    "fa3-target-backend": (Cite("0.5.23", _ATTENTION_REGISTRY, "return FlashAttentionBackend(runner)"),),
+    # ... the draft worker's multi-step backend for its decode steps ...
+    "fa3-draft-decode-backend": (Cite("0.5.23", _DRAFT_UTILS, "FlashAttentionMultiStepBackend("),),
+    # ... and the draft worker's own backend for its extend.
+    "fa3-draft-extend-backend": (
+        Cite("0.5.23", _DRAFT_UTILS, "self.draft_model_runner, skip_prefill=False, fa_impl_ver=fa_impl_ver"),
     ),
 }

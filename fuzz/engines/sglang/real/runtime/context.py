@@ -10,6 +10,9 @@ reads beyond the sizing file:
     get_exec().kernel      attention_backend (and the split prefill/decode ones, None: fall back), which
                            ``attention_backends()`` pairs [cite: attention-backends]
                            [cite: attention-backends-of]
+    get_exec().deterministic  deterministic inference off (``ATTENTION_SERVER_ARGS``)
+    get_model()            is_embedding False: a generation model
+    get_parallel()         also ``ATTENTION_PARALLEL`` and attn_tp_size (the attention backends read them)
     get_exec().mamba       the Mamba extra buffer off (no Mamba state is modeled): read by
                            ``spec_prepare_for_decode`` [cite: spec-prepare-reads-mamba-lazy]
     get_flags().attn       0.5.15: the same backends [cite: attn-flags]
@@ -41,6 +44,16 @@ from ..stubs import Bag, NotPublished, StandInMissing, publish
 # (any backend but "ascend"/"torch_native" takes get_last_loc's triton kernel [cite: get-last-loc-dispatch];
 # "torch_native"/"intel_amx" turn support_triton() off [cite: support-triton]).
 DEFAULT_ATTENTION_BACKEND = "triton"
+
+
+# What the attention backends read of the parallel layout, for the one-rank attention the model runs: no context
+# parallelism, no attention data parallelism, so attention's TP is the TP (``derive_attn_tp_size``: tp // attn_dp //
+# attn_cp [cite: derive-attn-tp-size]).
+ATTENTION_PARALLEL = dict(attn_cp_size=1, enable_prefill_cp=False, attn_dp_enabled=False, enable_dp_attention=False)
+# The launch defaults the attention backends read: a generation model (not --is-embedding), no
+# --enable-deterministic-inference, --kv-cache-dtype auto [cite: server-args-is-embedding-default]
+# [cite: server-args-deterministic-default] [cite: server-args-kv-cache-dtype-default].
+ATTENTION_SERVER_ARGS = dict(is_embedding=False, enable_deterministic_inference=False, kv_cache_dtype="auto")
 
 
 class StrictBag(Bag):
@@ -81,6 +94,10 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
             leaves = dict(bag._leaves)
             if name in ("memory", "server_args"):
                 leaves.setdefault("disable_radix_cache", False)
+            if name in ("parallel", "server_args"):
+                leaves.update(ATTENTION_PARALLEL, attn_tp_size=leaves["tp_size"])
+            if name == "server_args":  # 0.5.13-0.5.17's attention backends read these off server_args
+                leaves.update(ATTENTION_SERVER_ARGS)
             if (
                 name == "server_args"
             ):  # 0.5.13-0.5.17 read the backends off server_args [cite: backend-triton-check] [cite: backend-last-loc]
@@ -96,7 +113,11 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
         enable_mamba_extra_buffer_lazy=False,
         mamba_radix_cache_strategy="no_buffer",
     )
-    out["exec"] = StrictBag("exec", kernel=kernel, mamba=mamba)
+    deterministic = StrictBag(
+        "exec.deterministic", enable_deterministic_inference=ATTENTION_SERVER_ARGS["enable_deterministic_inference"]
+    )
+    out["exec"] = StrictBag("exec", kernel=kernel, mamba=mamba, deterministic=deterministic)
+    out["model"] = StrictBag("model", is_embedding=ATTENTION_SERVER_ARGS["is_embedding"])
     # 0.5.15's flags: the resolved attention backends [cite: attn-flags], read by mem_cache/common.py
     # [cite: backend-triton-check] [cite: backend-last-loc].
     attn = StrictBag(

@@ -299,4 +299,6 @@ def _launches_remembered(budget: int = REMEMBERED_BYTES) -> None:
 def _bytes_tensor(content: bytes) -> Any:
     import torch
 
+    if not content:  # an empty storage (a zero-size tensor argument): frombuffer refuses an empty buffer
+        return torch.empty(0, dtype=torch.uint8)
     return torch.frombuffer(bytearray(content), dtype=torch.uint8)

@@ -28,7 +28,7 @@ from ..stubs import StandInMissing
 from .bounds import DEFAULT_SECONDS, SGLangTimeout, bounded, untraced
 from .context import RuntimeContext, Settings
 from .interpreter import ensure_triton
-from .modules import Loader
+from .modules import Answers, Loader
 from .releases import CHECKER_MODULE, POOL_ALLOCATOR_NAMES, Release, Where, release_for
 from .request import RequestStandIn, make_request
 from .standins import StandIns, slice_definitions
@@ -52,6 +52,7 @@ class SGLangRuntime:
         self.import_seconds = 0.0
         self._pool_methods: dict[str, Callable[..., Any]] | None = None
         self._loaders: list[Loader] = [self.loader]
+        self.attention: Any = None  # FA3's page-table builders (``attention.FA3Builders``), loaded on first use
 
     @classmethod
     def load(
@@ -151,6 +152,13 @@ class SGLangRuntime:
             built = cls(*args, torch.int64, "cpu", None, False)
         return free_list_checked_first(built) if page > 1 else built
 
+    def side_loader(self, modules: tuple[str, ...], answers: Answers | None = None) -> Loader:
+        """A loader of its own on this runtime's tree, closed with it: modules the write path does not execute,
+        which stay out of the write path's (``answers``: the stand-ins' answers, ``standins.answer`` unless given)."""
+        loader = Loader(self.tree, modules, answers or self.standins.answer)
+        self._loaders.append(loader)
+        return loader
+
     def pool_allocator_classes(self) -> dict[str, Any]:
         """Each non-standard kind's own allocator class, loaded (a class), or why it cannot be (a string).
 
@@ -169,8 +177,7 @@ class SGLangRuntime:
                 continue
             module = f"sglang.srt.mem_cache.allocator.{table[kind]['module']}"
             extra = ("sglang.srt.utils.invariants",) if self.tree.has("sglang/srt/utils/invariants.py") else ()
-            loader = Loader(self.tree, core + extra + (module,), self.standins.answer)
-            self._loaders.append(loader)
+            loader = self.side_loader(core + extra + (module,))
             try:
                 with bounded(f"importing {module}", self.timeout_s, loader.sglang_name):
                     out[kind] = getattr(loader.module(module), cls_name)

@@ -97,6 +97,7 @@ class Release:
     checker: Where | None = None  # SchedulerInvariantChecker._check_kv_page_invariants (0.5.15+)
     tail_free: Where | None = None  # _release_overallocated_kv_indices (0.5.16+)
     unsupported: dict[str, str] = field(default_factory=dict)  # algorithm -> why it has no decode entry here
+    attention: tuple[str, ...] = ()  # executed for FA3's CUDA-graph page tables (``attention``), dotted
 
     def wheres(self) -> Iterator[tuple[str, Where]]:
         """Every ``Where`` of the row, with the field that holds it (``entries[eagle]`` for a dict's)."""
@@ -134,6 +135,31 @@ _CORE_NEW = (
     "sglang.srt.speculative.dflash_info_v2",
 )
 CHECKER_MODULE = "sglang.srt.managers.scheduler_components.invariant_checker"
+# FA3's backend and its page-table builders, per release (``Release.attention``): the backend, its base class, the
+# triton/torch builders (their package moved from layers/attention/triton_ops to kernels/ops in 0.5.16, the trtllm_mha
+# one from kernels/ops/kvcache to kernels/ops/attention in 0.5.23), assert_buffer_fits' module, the hooks it asks of
+# the pool (0.5.17-0.5.18 unified_mem_hooks, 0.5.21+ kv_shard_hooks), the model runner's KVIndexTranslator (0.5.19+)
+# and what its constructor asks (0.5.22+: unified_draft_pool's fused_draft_host_allocator, kv_loc_plan's IdSpace).
+FA3_BACKEND = "sglang.srt.layers.attention.flashattention_backend"
+_ATTN = "sglang.srt.layers.attention."
+_KOPS = "sglang.kernels.ops."
+KV_INDEX_TRANSLATOR = "sglang.srt.mem_cache.kv_index_translator"
+_FA3_OLD = (FA3_BACKEND, _ATTN + "base_attn_backend", _ATTN + "triton_ops.metadata", _ATTN + "utils")
+_FA3_NEW = (FA3_BACKEND, _ATTN + "base_attn_backend", _KOPS + "attention.metadata", _KOPS + "attention.utils")
+
+
+def _fa3(version: str) -> tuple[str, ...]:
+    minor = int(version.split(".")[2])
+    if minor <= 15:
+        return _FA3_OLD + ((_ATTN + "triton_ops.trtllm_mha_page_table",) if minor == 15 else ())
+    page_table = _KOPS + ("attention" if minor >= 23 else "kvcache") + ".trtllm_mha_page_table"
+    extra: tuple[str, ...] = (_ATTN + "unified_mem_hooks",) if minor in (17, 18) else ()
+    extra += (_ATTN + "kv_shard_hooks",) if minor >= 21 else ()
+    extra += (KV_INDEX_TRANSLATOR,) if minor >= 19 else ()
+    extra += ("sglang.srt.mem_cache.unified_draft_pool", "sglang.srt.mem_cache.kv_loc_plan") if minor >= 22 else ()
+    return _FA3_NEW + (page_table,) + extra
+
+
 _EAGLE_V2 = "sglang.srt.speculative.eagle_info_v2"
 _EAGLE = "sglang.srt.speculative.eagle_utils"
 _DFLASH = "sglang.srt.speculative.dflash_info_v2"
@@ -194,6 +220,7 @@ def _new(version: str, *, aux: bool, uno: bool = False) -> Release:
         Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", version),
         Where(_COMMON, "_release_overallocated_kv_indices", version),
         {} if uno else _pre_uno(version),
+        _fa3(version),
     )
 
 
@@ -220,6 +247,7 @@ RELEASES: dict[str, Release] = {
             algo.DSPARK: _NO_DSPARK,
             algo.UNO: _NO_UNO,
         },
+        attention=_fa3("0.5.13"),
     ),
     "0.5.14": Release(
         "0.5.14",
@@ -237,6 +265,7 @@ RELEASES: dict[str, Release] = {
         Where(_POOL, "ReqToTokenPool.write", "0.5.14"),
         Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", "0.5.14", Anchor("assert", EAGLE_GUARD_SAYS)),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
+        attention=_fa3("0.5.14"),
     ),
     "0.5.15": Release(
         "0.5.15",
@@ -255,6 +284,7 @@ RELEASES: dict[str, Release] = {
         Where(_EAGLE, "eagle_prepare_for_decode", "0.5.15", Anchor("assert", EAGLE_GUARD_SAYS)),
         checker=Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", "0.5.15"),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
+        attention=_fa3("0.5.15"),
     ),
     "0.5.16": _new("0.5.16", aux=False),
     "0.5.17": _new("0.5.17", aux=False),

@@ -30,6 +30,9 @@ import __future__
 
 import ast
 import contextlib
+import copy
+import dataclasses
+import functools
 import json
 import logging
 import os
@@ -83,9 +86,13 @@ UTILS_MODULES = ("sglang.srt.utils", "sglang.srt.utils.common")
 # [cite: checker-stage-method]); ``rank_consensus`` asserts that all TP/PP ranks call a function alike
 # [cite: rank-consensus] (used on mem_cache/allocator/unified_hybrid_swa.py [cite: rank-consensus-unified-swa]
 # [cite: rank-consensus-unified-mamba-swa]): with one rank there is nothing to compare.
+# ``debug_kernel_api`` logs kernel calls when SGLANG_KERNEL_API_LOGLEVEL is set, and gives the function back at its
+# default, 0 [cite: kernel-api-log-level] [cite: debug-kernel-api-off] (the attention backends' base class uses it).
 PASS_THROUGH = {
     "sglang.srt.observability.scheduler_stage_metrics": ("scheduler_stage_method",),
     "sglang.srt.utils.rank_consensus_checker": ("rank_consensus",),
+    "sglang.kernel_api_logging": ("debug_kernel_api",),  # 0.5.13-0.5.17
+    "sglang.kernels.kernel_api_logging": ("debug_kernel_api",),
 }
 
 
@@ -156,6 +163,40 @@ def slice_definitions(
         exec(code, namespace)  # noqa: S102 - SGLang's own definition
         found[name] = namespace[name.rpartition(".")[2]]
     return found
+
+
+class Sliced:
+    """SGLang definitions sliced from one member (``AttentionArch`` of ``configs/model_config.py``), once, when used."""
+
+    def __init__(self, tree: SourceTree, member: str, names: tuple[str, ...], **namespace: Any) -> None:
+        self._args = tree, member, names, namespace
+        self._found: dict[str, Any] | None = None
+
+    def __getitem__(self, name: str) -> Any:
+        if self._found is None:
+            tree, member, names, namespace = self._args
+            self._found = slice_definitions(tree, member, names, {"__name__": member, **namespace})
+        return self._found[name]
+
+
+class MsgspecStruct:
+    """``msgspec.Struct`` as SGLang's modules use it: fields from annotations, ``frozen``/``kw_only`` options
+    (inherited), keyword construction, equality and hashing by fields (a dataclass underneath)."""
+
+    __struct_options__: dict[str, bool] = {"frozen": False, "kw_only": False}
+
+    def __init_subclass__(cls, **options: Any) -> None:
+        super().__init_subclass__()
+        unknown = set(options) - {"frozen", "kw_only"}
+        if unknown:
+            raise StandInMissing(f"msgspec.Struct option {sorted(unknown)[0]}, which kvrow-fuzz does not stand in for")
+        merged = {**cls.__struct_options__, **options}
+        cls.__struct_options__ = merged
+        for name in cls.__dict__.get("__annotations__", {}):
+            value = cls.__dict__.get(name, dataclasses.MISSING)
+            if isinstance(value, list | dict | set):  # msgspec copies a mutable default per instance
+                setattr(cls, name, dataclasses.field(default_factory=functools.partial(copy.copy, value)))
+        dataclasses.dataclass(frozen=merged["frozen"], kw_only=merged["kw_only"])(cls)
 
 
 class Environment:
@@ -258,6 +299,7 @@ class StandIns:
             "get_spec": lambda: c.read("spec"),
             "get_memory": lambda: c.read("memory"),
             "get_exec": lambda: c.read("exec"),
+            "get_model": lambda: c.read("model"),
             "get_serving": lambda: c.read("serving"),
             "get_flags": lambda: c.read("flags"),
             "get_server_args": lambda: c.read("server_args"),

@@ -28,10 +28,8 @@ A piece that cannot run: ``StandInMissing`` / ``TargetError``, one line.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import enum
-import functools
 import logging
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -46,7 +44,7 @@ from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
 from ..stubs import StandInMissing
 from .context import RuntimeContext, StrictBag
 from .modules import Loader, member_of
-from .standins import StandIns, captured_logs, slice_definitions
+from .standins import MsgspecStruct, Sliced, StandIns, captured_logs, slice_definitions
 from .tree import SourceTree, open_tree
 
 HOOK = "sglang.srt.arg_groups.kv_cache_hook"
@@ -110,40 +108,6 @@ LAUNCHES = tuple(
 )
 
 
-class _Struct:
-    """``msgspec.Struct`` as SGLang's modules use it: fields from annotations, ``frozen``/``kw_only`` options
-    (inherited), keyword construction, equality and hashing by fields (a dataclass underneath)."""
-
-    __struct_options__: dict[str, bool] = {"frozen": False, "kw_only": False}
-
-    def __init_subclass__(cls, **options: Any) -> None:
-        super().__init_subclass__()
-        unknown = set(options) - {"frozen", "kw_only"}
-        if unknown:
-            raise StandInMissing(f"msgspec.Struct option {sorted(unknown)[0]}, which kvrow-fuzz does not stand in for")
-        merged = {**cls.__struct_options__, **options}
-        cls.__struct_options__ = merged
-        for name in cls.__dict__.get("__annotations__", {}):
-            value = cls.__dict__.get(name, dataclasses.MISSING)
-            if isinstance(value, list | dict | set):  # msgspec copies a mutable default per instance
-                setattr(cls, name, dataclasses.field(default_factory=functools.partial(copy.copy, value)))
-        dataclasses.dataclass(frozen=merged["frozen"], kw_only=merged["kw_only"])(cls)
-
-
-class _Sliced:
-    """SGLang definitions sliced from one member (``AttentionArch`` of ``configs/model_config.py``), once."""
-
-    def __init__(self, tree: SourceTree, member: str, names: tuple[str, ...], **namespace: Any) -> None:
-        self._args = tree, member, names, namespace
-        self._found: dict[str, Any] | None = None
-
-    def __getitem__(self, name: str) -> Any:
-        if self._found is None:
-            tree, member, names, namespace = self._args
-            self._found = slice_definitions(tree, member, names, {"__name__": member, **namespace})
-        return self._found[name]
-
-
 class BootValidators:
     """One release's validators, loaded (build with ``load``); ``boots`` answers per config, host and launch."""
 
@@ -162,8 +126,8 @@ class BootValidators:
         executed = _ALWAYS + _ARGS_MODULES + ((HOOK,) if self.has_hook else ())
         executed += _FUSION_MODULES if self.has_fusion else ()
         self.loader = Loader(tree, tuple(m for m in executed if tree.has(member_of(m))), self._answer)
-        self.arch = _Sliced(tree, MODEL_CONFIG, ("AttentionArch",), IntEnum=enum.IntEnum, auto=enum.auto)
-        self.store_dtype = _Sliced(tree, UNIFIED_POOL, ("_store_dtype_for",), torch=torch)
+        self.arch = Sliced(tree, MODEL_CONFIG, ("AttentionArch",), IntEnum=enum.IntEnum, auto=enum.auto)
+        self.store_dtype = Sliced(tree, UNIFIED_POOL, ("_store_dtype_for",), torch=torch)
         self._launch: StrictBag | None = None
         self._sliced_server_args: type | None = None
 
@@ -183,7 +147,7 @@ class BootValidators:
 
     def _answer(self, module: str, name: str) -> tuple[bool, Any]:
         if module == "msgspec" and name == "Struct":
-            return True, _Struct
+            return True, MsgspecStruct
         if module == "sglang.srt.runtime_context" and name in _ACCESSORS:
             return True, lambda *a, **k: self._read(name)
         if module == "sglang.srt.runtime_context" and name == "attention_backends":

@@ -1,0 +1,305 @@
+"""FA3's CUDA-graph page tables, built by SGLang's own code: ``fa3_builds`` runs one request through every mode.
+
+SGLang's ``FlashAttentionBackend`` (and ``FlashAttentionMultiStepBackend`` for the draft's decode steps) is built
+by its own ``__init__`` from the release's files (``Release.attention``, in a loader of their own beside the write
+path's), its buffers by its own ``init_cuda_graph_state``; a mode is captured as the graph runner captures it
+(``init_forward_metadata_out_graph(in_capture=True)``, then ``init_forward_metadata_in_graph``, the part the graph
+holds) and replayed as a replay runs it (the same two calls on the request's batch).  Every triton kernel runs
+under triton's interpreter (``compiled_kernels()`` is empty, checked at load).
+
+Each request runs alone, in a bucket of one (captured at batch size 1) with guard rows below it in the buffer,
+which is filled with a sentinel before each replay.  Triton's interpreter runs a kernel's programs in order, so a
+row's spill into the row below would be overwritten by that row's own store (on a GPU the two race): a spill shows
+only from the bucket's last row with nothing but guard rows below it.  The builders are row-independent (each
+program reads only its own row's inputs), so a request's build alone is its build in any batch.  The diff gives
+``written`` (the prefix of its row it changed), ``spilled`` (how far past the row's end, in flat columns, it wrote)
+and the published ``cache_seqlens``; the width is the buffer's, as SGLang allocated it.
+
+``req_to_token`` is ``row_width`` wide, as the target sizes it: SGLang's padding row 0, the request in row 1 (slot
+ids page-aligned, so slot // page is the page), and other requests' rows below it.  The builders read the
+request's row up to the length they publish, which can pass its width: such a read lands in the next row, as it
+does in SGLang, and the rows below cover the longest (never a read outside the tensor under the interpreter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.page_tables import FA3_BUFFERS, Build, Mode, pages, steps
+from fuzz.targets.base import TargetError
+
+from ..stubs import StandInMissing
+from .attention_inputs import forward_batch, model_runner
+from .attention_standins import AttentionStandIns
+from .bounds import SGLangTimeout, bounded
+from .context import Settings
+from .loaded import SGLangRuntime
+from .releases import FA3_BACKEND, KV_INDEX_TRANSLATOR
+
+SENTINEL = -0x2A2A2A2A  # no page id is negative
+SETTINGS = Settings(attention_backend="fa3")
+FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")
+ATTENTION_ARCH = ("sglang.srt.configs.model_config", "AttentionArch")
+# A bucket holds builds publishing up to C + HEADROOM tokens (the device lengths near the context limit, C - 4 + lag,
+# plus a verify's D): one bucket per configuration; a longer one builds a bigger bucket.
+HEADROOM = 64
+
+
+class BuildRefused(TargetError):
+    """SGLang's own check refused the build (an ``assert``: ``assert_buffer_fits``'s "used N > capacity W"): on a
+    server the step raises there.  Not a run the target could not make: the caller judges it."""
+
+
+def fa3_builds(
+    runtime: SGLangRuntime, cfg: ServingConfig, rt: SpecRuntime | None, seq_len: int, row_width: int
+) -> list[Build]:
+    """SGLang's FA3 CUDA-graph builders on one request at device length ``seq_len`` (its ``req_to_token`` row
+    ``row_width`` wide), one ``Build`` per mode of ``page_tables.steps`` in its order (topk > 1: none)."""
+    if seq_len < 1 or row_width < 1:
+        raise ValueError(f"fa3_builds needs seq_len >= 1 and row_width >= 1, not {seq_len}, {row_width}")
+    modes = list(steps(cfg, rt))
+    if not modes:
+        return []
+    if runtime.attention is None:
+        try:
+            runtime.attention = FA3Builders(runtime)
+        except (TargetError, StandInMissing) as e:  # remembered: every later call says the same
+            runtime.attention = e
+    if isinstance(runtime.attention, Exception):
+        raise runtime.attention
+    builders: FA3Builders = runtime.attention
+    return builders.builds(cfg, rt, modes, seq_len, row_width)
+
+
+class FA3Builders:
+    """One runtime's FA3 backend modules, executed, and its backends per configuration (``Bucket``)."""
+
+    def __init__(self, runtime: SGLangRuntime) -> None:
+        self.runtime = runtime
+        modules = tuple(m for m in runtime.release.attention if runtime.tree.has(m.replace(".", "/") + ".py"))
+        if FA3_BACKEND not in modules:
+            raise TargetError(f"{runtime.origin} has no {FA3_BACKEND.replace('.', '/')}.py to execute")
+        self.standins = AttentionStandIns(runtime.standins)
+        self.loader = runtime.side_loader(modules, self._answer)
+        self.buckets: dict[tuple[Any, ...], Bucket] = {}
+        for dotted in modules:
+            try:
+                with bounded(f"importing {dotted} of {runtime.origin}", runtime.timeout_s, self.loader.sglang_name):
+                    self.loader.module(dotted)
+            except SGLangTimeout as e:
+                raise TargetError(str(e)) from None
+        compiled = self.loader.compiled_kernels()
+        if compiled:  # triton read TRITON_INTERPRET as unset at a @triton.jit: they would run compiled on CPU tensors
+            raise TargetError(f"{runtime.origin}: {compiled[0]} is a compiled triton kernel, not an interpreted one")
+
+    def _answer(self, module: str, name: str) -> tuple[bool, Any]:
+        """A name of a module the write path executed is that module's own (the same tree, already run: spec_info's
+        ``SpeculativeAlgorithm``, spec_utils' ``resolve_num_tokens_per_req``); else the stand-ins'
+        (``attention_standins``)."""
+        executed = self.runtime.loader.modules.get(module)
+        if module in self.runtime.loader.executed and executed is not None and name in executed.__dict__:
+            return True, executed.__dict__[name]
+        return self.standins.answer(module, name)
+
+    def sglang(self, module: str, name: str) -> Any:
+        """An SGLang name as the backend's modules see it (an executed module's, or its stand-in's)."""
+        return getattr(self.loader.module(module), name)
+
+    def call(
+        self, cfg: ServingConfig, rt: SpecRuntime | None, what: str, fn: Callable[[], Any], replay: bool = False
+    ) -> Any:
+        """A call into SGLang, ``cfg`` published and the time bounded; what SGLang raises is the target's failure,
+        but an ``assert`` of a replay, SGLang's own check on the request (``BuildRefused``)."""
+        runtime = self.runtime
+        try:
+            with runtime.context.bound(cfg, rt, SETTINGS), bounded(what, runtime.timeout_s, self.loader.sglang_name):
+                return fn()
+        except (StandInMissing, TargetError):
+            raise
+        except SGLangTimeout as e:
+            raise TargetError(str(e)) from None
+        except AssertionError as e:
+            if not replay:
+                raise TargetError(f"{runtime.origin} FA3 {what}: SGLang's assert: {e}".splitlines()[0]) from None
+            raise BuildRefused(f"{runtime.origin} FA3 {what}: SGLang's assert: {e}".splitlines()[0]) from None
+        except Exception as e:  # noqa: BLE001 - SGLang's own failure on this input: the target cannot run it
+            raise TargetError(f"{runtime.origin} FA3 {what} raised {type(e).__name__}: {e}".splitlines()[0]) from None
+
+    def builds(
+        self, cfg: ServingConfig, rt: SpecRuntime | None, modes: list[tuple[Mode, int | None]], seq: int, width: int
+    ) -> list[Build]:
+        reach = max(_published_bound(mode, step, seq, rt) for mode, step in modes)
+        key = (
+            cfg.context_len,
+            cfg.page_size,
+            cfg.attn_dcp_size,
+            cfg.kv_pool,
+            cfg.speculative_algorithm,
+            cfg.topk,
+            rt,
+            width,
+        )
+        bucket = self.buckets.get(key)
+        if bucket is None or not bucket.holds(reach):
+            bucket = self.buckets[key] = Bucket(self, cfg, rt, width, max(reach, cfg.context_len + HEADROOM))
+        return [bucket.run(mode, step, seq) for mode, step in modes]
+
+
+def _published_bound(mode: Mode, step: int | None, seq: int, rt: SpecRuntime | None) -> int:
+    """At least what a mode publishes (sizes the guards: the builds measure the real length)."""
+    return seq + (0 if rt is None else max(rt.num_draft_tokens, rt.num_steps))
+
+
+@dataclass
+class Graph:
+    """One mode captured on its backend: the backend and the buffer a replay fills."""
+
+    backend: Any
+    buffer: torch.Tensor
+
+
+@dataclass
+class Bucket:
+    """The backends of one configuration, their graph state for ``1 + guard`` rows, each mode captured at batch
+    size 1, and ``req_to_token``: sized for builds that publish up to ``reach`` tokens."""
+
+    owner: FA3Builders
+    cfg: ServingConfig
+    rt: SpecRuntime | None
+    width: int  # req_to_token's row width
+    reach: int  # the longest length a build may publish (and read) from the row's start
+    graphs: dict[tuple[Mode, int | None], Graph] = field(default_factory=dict)
+    backends: dict[str, Any] = field(default_factory=dict)
+    failure: Exception | None = None  # a backend that could not be built or captured: every call says so
+
+    def __post_init__(self) -> None:
+        p = self.cfg.page_size
+        reads = self.reach + p  # the builders read whole pages' first slots
+        rows = 2 + -(-max(0, reads - self.width) // self.width) + 1  # padding, the request, the rows its reads reach
+        span = -(-self.width // p) * p  # whole pages per row: every row's slots start a page
+        self.pristine = torch.arange(rows, dtype=torch.int32)[:, None] * span + torch.arange(self.width)[None, :]
+        self.pristine = self.pristine.to(torch.int32)
+        self.pristine[0] = 0  # SGLang's padding row
+        self.req_to_token = self.pristine.clone()
+        # Whole guard rows below the bucket's row: the writes a length-masked builder makes past the row end by
+        # ``pages(reach)``; one spare row more, which must stay untouched (``_diff``).
+        self.guard = -(-pages(self.reach, p) // pages(self.cfg.context_len, p)) + 1
+
+    def holds(self, reach: int) -> bool:
+        return reach <= self.reach
+
+    def backend(self, mode: Mode, step: int | None) -> Any:
+        """The backend a mode runs on, as SGLang builds it: the target's ``FlashAttentionBackend(runner)`` for
+        decode and verify [cite: fa3-target-backend], the draft worker's ``FlashAttentionMultiStepBackend(runner, topk,
+        steps)``'s step ``step`` for a draft decode [cite: fa3-draft-decode-backend], the draft worker's
+        ``FlashAttentionBackend(runner, skip_prefill=False)`` for its extend [cite: fa3-draft-extend-backend]."""
+        draft = mode in (Mode.DRAFT_DECODE, Mode.DRAFT_EXTEND)
+        name = {Mode.DRAFT_DECODE: "draft decode", Mode.DRAFT_EXTEND: "draft extend"}.get(mode, "target")
+        if name not in self.backends:
+            runtime, cfg, rt = self.owner.runtime, self.cfg, self.rt
+            allocator = runtime.allocator(cfg, 64 * runtime.allocator_page(cfg))  # the backend only asks its class
+            module = self.owner.loader.module(FA3_BACKEND)
+
+            def make() -> Any:
+                translator = self.owner.loader.modules.get(KV_INDEX_TRANSLATOR)
+                runner = model_runner(
+                    arch=self.owner.sglang(*ATTENTION_ARCH),
+                    context_len=cfg.context_len,
+                    page_size=cfg.page_size,
+                    req_to_token=self.req_to_token,
+                    allocator=allocator,
+                    translator_class=getattr(translator, "KVIndexTranslator", None),
+                    parallel=runtime.context.read("parallel"),
+                    server_args=runtime.context.read("server_args"),
+                    draft=draft,
+                )
+                if mode is Mode.DRAFT_DECODE:
+                    assert rt is not None
+                    return module.FlashAttentionMultiStepBackend(runner, cfg.topk, rt.num_steps)
+                if mode is Mode.DRAFT_EXTEND:
+                    return module.FlashAttentionBackend(runner, skip_prefill=False)
+                return module.FlashAttentionBackend(runner)
+
+            built = self.owner.call(cfg, rt, f"{name} backend of {runtime.origin}", make)
+            # max_num_tokens: the bucket's rows times the tokens each step runs (D, or 1)
+            tokens = (1 + self.guard) * max(1, rt.num_draft_tokens if rt is not None else 1)
+            self.owner.call(
+                cfg, rt, "init_cuda_graph_state", lambda: built.init_cuda_graph_state(1 + self.guard, tokens)
+            )
+            self.backends[name] = built
+        built = self.backends[name]
+        return built.attn_backends[step] if mode is Mode.DRAFT_DECODE else built
+
+    def graph(self, mode: Mode, step: int | None) -> Graph:
+        if self.failure is not None:
+            raise self.failure
+        if (mode, step) not in self.graphs:
+            try:
+                backend = self.backend(mode, step)
+                capture_seq = int(backend.get_cuda_graph_seq_len_fill_value())
+                capture = self.batch(mode, capture_seq, row=0)
+                self.owner.call(self.cfg, self.rt, f"capture ({mode.value})", lambda: _run(backend, capture, True))
+                self.graphs[mode, step] = Graph(backend, _buffer(backend, mode))
+            except (TargetError, StandInMissing) as e:
+                self.failure = e
+                raise
+        return self.graphs[mode, step]
+
+    def batch(self, mode: Mode, seq: int, row: int) -> Any:
+        if mode is Mode.DRAFT_EXTEND and row:
+            seq += self.rt.num_draft_tokens if self.rt is not None else 0
+        forward_mode = self.owner.sglang(*FORWARD_MODE)
+        fm = forward_mode.DRAFT_EXTEND_V2 if mode is Mode.DRAFT_EXTEND else forward_mode.TARGET_VERIFY
+        fm = forward_mode.DECODE if mode in (Mode.DECODE, Mode.DRAFT_DECODE) else fm
+        return forward_batch(fm, mode, self.rt, seq, row, self.pristine)
+
+    def run(self, mode: Mode, step: int | None, seq: int) -> Build:
+        g = self.graph(mode, step)
+        batch = self.batch(mode, seq, row=1)
+        self.req_to_token.copy_(self.pristine)
+        g.buffer.fill_(SENTINEL)
+        metadata = self.owner.call(
+            self.cfg, self.rt, f"replay ({mode.value})", lambda: _run(g.backend, batch, False), replay=True
+        )
+        where = f"{self.owner.runtime.origin} FA3 {mode.value} ({FA3_BUFFERS[mode]})"
+        if metadata.page_table.data_ptr() != g.buffer.data_ptr():
+            raise TargetError(f"{where}: the replay's page table is another buffer")
+        if not torch.equal(self.req_to_token, self.pristine):
+            raise TargetError(f"{where}: the replay wrote req_to_token")
+        written, spilled = self._diff(g.buffer, where)
+        published = int(metadata.cache_seqlens_int32[0])
+        return Build(
+            mode, step, FA3_BUFFERS[mode], int(g.buffer.shape[1]), self.cfg.page_size, written, spilled, published
+        )
+
+    def _diff(self, buffer: torch.Tensor, where: str) -> tuple[int, int]:
+        """(written, spilled): the cells the replay changed, which must be one flat run from the row's start."""
+        width = int(buffer.shape[1])
+        changed = torch.nonzero(buffer.reshape(-1) != SENTINEL).flatten()
+        end = int(changed[-1]) + 1 if changed.numel() else 0
+        if changed.numel() != end:
+            raise TargetError(f"{where} changed {changed.numel()} cells, not the run of {end} from its row's start")
+        if end > width * self.guard:  # into the spare guard row: it may have gone further, past the buffer
+            raise TargetError(f"{where} wrote {end} columns from its row's start, through every guard row")
+        return min(end, width), max(0, end - width)
+
+
+def _run(backend: Any, batch: Any, in_capture: bool) -> Any:
+    """A capture or a replay of a mode's metadata: the runner's call, then the part the graph holds."""
+    backend.init_forward_metadata_out_graph(batch, in_capture=in_capture)
+    backend.init_forward_metadata_in_graph(batch)
+    return backend.forward_metadata
+
+
+def _buffer(backend: Any, mode: Mode) -> torch.Tensor:
+    """The buffer ``FA3_BUFFERS[mode]`` names (``target_verify_metadata['page_table']``), read off the backend."""
+    attr, _, rest = FA3_BUFFERS[mode].partition("[")
+    buffer = getattr(backend, attr).get(rest.strip("]'\""))
+    if not isinstance(buffer, torch.Tensor) or buffer.dim() != 2:
+        raise TargetError(f"FA3's {FA3_BUFFERS[mode]} is no 2-D tensor")
+    return buffer

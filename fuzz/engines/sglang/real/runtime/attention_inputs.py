@@ -1,0 +1,158 @@
+"""What FA3's backend is handed (``attention``): the model runner it is built from, the forward batch of a mode.
+
+Strict stand-ins (``batch.Strict``): a name the backend reads that is not given stops the run naming it
+(``StandInMissing``); the names the real object lacks raise ``AttributeError``, so ``getattr(x, name, default)``
+gives SGLang's default.  What they stand for:
+
+* the model: a dense MHA model, 8 heads of 128, bf16 KV, no sliding window, no local attention, no encoder (the
+  page tables depend on none of these but the KV layout being paged MHA);
+* the KV pool: a standard MHA pool (``MHATokenToKVPool``: not SWA, not page-interleaved, not unified), so every
+  ``isinstance`` against SGLang's other pool classes is False (``inert.known_isinstance``); the allocator is the
+  release's own, built for the configuration (``SGLangRuntime.allocator``);
+* the ``KVIndexTranslator`` (0.5.19+): SGLang's own, built by its own constructor from these, as the model runner
+  builds it (a standard pool: not translating);
+* the forward batch: one request (``batch_size`` 1) in ``req_to_token`` row ``row`` at device length ``seq``, its
+  tokens' positions and slots; the modes' ``spec_info`` carry only what the builders read.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from allocator_model.config import SpecRuntime
+from allocator_model.page_tables import Mode
+
+from .batch import Strict
+
+HEADS, HEAD_DIM = 8, 128
+
+
+class Absent(Strict):
+    """A stand-in whose listed names the real object lacks (``getattr(x, name, default)`` gives the default)."""
+
+    def __init__(self, name: str, absent: tuple[str, ...], **values: Any) -> None:
+        super().__init__(name, **values)
+        self.__dict__["_absent"] = frozenset(absent)
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in self.__dict__.get("_absent", ()):
+            raise AttributeError(f"{self._name} has no {attr} (as SGLang's own has none)")
+        return super().__getattr__(attr)
+
+
+class MHAPool(Absent):
+    """The KV pool, a standard MHA pool: ``isinstance`` against an SGLang pool class answers from this hierarchy."""
+
+    __sglang_stands_for__ = frozenset({"MHATokenToKVPool", "KVCache", "ABC", "object"})
+
+
+def model_runner(
+    *,
+    arch: Any,
+    context_len: int,
+    page_size: int,
+    req_to_token: torch.Tensor,
+    allocator: Any,
+    translator_class: Any,
+    parallel: Any,
+    server_args: Any,
+    draft: bool,
+) -> Absent:
+    """The model runner (the target's, or the draft worker's: ``draft``).
+
+    ``prefill_aware_swa``: absent (set only for prefill-aware SWA models); ``hf_text_config.attn_logit_softcapping``:
+    absent (no softcapping).  ``server_args`` (to 0.5.17), ``ps`` (the parallel state, 0.5.16-0.5.20),
+    ``tp_size``/``attn_cp_size`` (0.5.13-0.5.15): the published bags, as each release reads them.
+    """
+    hf = Absent("hf_text_config", ("attn_logit_softcapping",), num_attention_heads=HEADS)
+    model_config = Strict(
+        "model_config",
+        is_encoder_decoder=False,
+        context_len=context_len,
+        attention_arch=arch.MHA,
+        head_dim=HEAD_DIM,
+        hf_text_config=hf,
+        get_num_kv_heads=lambda tp: max(1, HEADS // tp),
+        is_local_attention_model=False,
+    )
+    pool = Strict("req_to_token_pool", req_to_token=req_to_token, size=req_to_token.shape[0] - 1)
+    kv_pool = MHAPool("token_to_kv_pool", ())
+    translator = None  # before 0.5.19 the backend reads none
+    if translator_class is not None:
+        kwargs: dict[str, Any] = dict(
+            req_to_token=req_to_token,
+            token_to_kv_pool_allocator=allocator,
+            token_to_kv_pool=kv_pool,
+            page_size=page_size or 1,
+            device="cpu",
+        )
+        if "is_draft_worker" in inspect.signature(translator_class).parameters:  # 0.5.22+
+            kwargs["is_draft_worker"] = draft
+        translator = translator_class(**kwargs)
+    return Absent(
+        "model_runner",
+        ("prefill_aware_swa",),
+        sliding_window_size=None,
+        model_config=model_config,
+        device="cpu",
+        req_to_token_pool=pool,
+        token_to_kv_pool=kv_pool,
+        token_to_kv_pool_allocator=allocator,
+        kv_cache_dtype=torch.bfloat16,
+        kv_cache_dtype_str="auto",
+        page_size=page_size,
+        kv_index_translator=translator,
+        is_draft_worker=draft,
+        attention_chunk_size=None,
+        attn_cp_size=parallel.attn_cp_size,
+        tp_size=parallel.tp_size,
+        server_args=server_args,
+        ps=parallel,
+    )
+
+
+def forward_batch(
+    forward_mode: Any, mode: Mode, rt: SpecRuntime | None, seq: int, row: int, rows: torch.Tensor
+) -> Strict:
+    """The ``ForwardBatch`` a graph runner hands the backend: one request in ``req_to_token`` row ``row`` (0: a
+    capture's padding row), ``seq`` its device length (a draft extend's, the length after its D tokens, as the
+    worker sets ``seq_lens`` before the draft extends [cite: draft-extend-seq-lens-include-drafts]).
+
+    Positions and slots: decode the last token, a draft step the next, verify and draft extend the D tokens past
+    the committed length; ``out_cache_loc`` their slots in the request's row (read by SWA pools only).
+    """
+    d = rt.num_draft_tokens if rt is not None else 1
+    tokens = 1 if mode in (Mode.DECODE, Mode.DRAFT_DECODE) else d
+    first = {Mode.DECODE: seq - 1, Mode.DRAFT_DECODE: seq, Mode.TARGET_VERIFY: seq}.get(mode, seq - d)
+    positions = torch.arange(first, first + tokens, dtype=torch.int64).clamp(min=0)
+    flat = rows.reshape(-1).to(torch.int64)
+    out_cache_loc = flat[(row * rows.shape[1] + positions).clamp(max=flat.numel() - 1)]
+    spec: Strict | None = None
+    if mode is Mode.DRAFT_DECODE:
+        spec = Strict("spec_info (EagleDraftInput)")
+    elif mode is Mode.TARGET_VERIFY:
+        spec = Strict("spec_info (EagleVerifyInput)", ragged_verify_layout=None)
+    elif mode is Mode.DRAFT_EXTEND:
+        spec = Strict(
+            "spec_info (EagleDraftInput)", num_tokens_per_req=d, extend_seq_lens_tensor=None, extend_seq_lens_cpu=None
+        )
+    seq_lens = torch.tensor([seq], dtype=torch.int64)
+    return Strict(
+        "forward_batch",
+        forward_mode=forward_mode,
+        spec_info=spec,
+        batch_size=1,
+        seq_lens=seq_lens,
+        seq_lens_cpu=seq_lens.clone(),
+        seq_lens_sum=seq,
+        req_pool_indices=torch.tensor([row], dtype=torch.int64),
+        encoder_lens=None,
+        kv_loc_plan=None,
+        out_cache_loc=out_cache_loc,
+        positions=positions,
+        extend_seq_lens=torch.tensor([tokens], dtype=torch.int32),
+        extend_seq_lens_cpu=[tokens],
+    )
