@@ -59,7 +59,9 @@ class Build:
 
     ``written``: the end of the columns ``[0, written)`` of its own row the builder changed (0: none);
     ``spilled``: how many columns past the row's end it wrote (into the next row at offset ``row * width + col``,
-    a guard row here); ``published``: the tokens the kernel reads, ``ceil(published / page)`` pages of the row.
+    a guard row here); ``published``: the tokens the kernel reads, ``ceil(published / page)`` pages of the row;
+    ``stopped_by``: SGLang's own check that refused the build (its assert): nothing written, nothing read, the
+    step raises on a server.
     """
 
     mode: Mode
@@ -70,6 +72,7 @@ class Build:
     written: int
     spilled: int
     published: int
+    stopped_by: str | None = None
 
     @property
     def read_pages(self) -> int:
@@ -150,6 +153,9 @@ def clamped_end(need: int, w: int, block_tokens: int | None, page: int) -> int:
     return min(need, pages(w, per_block) * per_block)
 
 
+DECODE_ASSERT = "assert_buffer_fits"  # SGLang's check that a decode's pages fit its graph buffer
+
+
 def fa3_builds(
     cfg: ServingConfig,
     rt: SpecRuntime | None,
@@ -157,17 +163,22 @@ def fa3_builds(
     sized_from: TableWidth,
     row_width: int,
     verify_block_tokens: int | None,
+    decode_asserts: bool = False,
 ) -> list[Build]:
     """The model's twin of FA3's CUDA-graph builders for one request at device length ``seq_len``.
 
     Every mode's builder writes its row's pages up to the published length, clamped at the width, except a
-    verify builder that masks on the length alone (``verify_block_tokens``: its grid's block).
+    verify builder that masks on the length alone (``verify_block_tokens``: its grid's block).  Where the decode
+    builders first assert the pages fit (``decode_asserts``), a decode or draft decode past the width is stopped.
     """
     out = []
     w = width(sized_from, cfg, row_width)
     for mode, step in steps(cfg, rt):
         length = published(mode, step, seq_len, rt)
         need = pages(length, cfg.page_size)
+        if decode_asserts and mode in (Mode.DECODE, Mode.DRAFT_DECODE) and need > w:
+            out.append(Build(mode, step, FA3_BUFFERS[mode], w, cfg.page_size, 0, 0, length, DECODE_ASSERT))
+            continue
         block = verify_block_tokens if mode is Mode.TARGET_VERIFY else None
         end = clamped_end(need, w, block, cfg.page_size)
         out.append(Build(mode, step, FA3_BUFFERS[mode], w, cfg.page_size, min(end, w), max(0, end - w), length))
@@ -184,22 +195,29 @@ def fa3_reach_grid(
     seq_len: Tensor,
     sized_from: TableWidth,
     verify_block_tokens: int | None,
+    num_steps: Tensor | None = None,
+    decode_asserts: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``fa3_builds`` of many rows at once, reduced to each row's (width, furthest write end, furthest read end):
     its tensor twin (``tests/test_page_tables.py`` holds them equal).  The furthest length a step publishes is
     the verify's (and the draft extend's) ``seq + D``: a draft step's ``seq + s + 1`` stays below it (s + 1 < D at
-    topk 1), and only the verify builder may not clamp.  A row this table does not judge reaches nothing.
+    topk 1), and only the verify builder may not clamp.  A decode its own assert stops (``decode_asserts``)
+    reaches what it asked for, written nowhere.  A row this table does not judge reaches nothing.
     """
     w = pages(context_len if sized_from is TableWidth.CONTEXT else row_width, page.expand_as(context_len))
     if algorithm is None:
         read = pages(seq_len, page.expand_as(seq_len))
-        return w, torch.minimum(read, w), read
+        stopped = (read > w) & torch.tensor(decode_asserts)
+        return w, torch.where(stopped, read, torch.minimum(read, w)), read
     read = pages(seq_len + draft_tokens, page.expand_as(seq_len))
     if verify_block_tokens is None:
         write = torch.minimum(read, w)
     else:
         per_block = torch.div(verify_block_tokens, page, rounding_mode="floor").expand_as(w)
         write = torch.minimum(read, pages(w, per_block) * per_block)
+    if decode_asserts and algorithm in algo.EAGLE_FAMILY and num_steps is not None:  # the last draft step's pages
+        last = torch.where(num_steps >= 2, pages(seq_len + num_steps - 1, page.expand_as(seq_len)), 0)
+        write = torch.where(last > w, torch.maximum(write, last), write)
     on = (topk == 1) & torch.tensor(judged(algorithm, 1))
     zero = torch.zeros_like(read)
     return w, torch.where(on, write, zero), torch.where(on, read, zero)

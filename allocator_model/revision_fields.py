@@ -113,4 +113,5 @@ REVISION_FIELDS: dict[str, Any] = {
     "hisparse_adaptive": bool,
     "page_table_width": TableWidth,
     "fa3_verify_block_tokens": "optional-int",
+    "fa3_decode_asserts": bool,
 }

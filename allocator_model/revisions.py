@@ -96,6 +96,9 @@ class Revision:
     # FA3's target-verify graph builder masks its writes by the published length alone, over a grid of blocks of
     # this many tokens (``build_trtllm_mha_page_table``, 0.5.15-0.5.21); None: it clamps them at the width.
     fa3_verify_block_tokens: int | None = None
+    # FA3's decode and draft-decode graph builders assert the published pages fit the buffer first
+    # (``assert_buffer_fits``, 0.5.13-0.5.14): a step past the width raises instead of writing.
+    fa3_decode_asserts: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -182,7 +185,12 @@ class Revision:
 
 # Fields added after case files first recorded their revision, with the value those files' revisions had.
 # The page-table fields came with the page tables: a case file before them is a req_to_token case, judged on none.
-LATER_FIELDS: dict[str, Any] = {"hisparse_adaptive": True, "page_table_width": "row", "fa3_verify_block_tokens": None}
+LATER_FIELDS: dict[str, Any] = {
+    "hisparse_adaptive": True,
+    "page_table_width": "row",
+    "fa3_verify_block_tokens": None,
+    "fa3_decode_asserts": False,
+}
 
 REFERENCE = Revision(
     name="reference",
@@ -280,6 +288,7 @@ _UPSTREAM_0_5_14 = _UPSTREAM_0_5_15.but(
     overlap_counts_in_flight=True,
     pools=frozenset({KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE}),
     fa3_verify_block_tokens=None,
+    fa3_decode_asserts=True,
 )
 """0.5.14: 0.5.15's sizing; no ``dcp_size`` server argument (``server_args.py`` has none; it first
 appears in 0.5.15 [cite: dcp-size-argument]), so a launch with attn_dcp_size > 1 does not exist; no

@@ -160,7 +160,23 @@ def test_sglang_own_check_refuses_a_decode_past_the_width_in_0_5_13():
     from fuzz.engines.sglang.real.runtime.attention import BuildRefused, fa3_builds
 
     plain = ServingConfig.resolve(context_len=40, page_size=4)
-    with pytest.raises(BuildRefused, match=r"FA3 decode page_table: used 11 > capacity 10"):
-        fa3_builds(runtime("0.5.13"), plain, None, 44, 48)
+    (stopped,) = fa3_builds(runtime("0.5.13"), plain, None, 44, 48)
+    assert stopped.stopped_by is not None and "FA3 decode page_table: used 11 > capacity 10" in stopped.stopped_by
+    assert (stopped.written, stopped.spilled, stopped.published, stopped.width) == (0, 0, 44, 10)
+    (twin,) = pt.fa3_builds(plain, None, 44, pt.TableWidth.CONTEXT, 48, None, decode_asserts=True)
+    assert twin.stopped_by == pt.DECODE_ASSERT and (twin.width, twin.published) == (10, 44)
+    assert issubclass(BuildRefused, Exception)  # what the runtime turns into a stopped build
     (build,) = fa3_builds(runtime("0.5.23"), plain, None, 44, 48)
     assert (build.written, build.spilled, build.published, build.read_pages) == (10, 0, 44, 11)
+
+
+def test_the_model_revisions_carry_the_measured_builders() -> None:
+    """Each release's model revision holds the facts measured above: the width from the context length, the
+    verify builder's block (``VERIFY_BLOCK``), and the decode assert of 0.5.13-0.5.14."""
+    from allocator_model.revisions import RELEASE_REVISIONS, get_revision
+
+    for version in RELEASES:
+        rev = get_revision(RELEASE_REVISIONS[version])
+        assert rev.page_table_width is pt.TableWidth.CONTEXT, version
+        assert rev.fa3_verify_block_tokens == VERIFY_BLOCK[version], version
+        assert rev.fa3_decode_asserts == (version in ("0.5.13", "0.5.14")), version

@@ -87,7 +87,7 @@ def test_topk_above_one_and_uno_are_not_this_tables() -> None:
     assert list(steps(tree, tree.launch_runtime)) == [] and not judged("UNO", 1) and judged(None, 1)
 
 
-REVISIONS = ("reference", "sglang-0.5.13", "sglang-0.5.18", "sglang-0.5.23")
+REVISIONS = ("reference", "sglang-0.5.13", "sglang-0.5.14", "sglang-0.5.18", "sglang-0.5.23")
 
 
 @settings(max_examples=150, deadline=None, database=None)
@@ -98,7 +98,8 @@ def test_the_tensor_twin_is_the_builds_reduced(cfg: ServingConfig, revision: str
     seq = max(1, cfg.context_len - 4 + min(lead, 0))
     row = cfg.context_len + 4 + lead % 17  # any row width: the twin takes it as given
     for rt in cfg.runtimes():
-        built = fa3_builds(cfg, rt, seq, rev.page_table_width, row, rev.fa3_verify_block_tokens)
+        asserts = rev.fa3_decode_asserts
+        built = fa3_builds(cfg, rt, seq, rev.page_table_width, row, rev.fa3_verify_block_tokens, asserts)
         t = torch.tensor
         w, write, read = fa3_reach_grid(
             cfg.speculative_algorithm,
@@ -110,9 +111,13 @@ def test_the_tensor_twin_is_the_builds_reduced(cfg: ServingConfig, revision: str
             t([seq]),
             rev.page_table_width,
             rev.fa3_verify_block_tokens,
+            t([rt.num_steps if rt else 0]),
+            asserts,
         )
-        assert int(write[0]) == max((b.written + b.spilled for b in built), default=0)
-        assert int(read[0]) == max((b.read_pages for b in built), default=0)
+        reached = [b.read_pages if b.stopped_by else b.written + b.spilled for b in built]
+        assert int(write[0]) == max(reached, default=0)
+        if not any(b.stopped_by for b in built):  # a stopped step reads nothing
+            assert int(read[0]) == max((b.read_pages for b in built), default=0)
         assert all(b.width == int(w[0]) for b in built)
 
 

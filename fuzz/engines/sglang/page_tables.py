@@ -70,7 +70,9 @@ def _row_width(target: Any, cfg: ServingConfig) -> int:
 
 
 def _model_builds(revision: Revision, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> list[Build]:
-    return fa3_builds(cfg, rt, seq, revision.page_table_width, row, revision.fa3_verify_block_tokens)
+    return fa3_builds(
+        cfg, rt, seq, revision.page_table_width, row, revision.fa3_verify_block_tokens, revision.fa3_decode_asserts
+    )
 
 
 # The probe ``unjudged`` runs: a request near the limit of a small context, SGLang's default speculation.
@@ -123,6 +125,10 @@ def accesses(b: Build, owner: str, whose: str) -> list[Access]:
     """One build as accesses of its row (batch row 0, bound ``[0, width)``): the builder's write (with what it
     stored past the row, which lands in the next batch row), and the kernel's read of the published length."""
     bound = (Span(0, 0, b.width),)
+    if b.stopped_by is not None:  # SGLang's own assert refused it: what it asked for, nothing written or read
+        asked = Span(0, 0, b.read_pages)
+        what = f"{b.label}: SGLang's {b.stopped_by} stops the replay: {b.read_pages} pages asked of {b.buffer}"
+        return [Access(FA3_PAGE_TABLE, owner, AccessKind.WRITE, (asked,), bound, (), b.stopped_by, what, b)]
     outside = (Span(1, 0, b.spilled, NEXT_ROW),) if b.spilled else ()
     write = Access(
         FA3_PAGE_TABLE,
@@ -204,10 +210,10 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
         num_steps = rt.num_steps if cfg.speculative_adaptive and rt is not None else None
         data = DecodeScenario(cfg, bound, num_steps, None, lag).to_dict()
         for b in _model_builds(revision, cfg, rt, bound + lag, row):
-            wrote = b.written + b.spilled
+            wrote = b.read_pages if b.stopped_by else b.written + b.spilled
             reach = (
                 Reach(b.width, wrote, data, Property.WRITE_WITHIN_ROW)
-                if b.spilled
+                if b.spilled or (b.stopped_by and wrote > b.width)
                 else Reach(b.width, b.read_pages, data, Property.READ_WITHIN_ROW)
             )
             worse = reach.prop is Property.WRITE_WITHIN_ROW and best.prop is not Property.WRITE_WITHIN_ROW

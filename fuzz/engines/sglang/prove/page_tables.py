@@ -34,10 +34,8 @@ OVER = "every residue of context_len mod the page, and mod the verify builder's 
 
 def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, revision: Any) -> Any:
     """Each distinct configuration key's overshoots at every residue: (spill, read past), each [keys, residues]."""
-    lead, extra, align, topk = (keys[:, i].unsqueeze(1) for i in range(4))
+    offset, draft, steps, extra, align, topk = (keys[:, i].unsqueeze(1) for i in range(6))
     c = context.unsqueeze(0).expand(len(keys), len(context))
-    draft = torch.zeros_like(lead) if algorithm is None else lead  # the lead holds D + lag - gap (or lag - gap)
-    seq = c + (lead if algorithm is None else torch.zeros_like(lead))
     w, write, read = fa3_reach_grid(
         algorithm,
         torch.tensor(page),
@@ -45,9 +43,11 @@ def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, 
         draft,
         c,
         ceil_to_page(c + extra, align),  # ``closed_form.row_width``
-        seq,
+        c + offset,  # the device's length: the committed bound C - gap, plus the lag
         revision.page_table_width,
         revision.fa3_verify_block_tokens,
+        steps,
+        revision.fa3_decode_asserts,
     )
     spill = write - w
     return spill, torch.where(spill > 0, torch.full_like(read, -1), read - w)  # a spill is the write's group
@@ -57,9 +57,9 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
     """Every group FA3's page table breaks over the prover's space, with its count and worst configuration (each
     worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of).
 
-    A configuration's overshoot at a residue depends on a few numbers only: the furthest its steps publish past
-    C (the largest D of its run-time shapes, plus the lag, less the committed gap: published lengths only grow
-    with D), its row's extra and alignment, and its topk; so each distinct key is swept once over the residues.
+    A configuration's overshoot at a residue depends on a few numbers only: its device length's offset from C
+    (the lag less the committed gap), the largest D and S of its run-time shapes (published lengths only grow
+    with them), its row's extra and alignment, and its topk; so each distinct key is swept once over the residues.
     A verify builder that masks by length over a grid of blocks spills where the width is no whole number of
     blocks: its residues are those of C mod the block, not the page alone.
     """
@@ -78,6 +78,7 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
         rows = cf.model_decode_rows(g, revision)
         spec = g.algorithm is not None
         dmax = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.draft_tokens.long(), "amax")
+        smax = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.num_steps.long(), "amax")
         extra = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.extra.long(), "amax")
         align = torch.ones(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.row_align.long(), "amax")
         period = max(page, period_tokens)  # the page divides the block (``build_trtllm_mha_page_table`` asserts it)
@@ -86,10 +87,10 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
         for overlap in (False, True):
             gap = cf.committed_gap(revision, overlap, spec=spec)
             lag = g.max_draft_tokens.long() if overlap and spec else torch.zeros(n, dtype=torch.long)
-            lead = (dmax if spec else 0) + lag - gap
+            offset = lag - gap
             if revision.page_table_width is TableWidth.CONTEXT:  # the row's width does not enter: one key per lead
                 extra, align = torch.zeros_like(extra), torch.ones_like(align)
-            keys, inverse = torch.stack([lead, extra, align, g.topk.long()], dim=1)[keep].unique(
+            keys, inverse = torch.stack([offset, dmax, smax, extra, align, g.topk.long()], dim=1)[keep].unique(
                 dim=0, return_inverse=True
             )
             configs = keep.nonzero().flatten()

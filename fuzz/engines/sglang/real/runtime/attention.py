@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.page_tables import FA3_BUFFERS, Build, Mode, pages, steps
+from allocator_model.page_tables import FA3_BUFFERS, Build, Mode, pages, published, steps
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
@@ -147,7 +147,18 @@ class FA3Builders:
         bucket = self.buckets.get(key)
         if bucket is None or not bucket.holds(reach):
             bucket = self.buckets[key] = Bucket(self, cfg, rt, width, max(reach, cfg.context_len + HEADROOM))
-        return [bucket.run(mode, step, seq) for mode, step in modes]
+        return [self._run(bucket, mode, step, seq, rt) for mode, step in modes]
+
+    @staticmethod
+    def _run(bucket: Bucket, mode: Mode, step: int | None, seq: int, rt: SpecRuntime | None) -> Build:
+        """One mode's build; one SGLang's own assert refuses is a build it stopped (nothing written, nothing read)."""
+        try:
+            return bucket.run(mode, step, seq)
+        except BuildRefused as e:
+            w = int(bucket.graph(mode, step).buffer.shape[1])
+            return Build(
+                mode, step, FA3_BUFFERS[mode], w, bucket.cfg.page_size, 0, 0, published(mode, step, seq, rt), str(e)
+            )
 
 
 def _published_bound(mode: Mode, step: int | None, seq: int, rt: SpecRuntime | None) -> int:
