@@ -98,7 +98,8 @@ class TableCase:
 
     def finding(self, target: Target, v: Violation, found_at: int = 0) -> Finding:
         case = {"table": self.table.name, "data": json.loads(json.dumps(dict(self.data)))}
-        return Finding(CaseKind(TABLE_CASE), target.spec, v, self.config, case, found_at)
+        reached = self.table.reached(self.config, self.data) if self.table.reached is not None else None
+        return Finding(CaseKind(TABLE_CASE), target.spec, v, self.config, case, found_at, reached_by=reached)
 
 
 def replay_table_case(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:

@@ -150,6 +150,12 @@ class Table:
     # ``code_of(target)``: the functions its findings indict on ``target`` as that target holds them (a model's twin,
     # a release's wheel, a checkout); None: ``indicted``, read from this machine's files.
     code_of: Callable[[Any], tuple[Code, ...]] | None = None
+    # ``finish(target, finding)``: a group's finding as its hunt reports it (its engine's last step: a representative
+    # case searched beside the minimal one); None: as found.
+    finish: Callable[[Any, Any], Any] | None = None
+    # ``reached(config, data)``: how the engine gets a request into the case's state, where the case says (a decode
+    # scenario's), for the finding's ``reached_by``.
+    reached: Callable[[Any, Mapping[str, Any]], str | None] | None = None
 
     def refused_on(self, target: Any) -> str | None:
         """Why ``target`` cannot judge this table (``unjudged``), None where it can."""

@@ -61,8 +61,12 @@ def backend_of(table: str | None) -> str | None:
 
 def takes(cfg: ServingConfig) -> bool:
     """Whether FA3's page tables of this stage are judged on ``cfg``: a standard pool without decode context
-    parallelism (DCP runs the MLA backends; unified memory translates FA3's tables through its own map)."""
-    return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1
+    parallelism (DCP runs the MLA backends; unified memory translates FA3's tables through its own map), at a
+    power-of-two page (FA3's metadata builders assert it from 0.5.16, ``kernels/ops/attention/metadata.py``:
+    another page fails at CUDA-graph capture, before any request; the unclamped verify builder needs the page to
+    divide its 4096-token block)."""
+    page = cfg.page_size
+    return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1 and page & (page - 1) == 0
 
 
 def _row_width(target: Any, cfg: ServingConfig) -> int:
@@ -147,7 +151,7 @@ def accesses(b: Build, owner: str, whose: str) -> list[Access]:
         (Span(0, 0, b.read_pages),),
         bound,
         step=f"{b.label}: FA3's kernel reads cache_seqlens = {b.published} tokens = {b.read_pages} pages of "
-        f"{b.buffer} (a CUDA kernel: the read is this machine's inference from the published length)",
+        f"{b.buffer}, as {whose} published it (the kernel is CUDA's: the read follows from that length)",
         native=b,
     )
     return [write, read]
@@ -222,6 +226,32 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
     return best
 
 
+def finish(target: Any, f: Any) -> Any:
+    """A group's finding with its representative case beside it: the same walk toward a deployment people run as
+    ``req_to_token``'s groups take (``representative.search``), on this table's cases of the walked scenarios."""
+    from fuzz.tables.case import TableCase
+
+    from .representative import search
+
+    start = DecodeScenario.from_dict(f.config, f.case["data"])
+    f.search = search(target, f, False, start, lambda s: TableCase(FA3_TABLE, s.config, s.to_dict()))
+    if not target.is_model:  # every access judged was what SGLang's own builders did
+        source = target.sizing.write_path.source
+        for found in (f, f.search.found if f.search is not None else None):
+            if found is not None:
+                found.confirmed = True
+                found.confirmation = (
+                    f"confirmed on SGLang's own FA3 builders, executed from {source} (the graph buffer's width, "
+                    "what the replay stored, the length it published); the read is the CUDA kernel's, not run here"
+                )
+    return f
+
+
+def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
+    """How the scheduler gets the request there (the scenario's own account), then the step's graph replay."""
+    return DecodeScenario.from_dict(cfg, data).reached_by() + ", then its decode step's CUDA-graph replay on FA3"
+
+
 def _sweep(target: Any, prover: Any) -> Any:
     from .prove.page_tables import sweep
 
@@ -294,6 +324,8 @@ FA3_TABLE = declare_table(
         sweep=_sweep,
         unjudged=unjudged,
         code_of=code_of,
+        finish=finish,
+        reached=reached,
         proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
     )
 )

@@ -24,7 +24,7 @@ found only on SGLang's own path is walked there.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,10 +69,17 @@ def dcp_group(f: Finding) -> bool:
     return f.signature.group.partition("@")[0] == Regime.DCP.value
 
 
-def _same_group(target: SGLangTarget, f: Finding, s: DecodeScenario, own: bool) -> Violation | None:
-    """The violation of ``f``'s group that ``s`` breaks, attributed (None: it breaks none, or cannot be run)."""
+def _same_group(
+    target: SGLangTarget,
+    f: Finding,
+    s: DecodeScenario,
+    own: bool,
+    case_of: Callable[[DecodeScenario], Any] = DecodeCase,
+) -> Violation | None:
+    """The violation of ``f``'s group that ``s`` breaks, attributed (None: it breaks none, or cannot be run);
+    ``case_of``: the case ``s`` is (a decode case, or a table's case of the same scenario)."""
     try:
-        _, found = PIPELINE.checked(target, DecodeCase(s), (f.signature.prop,), own)
+        _, found = PIPELINE.checked(target, case_of(s), (f.signature.prop,), own)
     except Unjudgeable:
         return None
     return next((v for v in found if v.signature == f.signature), None)
@@ -84,12 +91,13 @@ class _Walk:
     minimal: Finding
     own: bool = False  # the group is found only on SGLang's own path: the walk replays there
     replays: int = 0
+    case_of: Callable[[DecodeScenario], Any] = DecodeCase
 
     def fails(self, s: DecodeScenario) -> Violation | None:
         if self.replays >= BUDGET:
             raise _Spent
         self.replays += 1
-        return _same_group(self.target, self.minimal, s, self.own)
+        return _same_group(self.target, self.minimal, s, self.own, self.case_of)
 
     def first(self, candidates: Iterator[DecodeScenario]) -> tuple[DecodeScenario, Violation] | None:
         for s in candidates:
@@ -99,16 +107,23 @@ class _Walk:
         return None
 
 
-def search(target: SGLangTarget, f: Finding, confirm: bool) -> Search | None:
+def search(
+    target: SGLangTarget,
+    f: Finding,
+    confirm: bool,
+    scenario: DecodeScenario | None = None,
+    case_of: Callable[[DecodeScenario], Any] = DecodeCase,
+) -> Search | None:
     """The representative case of ``f``'s group (``Search``): the walk of the module docstring from ``f``'s case,
     at most ``BUDGET`` replays; ``confirm``: replayed on SGLang's own code as ``f`` was.  None for a finding that is
-    no deployment's (a model mismatch, a kind other than a decode case)."""
+    no deployment's (a model mismatch, a kind other than a decode case).  ``scenario``, ``case_of``: a table's
+    case of a decode scenario (its scenario, and the table's case of another one), walked the same way."""
     from fuzz.findings.kinds import Property
 
-    if f.kind is not SGLangCase.DECODE or f.signature.prop is Property.MODEL_MISMATCH:
+    if scenario is None and (f.kind is not SGLangCase.DECODE or f.signature.prop is Property.MODEL_MISMATCH):
         return None
-    walk = _Walk(target, f)
-    start = scenario_of(f)
+    walk = _Walk(target, f, case_of=case_of)
+    start = scenario if scenario is not None else scenario_of(f)
     here: tuple[DecodeScenario, Violation | None] = (start, None)
     try:
         if walk.fails(start) is None:  # found on SGLang's own path only (or not the model's at all): walk there
@@ -120,7 +135,7 @@ def search(target: SGLangTarget, f: Finding, confirm: bool) -> Search | None:
     if v is None or case.config.context_len < WORK_CONTEXT:
         why = "the budget was spent" if walk.replays >= BUDGET else "no move keeps the group"
         return Search(BUDGET, walk.replays, missed=f"{why} before a context of {WORK_CONTEXT} or more")
-    found = DecodeCase(case).finding(target, v, f.found_at)
+    found = case_of(case).finding(target, v, f.found_at)
     if confirm:
         found = PIPELINE.confirm(target, found)
         if found.confirmed is False:

@@ -75,6 +75,8 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
         if not bool(keep.any()):
             continue
         page, n = int(g.page_size[0]), len(g)
+        if page & (page - 1):  # a page FA3 does not run (``page_tables.takes``)
+            continue
         rows = cf.model_decode_rows(g, revision)
         spec = g.algorithm is not None
         dmax = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.draft_tokens.long(), "amax")
