@@ -33,6 +33,8 @@ EAGLE = "srt/speculative/eagle_utils.py"
 DFLASH = "srt/speculative/dflash_info_v2.py"
 ALLOCATION = "srt/mem_cache/allocation.py"
 ALLOCATOR_KERNELS = "kernels/ops/memory/allocator.py"
+FA3 = "srt/layers/attention/flashattention_backend.py"
+FA3_METADATA = "kernels/ops/attention/metadata.py"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,30 @@ FIXES: dict[str, Change] = {
                 "            extra_max_context_len += get_spec().speculative_num_draft_tokens\n",
                 "        extra_max_context_len = get_req_to_token_extra_context_len()  # (fixture)\n",
                 count=2,
+            ),
+        ),
+    ),
+    "fa3-page-table-width": Change(
+        "fa3-page-table-width",
+        "FA3's CUDA-graph page tables sized from the req_to_token row they copy (the approach of PR #29665), "
+        "not from context_len",
+        (
+            Edit(
+                FA3,
+                "            self.max_context_len + self.page_size - 1\n        ) // self.page_size\n",
+                "            self.req_to_token.shape[1] + self.page_size - 1  # (fixture) #29665\n"
+                "        ) // self.page_size\n",
+            ),
+            Edit(
+                FA3,
+                "        max_num_pages = (self.max_context_len + self.page_size - 1) // self.page_size\n",
+                "        max_num_pages = self.max_num_pages  # (fixture) #29665\n",
+            ),
+            Edit(
+                FA3,
+                "0, self.max_context_len, self.page_size, device=self.device\n",
+                "0, self.req_to_token.shape[1], self.page_size, device=self.device  # (fixture)\n",
+                count=3,
             ),
         ),
     ),
@@ -147,6 +173,61 @@ PLANTS: dict[str, Change] = {
                 ALLOCATION,
                 "        req.kv.kv_allocated_len = max(req.kv.kv_allocated_len, nxt_kv_len)\n",
                 "        req.kv.kv_allocated_len = max(req.kv.kv_allocated_len, nxt_kv_len - 1)  # (plant)\n",
+            ),
+        ),
+    ),
+}
+
+
+# -- plants in FA3's page-table builders, one per category (each on a tree with its page tables fixed) -----------
+
+FA3_PLANTS: dict[str, Change] = {
+    "fa3-width-floor": Change(  # a width
+        "fa3-width-floor",
+        "FlashAttentionBackend sizes its graph page table in whole pages rounded down, dropping a partial last page",
+        (
+            Edit(
+                FA3,
+                "            self.req_to_token.shape[1] + self.page_size - 1  # (fixture) #29665\n",
+                "            self.req_to_token.shape[1]  # (plant) rounded down\n",
+            ),
+        ),
+    ),
+    "fa3-decode-clamp-dropped": Change(  # a builder's write (on a tree whose page tables keep their width)
+        "fa3-decode-clamp-dropped",
+        "the decode metadata kernel stops clamping its live pages at the page table's width",
+        (
+            Edit(
+                FA3_METADATA,
+                "    num_live_pages = tl.minimum(\n"
+                "        tl.cdiv(seq_len + SEQ_LEN_DELTA, PAGE_SIZE), max_seq_pages\n    )\n",
+                "    num_live_pages = tl.cdiv(seq_len + SEQ_LEN_DELTA, PAGE_SIZE)  # (plant)\n",
+            ),
+        ),
+    ),
+    "fa3-verify-double-window": Change(  # a published length
+        "fa3-verify-double-window",
+        "the target verify adds the draft window to its lens and again as its delta",
+        (
+            Edit(
+                FA3,
+                "                    verify_lens = seq_lens\n",
+                "                    verify_lens = seq_lens + self.speculative_num_draft_tokens  # (plant)\n",
+            ),
+        ),
+    ),
+    "fa3-draft-extend-double-window": Change(  # draft extend
+        "fa3-draft-extend-double-window",
+        "the draft extend adds the draft window to seq_lens that already include it",
+        (
+            Edit(
+                FA3,
+                "            seq_lens=forward_batch.seq_lens[:bs],\n"
+                "            extend_seq_lens=forward_batch.extend_seq_lens[:bs],\n"
+                "            page_size=self.page_size,\n",
+                "            seq_lens=forward_batch.seq_lens[:bs] + self.speculative_num_draft_tokens,  # (plant)\n"
+                "            extend_seq_lens=forward_batch.extend_seq_lens[:bs],\n"
+                "            page_size=self.page_size,\n",
             ),
         ),
     ),
@@ -353,7 +434,9 @@ def build_tree(
 ) -> Path:
     """A checkout-shaped tree of ``release`` at ``dest`` with the ``fixed`` known bugs fixed and the ``plants``."""
     base = base_tree(release)
-    changes = [FIXES[n] for n in fixed] + [PLANTS.get(n) or SITE_PLANT_NAMES.get(n) or SIZING_PLANTS[n] for n in plants]
+    changes = [FIXES[n] for n in fixed] + [
+        PLANTS.get(n) or SITE_PLANT_NAMES.get(n) or FA3_PLANTS.get(n) or SIZING_PLANTS[n] for n in plants
+    ]
     edited = {e.member for c in changes for e in c.edits}
     for directory, _, files in os.walk(base):
         rel = Path(directory).relative_to(base)

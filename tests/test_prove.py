@@ -488,8 +488,12 @@ def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path: Path, capsys:
     assert t["status"] == Status.COUNTEREXAMPLE.value and len(t["findings"]) == len(names)
     for f in t["findings"]:
         assert {"kind", "class", "signature", "config", "case", "message", "found_at", "repro"} <= set(f)
+        assert f["repro"].startswith(f"{repro_command()} ")
+        if f["kind"] == "table-case":  # FA3's page table's witnesses: its closed form's, not the sizing sweep's
+            assert f["case"]["table"] == "fa3_page_table"
+            continue
         assert {"configurations", "worst", "first_at", "mismatch"} <= set(f) and f["mismatch"] is None
-        assert f["kind"] == SGLangCase.DECODE.value and f["repro"].startswith(f"{repro_command()} ")
+        assert f["kind"] == SGLangCase.DECODE.value
     pytest.importorskip("jsonschema")
     schemas = pytest.importorskip("fuzz.findings.schemas")
     schemas.validate("report", json.loads(report.read_text()))
@@ -622,7 +626,14 @@ def test_groups_that_differ_only_in_outcome_keep_a_witness_and_a_case_file_each(
     cases = tmp_path / "cases"
     argv = ["prove", "--target", "reference@sglang-0.5.18", "--space", "tiny", "--quiet", "--cases", str(cases)]
     assert main(argv) == 1
-    assert len(list(cases.glob("*.json"))) == len(prove_on(resolve_target("reference@sglang-0.5.18"), TINY).groups)
+    from fuzz.engines import engine_of
+    from fuzz.prove.proof import ProveOptions
+    from fuzz.prove.tables import prove_tables
+
+    target = resolve_target("reference@sglang-0.5.18")
+    tables = prove_tables(target, engine_of(target).prover(target, ProveOptions(space="tiny")))
+    witnesses = sum(len(p.witnesses) for p in tables)  # FA3's page table's groups: a witness each too
+    assert len(list(cases.glob("*.json"))) == len(prove_on(target, TINY).groups) + witnesses
 
 
 def test_highest_bit_is_the_bit_length_less_one_of_every_mask() -> None:

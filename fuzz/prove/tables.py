@@ -114,6 +114,9 @@ def _swept(target: Target, t: Table, prover: Prover, proof: TableProof) -> Table
     assert t.sweep is not None
     started = time.monotonic()
     swept = t.sweep(target, prover)
+    if swept.refused is not None:
+        proof.refused = swept.refused
+        return proof
     proof.configurations, proof.over = swept.configurations, swept.over
     for s in swept.groups:
         if s.reach.prop not in t.proved:

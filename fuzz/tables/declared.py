@@ -110,6 +110,7 @@ class Sweep:
     configurations: int
     over: str  # what it swept, as prove prints it: "every residue of context_len mod the page"
     groups: tuple[Swept, ...]
+    refused: str | None = None  # why the table has no closed form on this target (nothing was swept)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.model_sizing import ModelSizing
-from allocator_model.page_tables import AttentionBackend, Build, TableWidth, fa3_builds, pages, steps
+from allocator_model.page_tables import AttentionBackend, Build, Mode, TableWidth, fa3_builds, pages, steps
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.regimes import regime
 from allocator_model.revisions import Revision
@@ -34,7 +35,7 @@ from allocator_model.scheduler import decode_alloc_bound
 from fuzz.common.errors import TargetError
 from fuzz.findings.kinds import Property
 from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
-from fuzz.tables.declared import Code, Reach
+from fuzz.tables.declared import Code, Reach, Sweep
 from fuzz.verdict import Unjudgeable
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
@@ -73,10 +74,11 @@ def _row_width(target: Any, cfg: ServingConfig) -> int:
     return int(target.sizing.req_to_token_row_width(cfg))
 
 
-def _model_builds(revision: Revision, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> list[Build]:
-    return fa3_builds(
-        cfg, rt, seq, revision.page_table_width, row, revision.fa3_verify_block_tokens, revision.fa3_decode_asserts
-    )
+def _model_builds(sizing: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> list[Build]:
+    """The twin's builds under ``sizing`` (a ``Sizing``, or a ``Revision``: its fields)."""
+    if isinstance(sizing, Revision):
+        sizing = Sizing(sizing.page_table_width, sizing.fa3_verify_block_tokens, sizing.fa3_decode_asserts)
+    return fa3_builds(cfg, rt, seq, sizing.width, row, sizing.verify_block_tokens, sizing.decode_asserts)
 
 
 # The probe ``unjudged`` runs: a request near the limit of a small context, SGLang's default speculation.
@@ -92,6 +94,74 @@ def _refusal(path: Any) -> str | None:
     except TargetError as e:  # StandInMissing too: a piece of SGLang the runtime has no faithful answer for
         return f"SGLang's FA3 builders do not run from {path.source}: {str(e).splitlines()[0]}"
     return None
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What a target's FA3 builders do, as the closed form takes it: the width's source, the verify builder's grid
+    block where it does not clamp, whether the decode builders assert first.  The model's revision says it for a
+    model; a real target's own builders are asked (``sizing_of``)."""
+
+    width: TableWidth
+    verify_block_tokens: int | None
+    decode_asserts: bool
+
+
+MAX_PROBED_BLOCK = 1 << 14  # tokens: a verify grid block past this is not measured (the probe's request stays short)
+
+
+def sizing_of(target: Any) -> Sizing | str:
+    """``target``'s ``Sizing``, or why it has none the closed form can take.
+
+    A model: its revision's fields.  A real target: its own builders, run on ``PROBE`` (C = 40, P = 4, a row of
+    50 columns): the buffer's width is ``ceil(C/P)`` (CONTEXT) or ``ceil(W/P)`` (ROW), else no closed form; a
+    verify publishing one page past the width either spills (then one far past it measures the grid's end, hence
+    the block) or not (clamped); a decode one page past it is stopped or not.  Then every probe is run again
+    against the twin under that sizing: a build the twin does not reproduce (its width, spill, published length or
+    stop) means the builders do something no closed form here says, and there is none.
+    """
+    rev: Revision = target.revision
+    if target.is_model:
+        return Sizing(rev.page_table_width, rev.fa3_verify_block_tokens, rev.fa3_decode_asserts)
+    why = unjudged(target)
+    if why is not None:
+        return why
+    path, p, row = target.sizing.write_path, PROBE.page_size, 50
+    rt = PROBE.launch_runtime
+    assert rt is not None
+    plain = PROBE.replace(speculative_algorithm=None, speculative_num_steps=None, speculative_eagle_topk=None,
+                          speculative_num_draft_tokens=None)  # fmt: skip
+
+    def verify(need: int) -> Build:  # a verify publishing ``need`` pages by the twin's account
+        return next(
+            b for b in _executed(path, PROBE, rt, need * p - rt.num_draft_tokens, row) if b.mode is Mode.TARGET_VERIFY
+        )
+
+    w = verify(2).width
+    widths = {pages(PROBE.context_len, p): TableWidth.CONTEXT, pages(row, p): TableWidth.ROW}
+    if w not in widths:
+        return (
+            f"FA3's graph page table is {w} pages wide at context_len {PROBE.context_len}, page {p}, a req_to_token "
+            f"row of {row}: neither the context's pages nor the row's (the closed form knows those two)"
+        )
+    far = w + MAX_PROBED_BLOCK // p
+    block = None
+    if verify(w + 1).spilled:
+        grid_end = w + verify(far).spilled
+        block = grid_end * p if grid_end < far else rev.fa3_verify_block_tokens or MAX_PROBED_BLOCK
+    asserts = _executed(path, plain, None, w * p + 1, row)[0].stopped_by is not None
+    sizing = Sizing(widths[w], block, asserts)
+    probes = [(PROBE, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
+    probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1)]
+    for cfg, r, seq in probes:
+        for got, twin in zip(_executed(path, cfg, r, seq, row), _model_builds(sizing, cfg, r, seq, row), strict=True):
+            mine = (got.width, got.spilled, got.published, got.stopped_by is not None)
+            if mine != (twin.width, twin.spilled, twin.published, twin.stopped_by is not None):
+                return (
+                    f"FA3's {got.label} at device length {seq} ({cfg.short()}, a row of {row}) builds (width, spill, "
+                    f"published, stopped) = {mine}, which no closed form here gives (the nearest: {sizing})"
+                )
+    return sizing
 
 
 def unjudged(target: Any) -> str | None:
@@ -205,6 +275,9 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
     grows with the device length and the draft tokens, so the worst is the scheduler's bound plus the largest
     overlap lag, at the largest D; a write past the width where the verify builder does not clamp, else a read."""
     revision: Revision = target.revision
+    sizing = sizing_of(target)
+    if isinstance(sizing, str):
+        raise ValueError(sizing)
     row = ModelSizing(revision).req_to_token_row_width(cfg)
     bound, lag = decode_alloc_bound(cfg, revision), max_device_lag(cfg)
     best = Reach(pages(cfg.context_len, cfg.page_size), 0, {}, Property.READ_WITHIN_ROW)
@@ -213,7 +286,7 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
     for rt in cfg.runtimes():
         num_steps = rt.num_steps if cfg.speculative_adaptive and rt is not None else None
         data = DecodeScenario(cfg, bound, num_steps, None, lag).to_dict()
-        for b in _model_builds(revision, cfg, rt, bound + lag, row):
+        for b in _model_builds(sizing, cfg, rt, bound + lag, row):
             wrote = b.read_pages if b.stopped_by else b.written + b.spilled
             reach = (
                 Reach(b.width, wrote, data, Property.WRITE_WITHIN_ROW)
@@ -234,7 +307,9 @@ def finish(target: Any, f: Any) -> Any:
     from .representative import search
 
     start = DecodeScenario.from_dict(f.config, f.case["data"])
-    f.search = search(target, f, False, start, lambda s: TableCase(FA3_TABLE, s.config, s.to_dict()))
+    sizing = sizing_of(target)
+    period = (sizing.verify_block_tokens or 1) if isinstance(sizing, Sizing) else 1
+    f.search = search(target, f, False, start, lambda s: TableCase(FA3_TABLE, s.config, s.to_dict()), period)
     if not target.is_model:  # every access judged was what SGLang's own builders did
         source = target.sizing.write_path.source
         for found in (f, f.search.found if f.search is not None else None):
@@ -253,9 +328,12 @@ def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
 
 
 def _sweep(target: Any, prover: Any) -> Any:
-    from .prove.page_tables import sweep
+    from .prove.page_tables import OVER, sweep
 
-    return sweep(target, prover, closed_form)
+    sizing = sizing_of(target)
+    if isinstance(sizing, str):
+        return Sweep(0, OVER, (), refused=sizing)
+    return sweep(target, prover, closed_form, sizing)
 
 
 WIDTH_CODE = (
@@ -270,9 +348,10 @@ def code_of(target: Any) -> tuple[Code, ...]:
     file for a checkout); nothing readable for a lone sizing file."""
     from allocator_model import page_tables as model
 
-    if target.is_model:
+    if target.is_model:  # named as this project's repository holds it (as the model's sizing functions are)
         path = Path(model.__file__ or "")
-        return (Code(CodeRef(f"{path.parent.name}/{path.name}", "width"), str(path), path.read_text()),)
+        shown = f"{path.parent.name}/{path.name}"
+        return (Code(CodeRef(shown, "width"), shown, path.read_text(), local=False),)
     source = getattr(getattr(target.sizing, "module", None), "tree_source", None)
     tree = open_tree(source) if source else None
     member = FA3_FILE.removeprefix(SGLANG_REPO_PATH)

@@ -92,6 +92,7 @@ class _Walk:
     own: bool = False  # the group is found only on SGLang's own path: the walk replays there
     replays: int = 0
     case_of: Callable[[DecodeScenario], Any] = DecodeCase
+    period: int = 1  # tokens: a table's builder's own period in the context (a grid block), beside the page
 
     def fails(self, s: DecodeScenario) -> Violation | None:
         if self.replays >= BUDGET:
@@ -113,16 +114,18 @@ def search(
     confirm: bool,
     scenario: DecodeScenario | None = None,
     case_of: Callable[[DecodeScenario], Any] = DecodeCase,
+    period: int = 1,
 ) -> Search | None:
     """The representative case of ``f``'s group (``Search``): the walk of the module docstring from ``f``'s case,
     at most ``BUDGET`` replays; ``confirm``: replayed on SGLang's own code as ``f`` was.  None for a finding that is
     no deployment's (a model mismatch, a kind other than a decode case).  ``scenario``, ``case_of``: a table's
-    case of a decode scenario (its scenario, and the table's case of another one), walked the same way."""
+    case of a decode scenario (its scenario, and the table's case of another one), walked the same way;
+    ``period``: the tokens of context its builder works in (a failure may rest on the context's place in it)."""
     from fuzz.findings.kinds import Property
 
     if scenario is None and (f.kind is not SGLangCase.DECODE or f.signature.prop is Property.MODEL_MISMATCH):
         return None
-    walk = _Walk(target, f, case_of=case_of)
+    walk = _Walk(target, f, case_of=case_of, period=period)
     start = scenario if scenario is not None else scenario_of(f)
     here: tuple[DecodeScenario, Violation | None] = (start, None)
     try:
@@ -156,7 +159,7 @@ def _walk(walk: _Walk, start: DecodeScenario) -> tuple[DecodeScenario, Violation
         v = walk.fails(case)
     if WORK_CONTEXT <= case.config.context_len < WORK_CONTEXT + _alloc_page(case.config):
         for context in LEAD_CONTEXTS:
-            got = walk.first(_at_context(case, context, walk.target))
+            got = walk.first(_at_context(case, context, walk))
             if got is not None:
                 return got
     return case, v
@@ -167,15 +170,17 @@ def _walk(walk: _Walk, start: DecodeScenario) -> tuple[DecodeScenario, Violation
 
 def _to_work_context(s: DecodeScenario, walk: _Walk) -> Iterator[DecodeScenario]:
     if s.config.context_len < WORK_CONTEXT:
-        yield from _at_context(s, WORK_CONTEXT, walk.target)
+        yield from _at_context(s, WORK_CONTEXT, walk)
 
 
-def _at_context(s: DecodeScenario, context: int, target: SGLangTarget) -> Iterator[DecodeScenario]:
-    """``s`` at ``context``, then (a failure that rests on where the row ends in the allocator's page) at the
-    context as far past ``context`` as ``s``'s is past a whole allocator page."""
+def _at_context(s: DecodeScenario, context: int, walk: _Walk) -> Iterator[DecodeScenario]:
+    """``s`` at ``context``, then (a failure that rests on where the row ends in the allocator's page, or in the
+    period a table's builder works in: ``_Walk.period``) at the context as far past ``context`` as ``s``'s is
+    past a whole one."""
     cfg = s.config
-    for c in dict.fromkeys((context, context + cfg.context_len % _alloc_page(cfg))):
-        yield from _placed(s, _changed(cfg, context_len=c), target)
+    period = max(_alloc_page(cfg), walk.period)
+    for c in dict.fromkeys((context, context + cfg.context_len % _alloc_page(cfg), context + cfg.context_len % period)):
+        yield from _placed(s, _changed(cfg, context_len=c), walk.target)
 
 
 def _alloc_page(cfg: ServingConfig) -> int:

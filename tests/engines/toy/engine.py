@@ -223,8 +223,8 @@ class ToyEngine:
 
     def locations(self, target: Target, finding: Any, cwd: str | None = None) -> list[SourceLine]:
         return [
-            SourceLine(artifact_uri(str(path), cwd), line, ref.qualname)
-            for ref, path, line in code_lines(table_of(target))
+            SourceLine(artifact_uri(code.shown, cwd), line, code.ref.qualname)
+            for code, line in code_lines(table_of(target))
         ]
 
     def portable_target(self, target: Target, cwd: str | None = None) -> str:

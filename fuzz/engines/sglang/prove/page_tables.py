@@ -32,7 +32,7 @@ from .witness import WITNESS_CONTEXT_LEN, witness_config
 OVER = "every residue of context_len mod the page, and mod the verify builder's block where it has one"
 
 
-def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, revision: Any) -> Any:
+def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, sizing: Any) -> Any:
     """Each distinct configuration key's overshoots at every residue: (spill, read past), each [keys, residues]."""
     offset, draft, steps, extra, align, topk = (keys[:, i].unsqueeze(1) for i in range(6))
     c = context.unsqueeze(0).expand(len(keys), len(context))
@@ -44,18 +44,19 @@ def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, 
         c,
         ceil_to_page(c + extra, align),  # ``closed_form.row_width``
         c + offset,  # the device's length: the committed bound C - gap, plus the lag
-        revision.page_table_width,
-        revision.fa3_verify_block_tokens,
+        sizing.width,
+        sizing.verify_block_tokens,
         steps,
-        revision.fa3_decode_asserts,
+        sizing.decode_asserts,
     )
     spill = write - w
     return spill, torch.where(spill > 0, torch.full_like(read, -1), read - w)  # a spill is the write's group
 
 
-def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach]) -> Sweep:
+def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach], sizing: Any) -> Sweep:
     """Every group FA3's page table breaks over the prover's space, with its count and worst configuration (each
-    worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of).
+    worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of), under ``sizing`` (the target's
+    ``page_tables.Sizing``).
 
     A configuration's overshoot at a residue depends on a few numbers only: its device length's offset from C
     (the lag less the committed gap), the largest D and S of its run-time shapes (published lengths only grow
@@ -67,7 +68,7 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
     found: dict[tuple[Property, str], Swept] = {}  # each group's worst so far
     counts: dict[tuple[Property, str], int] = {}
     swept = prover.count()  # the space's configurations; a block period adds residues past the page's
-    period_tokens = revision.fa3_verify_block_tokens or 1
+    period_tokens = sizing.verify_block_tokens or 1
     for g, taken in prover.launch_grids():
         if g.kv_pool is not KVPool.STANDARD or len(g) == 0:
             continue
@@ -90,14 +91,14 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
             gap = cf.committed_gap(revision, overlap, spec=spec)
             lag = g.max_draft_tokens.long() if overlap and spec else torch.zeros(n, dtype=torch.long)
             offset = lag - gap
-            if revision.page_table_width is TableWidth.CONTEXT:  # the row's width does not enter: one key per lead
+            if sizing.width is TableWidth.CONTEXT:  # the row's width does not enter: one key per lead
                 extra, align = torch.zeros_like(extra), torch.ones_like(align)
             keys, inverse = torch.stack([offset, dmax, smax, extra, align, g.topk.long()], dim=1)[keep].unique(
                 dim=0, return_inverse=True
             )
             configs = keep.nonzero().flatten()
             swept += len(configs) * (period - page)
-            spill, past = _profiles(keys, context, g.algorithm, page, revision)
+            spill, past = _profiles(keys, context, g.algorithm, page, sizing)
             for prop, over in ((Property.WRITE_WITHIN_ROW, spill), (Property.READ_WITHIN_ROW, past)):
                 breaks, worst = (over > 0).sum(dim=1), over.max(dim=1)
                 hit = breaks[inverse] > 0
