@@ -42,13 +42,19 @@ def tree_causes(trees):
 
 def causes_of(tree):
     """The tree's root causes over the tiny space (the sweep's witnesses, not replayed on SGLang's path)."""
+    from fuzz.engines import engine_of
     from fuzz.engines.sglang.causes.counterfactual import root_causes
     from fuzz.engines.sglang.prove.request import request
     from fuzz.engines.sglang.prove.sweep import prove
+    from fuzz.prove.proof import ProveOptions
+    from fuzz.prove.tables import prove_tables
+    from fuzz.tables.causes import table_causes
     from fuzz.targets.resolve import resolve_target
 
     target = resolve_target(str(tree))
-    return target, root_causes(target, [g.witness for g in prove(target, request(target, "tiny")).sorted_groups()])
+    causes = root_causes(target, [g.witness for g in prove(target, request(target, "tiny")).sorted_groups()])
+    proofs = prove_tables(target, engine_of(target).prover(target, ProveOptions(space="tiny")))  # FA3's page table
+    return target, causes + table_causes([w for p in proofs for w in p.witnesses], target)
 
 
 def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(pinned_wheels, trees, tree_causes):
@@ -118,10 +124,10 @@ def test_the_commands_exit_on_new_causes_only_and_strict_on_fixed_ones(tmp_path,
     base = tmp_path / "base.json"
     write = ["baseline", "write", str(base), "--target", "reference@sglang-0.5.23", "--max-examples", "5"]
     assert main([*write, "--quiet", "--write-path", "model"]) == 0
-    assert "2 root cause(s)" in capsys.readouterr().out
+    assert "3 root cause(s)" in capsys.readouterr().out  # FA3's page table's by its covering set
     prove = ["prove", "--target", "reference@sglang-0.5.23", "--space", "tiny", "--quiet", "--cases", str(tmp_path)]
     assert main([*prove, "--baseline", str(base), "--json", str(tmp_path / "r.json")]) == 0
-    assert "0 new root cause(s), 2 known" in capsys.readouterr().out
+    assert "0 new root cause(s), 3 known" in capsys.readouterr().out
     assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["baseline"]["new"] == []
     assert (
         main(

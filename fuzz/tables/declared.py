@@ -16,7 +16,7 @@ import contextlib
 import importlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,6 +157,8 @@ class Table:
     # ``reached(config, data)``: how the engine gets a request into the case's state, where the case says (a decode
     # scenario's), for the finding's ``reached_by``.
     reached: Callable[[Any, Mapping[str, Any]], str | None] | None = None
+    # ``cover(target, pins)``: a covering set of (configuration, case data), judged before the search draws any.
+    cover: Callable[[Any, Mapping[str, Any]], Sequence[tuple[Any, Any]]] | None = None
 
     def refused_on(self, target: Any) -> str | None:
         """Why ``target`` cannot judge this table (``unjudged``), None where it can."""

@@ -40,6 +40,7 @@ class TableHunt:
     ):
         self.target, self.table, self.pins = target, table, dict(pins or {})
         self.props = None if props is None else tuple(p for p in table.properties if p in set(props))
+        self.covered: int | None = None  # the covering set's size, once run
         self.name = f"table-{table.name}"
 
     def owns(self, f: Finding) -> bool:
@@ -67,14 +68,28 @@ class TableHunt:
         return wrapped
 
     def cover(self, tracker: Tracker, progress: Progress) -> Iterable[Finding]:
-        return ()  # no covering set: the search draws the table's cases
+        """The table's covering set (``Table.cover``), each case judged before the search; none: the search alone."""
+        if self.table.cover is None:
+            return ()
+        return self._covered(tracker, progress)
+
+    def _covered(self, tracker: Tracker, progress: Progress) -> Iterator[Finding]:
+        assert self.table.cover is not None
+        cases = self.table.cover(self.target, self.pins)
+        self.covered = len(cases)
+        for config, data in cases:
+            progress.tick(tracker.groups)
+            case = TableCase(self.table, config, data)
+            for f in PIPELINE.case(self.target, case, self.props, confirm=False, found_at=progress.examples).findings:
+                if not tracker.is_known(f.signature):
+                    yield self.finish(f)
 
     def finish(self, f: Finding) -> Finding:
         """The table's own last step (``Table.finish``), else the finding as found (no own path to confirm on)."""
         return self.table.finish(self.target, f) if self.table.finish is not None else f
 
     def stats(self) -> dict[str, Any]:
-        return {}
+        return {f"{self.table.name}_covering_cases": self.covered} if self.covered is not None else {}
 
 
 def table_hunts(

@@ -151,6 +151,7 @@ def sizing_of(target: Any) -> Sizing | str:
         block = grid_end * p if grid_end < far else rev.fa3_verify_block_tokens or MAX_PROBED_BLOCK
     asserts = _executed(path, plain, None, w * p + 1, row)[0].stopped_by is not None
     sizing = Sizing(widths[w], block, asserts)
+    probes: list[tuple[ServingConfig, SpecRuntime | None, int]]
     probes = [(PROBE, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
     probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1)]
     for cfg, r, seq in probes:
@@ -327,6 +328,60 @@ def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
     return DecodeScenario.from_dict(cfg, data).reached_by() + ", then its decode step's CUDA-graph replay on FA3"
 
 
+# The covering set: each mode FA3's graph tables run, near the limit of a context past SGLang's 4096 default that
+# is no whole number of pages (nor of the verify builder's block), on the pages the FA3 kernels take by default and
+# two backends' pages, at the most overlap lag: SGLang's own speculative shapes, and one whose D passes the 4.
+COVER_SPECS: tuple[dict[str, Any], ...] = (
+    {},
+    {"speculative_algorithm": "EAGLE"},  # auto (3, 1, 4)
+    {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
+     "speculative_num_draft_tokens": 8},
+    {"speculative_algorithm": "DFLASH"},  # its block: D = 16
+)  # fmt: skip
+COVER_PAGES = (1, 16, 64)
+
+
+def cover(target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
+    """The covering set (``COVER_SPECS`` x ``COVER_PAGES``, overlap on), each at the scheduler's bound plus the
+    largest lag; a configuration the pins or the target's rules refuse is left out."""
+    revision: Revision = target.revision
+    out = []
+    for spec in COVER_SPECS:
+        for page in COVER_PAGES:
+            args = {"context_len": 4096 + 4 + page // 2, "page_size": page, "enable_overlap": True, **spec}
+            try:
+                cfg = ServingConfig.resolve(**{**args, **pins})
+            except ValueError:  # a pin that clashes (ConfigError is one)
+                continue
+            bound = decode_alloc_bound(cfg, revision)
+            if not takes(cfg) or revision.refuses(cfg) or bound < 1:
+                continue
+            s = DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))
+            if scenario_problem(s, revision) is None:
+                out.append((cfg, s.to_dict()))
+    return list({json_key(c, d): (c, d) for c, d in out}.values())
+
+
+def json_key(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
+    import json
+
+    return json.dumps([cfg.to_dict(), dict(data)], sort_keys=True, default=str)
+
+
+def cover_line(stats: Mapping[str, Any]) -> str | None:
+    """What ``run`` prints of the covering set: its cases and the modes they reach."""
+    n = stats.get(f"{FA3_PAGE_TABLE}_covering_cases")
+    if n is None:
+        return None
+    modes = sorted({m.value for spec in COVER_SPECS for m, _ in _modes(spec)}, key=[m.value for m in Mode].index)
+    return f"   {FA3_PAGE_TABLE}: a covering set of {n} case(s) (each at the limit), reaching {', '.join(modes)}"
+
+
+def _modes(spec: Mapping[str, Any]) -> list[tuple[Mode, int | None]]:
+    cfg = ServingConfig.resolve(context_len=4100, **spec)
+    return list(steps(cfg, cfg.launch_runtime))
+
+
 def _sweep(target: Any, prover: Any) -> Any:
     from .prove.page_tables import OVER, sweep
 
@@ -405,6 +460,7 @@ FA3_TABLE = declare_table(
         code_of=code_of,
         finish=finish,
         reached=reached,
+        cover=cover,
         proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
     )
 )

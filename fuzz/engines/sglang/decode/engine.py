@@ -214,4 +214,6 @@ def run_lines(stats: dict[str, Any]) -> list[str]:
             f"{stats.get('sglang_scenarios', 0):,} scenarios ran on SGLang's own code "
             f"({stats.get('sglang_seconds', 0.0):.1f}s); every example ran on the model's"
         )
-    return lines
+    from fuzz.engines.sglang.page_tables import cover_line
+
+    return lines + ([line] if (line := cover_line(stats)) else [])
