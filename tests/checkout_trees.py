@@ -182,14 +182,15 @@ PLANTS: dict[str, Change] = {
 # -- plants in FA3's page-table builders, one per category (each on a tree with its page tables fixed) -----------
 
 FA3_PLANTS: dict[str, Change] = {
-    "fa3-width-floor": Change(  # a width
-        "fa3-width-floor",
-        "FlashAttentionBackend sizes its graph page table in whole pages rounded down, dropping a partial last page",
+    "fa3-width-context-plus-drafts": Change(  # a width
+        "fa3-width-context-plus-drafts",
+        "FlashAttentionBackend sizes its graph page table C + D (the approach of PR #35985), not the req_to_token row",
         (
             Edit(
                 FA3,
                 "            self.req_to_token.shape[1] + self.page_size - 1  # (fixture) #29665\n",
-                "            self.req_to_token.shape[1]  # (plant) rounded down\n",
+                "            self.max_context_len + (get_spec().speculative_num_draft_tokens or 0) + self.page_size - 1"
+                "  # (plant)\n",
             ),
         ),
     ),

@@ -61,12 +61,15 @@ def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(p
     target, causes = tree_causes
     doc = baseline.document(baseline.portable_target(target), causes)
     assert doc["target"] == "python/sglang/srt/mem_cache/allocation_sizing.py"  # portable: never an absolute path
-    assert {e.get("known") for e in doc["entries"]} == {"page-1-headroom", "unified-rows"}  # by fix, not by place
+    rows = [e for e in doc["entries"] if e["table"] == "req_to_token"]
+    assert {e.get("known") for e in rows} == {"page-1-headroom", "unified-rows"}  # by fix, not by place
+    fa3 = {e["function"] for e in doc["entries"] if e["table"] == "fa3_page_table"}  # a new cause: by its code
+    assert fa3 == {"FlashAttentionBackend.__init__", "FlashAttentionBackend.init_cuda_graph_state"}
     assert not any(ch.isdigit() for e in doc["entries"] for ch in e.get("function", ""))  # no line numbers
     known = baseline.parse(doc, "the tree's baseline")
 
     judged = baseline.judge(causes_of(trees["tree"])[1], known)
-    assert (len(judged.new), len(judged.known), judged.fixed) == (0, 2, [])
+    assert (len(judged.new), len(judged.known), judged.fixed) == (0, 3, [])
 
     judged = baseline.judge(causes_of(trees["planted"])[1], known)  # the standard pool's reserve: a pool known
     assert [c.key for c in judged.new] == ["alloc_reserve_per_decode"]  # ... and a property known: only it is new
@@ -76,8 +79,9 @@ def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(p
     # With #33579 fixed the tree's headroom is its release's with that known fix applied (``counterfactual.
     # _applied``), so the other known fixes are tried on top of it: the unified builders' narrow rows at page 1 are
     # unified-rows itself, not a piece of the tree that differs from the reference.
-    assert judged.new == [] and {c.key for c in judged.known} == {"unified-rows"}
-    assert {baseline.identity(c) for c in judged.known} == {"req_to_token:known:unified-rows"}
+    assert judged.new == [] and {c.key for c in judged.known} == {"unified-rows", "fa3_page_table-width"}
+    ids = {baseline.identity(c) for c in judged.known}
+    assert "req_to_token:known:unified-rows" in ids and any(i.startswith("fa3_page_table:new:") for i in ids)
 
 
 def test_a_plant_in_a_known_bugs_code_is_new_on_the_fixed_tree(pinned_wheels, trees, tree_causes):

@@ -279,7 +279,7 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
     sizing = sizing_of(target)
     if isinstance(sizing, str):
         raise ValueError(sizing)
-    row = ModelSizing(revision).req_to_token_row_width(cfg)
+    row = ModelSizing(revision).req_to_token_row_width(cfg) if target.is_model else _row_width(target, cfg)
     bound, lag = decode_alloc_bound(cfg, revision), max_device_lag(cfg)
     best = Reach(pages(cfg.context_len, cfg.page_size), 0, {}, Property.READ_WITHIN_ROW)
     if not takes(cfg) or bound < 1 or not any(True for _ in steps(cfg, cfg.launch_runtime)):

@@ -53,6 +53,18 @@ def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, 
     return spill, torch.where(spill > 0, torch.full_like(read, -1), read - w)  # a spill is the write's group
 
 
+def _rows(target: Any, g: Any, sizing: Any) -> Any:
+    """The rows of ``g``'s configurations: the model's formulas, or (a real target's table sized from its row) its
+    own sizing functions, traced as the sizing sweep does (its configurations that raised left out)."""
+    if target.is_model or sizing.width is not TableWidth.ROW:
+        return cf.model_decode_rows(g, target.revision)
+    from .calls import CountingSizing
+    from .result import TraceStats
+    from .traced_rows import traced_rows
+
+    return traced_rows(target, CountingSizing(target.sizing), g, TraceStats()).rows
+
+
 def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach], sizing: Any) -> Sweep:
     """Every group FA3's page table breaks over the prover's space, with its count and worst configuration (each
     worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of), under ``sizing`` (the target's
@@ -78,7 +90,8 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
         page, n = int(g.page_size[0]), len(g)
         if page & (page - 1):  # a page FA3 does not run (``page_tables.takes``)
             continue
-        rows = cf.model_decode_rows(g, revision)
+        rows = _rows(target, g, sizing)
+        keep &= torch.zeros(n, dtype=torch.bool).index_fill(0, rows.config.long(), True)  # one its sizing had
         spec = g.algorithm is not None
         dmax = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.draft_tokens.long(), "amax")
         smax = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.num_steps.long(), "amax")
