@@ -27,6 +27,7 @@ from fuzz.engines.sglang.fidelity import matrix
 from fuzz.findings import casefile
 from fuzz.findings.regression import regression_files
 from fuzz.findings.schemas import validate
+from fuzz.tables.hunt import TableHunt
 from fuzz.targets.resolve import resolve_target
 
 
@@ -38,6 +39,7 @@ def test_a_kill_mid_round_leaves_each_met_group_as_a_case_file_that_replays(tmp_
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("KVROW_FUZZ_DATABASE", str(tmp_path / "db"))
     monkeypatch.setattr(DecodeHunt, "cover", lambda self, tracker, progress: iter(()))  # the search alone
+    monkeypatch.setattr(TableHunt, "cover", lambda self, tracker, progress: iter(()))  # FA3's page table's too
     met: list[str] = []
     report, tick = Tracker.fail, Progress.tick
 

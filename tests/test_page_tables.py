@@ -175,3 +175,18 @@ def test_width_names_sglangs_sizing_and_the_model_twin_agrees() -> None:
         "FlashAttentionBackend.init_cuda_graph_state",
     }
     assert TableWidth.ROW is get_revision("reference").page_table_width
+
+
+def test_a_lone_sizing_file_says_the_page_table_was_not_judged() -> None:
+    """A sizing file with no tree of SGLang's around it has no FA3 builders to run: every verdict on it names the
+    table NOT judged, and why (never a clean verdict that seems to cover it)."""
+    from pathlib import Path
+
+    from fuzz.findings.report import Command
+    from fuzz.tables.judged import judgements
+
+    lone = Path(__file__).parent / "sglang_shapes" / "main.py"
+    t = target(str(lone))
+    (j,) = [j for j in judgements(t, Command.RUN, {}) if j.table == FA3_PAGE_TABLE]
+    assert j.by is None and "FA3's builders are SGLang's own code, not run here" in j.why_not
+    assert FA3_TABLE.refused_on(t) == j.why_not

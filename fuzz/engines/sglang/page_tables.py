@@ -15,31 +15,28 @@ SGLang's files the builds are SGLang's own, executed
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from allocator_model.config import ServingConfig, SpecRuntime
+from allocator_model.config import ServingConfig
 from allocator_model.model_sizing import ModelSizing
-from allocator_model.page_tables import AttentionBackend, Build, Mode, TableWidth, fa3_builds, pages, steps
+from allocator_model.page_tables import AttentionBackend, Build, Mode, TableWidth, pages, steps
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.regimes import regime
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario, max_device_lag, scenario_problem
 from allocator_model.scheduler import decode_alloc_bound
-from fuzz.common.errors import TargetError
 from fuzz.findings.kinds import Property
 from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
 from fuzz.tables.declared import Code, Reach, Sweep
-from fuzz.verdict import Unjudgeable
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
 from .locations import SGLANG_REPO_PATH
+from .page_table_builds import Sizing, model_builds, row_width_of, builds, sizing_of, unjudged
 from .real.runtime.tree import DirectoryTree, open_tree
 from .specs import NAME
 
@@ -68,132 +65,6 @@ def takes(cfg: ServingConfig) -> bool:
     divide its 4096-token block)."""
     page = cfg.page_size
     return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1 and page & (page - 1) == 0
-
-
-def _row_width(target: Any, cfg: ServingConfig) -> int:
-    return int(target.sizing.req_to_token_row_width(cfg))
-
-
-def _model_builds(sizing: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> list[Build]:
-    """The twin's builds under ``sizing`` (a ``Sizing``, or a ``Revision``: its fields)."""
-    if isinstance(sizing, Revision):
-        sizing = Sizing(sizing.page_table_width, sizing.fa3_verify_block_tokens, sizing.fa3_decode_asserts)
-    return fa3_builds(cfg, rt, seq, sizing.width, row, sizing.verify_block_tokens, sizing.decode_asserts)
-
-
-# The probe ``unjudged`` runs: a request near the limit of a small context, SGLang's default speculation.
-PROBE = ServingConfig(context_len=40, page_size=4, speculative_algorithm="EAGLE", speculative_num_steps=3,
-                      speculative_eagle_topk=1, speculative_num_draft_tokens=4)  # fmt: skip
-
-
-@functools.lru_cache(maxsize=64)
-def _refusal(path: Any) -> str | None:
-    """Why SGLang's FA3 builders cannot run from ``path``'s tree (None: they ran the probe)."""
-    try:
-        _executed(path, PROBE, PROBE.launch_runtime, 36, 48)
-    except TargetError as e:  # StandInMissing too: a piece of SGLang the runtime has no faithful answer for
-        return f"SGLang's FA3 builders do not run from {path.source}: {str(e).splitlines()[0]}"
-    return None
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """What a target's FA3 builders do, as the closed form takes it: the width's source, the verify builder's grid
-    block where it does not clamp, whether the decode builders assert first.  The model's revision says it for a
-    model; a real target's own builders are asked (``sizing_of``)."""
-
-    width: TableWidth
-    verify_block_tokens: int | None
-    decode_asserts: bool
-
-
-MAX_PROBED_BLOCK = 1 << 14  # tokens: a verify grid block past this is not measured (the probe's request stays short)
-
-
-def sizing_of(target: Any) -> Sizing | str:
-    """``target``'s ``Sizing``, or why it has none the closed form can take.
-
-    A model: its revision's fields.  A real target: its own builders, run on ``PROBE`` (C = 40, P = 4, a row of
-    50 columns): the buffer's width is ``ceil(C/P)`` (CONTEXT) or ``ceil(W/P)`` (ROW), else no closed form; a
-    verify publishing one page past the width either spills (then one far past it measures the grid's end, hence
-    the block) or not (clamped); a decode one page past it is stopped or not.  Then every probe is run again
-    against the twin under that sizing: a build the twin does not reproduce (its width, spill, published length or
-    stop) means the builders do something no closed form here says, and there is none.
-    """
-    rev: Revision = target.revision
-    if target.is_model:
-        return Sizing(rev.page_table_width, rev.fa3_verify_block_tokens, rev.fa3_decode_asserts)
-    why = unjudged(target)
-    if why is not None:
-        return why
-    path, p, row = target.sizing.write_path, PROBE.page_size, 50
-    rt = PROBE.launch_runtime
-    assert rt is not None
-    plain = PROBE.replace(speculative_algorithm=None, speculative_num_steps=None, speculative_eagle_topk=None,
-                          speculative_num_draft_tokens=None)  # fmt: skip
-
-    def verify(need: int) -> Build:  # a verify publishing ``need`` pages by the twin's account
-        return next(
-            b for b in _executed(path, PROBE, rt, need * p - rt.num_draft_tokens, row) if b.mode is Mode.TARGET_VERIFY
-        )
-
-    w = verify(2).width
-    widths = {pages(PROBE.context_len, p): TableWidth.CONTEXT, pages(row, p): TableWidth.ROW}
-    if w not in widths:
-        return (
-            f"FA3's graph page table is {w} pages wide at context_len {PROBE.context_len}, page {p}, a req_to_token "
-            f"row of {row}: neither the context's pages nor the row's (the closed form knows those two)"
-        )
-    far = w + MAX_PROBED_BLOCK // p
-    block = None
-    if verify(w + 1).spilled:
-        grid_end = w + verify(far).spilled
-        block = grid_end * p if grid_end < far else rev.fa3_verify_block_tokens or MAX_PROBED_BLOCK
-    asserts = _executed(path, plain, None, w * p + 1, row)[0].stopped_by is not None
-    sizing = Sizing(widths[w], block, asserts)
-    probes: list[tuple[ServingConfig, SpecRuntime | None, int]]
-    probes = [(PROBE, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
-    probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1)]
-    for cfg, r, seq in probes:
-        for got, twin in zip(_executed(path, cfg, r, seq, row), _model_builds(sizing, cfg, r, seq, row), strict=True):
-            mine = (got.width, got.spilled, got.published, got.stopped_by is not None)
-            if mine != (twin.width, twin.spilled, twin.published, twin.stopped_by is not None):
-                return (
-                    f"FA3's {got.label} at device length {seq} ({cfg.short()}, a row of {row}) builds (width, spill, "
-                    f"published, stopped) = {mine}, which no closed form here gives (the nearest: {sizing})"
-                )
-    return sizing
-
-
-def unjudged(target: Any) -> str | None:
-    """Why FA3's page table is not judged on ``target``: a real target whose builders cannot run (no tree of SGLang's
-    files around a lone sizing file, no triton, or a release the runtime refuses); the model judges its twin."""
-    if target.is_model:
-        return None
-    path = getattr(target.sizing, "write_path", None)
-    if path is None:
-        missing = getattr(target.sizing, "write_path_missing", lambda: None)() or "no SGLang tree to run them from"
-        return f"FA3's builders are SGLang's own code, not run here: {missing}"
-    return _refusal(path)
-
-
-@functools.lru_cache(maxsize=4096)
-def _executed(path: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> tuple[Build, ...]:
-    from .real.runtime.attention import fa3_builds as executed
-
-    return tuple(executed(path.runtime, cfg, rt, seq, row))
-
-
-def builds(target: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int) -> tuple[list[Build], str]:
-    """Each mode's build of the request's row at device length ``seq``, and whose they are: SGLang's own builders
-    on a real target (``Unjudgeable`` where they cannot run: ``unjudged``), the model's twin on the model."""
-    row = _row_width(target, cfg)
-    if target.is_model:
-        return _model_builds(target.revision, cfg, rt, seq, row), "the model's twin of FA3's builders"
-    why = unjudged(target)
-    if why is not None:
-        raise Unjudgeable(why)
-    return list(_executed(target.sizing.write_path, cfg, rt, seq, row)), "SGLang's own builders, executed"
 
 
 def accesses(b: Build, owner: str, whose: str) -> list[Access]:
@@ -279,7 +150,7 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
     sizing = sizing_of(target)
     if isinstance(sizing, str):
         raise ValueError(sizing)
-    row = ModelSizing(revision).req_to_token_row_width(cfg) if target.is_model else _row_width(target, cfg)
+    row = ModelSizing(revision).req_to_token_row_width(cfg) if target.is_model else row_width_of(target, cfg)
     bound, lag = decode_alloc_bound(cfg, revision), max_device_lag(cfg)
     best = Reach(pages(cfg.context_len, cfg.page_size), 0, {}, Property.READ_WITHIN_ROW)
     if not takes(cfg) or bound < 1 or not any(True for _ in steps(cfg, cfg.launch_runtime)):
@@ -287,7 +158,7 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
     for rt in cfg.runtimes():
         num_steps = rt.num_steps if cfg.speculative_adaptive and rt is not None else None
         data = DecodeScenario(cfg, bound, num_steps, None, lag).to_dict()
-        for b in _model_builds(sizing, cfg, rt, bound + lag, row):
+        for b in model_builds(sizing, cfg, rt, bound + lag, row):
             wrote = b.read_pages if b.stopped_by else b.written + b.spilled
             reach = (
                 Reach(b.width, wrote, data, Property.WRITE_WITHIN_ROW)

@@ -4,7 +4,8 @@ The sizing module (``allocation_sizing.py``; ``mem_cache/common.py`` before
 0.5.16), the file its pool builders and allocator pages are read from
 (``kv_cache_configurator.py``; the ModelRunner mixin before 0.5.16), and,
 where the target has its tree, every module of its release's decode write
-path (``runtime/releases.py``): a change to any of them can change a verdict.
+path and of FA3's page-table builders (``runtime/releases.py``): a change to
+any of them can change a verdict.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ def read_paths(target: SGLangTarget) -> list[str]:
     if module.builders_origin:
         out.append(repository_path(module.builders_origin))
     if module.tree_source:
-        release = release_for(open_tree(module.tree_source).version)
+        tree = open_tree(module.tree_source)
+        release = release_for(tree.version)
         out += [f"python/{dotted.replace('.', '/')}.py" for dotted in release.modules]
+        # FA3's page-table builders (the second table), where the tree has them
+        found = [d for d in release.attention if tree.has(d.replace(".", "/") + ".py")]
+        out += [f"python/{dotted.replace('.', '/')}.py" for dotted in found]
     return list(dict.fromkeys(out))
