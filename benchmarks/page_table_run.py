@@ -3,9 +3,10 @@
     python benchmarks/page_table_run.py [--target sglang==0.5.23] [--budget 45]
 
 Both runs are fresh interpreters from the repository root, one after the other on this machine: the run as
-shipped (both tables: ``req_to_token`` and ``fa3_page_table``, SGLang's own FA3 builders executed) and the same run
-with the page table's hunt left out (in the benchmark's own process: no option of the tool does that).  Printed: each wall time, their ratio, the shipped run's
-ratio to the budget (issue 36: <= 45 s on 2 cores), and the groups its report names on the page table.
+shipped (both tables: ``req_to_token`` and ``fa3_page_table``, SGLang's own FA3 builders executed) and the same
+run with the page table's hunt left out (in the benchmark's own process: no option of the tool does that).
+Printed: each wall time, their ratio, the shipped run's ratio to the budget (issue 36: <= 45 s on 2 cores), and
+the groups its report names on the page table.
 """
 
 from __future__ import annotations

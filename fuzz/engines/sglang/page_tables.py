@@ -36,7 +36,7 @@ from fuzz.tables.declared import Code, Reach, Sweep
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
 from .locations import SGLANG_REPO_PATH
-from .page_table_builds import Sizing, model_builds, row_width_of, builds, sizing_of, unjudged
+from .page_table_builds import Sizing, builds, model_builds, row_width_of, sizing_of, unjudged
 from .real.runtime.tree import DirectoryTree, open_tree
 from .specs import NAME
 
