@@ -159,6 +159,9 @@ class Table:
     reached: Callable[[Any, Mapping[str, Any]], str | None] | None = None
     # ``cover(target, pins)``: a covering set of (configuration, case data), judged before the search draws any.
     cover: Callable[[Any, Mapping[str, Any]], Sequence[tuple[Any, Any]]] | None = None
+    # ``observer(target)``: whose accesses its observer reports on ``target`` (the engine's own code, a twin), for
+    # what a verdict says it judged.
+    observer: Callable[[Any], str] | None = None
 
     def refused_on(self, target: Any) -> str | None:
         """Why ``target`` cannot judge this table (``unjudged``), None where it can."""

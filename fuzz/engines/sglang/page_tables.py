@@ -332,6 +332,9 @@ FA3_TABLE = declare_table(
         finish=finish,
         reached=reached,
         cover=cover,
+        observer=lambda target: (
+            "the model's twin of FA3's builders" if target.is_model else "SGLang's own FA3 builders, executed"
+        ),
         proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
     )
 )
