@@ -15,7 +15,6 @@ release and configuration (about 1 s for the release's modules), then millisecon
 
 from __future__ import annotations
 
-import functools
 import os
 
 import pytest
@@ -23,7 +22,7 @@ import pytest
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 
 from hermetic import PINNED_RELEASES  # noqa: E402
-from test_sglang_runtime import need_triton, wheel  # noqa: E402
+from test_sglang_runtime import runtime  # noqa: E402
 
 from allocator_model import page_tables as pt  # noqa: E402
 from allocator_model.config import ServingConfig, SpecRuntime  # noqa: E402
@@ -64,19 +63,6 @@ WHOLE_ROW: dict[str, frozenset[Mode]] = {
     "0.5.16": _DECODES | {Mode.DRAFT_EXTEND},
     **{f"0.5.{n}": frozenset({Mode.DRAFT_EXTEND}) for n in range(17, 24)},
 }
-
-
-@functools.cache
-def _runtime(version: str):  # type: ignore[no-untyped-def]
-    from fuzz.engines.sglang.real.runtime import SGLangRuntime
-
-    return SGLangRuntime.load(str(wheel(version)))
-
-
-def runtime(version: str):  # type: ignore[no-untyped-def]
-    need_triton()
-    wheel(version)
-    return _runtime(version)
 
 
 def eagle(context_len: int, page_size: int) -> tuple[ServingConfig, SpecRuntime]:
