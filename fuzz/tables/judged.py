@@ -41,8 +41,8 @@ def judgement(
     if why is not None:
         return Judgement(t.name, None, why)
     if t.hunted and command is Command.RUN:
-        by = RUN_BY if t.cover is None else f"its covering set, then {RUN_BY}"
-        return Judgement(t.name, by if t.observer is None else f"{by}: {t.observer(target)}")
+        run_by = RUN_BY if t.cover is None else f"its covering set, then {RUN_BY}"
+        return Judgement(t.name, run_by if t.observer is None else f"{run_by}: {t.observer(target)}")
     if t.hunted and command is Command.PROVE:
         if t.closed_form is None or t.name in refused:
             return Judgement(t.name, None, refused.get(t.name, "it has no closed form"))
