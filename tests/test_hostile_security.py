@@ -696,7 +696,9 @@ def test_p06_p07_p18_on_a_real_full_disk_the_campaign_keeps_what_it_can_write(fu
     err = done.stderr
     assert done.returncode == 1 and "Traceback" not in err, err[-3000:]
     if full != "cases":
-        assert len(list((tmp_path / "cases").glob("*.json"))) == 2 * 17  # each group's, and its representative case
+        files = list((tmp_path / "cases").glob("*.json"))  # each group's, and its representative case where found
+        minimal = [p for p in files if "--prod--" not in p.name]
+        assert len(minimal) >= 17 and len(minimal) + 17 <= len(files) <= 2 * len(minimal)
     else:
         assert "could not write the case file" in err
     if full == "stdout-full":

@@ -219,15 +219,19 @@ def test_every_launch_line_a_ci_campaign_prints_boots(target, release, tmp_path)
     printed = printed_launch_commands(text.getvalue())
     findings = json.loads((tmp_path / "r.json").read_text())["targets"][0]["findings"]
     assert findings and printed
-    configs = [f["config"] for f in findings] + [
-        f["representative"]["finding"]["config"] for f in findings if f.get("representative", {}).get("found")
+    from fuzz.engines.sglang.launch import check_launch
+    from fuzz.engines.sglang.page_tables import backend_of
+
+    cases = [f for f in findings] + [
+        f["representative"]["finding"] for f in findings if f.get("representative", {}).get("found")
     ]
     lines = {}
-    for data in configs:
-        c = ServingConfig.from_dict(data)
-        lines[" ".join(launch(c).command().split())] = c
+    for f in cases:  # a finding on a backend's table: its line names that backend
+        c = ServingConfig.from_dict(f["config"])
+        line = launch(c, backend_of(f["case"].get("table")))
+        lines[" ".join(line.command().split())] = (c, line)
     assert printed <= set(lines), printed - set(lines)  # each printed line is a finding's (minimal or representative)
-    failed = [(line, why) for line, c in lines.items() if (why := checked(c, path)) is not None]
+    failed = [(text, why) for text, (c, line) in lines.items() if (why := check_launch(line, c, path)) is not None]
     assert not failed, failed
 
 
