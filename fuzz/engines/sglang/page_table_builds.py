@@ -139,4 +139,4 @@ def builds(target: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int) ->
     why = unjudged(target)
     if why is not None:
         raise Unjudgeable(why)
-    return list(_executed(target.sizing.write_path, cfg, rt, seq, row)), "SGLang's own builders, executed"
+    return list(_executed(target.sizing.write_path, cfg, rt, seq, row)), "SGLang's own builders (executed)"

@@ -93,7 +93,7 @@ def accesses(b: Build, owner: str, whose: str) -> list[Access]:
         (Span(0, 0, b.read_pages),),
         bound,
         step=f"{b.label}: FA3's kernel reads cache_seqlens = {b.published} tokens = {b.read_pages} pages of "
-        f"{b.buffer}, as {whose} published it (the kernel is CUDA's: the read follows from that length)",
+        f"{b.buffer} (the length {whose} published; the kernel is CUDA's: the read follows from it)",
         native=b,
     )
     return [write, read]
@@ -183,7 +183,7 @@ def finish(target: Any, f: Any) -> Any:
     period = (sizing.verify_block_tokens or 1) if isinstance(sizing, Sizing) else 1
     f.search = search(target, f, False, start, lambda s: TableCase(FA3_TABLE, s.config, s.to_dict()), period)
     if not target.is_model:  # every access judged was what SGLang's own builders did
-        source = target.sizing.write_path.source
+        source = target.spec  # the target as its case file names it (never this machine's path to a wheel)
         for found in (f, f.search.found if f.search is not None else None):
             if found is not None:
                 found.confirmed = True
@@ -200,16 +200,15 @@ def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
 
 
 # The covering set: each mode FA3's graph tables run, near the limit of a context past SGLang's 4096 default that
-# is no whole number of pages (nor of the verify builder's block), on the pages the FA3 kernels take by default and
-# two backends' pages, at the most overlap lag: SGLang's own speculative shapes, and one whose D passes the 4.
+# is no whole number of pages (nor of the verify builder's block), on SGLang's default page and a backend's, at the
+# most overlap lag.
 COVER_SPECS: tuple[dict[str, Any], ...] = (
     {},
-    {"speculative_algorithm": "EAGLE"},  # auto (3, 1, 4)
     {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
-     "speculative_num_draft_tokens": 8},
+     "speculative_num_draft_tokens": 8},  # every EAGLE mode, its D past the 4
     {"speculative_algorithm": "DFLASH"},  # its block: D = 16
 )  # fmt: skip
-COVER_PAGES = (1, 16, 64)
+COVER_PAGES = (1, 64)
 
 
 def cover(target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
