@@ -23,7 +23,7 @@ from fuzz.common.columns import WIDTH, collapse_chains, fold, shell_lines
 from fuzz.findings.repro import repro_command
 
 RUN = ["run", "--target", "reference@sglang-0.5.18", "--profile", "ci"]
-QUIET_LINES = 66  # what --quiet prints of the seed bug's release at the most (21 groups, 5 causes)
+QUIET_LINES = 70  # what --quiet prints of the seed bug's release at the most (23 groups, 5 causes)
 
 
 @pytest.fixture(scope="module")

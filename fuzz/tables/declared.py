@@ -162,6 +162,8 @@ class Table:
     # ``observer(target)``: whose accesses its observer reports on ``target`` (the engine's own code, a twin), for
     # what a verdict says it judged.
     observer: Callable[[Any], str] | None = None
+    # The share of each round's examples its search draws (its covering set and closed form doing the rest).
+    share: float = 1.0
 
     def refused_on(self, target: Any) -> str | None:
         """Why ``target`` cannot judge this table (``unjudged``), None where it can."""

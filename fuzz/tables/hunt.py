@@ -64,7 +64,10 @@ class TableHunt:
                     tracker.fail(f)
 
         test.__qualname__ = test.__name__ = f"test_{t.name}"  # the example database keys a test by its name
-        wrapped: Callable[[], None] = settings(seeded(given(t.cases(target, self.pins))(test), seed))
+        share = (
+            settings if t.share >= 1 else Settings(settings, max_examples=max(1, int(settings.max_examples * t.share)))
+        )
+        wrapped: Callable[[], None] = share(seeded(given(t.cases(target, self.pins))(test), seed))
         return wrapped
 
     def cover(self, tracker: Tracker, progress: Progress) -> Iterable[Finding]:

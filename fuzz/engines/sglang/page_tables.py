@@ -125,7 +125,8 @@ def _scenario_data(draw: st.DrawFn, revision: Revision, pins: Mapping[str, Any])
     from strategies import space
     from strategies.configs import DrawChooser
 
-    s = space.decode_scenario(DrawChooser(draw), revision, pins={"kv_pool": KVPool.STANDARD, **pins})
+    fixed = {"kv_pool": KVPool.STANDARD, "attn_dcp_size": 1, **pins}
+    s = space.decode_scenario(DrawChooser(draw), revision, pins=fixed)
     if s is None or not takes(s.config):
         reject()
     return s.config, s.to_dict()
@@ -133,7 +134,7 @@ def _scenario_data(draw: st.DrawFn, revision: Revision, pins: Mapping[str, Any])
 
 def cases(target: Any, pins: Mapping[str, Any]) -> st.SearchStrategy[tuple[ServingConfig, dict]]:
     """Decode scenarios near the context limit on the target's rules (``strategies.space.decode_scenario``), on
-    the standard pool: the same draws ``req_to_token``'s hunt makes."""
+    the standard pool without DCP: the draws ``req_to_token``'s hunt makes there."""
     return _scenario_data(target.revision, dict(pins))
 
 
@@ -199,9 +200,9 @@ def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
     return DecodeScenario.from_dict(cfg, data).reached_by() + ", then its decode step's CUDA-graph replay on FA3"
 
 
-# The covering set: each mode FA3's graph tables run, near the limit of a context past SGLang's 4096 default that
-# is no whole number of pages (nor of the verify builder's block), on SGLang's default page and a backend's, at the
-# most overlap lag.
+# The covering set: each mode FA3's graph tables run, at the limit of a context one page past SGLang's 4096 default
+# (a whole number of pages: any length past it passes the row; not of the verify builder's block: a grid that masks
+# by length alone spills), on SGLang's default page and a backend's, at the most overlap lag.
 COVER_SPECS: tuple[dict[str, Any], ...] = (
     {},
     {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
@@ -218,7 +219,7 @@ def cover(target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dic
     out = []
     for spec in COVER_SPECS:
         for page in COVER_PAGES:
-            args = {"context_len": 4096 + 4 + page // 2, "page_size": page, "enable_overlap": True, **spec}
+            args = {"context_len": 4096 + page, "page_size": page, "enable_overlap": True, **spec}
             try:
                 cfg = ServingConfig.resolve(**{**args, **pins})
             except ValueError:  # a pin that clashes (ConfigError is one)
@@ -331,6 +332,7 @@ FA3_TABLE = declare_table(
         finish=finish,
         reached=reached,
         cover=cover,
+        share=0.25,  # a quarter of each round: the covering set reaches every mode at the limit first
         observer=lambda target: (
             "the model's twin of FA3's builders" if target.is_model else "SGLang's own FA3 builders, executed"
         ),
