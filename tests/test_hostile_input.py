@@ -184,6 +184,8 @@ ARGV: list[tuple[str, list[str], str]] = [
     ("matrix-releases-empty-range", ["matrix", "--releases", "0.5.23..0.5.16"], "empty release range"),
     ("matrix-fidelity-configs-negative", ["matrix", "--fidelity-configs", "-1"], "integer >= 0"),
     ("matrix-jobs-zero", ["matrix", "--jobs", "0"], "positive integer"),
+    ("fidelity-page-table-steps-negative", ["fidelity", "--target", "reference", "--page-table-steps", "-1"], ">= 0"),
+    ("matrix-page-table-steps-garbage", ["matrix", "--page-table-steps", "many"], "expected an integer"),
     # targets
     ("target-unknown", ["run", "--target", "nonsense"], "unknown target"),
     ("target-empty", ["run", "--target", ""], "unknown target"),

@@ -11,3 +11,4 @@ LIFECYCLE_RUNS = {"ci": 100, "dev": 500, "nightly": 2000}  # lifecycle: state-ma
 ALL_ALGORITHMS = "all"  # prove --algorithm: every speculative algorithm the target's release sizes
 FIDELITY_CONFIGS = 10_000  # fidelity: distinct configurations compared with the model
 WRITE_PATH_STEPS = 1000  # fidelity: decode steps per kind of pool on SGLang's own write path
+PAGE_TABLE_STEPS = 1000  # fidelity: mode builds per checked page table on SGLang's own builders

@@ -6,6 +6,8 @@ a report or a baseline naming one of them is parsed against these.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
+
 from allocator_model.guards import Guard
 from allocator_model.pools import KVPool
 from allocator_model.regimes import Regime
@@ -64,12 +66,34 @@ class SGLangProperty:
     )
 
 
+class MismatchGroups(Collection[str]):
+    """What a ``model-mismatch`` is grouped by, read live: each entry of the sizing surface (a test's declared entry
+    too; the decode write path's is ``decode_step``), and each checked table of this engine besides
+    ``req_to_token`` (whose writes are the decode steps'), whose builders ``fidelity`` holds to the model's twin
+    (``fidelity/page_tables.py``: ``model-mismatch/fa3_page_table``)."""
+
+    @staticmethod
+    def _names() -> list[str]:
+        from fuzz.tables.declared import tables
+
+        return [*SURFACE, *(t.name for t in tables() if t.engine == NAME and t.name != REQ_TO_TOKEN)]
+
+    def __contains__(self, name: object) -> bool:
+        return name in SURFACE or name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
 NAMES = declare_names(
     NAME,
     Names(
         groups=frozenset(r.value for r in Regime),
         variants=frozenset(k.value for k in KVPool if k is not KVPool.STANDARD),
         guards=frozenset(g.value for g in Guard),
-        mismatch_groups=SURFACE.keys(),  # live: a test's declared entry (``surface.declared``) is a group too
+        mismatch_groups=MismatchGroups(),
     ),
 )

@@ -104,11 +104,19 @@ def replay_decode(doc: dict[str, Any], where: str, named: str | None = None) -> 
         if model is not None:
             check.mismatch = mismatch(model, check.run, f"sglang {check.version} ({check.run.sglang.origin})")
         there = [v for v in check.violations if v.prop == prop]
-        if check.mismatch is not None and prop is Property.MODEL_MISMATCH:
-            there = [check.mismatch]
+        if prop is Property.MODEL_MISMATCH:  # the write path's, then each checked table's builders' against the twin
+            from ..fidelity.page_tables import mismatches
+
+            there = ([check.mismatch] if check.mismatch is not None else []) + mismatches(target, scenario)
+            wanted = doc.get("signature")
+            there.sort(key=lambda v: str(v.signature) != wanted)  # the case's own group first
         if same:
             first = next(f for f in judged.findings if f.violation is same[0])
             lines.append(f"sglang: {PIPELINE.confirm(target, first, check=check).confirmation}")
+        elif there and there[0] is not check.mismatch and prop is Property.MODEL_MISMATCH:
+            lines.append(f"sglang: sglang {check.version}'s own {there[0].group} builders, executed, differ from the "
+                         "model's twin")  # fmt: skip
+            same = there
         elif there:
             lines.append(
                 f"sglang: found on sglang {check.version}'s own write path ({check.chain()}); the model's run passes"

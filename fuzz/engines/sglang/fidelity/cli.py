@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fuzz.common import interrupts
-from fuzz.common.defaults import FIDELITY_CONFIGS, WRITE_PATH_STEPS
+from fuzz.common.defaults import FIDELITY_CONFIGS, PAGE_TABLE_STEPS, WRITE_PATH_STEPS
 from fuzz.common.errors import BadInput, ExitCode
 from fuzz.common.files import check_output_dir
 from fuzz.common.heartbeat import heartbeat
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 # and ``matrix.DEFAULT_OUT``.
 DEFAULT_CONFIGS = FIDELITY_CONFIGS
 DEFAULT_STEPS = WRITE_PATH_STEPS
+DEFAULT_PAGE_TABLE_STEPS = PAGE_TABLE_STEPS
 DEFAULT_EXAMPLES = 300
 DEFAULT_OUT = "fuzz-matrix"
 
@@ -81,6 +82,7 @@ def register_fidelity(subparsers: Any) -> None:
         help="N distinct configurations for each KV pool kind the release builds, drawn with the kind pinned",
     )
     add_write_path_steps(p)
+    add_page_table_steps(p)
     add_output_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines (otherwise on stderr)")
 
@@ -93,6 +95,18 @@ def add_write_path_steps(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"decode steps per KV pool kind also run on SGLang's own write path and held to the model's, where "
         f"the target has it (its tree and triton) (default {DEFAULT_STEPS}; 0 skips it)",
+    )
+
+
+def add_page_table_steps(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--page-table-steps",
+        type=non_negative_int,
+        default=DEFAULT_PAGE_TABLE_STEPS,
+        metavar="N",
+        help=f"mode builds of FA3's CUDA-graph page tables also run on SGLang's own builders and held to the "
+        f"model's twin, where the target has them (its tree and triton) (default {DEFAULT_PAGE_TABLE_STEPS}; 0 "
+        f"skips it)",
     )
 
 
@@ -123,6 +137,7 @@ def cmd_fidelity(args: argparse.Namespace) -> ExitCode:
                 configs=args.configs,
                 per_kind=args.per_kind,
                 write_path_steps=args.write_path_steps,
+                page_table_steps=args.page_table_steps,
             )
         for f in r.findings:
             output.save(f)
@@ -180,6 +195,7 @@ def register_matrix(subparsers: Any) -> None:
         ),
     )
     add_write_path_steps(p)
+    add_page_table_steps(p)
     p.add_argument(
         "--jobs",
         type=positive_int,
@@ -236,7 +252,14 @@ def cmd_matrix(args: argparse.Namespace) -> ExitCode:
     except VersionError as e:
         raise BadInput(f"--releases: {e}") from None
     expected = load_expectations(args.expect, releases) if args.expect else None
-    settings = MatrixSettings(args.profile, args.max_examples, args.seed, args.fidelity_configs, args.write_path_steps)
+    settings = MatrixSettings(
+        args.profile,
+        args.max_examples,
+        args.seed,
+        args.fidelity_configs,
+        args.write_path_steps,
+        args.page_table_steps,
+    )
     known = catalog_ids()
     started = time.monotonic()
     progress = None if args.quiet else say

@@ -65,6 +65,7 @@ from fuzz.findings.report import Status
 from fuzz.targets.base import TargetCallError
 
 from .cases import FidelityCase, fidelity_cases, sample_cases
+from .page_tables import TableTally, page_table_fidelity
 from .writepath import PathTally, write_path_fidelity
 
 MODEL_MISMATCH = Property.MODEL_MISMATCH
@@ -172,6 +173,8 @@ class FidelityResult:
     kinds: dict[KVPool, KindTally] = field(default_factory=dict)  # in KVPool order
     # The decode write path against SGLang's own, per kind (``writepath``); empty: not compared (no SGLang path).
     write_path: dict[KVPool, PathTally] = field(default_factory=dict)
+    # FA3's page-table builders against the model's twin (``page_tables``); None: not compared (not asked for).
+    page_tables: TableTally | None = None
     interrupted: bool = False  # a signal stopped it: what it compared and found by then
 
     @property
@@ -192,9 +195,10 @@ class FidelityResult:
         per_kind = f" (per KV pool kind, agreeing/compared: {self.kinds_text()})" if self.per_kind is not None else ""
         if not self.findings:
             text = f"agrees on {self.configs} configs ({len(self.functions)} functions){per_kind}{design}"
-            return text + self.write_path_text()
+            return text + self.write_path_text() + self.page_tables_text()
         groups = ", ".join(str(f.signature) for f in self.findings)
-        return f"{len(self.findings)} mismatch group(s): {groups}{per_kind}{design}{self.write_path_text()}"
+        paths = self.write_path_text() + self.page_tables_text()
+        return f"{len(self.findings)} mismatch group(s): {groups}{per_kind}{design}{paths}"
 
     def write_path_text(self) -> str:
         """``; write path on SGLang's code: standard 1000/1000 steps agree (EAGLE 120, ...), ...`` ("" if not run)."""
@@ -203,6 +207,11 @@ class FidelityResult:
         return "; write path on SGLang's code: " + "; ".join(
             f"{k.value} {t.text()}" for k, t in self.write_path.items()
         )
+
+    def page_tables_text(self) -> str:
+        """``; fa3_page_table: 1000/1000 builds agree (EAGLE 249, ...)`` or why it was not compared ("" if not
+        asked for)."""
+        return "" if self.page_tables is None else "; " + self.page_tables.text()
 
     def to_json(self) -> dict[str, Any]:
         """The target's entry in a report (``fuzz.findings.report``)."""
@@ -217,8 +226,13 @@ class FidelityResult:
             "per_kind": self.per_kind,
             "kinds": {k.value: t.to_json() for k, t in self.kinds.items()},
             "write_path": {k.value: t.to_json() for k, t in self.write_path.items()},
+            "page_tables": self.page_tables_json(),
             "findings": [f.to_json() for f in self.findings],
         }
+
+    def page_tables_json(self) -> dict[str, Any]:
+        """Each checked page table's comparison by its name (empty: not compared)."""
+        return {} if self.page_tables is None else {self.page_tables.table: self.page_tables.to_json()}
 
 
 def _minimal(
@@ -257,6 +271,7 @@ def fidelity(
     configs: int = DEFAULT_CONFIGS,
     per_kind: int | None = None,
     write_path_steps: int = 0,
+    page_table_steps: int = 0,
 ) -> FidelityResult:
     """Compare ``target``'s sizing with ``revision`` (default: the modeled revision of its version).
 
@@ -265,7 +280,9 @@ def fidelity(
     many for each kind both sides build, drawn with the kind pinned
     (``cases.sample_cases``).  Either way every kind's tally is kept.
     ``write_path_steps``: that many decode steps per kind also run on SGLang's own write path and held to the
-    model's (``writepath``), where the target has it.
+    model's (``writepath``), where the target has it.  ``page_table_steps``: that many mode builds of FA3's page
+    tables on SGLang's own builders held to the model's twin (``page_tables``), on a real target, compared with
+    its own revision (a case file names no other); where the builders cannot run, the result says why.
     """
     revision = revision or target.revision
     model = ModelSizing(revision)
@@ -308,6 +325,9 @@ def fidelity(
             )
     if write_path_steps and has_sglang_path(target) and revision is target.revision and not result.interrupted:
         result.write_path, mismatches = write_path_fidelity(target, write_path_steps)
+        result.findings += mismatches
+    if page_table_steps and not target.is_model and revision is target.revision and not result.interrupted:
+        result.page_tables, mismatches = page_table_fidelity(target, page_table_steps)
         result.findings += mismatches
     result.seconds = time.monotonic() - started
     return result

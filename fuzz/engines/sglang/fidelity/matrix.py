@@ -84,6 +84,7 @@ class MatrixSettings:
     seed: int | None
     fidelity_configs: int  # per kind of KV pool the release builds; 0 skips the fidelity check
     write_path_steps: int = 0  # decode steps per kind held to SGLang's own write path (0: not compared)
+    page_table_steps: int = 0  # mode builds of FA3's page tables held to SGLang's own builders (0: not compared)
 
 
 @dataclass
@@ -222,7 +223,10 @@ def _run_rows(
             beat = (lambda s: say(f"[{row.release}] fidelity: comparing, {s:.0f}s")) if progress else None
             with heartbeat(beat):
                 row.fidelity = fidelity(
-                    row.target, per_kind=settings.fidelity_configs, write_path_steps=settings.write_path_steps
+                    row.target,
+                    per_kind=settings.fidelity_configs,
+                    write_path_steps=settings.write_path_steps,
+                    page_table_steps=settings.page_table_steps,
                 )
             say(f"[{row.release}] fidelity: {row.fidelity.summary()} ({row.fidelity.seconds:.1f}s)")
             if row.fidelity.interrupted:  # it took the signal between two comparisons: the matrix stops here

@@ -181,6 +181,7 @@ def target_entry(row: Row, known: Catalog) -> dict[str, Any]:
             "per_kind": fid.per_kind,
             "kinds": {k.value: t.to_json() for k, t in fid.kinds.items()},
             "write_path": {k.value: t.to_json() for k, t in fid.write_path.items()},
+            "page_tables": fid.page_tables_json(),
             "functions": fid.functions,
             "seconds": round(fid.seconds, 3),
             "signatures": [str(f.signature) for f in fid.findings],

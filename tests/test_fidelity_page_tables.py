@@ -1,0 +1,111 @@
+"""``fidelity``'s comparison of FA3's page tables (``fuzz.engines.sglang.fidelity.page_tables``): the model's twin
+against SGLang's own builders, executed, build by build, on scenarios drawn near the limit of small contexts.
+
+Hermetic: the pinned real wheels (``pinned_wheels``: the cache ``./kvrow test`` fills; a missing wheel skips, saying
+which) and triton's interpreter; 40 builds a release (about 0.5 s once the release's backend modules are loaded).
+A planted twin error (a revision field of the release's model changed) must come out as a
+``model-mismatch/fa3_page_table`` finding, exit 1 and a case file that replays it; the same case passes on the
+twin as shipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
+
+from allocator_model.page_tables import TableWidth  # noqa: E402
+from allocator_model.revisions import RELEASE_REVISIONS, REVISIONS  # noqa: E402
+from fuzz.cli import main  # noqa: E402
+from fuzz.engines.sglang.cases import SGLangCase  # noqa: E402
+from fuzz.engines.sglang.fidelity.differential import fidelity  # noqa: E402
+from fuzz.engines.sglang.fidelity.page_tables import page_table_fidelity  # noqa: E402
+from fuzz.engines.sglang.page_tables import FA3_PAGE_TABLE  # noqa: E402
+from fuzz.findings.schemas import validate  # noqa: E402
+from fuzz.targets.resolve import resolve_target  # noqa: E402
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="FA3's builders need triton")
+STEPS = 40
+
+
+@pytest.mark.parametrize("release", ["0.5.18", "0.5.23"])
+def test_the_twin_agrees_with_sglangs_builders_on_drawn_builds(release: str, pinned_wheels: Path) -> None:
+    """Every build agrees, among them builds the table's verdicts are about (published past the width; 0.5.18's
+    verify builder also writes past it, 0.5.23's clamps), over no speculation and the EAGLE family at least."""
+    target = resolve_target(f"sglang=={release}")
+    tally, found = page_table_fidelity(target, STEPS)
+    assert found == [] and tally.skipped is None
+    assert tally.steps >= STEPS and tally.agree == tally.steps and tally.scenarios > 0
+    assert sum(tally.per_algorithm.values()) == tally.steps and {"none", "EAGLE"} <= set(tally.per_algorithm)
+    assert tally.read_past > 0
+    assert (tally.spilled > 0) == (target.revision.fa3_verify_block_tokens is not None)
+    assert page_table_fidelity(target, STEPS)[0].to_json() | {"seconds": 0} == tally.to_json() | {"seconds": 0}
+    assert tally.text().startswith(f"{FA3_PAGE_TABLE}: {tally.agree}/{tally.steps} builds agree (none ")
+
+
+@pytest.mark.parametrize(
+    ("release", "change"),
+    [
+        ("0.5.18", {"fa3_verify_block_tokens": None}),
+        ("0.5.23", {"fa3_verify_block_tokens": 4096}),
+        ("0.5.18", {"page_table_width": TableWidth.ROW}),
+    ],
+    ids=["verify-clamped-where-sglang-spills", "verify-spills-where-sglang-clamps", "width-from-the-row"],
+)
+def test_a_planted_twin_error_is_a_mismatch(release: str, change: dict, pinned_wheels: Path) -> None:
+    real = resolve_target(f"sglang=={release}")
+    planted = real.revision.but(f"{real.revision.name}-planted", "a twin error", **change)
+    target = type(real)(**{**real.__dict__, "revision": planted})
+    tally, found = page_table_fidelity(target, STEPS)
+    assert tally.agree < tally.steps
+    (f,) = found
+    assert str(f.signature) == f"model-mismatch/{FA3_PAGE_TABLE}" and f.kind is SGLangCase.DECODE
+    assert "real " in f.violation.headline and "; model " in f.violation.headline
+
+
+def test_the_command_exits_1_on_a_planted_error_and_its_case_replays(
+    pinned_wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fidelity`` with the model of 0.5.18 planted (its verify builder clamped): exit 1, the tally in the JSON
+    report, a case file; ``repro`` fails it while the plant stands and passes on the twin as shipped."""
+    name = RELEASE_REVISIONS["0.5.18"]
+    shipped = REVISIONS[name]
+    cases, report = tmp_path / "cases", tmp_path / "f.json"
+    args = ["fidelity", "--target", "sglang==0.5.18", "--configs", "20", "--write-path-steps", "0"]
+    args += ["--page-table-steps", str(STEPS), "--cases", str(cases), "--json", str(report), "--quiet"]
+    with monkeypatch.context() as plant:
+        plant.setitem(REVISIONS, name, shipped.but(name, shipped.summary, fa3_verify_block_tokens=None))
+        assert main(args) == 1
+        out = capsys.readouterr().out
+        assert f"COUNTEREXAMPLE model-mismatch/{FA3_PAGE_TABLE} on sglang==0.5.18" in out
+        doc = json.loads(report.read_text())
+        validate("report", doc)
+        (entry,) = doc["targets"]
+        table = entry["page_tables"][FA3_PAGE_TABLE]
+        assert table["steps"] >= STEPS and table["agree"] < table["steps"] and table["skipped"] is None
+        assert [f["signature"] for f in entry["findings"]] == [f"model-mismatch/{FA3_PAGE_TABLE}"]
+        (case,) = cases.glob("*.json")
+        assert main(["repro", str(case)]) == 1
+        assert f"FAILS model-mismatch/{FA3_PAGE_TABLE}" in capsys.readouterr().out
+    assert main(["repro", str(case)]) == 0
+    assert "passes: model-mismatch no longer fails" in capsys.readouterr().out
+    args[args.index("--page-table-steps") + 1] = "0"  # 0 skips it: no tally, nothing said
+    assert main(args) == 0 and json.loads(report.read_text())["targets"][0]["page_tables"] == {}
+
+
+def test_a_lone_sizing_file_says_the_table_was_not_compared(pinned_wheels: Path, tmp_path: Path) -> None:
+    """No SGLang tree around the file: nothing is compared, and the summary says why (never an agreement)."""
+    from fuzz.engines.sglang.real import wheels
+
+    source, _ = wheels.read_sizing_from_wheel(wheels.release_wheel("0.5.23"))
+    path = tmp_path / "allocation_sizing.py"
+    path.write_text(source)
+    r = fidelity(resolve_target(str(path)), configs=20, page_table_steps=STEPS)
+    assert r.page_tables is not None and r.page_tables.steps == 0 and r.page_tables.skipped
+    assert f"; {FA3_PAGE_TABLE}: not compared (FA3's builders are SGLang's own code, not run here" in r.summary()
+    assert r.findings == []
