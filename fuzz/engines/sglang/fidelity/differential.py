@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, find
@@ -49,11 +49,10 @@ from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
-from allocator_model.revisions import REVISIONS, Revision
+from allocator_model.revisions import Revision
 from allocator_model.surface import Entry, EntryKind, Provenance, Shape, Surface, entries
 from fuzz.common import interrupts
 from fuzz.common.defaults import FIDELITY_CONFIGS
-from fuzz.common.text import printable
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.engines.sglang.own_path import has_sglang_path
@@ -64,7 +63,7 @@ from fuzz.findings.model import Finding, Violation
 from fuzz.findings.report import Status
 from fuzz.targets.base import TargetCallError
 
-from .cases import FidelityCase, fidelity_cases, sample_cases
+from .cases import FidelityCase, case_revision, fidelity_cases, sample_cases
 from .page_tables import TableTally, page_table_fidelity
 from .writepath import PathTally, write_path_fidelity
 
@@ -355,32 +354,6 @@ def _compare(
 
 
 # -- replay -------------------------------------------------------------------
-
-
-def case_revision(doc: dict[str, Any], where: str) -> Revision:
-    """The model revision a fidelity case was compared with: the whole revision as data (``Revision.to_dict``),
-    or, in a case file of an earlier version of this tool, the name of a known one."""
-    value = doc.get("revision")
-    if isinstance(value, str) and value in REVISIONS:
-        return REVISIONS[value]
-    if isinstance(value, dict):
-        try:
-            return shown_safely(Revision.from_dict(value))
-        except ValueError as e:
-            raise casefile.CaseFileError(f"{where}: {e}") from None
-    raise casefile.CaseFileError(
-        f'{where}: "revision" must be a revision\'s fields or a known name ({", ".join(REVISIONS)}), got {value!r:.80}'
-    )
-
-
-def shown_safely(revision: Revision) -> Revision:
-    """``revision`` with each text field made ``printable``: a revision read from a case file travels, and its
-    name reaches the terminal in every line of a replay (``target: ... against model NAME``, a refusal), so a
-    name holding escapes (a cleared screen, colours, a forged ``passes:`` line) prints as the characters it
-    holds.  The identity on every revision this tool writes (their names and summaries are plain text)."""
-    values = {f.name: getattr(revision, f.name) for f in fields(revision)}
-    texts: dict[str, Any] = {name: printable(v) for name, v in values.items() if isinstance(v, str)}
-    return replace(revision, **texts)
 
 
 def replay_fidelity(doc: dict[str, Any], where: str, named: str | None = None) -> casefile.Replay:

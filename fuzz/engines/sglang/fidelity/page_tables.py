@@ -10,7 +10,7 @@ spans several of its 4096-token blocks): SGLang's builders run under triton's in
 the context, while the table breaks at the limit of any context.
 
 Each scenario's decode step is built on both sides, the twin (``allocator_model.page_tables.fa3_builds``, with
-the target's revision fields) and SGLang's own builders executed (``fuzz.engines.sglang.page_tables.builds``), on
+the target's revision fields) and SGLang's own builders executed (``fuzz.engines.sglang.page_table_builds.builds``), on
 the same ``req_to_token`` row width (the target's).  One mode's build is one step, compared on what a verdict
 depends on: the buffer's width, the columns spilled past the row, the published length (and so the pages the
 kernel reads) and whether SGLang's own check stopped it.  ``written`` is not compared: where a builder writes its
@@ -34,7 +34,8 @@ from allocator_model.pools import KVPool
 from allocator_model.scenario import DecodeScenario
 from fuzz.common.defaults import PAGE_TABLE_STEPS
 from fuzz.engines.sglang.decode.check import decode_finding
-from fuzz.engines.sglang.page_tables import FA3_PAGE_TABLE, _model_builds, _row_width, builds, takes, unjudged
+from fuzz.engines.sglang.page_table_builds import builds, model_builds, row_width_of, unjudged
+from fuzz.engines.sglang.page_tables import FA3_PAGE_TABLE, takes
 from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding, Violation
@@ -171,10 +172,10 @@ class Compared:
 
 def compare(target: SGLangTarget, s: DecodeScenario) -> Compared:
     """The scenario's step built by the twin and by SGLang's own builders (``Unjudgeable`` where they cannot run
-    on the target: ``page_tables.unjudged``), with the mismatch (None: every mode agrees)."""
+    on the target: ``page_table_builds.unjudged``), with the mismatch (None: every mode agrees)."""
     cfg = s.config
     rt, seq = step_of(s)
-    model = _model_builds(target.revision, cfg, rt, seq, _row_width(target, cfg))
+    model = model_builds(target.revision, cfg, rt, seq, row_width_of(target, cfg))
     source = getattr(getattr(target.sizing, "write_path", None), "source", target.spec)
     details = [
         f"config: {cfg.short()}",
