@@ -29,11 +29,12 @@ from fuzz.engines.sglang.page_tables import FA3_PAGE_TABLE  # noqa: E402
 from fuzz.findings.schemas import validate  # noqa: E402
 from fuzz.targets.resolve import resolve_target  # noqa: E402
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="FA3's builders need triton")
+needs_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="FA3's builders need triton")
 STEPS = 40
 
 
 @pytest.mark.parametrize("release", ["0.5.18", "0.5.23"])
+@needs_triton
 def test_the_twin_agrees_with_sglangs_builders_on_drawn_builds(release: str, pinned_wheels: Path) -> None:
     """Every build agrees, among them builds the table's verdicts are about (published past the width; 0.5.18's
     verify builder also writes past it, 0.5.23's clamps), over no speculation and the EAGLE family at least."""
@@ -48,6 +49,7 @@ def test_the_twin_agrees_with_sglangs_builders_on_drawn_builds(release: str, pin
     assert tally.text().startswith(f"{FA3_PAGE_TABLE}: {tally.agree}/{tally.steps} builds agree (none ")
 
 
+@needs_triton
 @pytest.mark.parametrize(
     ("release", "change"),
     [
@@ -68,6 +70,7 @@ def test_a_planted_twin_error_is_a_mismatch(release: str, change: dict, pinned_w
     assert "real " in f.violation.headline and "; model " in f.violation.headline
 
 
+@needs_triton
 def test_the_command_exits_1_on_a_planted_error_and_its_case_replays(
     pinned_wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -98,6 +101,7 @@ def test_the_command_exits_1_on_a_planted_error_and_its_case_replays(
     assert main(args) == 0 and json.loads(report.read_text())["targets"][0]["page_tables"] == {}
 
 
+@needs_triton
 def test_a_lone_sizing_file_says_the_table_was_not_compared(pinned_wheels: Path, tmp_path: Path) -> None:
     """No SGLang tree around the file: nothing is compared, and the summary says why (never an agreement)."""
     from fuzz.engines.sglang.real import wheels
@@ -106,6 +110,41 @@ def test_a_lone_sizing_file_says_the_table_was_not_compared(pinned_wheels: Path,
     path = tmp_path / "allocation_sizing.py"
     path.write_text(source)
     r = fidelity(resolve_target(str(path)), configs=20, page_table_steps=STEPS)
-    assert r.page_tables is not None and r.page_tables.steps == 0 and r.page_tables.skipped
+    (table,) = r.page_tables.values()
+    assert table.steps == 0 and table.skipped
     assert f"; {FA3_PAGE_TABLE}: not compared (FA3's builders are SGLang's own code, not run here" in r.summary()
     assert r.findings == []
+
+
+def test_the_matrix_judges_a_table_case_on_the_reference(tmp_path: Path) -> None:
+    """A release's campaign finds FA3 table cases (kind table-case, a table and its data): the matrix's reference
+    check judges each through its table (the reference sizes the table from the row: it passes) and its markdown
+    shows the case, where both once read the case as a decode scenario and the command crashed."""
+    from allocator_model.config import ServingConfig
+    from allocator_model.scenario import DecodeScenario, max_device_lag
+    from allocator_model.scheduler import decode_alloc_bound
+    from fuzz.campaign.driver import CampaignResult
+    from fuzz.engines.sglang.fidelity.matrix import MatrixSettings, Row, reference_check
+    from fuzz.engines.sglang.fidelity.matrix_report import write_matrix
+    from fuzz.engines.sglang.page_tables import FA3_TABLE
+    from fuzz.tables.case import TableCase
+    from fuzz.verdict import PIPELINE
+
+    target = resolve_target("reference@sglang-0.5.18")  # the model's twin: the table sized from the context
+    cfg = ServingConfig.resolve(
+        context_len=40,
+        page_size=4,
+        speculative_algorithm="EAGLE",
+        speculative_num_steps=3,
+        speculative_eagle_topk=1,
+        speculative_num_draft_tokens=4,
+        enable_overlap=True,
+    )
+    s = DecodeScenario(cfg, decode_alloc_bound(cfg, target.revision), device_lag=max_device_lag(cfg))
+    found = PIPELINE.case(target, TableCase(FA3_TABLE, cfg, s.to_dict()), confirm=False).findings
+    assert {f.case["table"] for f in found} == {FA3_PAGE_TABLE} and len(found) == 2
+    row = Row("0.5.18", target, CampaignResult(target.spec, 1, 0.1, found))
+    reference_check(row)
+    assert row.checks == {f.signature: "passes" for f in found}
+    text = write_matrix(str(tmp_path), [row], MatrixSettings("ci", 10, 0, 0), requested=["0.5.18"], seconds=1.0)
+    assert "context_len=40 page_size=4 speculative_algorithm=EAGLE" in text and f"; {FA3_PAGE_TABLE} {{" in text

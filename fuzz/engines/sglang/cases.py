@@ -100,7 +100,7 @@ class SGLangCase:
         "fidelity-case",
         NAME,
         frozenset({"lens"}),
-        "fuzz.engines.sglang.fidelity.differential:replay_fidelity",
+        "fuzz.engines.sglang.fidelity.replay:replay_fidelity",
         suffix=fidelity_suffix,
         carries_revision=True,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
@@ -24,12 +24,10 @@ from hypothesis import strategies as st
 from allocator_model.allocator import allocator_page_size
 from allocator_model.config import ConfigError, ServingConfig
 from allocator_model.pools import KVPool
-from allocator_model.revisions import REVISIONS, Revision
+from allocator_model.revisions import Revision
 from allocator_model.scheduler import max_committed_len_at_decode_alloc
 from fuzz.common import interrupts
 from fuzz.common.bounds import ROW_HEADROOM_BOUND
-from fuzz.common.text import printable
-from fuzz.findings import casefile
 from strategies import space
 from strategies.configs import serving_configs
 from strategies.uniform import RandomChooser
@@ -177,29 +175,3 @@ def sample_cases(
         seen.add(cfg)
         cases.append(FidelityCase(cfg, lens_for(cfg)))
     return cases
-
-
-def case_revision(doc: dict[str, Any], where: str) -> Revision:
-    """The model revision a fidelity case was compared with: the whole revision as data (``Revision.to_dict``),
-    or, in a case file of an earlier version of this tool, the name of a known one."""
-    value = doc.get("revision")
-    if isinstance(value, str) and value in REVISIONS:
-        return REVISIONS[value]
-    if isinstance(value, dict):
-        try:
-            return shown_safely(Revision.from_dict(value))
-        except ValueError as e:
-            raise casefile.CaseFileError(f"{where}: {e}") from None
-    raise casefile.CaseFileError(
-        f'{where}: "revision" must be a revision\'s fields or a known name ({", ".join(REVISIONS)}), got {value!r:.80}'
-    )
-
-
-def shown_safely(revision: Revision) -> Revision:
-    """``revision`` with each text field made ``printable``: a revision read from a case file travels, and its
-    name reaches the terminal in every line of a replay (``target: ... against model NAME``, a refusal), so a
-    name holding escapes (a cleared screen, colours, a forged ``passes:`` line) prints as the characters it
-    holds.  The identity on every revision this tool writes (their names and summaries are plain text)."""
-    values = {f.name: getattr(revision, f.name) for f in fields(revision)}
-    texts: dict[str, Any] = {name: printable(v) for name, v in values.items() if isinstance(v, str)}
-    return replace(revision, **texts)

@@ -28,14 +28,13 @@ rest must still agree.
 A disagreement is a ``Finding`` of kind ``fidelity-case`` and class
 ``model-mismatch``, grouped by function (``model-mismatch/<function>``),
 shrunk by Hypothesis to a minimal configuration; its case file replays with
-``kvrow-fuzz repro`` (``replay_fidelity``, named by its case type in
+``kvrow-fuzz repro`` (``replay.replay_fidelity``, named by its case type in
 ``fuzz.engines.sglang.cases``).  Printing and saving are the
 command's (``fuzz.engines.sglang.fidelity.cli``).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from hypothesis import settings as Settings
 from hypothesis.errors import NoSuchExample
 
 from allocator_model.allocator import allocator_page_size
-from allocator_model.config import ConfigError, ServingConfig, SpecRuntime
+from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.model_sizing import ModelSizing
 from allocator_model.pools import KVPool
 from allocator_model.revisions import Revision
@@ -57,13 +56,12 @@ from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import sizing_raised
 from fuzz.engines.sglang.own_path import has_sglang_path
 from fuzz.engines.sglang.target_type import SGLangTarget
-from fuzz.findings import casefile
 from fuzz.findings.kinds import Property, Signature
 from fuzz.findings.model import Finding, Violation
 from fuzz.findings.report import Status
 from fuzz.targets.base import TargetCallError
 
-from .cases import FidelityCase, case_revision, fidelity_cases, sample_cases
+from .cases import FidelityCase, fidelity_cases, sample_cases
 from .page_tables import TableTally, page_table_fidelity
 from .writepath import PathTally, write_path_fidelity
 
@@ -172,8 +170,8 @@ class FidelityResult:
     kinds: dict[KVPool, KindTally] = field(default_factory=dict)  # in KVPool order
     # The decode write path against SGLang's own, per kind (``writepath``); empty: not compared (no SGLang path).
     write_path: dict[KVPool, PathTally] = field(default_factory=dict)
-    # FA3's page-table builders against the model's twin (``page_tables``); None: not compared (not asked for).
-    page_tables: TableTally | None = None
+    # Each checked page table's builders against the model's twin, by table (``page_tables``); empty: not compared.
+    page_tables: dict[str, TableTally] = field(default_factory=dict)
     interrupted: bool = False  # a signal stopped it: what it compared and found by then
 
     @property
@@ -194,23 +192,16 @@ class FidelityResult:
         per_kind = f" (per KV pool kind, agreeing/compared: {self.kinds_text()})" if self.per_kind is not None else ""
         if not self.findings:
             text = f"agrees on {self.configs} configs ({len(self.functions)} functions){per_kind}{design}"
-            return text + self.write_path_text() + self.page_tables_text()
+            return text + self.write_path_text()
         groups = ", ".join(str(f.signature) for f in self.findings)
-        paths = self.write_path_text() + self.page_tables_text()
-        return f"{len(self.findings)} mismatch group(s): {groups}{per_kind}{design}{paths}"
+        return f"{len(self.findings)} mismatch group(s): {groups}{per_kind}{design}{self.write_path_text()}"
 
     def write_path_text(self) -> str:
-        """``; write path on SGLang's code: standard 1000/1000 steps agree (EAGLE 120, ...), ...`` ("" if not run)."""
-        if not self.write_path:
-            return ""
-        return "; write path on SGLang's code: " + "; ".join(
-            f"{k.value} {t.text()}" for k, t in self.write_path.items()
-        )
-
-    def page_tables_text(self) -> str:
-        """``; fa3_page_table: 1000/1000 builds agree (EAGLE 249, ...)`` or why it was not compared ("" if not
-        asked for)."""
-        return "" if self.page_tables is None else "; " + self.page_tables.text()
+        """``; write path on SGLang's code: standard 1000/1000 steps agree (EAGLE 120, ...), ...`` then each page
+        table's ``; fa3_page_table: 1000/1000 builds agree (...)`` or why not ("" if none was compared)."""
+        kinds = "; ".join(f"{k.value} {t.text()}" for k, t in self.write_path.items())
+        text = f"; write path on SGLang's code: {kinds}" if kinds else ""
+        return text + "".join(f"; {t.text()}" for t in self.page_tables.values())
 
     def to_json(self) -> dict[str, Any]:
         """The target's entry in a report (``fuzz.findings.report``)."""
@@ -225,13 +216,9 @@ class FidelityResult:
             "per_kind": self.per_kind,
             "kinds": {k.value: t.to_json() for k, t in self.kinds.items()},
             "write_path": {k.value: t.to_json() for k, t in self.write_path.items()},
-            "page_tables": self.page_tables_json(),
+            "page_tables": {name: t.to_json() for name, t in self.page_tables.items()},
             "findings": [f.to_json() for f in self.findings],
         }
-
-    def page_tables_json(self) -> dict[str, Any]:
-        """Each checked page table's comparison by its name (empty: not compared)."""
-        return {} if self.page_tables is None else {self.page_tables.table: self.page_tables.to_json()}
 
 
 def _minimal(
@@ -279,9 +266,8 @@ def fidelity(
     many for each kind both sides build, drawn with the kind pinned
     (``cases.sample_cases``).  Either way every kind's tally is kept.
     ``write_path_steps``: that many decode steps per kind also run on SGLang's own write path and held to the
-    model's (``writepath``), where the target has it.  ``page_table_steps``: that many mode builds of FA3's page
-    tables on SGLang's own builders held to the model's twin (``page_tables``), on a real target, compared with
-    its own revision (a case file names no other); where the builders cannot run, the result says why.
+    model's (``writepath``), where the target has it; ``page_table_steps``: FA3's page-table builds alike
+    (``page_tables``; where SGLang's builders cannot run, the tally says why).
     """
     revision = revision or target.revision
     model = ModelSizing(revision)
@@ -326,8 +312,8 @@ def fidelity(
         result.write_path, mismatches = write_path_fidelity(target, write_path_steps)
         result.findings += mismatches
     if page_table_steps and not target.is_model and revision is target.revision and not result.interrupted:
-        result.page_tables, mismatches = page_table_fidelity(target, page_table_steps)
-        result.findings += mismatches
+        tally, mismatches = page_table_fidelity(target, page_table_steps)
+        result.page_tables, result.findings = {tally.table: tally}, result.findings + mismatches
     result.seconds = time.monotonic() - started
     return result
 
@@ -353,34 +339,6 @@ def _compare(
             result.configs += 1
 
 
-# -- replay -------------------------------------------------------------------
-
-
-def replay_fidelity(doc: dict[str, Any], where: str, named: str | None = None) -> casefile.Replay:
-    """Replay a fidelity case file: the same configuration through the target's sizing and the model revision."""
-    from fuzz.targets.base import TargetError
-    from fuzz.targets.resolve import resolve_case_target
-
-    try:
-        case = FidelityCase.from_dict(ServingConfig.from_dict(doc["config"]), doc["case"])
-    except (ConfigError, TypeError) as e:
-        raise casefile.CaseFileError(f"{where}: {e}") from None
-    revision = case_revision(doc, where)
-    try:
-        target = resolve_case_target(doc["target"], named, SGLangCase.FIDELITY)
-    except TargetError as e:
-        raise casefile.CaseFileError(f"{where}: {e}") from None
-    found = disagreements(target.sizing, ModelSizing(revision), case)
-    lines = [
-        f"target: {target.spec} against model {revision.name}",
-        f"config: {case.config.short()}",
-        f"case:   {json.dumps(case.to_dict(), sort_keys=True)}",
-    ]
-    wanted = Signature.parse(doc["signature"]) if doc.get("signature") else None
-    same = [v for v in found if (v.signature == wanted if wanted else v.prop == doc["property"])]
-    return casefile.verdict(lines, doc["property"], target.spec, same[0] if same else None)
-
-
 __all__ = [
     "DEFAULT_CONFIGS",
     "MODEL_MISMATCH",
@@ -389,5 +347,4 @@ __all__ = [
     "KindTally",
     "disagreements",
     "fidelity",
-    "replay_fidelity",
 ]

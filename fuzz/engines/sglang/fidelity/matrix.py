@@ -39,6 +39,9 @@ from fuzz.findings.kinds import Signature
 from fuzz.findings.model import Finding
 from fuzz.findings.output import save_case
 from fuzz.findings.report import Status, status_of
+from fuzz.tables import table
+from fuzz.tables.case import TableCase
+from fuzz.tables.declared import TABLE_CASE
 from fuzz.targets.resolve import resolve_target
 from fuzz.verdict import PIPELINE
 
@@ -136,6 +139,9 @@ def reference_check(row: Row) -> None:
     reference = model_target(REFERENCE)
     assert row.target is not None
     for f in row.campaign.findings if row.campaign else []:
+        if f.kind is TABLE_CASE:  # a checked table's case: judged on the reference through its own table
+            row.checks[f.signature] = _table_case_on_reference(reference, f)
+            continue
         scenario = scenario_of(f)
         problem = scenario_problem(scenario, row.target.revision)
         if problem:
@@ -143,6 +149,17 @@ def reference_check(row: Row) -> None:
             continue
         _, found = check_scenario(reference, scenario)
         row.checks[f.signature] = "passes" if not found else "fails too: " + ", ".join(str(v.signature) for v in found)
+
+
+def _table_case_on_reference(reference: SGLangTarget, f: Finding) -> str:
+    """What the reference makes of a table case: the table's own observation of it (a scenario the reference's
+    scheduler rules out is a ``ValueError`` there: outside the bound)."""
+    case = TableCase(table(f.case["table"]), f.config, f.case["data"])
+    try:
+        found = PIPELINE.case(reference, case, confirm=False).findings
+    except ValueError as e:
+        return f"outside the bound: {e}"
+    return "passes" if not found else "fails too: " + ", ".join(str(x.signature) for x in found)
 
 
 def _finish(row: Row, cases_dir: str) -> None:

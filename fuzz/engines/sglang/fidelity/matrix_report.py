@@ -12,6 +12,7 @@ keeps its finished rows.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -27,6 +28,7 @@ from fuzz.findings.cause import Cause
 from fuzz.findings.kinds import Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.findings.report import Command, write_report
+from fuzz.tables.declared import TABLE_CASE
 
 from .matrix import MatrixSettings, Row
 
@@ -53,7 +55,10 @@ def catalog_ids() -> Catalog:
 
 
 def case_text(f: Finding) -> str:
-    """A decode finding's minimal case on one line: the config, the committed length and what else it sets."""
+    """A decode finding's minimal case on one line: the config, the committed length and what else it sets (a
+    checked table's case: the config, the table and its data)."""
+    if f.kind is TABLE_CASE:
+        return f"{serving_config(f).short()}; {f.case['table']} {json.dumps(f.case['data'], sort_keys=True)}"
     s = scenario_of(f)
     text = f"{s.config.short()}; committed_len={s.committed_len}"
     if s.num_steps is not None:
@@ -181,7 +186,7 @@ def target_entry(row: Row, known: Catalog) -> dict[str, Any]:
             "per_kind": fid.per_kind,
             "kinds": {k.value: t.to_json() for k, t in fid.kinds.items()},
             "write_path": {k.value: t.to_json() for k, t in fid.write_path.items()},
-            "page_tables": fid.page_tables_json(),
+            "page_tables": {name: t.to_json() for name, t in fid.page_tables.items()},
             "functions": fid.functions,
             "seconds": round(fid.seconds, 3),
             "signatures": [str(f.signature) for f in fid.findings],
