@@ -80,6 +80,12 @@ class Build:
         return pages(self.published, self.page_size)
 
     @property
+    def verdict(self) -> tuple[int, int, int, bool]:
+        """What a verdict reads of a build (the width, the spill, the published length, whether it was stopped):
+        two builds equal here are judged alike, whoever made them."""
+        return self.width, self.spilled, self.published, self.stopped_by is not None
+
+    @property
     def label(self) -> str:
         return self.mode.value if self.step is None else f"{self.mode.value} step {self.step}"
 

@@ -86,6 +86,8 @@ def test_the_command_exits_1_on_a_planted_error_and_its_case_replays(
         assert main(args) == 1
         out = capsys.readouterr().out
         assert f"COUNTEREXAMPLE model-mismatch/{FA3_PAGE_TABLE} on sglang==0.5.18" in out
+        launch = next(line for line in out.splitlines() if line.strip().startswith("launch:"))
+        assert "--attention-backend fa3" in launch  # the backend whose builders disagree, not the default's
         doc = json.loads(report.read_text())
         validate("report", doc)
         (entry,) = doc["targets"]

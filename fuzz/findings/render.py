@@ -27,8 +27,17 @@ from fuzz.common.columns import WIDTH, collapse_chains, fold, shell_lines
 from fuzz.tables.declared import TABLE_CASE, table
 
 from .cause import Cause
-from .kinds import Scope, Signature, case_type
+from .kinds import Property, Scope, Signature, case_type
 from .model import Finding
+
+
+def table_of(f: Finding) -> str | None:
+    """The table a finding is about: its case's (a table's case names it), or for a model mismatch the surface
+    that disagrees (a table's name where a table's builders and the model's twin differ); None: the engine's first."""
+    table = f.case.get("table") if isinstance(f.case, dict) else None
+    if table is None and f.violation.prop is Property.MODEL_MISMATCH:
+        return str(f.violation.group)
+    return table if isinstance(table, str) else None
 
 
 def counterexample_block(
@@ -52,9 +61,7 @@ def counterexample_block(
     lines = [f"{word} {f.signature} on {f.target}{how.suffix(f.case, f.revision)}"]
     lines += [f"  {search.line()}"] if search is not None else []
     lines.append(f"  config: {how.config_line(shown.config)}")
-    launch = load(shown.engine).launch_line(
-        shown.config, shown.case.get("table") if isinstance(shown.case, dict) else None
-    )
+    launch = load(shown.engine).launch_line(shown.config, table_of(shown))
     shell: list[str] = []
     if launch is not None:
         lines.append(f"  launch: {launch}")

@@ -23,7 +23,7 @@ def row_width_of(target: Any, cfg: ServingConfig) -> int:
 def model_builds(sizing: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> list[Build]:
     """The twin's builds under ``sizing`` (a ``Sizing``, or a ``Revision``: its fields)."""
     if isinstance(sizing, Revision):
-        sizing = Sizing(sizing.page_table_width, sizing.fa3_verify_block_tokens, sizing.fa3_decode_asserts)
+        sizing = Sizing.of(sizing)
     return fa3_builds(cfg, rt, seq, sizing.width, row, sizing.verify_block_tokens, sizing.decode_asserts)
 
 
@@ -52,6 +52,11 @@ class Sizing:
     verify_block_tokens: int | None
     decode_asserts: bool
 
+    @classmethod
+    def of(cls, revision: Revision) -> Sizing:
+        """What the model's revision says (its fields, as the twin takes them)."""
+        return cls(revision.page_table_width, revision.fa3_verify_block_tokens, revision.fa3_decode_asserts)
+
 
 MAX_PROBED_BLOCK = 1 << 14  # tokens: a verify grid block past this is not measured (the probe's request stays short)
 
@@ -68,7 +73,7 @@ def sizing_of(target: Any) -> Sizing | str:
     """
     rev: Revision = target.revision
     if target.is_model:
-        return Sizing(rev.page_table_width, rev.fa3_verify_block_tokens, rev.fa3_decode_asserts)
+        return Sizing.of(rev)
     why = unjudged(target)
     if why is not None:
         return why
@@ -102,11 +107,10 @@ def sizing_of(target: Any) -> Sizing | str:
     probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1)]
     for cfg, r, seq in probes:
         for got, twin in zip(_executed(path, cfg, r, seq, row), model_builds(sizing, cfg, r, seq, row), strict=True):
-            mine = (got.width, got.spilled, got.published, got.stopped_by is not None)
-            if mine != (twin.width, twin.spilled, twin.published, twin.stopped_by is not None):
+            if got.verdict != twin.verdict:
                 return (
                     f"FA3's {got.label} at device length {seq} ({cfg.short()}, a row of {row}) builds (width, spill, "
-                    f"published, stopped) = {mine}, which no closed form here gives (the nearest: {sizing})"
+                    f"published, stopped) = {got.verdict}, which no closed form here gives (the nearest: {sizing})"
                 )
     return sizing
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from allocator_model.config import ServingConfig
 from allocator_model.model_sizing import ModelSizing
-from allocator_model.page_tables import AttentionBackend, Build, Mode, TableWidth, pages, steps
+from allocator_model.page_tables import AttentionBackend, Build, Mode, pages, steps, width
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.regimes import regime
 from allocator_model.revisions import Revision
@@ -295,9 +295,7 @@ def _width(target: Any, cfg: ServingConfig) -> int:
 
 
 def _model_width(cfg: ServingConfig, revision: Revision) -> int:
-    row = ModelSizing(revision).req_to_token_row_width(cfg)
-    tokens = cfg.context_len if revision.page_table_width is TableWidth.CONTEXT else row
-    return pages(tokens, cfg.page_size)
+    return width(revision.page_table_width, cfg, ModelSizing(revision).req_to_token_row_width(cfg))
 
 
 FA3_TABLE = declare_table(

@@ -131,13 +131,8 @@ def _shown(b: Build) -> str:
     return f"width {b.width}, spilled {b.spilled}, published {b.published} ({b.read_pages} pages){stopped}"
 
 
-def _verdict_fields(b: Build) -> tuple[int, int, int, bool]:
-    """What a verdict reads of a build: the width, the spill, the published length, whether it was stopped."""
-    return b.width, b.spilled, b.published, b.stopped_by is not None
-
-
 def differences(model: Sequence[Build], real: Sequence[Build]) -> list[str]:
-    """Each mode whose builds differ in what a verdict reads (``_verdict_fields``); one line for all where the
+    """Each mode whose builds differ in what a verdict reads (``Build.verdict``); one line for all where the
     two sides built different modes."""
     if [(b.mode, b.step) for b in model] != [(b.mode, b.step) for b in real]:
         modes = [", ".join(b.label for b in side) or "none" for side in (real, model)]
@@ -145,7 +140,7 @@ def differences(model: Sequence[Build], real: Sequence[Build]) -> list[str]:
     return [
         f"{m.label} ({m.buffer}): real {_shown(r)}; model {_shown(m)}"
         for m, r in zip(model, real, strict=True)
-        if _verdict_fields(m) != _verdict_fields(r)
+        if m.verdict != r.verdict
     ]
 
 
