@@ -36,6 +36,11 @@ class AttentionBackend(StrEnum):
 
     FA3 = "fa3"
 
+    @property
+    def label(self) -> str:
+        """The backend as prose names it (FA3), else its flag's value."""
+        return "FA3" if self is AttentionBackend.FA3 else self.value
+
 
 class Mode(StrEnum):
     """The forward modes whose CUDA-graph metadata a decode step rebuilds (SGLang's ``ForwardMode`` names)."""
@@ -95,8 +100,8 @@ def pages(tokens: Int, page: Int) -> Int:
     return ceil_div(tokens, page)
 
 
-# SGLang's names of FA3's CUDA-graph page tables, per mode (topk 1).
-FA3_BUFFERS: dict[Mode, str] = {
+# SGLang's names of a backend's CUDA-graph page tables, per mode (topk 1): FA3's, which trtllm_mha's mirror.
+GRAPH_BUFFERS: dict[Mode, str] = {
     Mode.DECODE: "decode_cuda_graph_metadata['page_table']",
     Mode.DRAFT_DECODE: "decode_cuda_graph_metadata['page_table_draft_decode']",
     Mode.TARGET_VERIFY: "target_verify_metadata['page_table']",
@@ -162,36 +167,50 @@ def clamped_end(need: int, w: int, block_tokens: int | None, page: int) -> int:
 DECODE_ASSERT = "assert_buffer_fits"  # SGLang's check that a decode's pages fit its graph buffer
 
 
-def fa3_builds(
-    cfg: ServingConfig,
-    rt: SpecRuntime | None,
-    seq_len: int,
-    sized_from: TableWidth,
-    row_width: int,
-    verify_block_tokens: int | None,
-    decode_asserts: bool = False,
-) -> list[Build]:
-    """The model's twin of FA3's CUDA-graph builders for one request at device length ``seq_len``.
+@dataclass(frozen=True)
+class GraphSizing:
+    """What a backend's CUDA-graph builders do, as the twin and the closed form take it: the width's source; the
+    modes whose builder masks its writes by the published length alone over a grid of ``block_tokens``-token
+    blocks (``unclamped``: the rest clamp at the width); the modes whose builder first asserts the pages fit
+    (``asserts``: a build past the width is stopped, nothing written)."""
 
-    Every mode's builder writes its row's pages up to the published length, clamped at the width, except a
-    verify builder that masks on the length alone (``verify_block_tokens``: its grid's block).  Where the decode
-    builders first assert the pages fit (``decode_asserts``), a decode or draft decode past the width is stopped.
+    width: TableWidth
+    block_tokens: int | None = None
+    unclamped: frozenset[Mode] = frozenset()
+    asserts: frozenset[Mode] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.unclamped and not self.block_tokens:
+            raise ValueError("a builder that does not clamp masks over a grid: block_tokens is needed")
+
+    def block(self, mode: Mode) -> int | None:
+        """The grid block of ``mode``'s builder where it masks by length alone; None: it clamps at the width."""
+        return self.block_tokens if mode in self.unclamped else None
+
+
+def graph_builds(
+    cfg: ServingConfig, rt: SpecRuntime | None, seq_len: int, sizing: GraphSizing, row_width: int
+) -> list[Build]:
+    """The model's twin of a backend's CUDA-graph builders for one request at device length ``seq_len``.
+
+    Every mode's builder writes its row's pages up to the published length, clamped at the width, but a builder
+    that masks on the length alone over its grid (``sizing.unclamped``); a mode whose builder asserts first
+    (``sizing.asserts``) is stopped where the pages pass the width.
     """
     out = []
-    w = width(sized_from, cfg, row_width)
+    w = width(sizing.width, cfg, row_width)
     for mode, step in steps(cfg, rt):
         length = published(mode, step, seq_len, rt)
         need = pages(length, cfg.page_size)
-        if decode_asserts and mode in (Mode.DECODE, Mode.DRAFT_DECODE) and need > w:
-            out.append(Build(mode, step, FA3_BUFFERS[mode], w, cfg.page_size, 0, 0, length, DECODE_ASSERT))
+        if mode in sizing.asserts and need > w:
+            out.append(Build(mode, step, GRAPH_BUFFERS[mode], w, cfg.page_size, 0, 0, length, DECODE_ASSERT))
             continue
-        block = verify_block_tokens if mode is Mode.TARGET_VERIFY else None
-        end = clamped_end(need, w, block, cfg.page_size)
-        out.append(Build(mode, step, FA3_BUFFERS[mode], w, cfg.page_size, min(end, w), max(0, end - w), length))
+        end = clamped_end(need, w, sizing.block(mode), cfg.page_size)
+        out.append(Build(mode, step, GRAPH_BUFFERS[mode], w, cfg.page_size, min(end, w), max(0, end - w), length))
     return out
 
 
-def fa3_reach_grid(
+def reach_grid(
     algorithm: str | None,
     page: Tensor,
     topk: Tensor,
@@ -199,31 +218,39 @@ def fa3_reach_grid(
     context_len: Tensor,
     row_width: Tensor,
     seq_len: Tensor,
-    sized_from: TableWidth,
-    verify_block_tokens: int | None,
+    sizing: GraphSizing,
     num_steps: Tensor | None = None,
-    decode_asserts: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """``fa3_builds`` of many rows at once, reduced to each row's (width, furthest write end, furthest read end):
+    """``graph_builds`` of many rows at once, reduced to each row's (width, furthest write end, furthest read end):
     its tensor twin (``tests/test_page_tables.py`` holds them equal).  The furthest length a step publishes is
     the verify's (and the draft extend's) ``seq + D``: a draft step's ``seq + s + 1`` stays below it (s + 1 < D at
-    topk 1), and only the verify builder may not clamp.  A decode its own assert stops (``decode_asserts``)
-    reaches what it asked for, written nowhere.  A row this table does not judge reaches nothing.
+    topk 1), though its builder may write further (its own grid) or be stopped (its assert).  A build its assert
+    stops reaches what it asked for, written nowhere.  A row this table does not judge reaches nothing.
     """
-    w = pages(context_len if sized_from is TableWidth.CONTEXT else row_width, page.expand_as(context_len))
+    w = pages(context_len if sizing.width is TableWidth.CONTEXT else row_width, page.expand_as(context_len))
+
+    def reach(need: Tensor, mode: Mode) -> Tensor:
+        """The end a build of ``need`` pages by ``mode``'s builder reaches: what it asked where its assert stops
+        it past the width, else what it writes (its grid's end, or the width, at most)."""
+        block = sizing.block(mode)
+        if block is None:
+            wrote = torch.minimum(need, w)
+        else:
+            per_block = torch.div(block, page, rounding_mode="floor").expand_as(w)
+            wrote = torch.minimum(need, pages(w, per_block) * per_block)
+        return torch.where((need > w) & torch.tensor(mode in sizing.asserts), need, wrote)
+
     if algorithm is None:
         read = pages(seq_len, page.expand_as(seq_len))
-        stopped = (read > w) & torch.tensor(decode_asserts)
-        return w, torch.where(stopped, read, torch.minimum(read, w)), read
+        return w, reach(read, Mode.DECODE), read
+    eagle = algorithm in algo.EAGLE_FAMILY
     read = pages(seq_len + draft_tokens, page.expand_as(seq_len))
-    if verify_block_tokens is None:
-        write = torch.minimum(read, w)
-    else:
-        per_block = torch.div(verify_block_tokens, page, rounding_mode="floor").expand_as(w)
-        write = torch.minimum(read, pages(w, per_block) * per_block)
-    if decode_asserts and algorithm in algo.EAGLE_FAMILY and num_steps is not None:  # the last draft step's pages
+    write = reach(read, Mode.TARGET_VERIFY)
+    if eagle:
+        write = torch.maximum(write, reach(read, Mode.DRAFT_EXTEND))
+    if eagle and num_steps is not None:  # the last draft step's pages, seq + S - 1 (S >= 2)
         last = torch.where(num_steps >= 2, pages(seq_len + num_steps - 1, page.expand_as(seq_len)), 0)
-        write = torch.where(last > w, torch.maximum(write, last), write)
+        write = torch.maximum(write, reach(last, Mode.DRAFT_DECODE))
     on = (topk == 1) & torch.tensor(judged(algorithm, 1))
     zero = torch.zeros_like(read)
     return w, torch.where(on, write, zero), torch.where(on, read, zero)

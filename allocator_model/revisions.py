@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from . import algorithms as algo
-from .page_tables import TableWidth
+from .page_tables import AttentionBackend, GraphSizing, Mode, TableWidth
 from .pools import UNIFIED_SPEC, KVPool
 from .revision_fields import REVISION_FIELDS, Headroom, MemoryClamp, field_value
 
@@ -134,6 +134,15 @@ class Revision:
         for f in dataclasses.fields(cls):
             values[f.name] = field_value(f.name, REVISION_FIELDS[f.name], data[f.name])
         return cls(**values)
+
+    def graph_sizing(self, backend: AttentionBackend) -> GraphSizing:
+        """What this revision's CUDA-graph builders of ``backend`` do (its fields, as the twin takes them)."""
+        if backend is not AttentionBackend.FA3:
+            raise ValueError(f"no model of {backend.value}'s graph builders")
+        block = self.fa3_verify_block_tokens
+        unclamped = frozenset({Mode.TARGET_VERIFY}) if block else frozenset()
+        asserts = frozenset({Mode.DECODE, Mode.DRAFT_DECODE}) if self.fa3_decode_asserts else frozenset()
+        return GraphSizing(self.page_table_width, block, unclamped, asserts)
 
     def pool_algorithms(self, kind: KVPool) -> frozenset[str]:
         """The algorithms a launch on ``kind`` may use in this revision (unified memory accepts fewer)."""

@@ -1,8 +1,8 @@
-"""FA3's CUDA-graph page tables built by SGLang's own code (``runtime.attention.fa3_builds``), held to the model.
+"""FA3's CUDA-graph page tables built by SGLang's own code (``runtime.attention.graph_builds``), held to the model.
 
 Per release, the builds SGLang's own builders make (the buffer's width as SGLang allocated it, the columns written
 in the row and past it, the length published to the kernel) equal the model's twin
-(``allocator_model.page_tables.fa3_builds``, the table sized from the context length) with the release's verify
+(``allocator_model.page_tables.graph_builds``, the table sized from the context length) with the release's verify
 builder as measured: ``VERIFY_BLOCK`` (its grid's block where it masks on the length alone, None where it clamps at
 the width), and with the modes whose builder writes its whole row whatever the length (``WHOLE_ROW``: the twin
 writes the row's used pages only; reported, not modeled yet).  A wrong width, clamp or published length in the
@@ -27,6 +27,8 @@ from test_sglang_runtime import runtime  # noqa: E402
 from allocator_model import page_tables as pt  # noqa: E402
 from allocator_model.config import ServingConfig, SpecRuntime  # noqa: E402
 from allocator_model.page_tables import Mode  # noqa: E402
+
+FA3 = pt.AttentionBackend.FA3
 
 RELEASES = tuple(f"0.5.{n}" for n in range(13, 24))
 EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
@@ -80,7 +82,9 @@ def eagle(context_len: int, page_size: int) -> tuple[ServingConfig, SpecRuntime]
 
 def expected(version: str, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row_width: int) -> list[pt.Build]:
     """The model's twin, with the release's verify builder (``VERIFY_BLOCK``) and whole-row writers (``WHOLE_ROW``)."""
-    twin = pt.fa3_builds(cfg, rt, seq, pt.TableWidth.CONTEXT, row_width, VERIFY_BLOCK[version])
+    block = VERIFY_BLOCK[version]
+    unclamped = frozenset({Mode.TARGET_VERIFY}) if block else frozenset()
+    twin = pt.graph_builds(cfg, rt, seq, pt.GraphSizing(pt.TableWidth.CONTEXT, block, unclamped), row_width)
     whole = WHOLE_ROW.get(version, frozenset())
     return [
         pt.Build(b.mode, b.step, b.buffer, b.width, b.page_size, b.width, b.spilled, b.published)
@@ -103,12 +107,12 @@ CASES = [
 @pytest.mark.parametrize("version", EVERY_RELEASE)
 @pytest.mark.parametrize(("what", "context", "page", "spec", "seq"), CASES, ids=[c[0] for c in CASES])
 def test_sglang_builders_equal_the_model(version: str, what: str, context: int, page: int, spec: bool, seq: int):
-    from fuzz.engines.sglang.real.runtime.attention import fa3_builds
+    from fuzz.engines.sglang.real.runtime.attention import graph_builds
 
     r = runtime(version)
     cfg, rt = eagle(context, page) if spec else (ServingConfig.resolve(context_len=context, page_size=page), None)
     row_width = context + 8  # as wide as a req_to_token row near this context (C + 4 + D)
-    builds = fa3_builds(r, cfg, rt, seq, row_width)
+    builds = graph_builds(r, FA3, cfg, rt, seq, row_width)
     assert [(b.mode, b.step) for b in builds] == list(pt.steps(cfg, rt))
     assert builds == expected(version, cfg, rt, seq, row_width)
     if what.endswith("near-limit"):  # the case the table is for: the verify publishes past the width
@@ -120,14 +124,14 @@ def test_sglang_builders_equal_the_model(version: str, what: str, context: int, 
 @pytest.mark.parametrize("version", EVERY_RELEASE)
 def test_builds_run_interpreted_and_leave_nothing_for_the_next_call(version: str):
     """Every triton kernel of the backend's modules interpreted; a call's buffers refilled before the next."""
-    from fuzz.engines.sglang.real.runtime.attention import fa3_builds
+    from fuzz.engines.sglang.real.runtime.attention import graph_builds
 
     r = runtime(version)
     cfg, rt = eagle(40, 4)
-    first = fa3_builds(r, cfg, rt, 37, 48)
-    assert fa3_builds(r, cfg, rt, 10, 48) == expected(version, cfg, rt, 10, 48)
-    assert fa3_builds(r, cfg, rt, 37, 48) == first
-    assert r.attention.loader.compiled_kernels() == []
+    first = graph_builds(r, FA3, cfg, rt, 37, 48)
+    assert graph_builds(r, FA3, cfg, rt, 10, 48) == expected(version, cfg, rt, 10, 48)
+    assert graph_builds(r, FA3, cfg, rt, 37, 48) == first
+    assert r.attention[FA3].loader.compiled_kernels() == []
     tree = ServingConfig.resolve(
         context_len=40,
         page_size=4,
@@ -136,23 +140,24 @@ def test_builds_run_interpreted_and_leave_nothing_for_the_next_call(version: str
         speculative_eagle_topk=2,
         speculative_num_draft_tokens=4,
     )
-    assert fa3_builds(r, tree, tree.launch_runtime, 37, 48) == []  # topk > 1 runs other tables: not stage 1's
+    assert graph_builds(r, FA3, tree, tree.launch_runtime, 37, 48) == []  # topk > 1 runs other tables: not stage 1's
 
 
 def test_sglang_own_check_refuses_a_decode_past_the_width_in_0_5_13():
     """0.5.13's decode asserts the pages fit the buffer (FA 2209: assert_buffer_fits(..., "FA3 decode page_table"),
     layers/attention/utils.py 1364): the build is refused, saying SGLang's words; 0.5.23 builds it, the kernel to
     read past the row."""
-    from fuzz.engines.sglang.real.runtime.attention import BuildRefused, fa3_builds
+    from fuzz.engines.sglang.real.runtime.attention import BuildRefused, graph_builds
 
     plain = ServingConfig.resolve(context_len=40, page_size=4)
-    (stopped,) = fa3_builds(runtime("0.5.13"), plain, None, 44, 48)
+    (stopped,) = graph_builds(runtime("0.5.13"), FA3, plain, None, 44, 48)
     assert stopped.stopped_by is not None and "FA3 decode page_table: used 11 > capacity 10" in stopped.stopped_by
     assert (stopped.written, stopped.spilled, stopped.published, stopped.width) == (0, 0, 44, 10)
-    (twin,) = pt.fa3_builds(plain, None, 44, pt.TableWidth.CONTEXT, 48, None, decode_asserts=True)
+    asserting = pt.GraphSizing(pt.TableWidth.CONTEXT, asserts=frozenset({Mode.DECODE, Mode.DRAFT_DECODE}))
+    (twin,) = pt.graph_builds(plain, None, 44, asserting, 48)
     assert twin.stopped_by == pt.DECODE_ASSERT and (twin.width, twin.published) == (10, 44)
     assert issubclass(BuildRefused, Exception)  # what the runtime turns into a stopped build
-    (build,) = fa3_builds(runtime("0.5.23"), plain, None, 44, 48)
+    (build,) = graph_builds(runtime("0.5.23"), FA3, plain, None, 44, 48)
     assert (build.written, build.spilled, build.published, build.read_pages) == (10, 0, 44, 11)
 
 

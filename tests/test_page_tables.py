@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocator_model.config import ServingConfig
-from allocator_model.page_tables import Mode, TableWidth, fa3_builds, fa3_reach_grid, judged, steps
+from allocator_model.page_tables import GraphSizing, Mode, TableWidth, graph_builds, judged, reach_grid, steps
 from allocator_model.revisions import get_revision
 from fuzz.common.defaults import ALL_ALGORITHMS
 from fuzz.engines import engine_of
-from fuzz.engines.sglang.page_tables import FA3_PAGE_TABLE, FA3_TABLE, observe
+from fuzz.engines.sglang.page_tables import FA3, FA3_PAGE_TABLE, FA3_TABLE
+from fuzz.engines.sglang.page_tables import observe as observe_table
 from fuzz.findings.kinds import Property
 from fuzz.prove.proof import ProveOptions
 from fuzz.prove.tables import prove_table
@@ -36,7 +37,7 @@ def case(committed: int, lag: int) -> dict[str, Any]:
 
 
 def breaches(spec: str, cfg: ServingConfig, data: dict[str, Any]) -> dict[Property, int]:
-    return {b.prop: b.overshoot for b in judge(FA3_TABLE, observe(target(spec), cfg, data))}
+    return {b.prop: b.overshoot for b in judge(FA3_TABLE, observe_table(FA3, target(spec), cfg, data))}
 
 
 def test_the_table_is_declared_after_req_to_token_and_hunted() -> None:
@@ -63,7 +64,7 @@ def test_near_the_limit_each_release_breaks_as_its_verify_builder_does() -> None
 
 def test_a_write_past_the_row_names_the_next_batch_row_and_the_mode() -> None:
     cfg = ServingConfig.resolve(context_len=40, page_size=4, **EAGLE)
-    accesses = observe(target("reference@sglang-0.5.18"), cfg, case(36, 1))
+    accesses = observe_table(FA3, target("reference@sglang-0.5.18"), cfg, case(36, 1))
     write = next(a for a in accesses if a.changed_outside)
     assert write.native.mode is Mode.TARGET_VERIFY and "target_verify_metadata['page_table']" in write.step
     assert write.changed_outside[0].row == 1 and "next request of the batch" in (write.changed_outside[0].owner or "")
@@ -72,7 +73,7 @@ def test_a_write_past_the_row_names_the_next_batch_row_and_the_mode() -> None:
 def test_a_case_the_scheduler_cannot_reach_is_refused() -> None:
     cfg = ServingConfig.resolve(context_len=40, page_size=4, **EAGLE)
     with pytest.raises(ValueError, match="committed_len"):
-        observe(target("reference@sglang-0.5.23"), cfg, case(39, 0))
+        observe_table(FA3, target("reference@sglang-0.5.23"), cfg, case(39, 0))
 
 
 def test_topk_above_one_and_uno_are_not_this_tables() -> None:
@@ -88,20 +89,33 @@ def test_topk_above_one_and_uno_are_not_this_tables() -> None:
 
 
 REVISIONS = ("reference", "sglang-0.5.13", "sglang-0.5.14", "sglang-0.5.18", "sglang-0.5.23")
+MODES = st.frozensets(st.sampled_from(list(Mode)))
 
 
-@settings(max_examples=150, deadline=None, database=None)
-@given(cfg=serving_configs(), revision=st.sampled_from(REVISIONS), lead=st.integers(-8, 80))
-def test_the_tensor_twin_is_the_builds_reduced(cfg: ServingConfig, revision: str, lead: int) -> None:
-    """``fa3_reach_grid`` (what prove sweeps) equals each row's widest build of ``fa3_builds`` (what run judges)."""
-    rev = get_revision(revision)
+@st.composite
+def sizings(draw: st.DrawFn) -> GraphSizing:
+    """A revision's FA3 sizing, or any sizing a backend's builders may have (the closed form's whole family)."""
+    from allocator_model.page_tables import AttentionBackend
+
+    if draw(st.booleans()):
+        return get_revision(draw(st.sampled_from(REVISIONS))).graph_sizing(AttentionBackend.FA3)
+    block = draw(st.sampled_from([None, 64, 256, 4096]))
+    unclamped = draw(MODES) if block else frozenset()
+    return GraphSizing(draw(st.sampled_from(list(TableWidth))), block, unclamped, draw(MODES))
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(cfg=serving_configs(), sizing=sizings(), lead=st.integers(-8, 80))
+def test_the_tensor_twin_is_the_builds_reduced(cfg: ServingConfig, sizing: GraphSizing, lead: int) -> None:
+    """``reach_grid`` (what prove sweeps) equals each row's widest build of ``graph_builds`` (what run judges)."""
     seq = max(1, cfg.context_len - 4 + min(lead, 0))
     row = cfg.context_len + 4 + lead % 17  # any row width: the twin takes it as given
+    if sizing.block_tokens and sizing.block_tokens % cfg.page_size:
+        return  # a grid's block is whole pages (``build_trtllm_mha_page_table`` asserts it)
     for rt in cfg.runtimes():
-        asserts = rev.fa3_decode_asserts
-        built = fa3_builds(cfg, rt, seq, rev.page_table_width, row, rev.fa3_verify_block_tokens, asserts)
+        built = graph_builds(cfg, rt, seq, sizing, row)
         t = torch.tensor
-        w, write, read = fa3_reach_grid(
+        w, write, read = reach_grid(
             cfg.speculative_algorithm,
             t(cfg.page_size),
             t([cfg.topk]),
@@ -109,10 +123,8 @@ def test_the_tensor_twin_is_the_builds_reduced(cfg: ServingConfig, revision: str
             t([cfg.context_len]),
             t([row]),
             t([seq]),
-            rev.page_table_width,
-            rev.fa3_verify_block_tokens,
+            sizing,
             t([rt.num_steps if rt else 0]),
-            asserts,
         )
         reached = [b.read_pages if b.stopped_by else b.written + b.spilled for b in built]
         assert int(write[0]) == max(reached, default=0)

@@ -1,16 +1,16 @@
-"""The builds of FA3's page table a case judges, and whose they are: SGLang's own builders, executed from the
-target's tree (``real.runtime.attention``), or on the model its twin (``allocator_model.page_tables``); and what a
-real target's builders do, asked of them (``sizing_of``), for the closed form.
+"""The builds of a backend's CUDA-graph page table a case judges, and whose they are: SGLang's own builders,
+executed from the target's tree (``real.runtime.attention``), or on the model its twin
+(``allocator_model.page_tables``); and what a real target's builders do, asked of them (``sizing_of``), for the
+closed form.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.page_tables import Build, Mode, TableWidth, fa3_builds, pages
+from allocator_model.page_tables import AttentionBackend, Build, GraphSizing, TableWidth, graph_builds, pages
 from allocator_model.revisions import Revision
 from fuzz.common.errors import TargetError
 from fuzz.verdict import Unjudgeable
@@ -20,127 +20,133 @@ def row_width_of(target: Any, cfg: ServingConfig) -> int:
     return int(target.sizing.req_to_token_row_width(cfg))
 
 
-def model_builds(sizing: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> list[Build]:
-    """The twin's builds under ``sizing`` (a ``Sizing``, or a ``Revision``: its fields)."""
+def model_builds(
+    sizing: GraphSizing | Revision,
+    backend: AttentionBackend,
+    cfg: ServingConfig,
+    rt: SpecRuntime | None,
+    seq: int,
+    row: int,
+) -> list[Build]:
+    """The twin's builds under ``sizing`` (a ``GraphSizing``, or a ``Revision``: its fields for ``backend``)."""
     if isinstance(sizing, Revision):
-        sizing = Sizing.of(sizing)
-    return fa3_builds(cfg, rt, seq, sizing.width, row, sizing.verify_block_tokens, sizing.decode_asserts)
+        sizing = sizing.graph_sizing(backend)
+    return graph_builds(cfg, rt, seq, sizing, row)
 
 
 # The probe ``unjudged`` runs: a request near the limit of a small context, SGLang's default speculation.
 PROBE = ServingConfig(context_len=40, page_size=4, speculative_algorithm="EAGLE", speculative_num_steps=3,
                       speculative_eagle_topk=1, speculative_num_draft_tokens=4)  # fmt: skip
+PROBE_ROW = 50  # the probe's req_to_token row: wider than the context, so the two widths differ
+
+
+def _plain(cfg: ServingConfig) -> ServingConfig:
+    return cfg.replace(speculative_algorithm=None, speculative_num_steps=None, speculative_eagle_topk=None,
+                       speculative_num_draft_tokens=None)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=64)
-def _refusal(path: Any) -> str | None:
-    """Why SGLang's FA3 builders cannot run from ``path``'s tree (None: they ran the probe)."""
+def _refusal(path: Any, backend: AttentionBackend) -> str | None:
+    """Why SGLang's builders of ``backend`` cannot run from ``path``'s tree (None: they ran the probe)."""
     try:
-        _executed(path, PROBE, PROBE.launch_runtime, 36, 48)
+        _executed(path, backend, PROBE, PROBE.launch_runtime, 36, 48)
     except TargetError as e:  # StandInMissing too: a piece of SGLang the runtime has no faithful answer for
-        return f"SGLang's FA3 builders do not run from {path.source}: {str(e).splitlines()[0]}"
+        return f"SGLang's {backend.label} builders do not run from {path.source}: {str(e).splitlines()[0]}"
     return None
 
 
-@dataclass(frozen=True)
-class Sizing:
-    """What a target's FA3 builders do, as the closed form takes it: the width's source, the verify builder's grid
-    block where it does not clamp, whether the decode builders assert first.  The model's revision says it for a
-    model; a real target's own builders are asked (``sizing_of``)."""
-
-    width: TableWidth
-    verify_block_tokens: int | None
-    decode_asserts: bool
-
-    @classmethod
-    def of(cls, revision: Revision) -> Sizing:
-        """What the model's revision says (its fields, as the twin takes them)."""
-        return cls(revision.page_table_width, revision.fa3_verify_block_tokens, revision.fa3_decode_asserts)
+MAX_PROBED_BLOCK = 1 << 14  # tokens: a grid block past this is not measured (the probe's request stays short)
 
 
-MAX_PROBED_BLOCK = 1 << 14  # tokens: a verify grid block past this is not measured (the probe's request stays short)
-
-
-def sizing_of(target: Any) -> Sizing | str:
-    """``target``'s ``Sizing``, or why it has none the closed form can take.
+def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
+    """``target``'s ``GraphSizing`` of ``backend``'s builders, or why it has none the closed form can take.
 
     A model: its revision's fields.  A real target: its own builders, run on ``PROBE`` (C = 40, P = 4, a row of
-    50 columns): the buffer's width is ``ceil(C/P)`` (CONTEXT) or ``ceil(W/P)`` (ROW), else no closed form; a
-    verify publishing one page past the width either spills (then one far past it measures the grid's end, hence
-    the block) or not (clamped); a decode one page past it is stopped or not.  Then every probe is run again
-    against the twin under that sizing: a build the twin does not reproduce (its width, spill, published length or
-    stop) means the builders do something no closed form here says, and there is none.
+    ``PROBE_ROW`` columns): the buffer's width is ``ceil(C/P)`` (CONTEXT) or ``ceil(W/P)`` (ROW), else no closed
+    form; each mode asked one page past the width either spills (it masks by length alone: a request far past
+    it measures the grid's end, hence the block), is stopped (it asserts first), or clamps.  Then every probe is
+    run again against the twin under that sizing: a build the twin does not reproduce (``Build.verdict``) means
+    the builders do something no closed form here says, and there is none.
     """
     rev: Revision = target.revision
     if target.is_model:
-        return Sizing.of(rev)
-    why = unjudged(target)
+        return rev.graph_sizing(backend)
+    why = unjudged(target, backend)
     if why is not None:
         return why
-    path, p, row = target.sizing.write_path, PROBE.page_size, 50
-    rt = PROBE.launch_runtime
+    path, p, row = target.sizing.write_path, PROBE.page_size, PROBE_ROW
+    rt, plain = PROBE.launch_runtime, _plain(PROBE)
     assert rt is not None
-    plain = PROBE.replace(speculative_algorithm=None, speculative_num_steps=None, speculative_eagle_topk=None,
-                          speculative_num_draft_tokens=None)  # fmt: skip
 
-    def verify(need: int) -> Build:  # a verify publishing ``need`` pages by the twin's account
-        return next(
-            b for b in _executed(path, PROBE, rt, need * p - rt.num_draft_tokens, row) if b.mode is Mode.TARGET_VERIFY
-        )
+    def run(cfg: ServingConfig, r: SpecRuntime | None, seq: int) -> tuple[Build, ...]:
+        return _executed(path, backend, cfg, r, seq, row)
 
-    w = verify(2).width
+    w = run(PROBE, rt, p)[0].width
     widths = {pages(PROBE.context_len, p): TableWidth.CONTEXT, pages(row, p): TableWidth.ROW}
     if w not in widths:
         return (
-            f"FA3's graph page table is {w} pages wide at context_len {PROBE.context_len}, page {p}, a req_to_token "
-            f"row of {row}: neither the context's pages nor the row's (the closed form knows those two)"
+            f"{backend.label}'s graph page table is {w} pages wide at context_len {PROBE.context_len}, page {p}, a "
+            f"req_to_token row of {row}: neither the context's pages nor the row's (the closed form knows those two)"
         )
     far = w + MAX_PROBED_BLOCK // p
+    # every mode one page past the width: a draft step publishes seq + s + 1, verify and extend seq + D (D = p)
+    past = run(PROBE, rt, w * p) + run(plain, None, w * p + 1)
+    unclamped = frozenset(b.mode for b in past if b.spilled)
+    asserts = frozenset(b.mode for b in past if b.stopped_by is not None)
     block = None
-    if verify(w + 1).spilled:
-        grid_end = w + verify(far).spilled
-        block = grid_end * p if grid_end < far else rev.fa3_verify_block_tokens or MAX_PROBED_BLOCK
-    asserts = _executed(path, plain, None, w * p + 1, row)[0].stopped_by is not None
-    sizing = Sizing(widths[w], block, asserts)
+    if unclamped:
+        grid_end = w + max((b.spilled for b in run(PROBE, rt, far * p) + run(plain, None, far * p)), default=0)
+        block = grid_end * p if grid_end < far else MAX_PROBED_BLOCK
+    sizing = GraphSizing(widths[w], block, unclamped, asserts)
     probes: list[tuple[ServingConfig, SpecRuntime | None, int]]
     probes = [(PROBE, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
-    probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1)]
+    probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1, far * p)]
     for cfg, r, seq in probes:
-        for got, twin in zip(_executed(path, cfg, r, seq, row), model_builds(sizing, cfg, r, seq, row), strict=True):
+        for got, twin in zip(run(cfg, r, seq), model_builds(sizing, backend, cfg, r, seq, row), strict=True):
             if got.verdict != twin.verdict:
                 return (
-                    f"FA3's {got.label} at device length {seq} ({cfg.short()}, a row of {row}) builds (width, spill, "
-                    f"published, stopped) = {got.verdict}, which no closed form here gives (the nearest: {sizing})"
+                    f"{backend.label}'s {got.label} at device length {seq} ({cfg.short()}, a row of {row}) builds "
+                    f"(width, spill, published, stopped) = {got.verdict}, which no closed form here gives (the "
+                    f"nearest: {sizing})"
                 )
     return sizing
 
 
-def unjudged(target: Any) -> str | None:
-    """Why FA3's page table is not judged on ``target``: a real target whose builders cannot run (no tree of SGLang's
-    files around a lone sizing file, no triton, or a release the runtime refuses); the model judges its twin."""
+def unjudged(target: Any, backend: AttentionBackend) -> str | None:
+    """Why ``backend``'s page table is not judged on ``target``: a real target whose builders cannot run (no tree
+    of SGLang's files around a lone sizing file, no triton, or a release the runtime refuses); the model judges
+    its twin."""
     if target.is_model:
         return None
     path = getattr(target.sizing, "write_path", None)
     if path is None:
         missing = getattr(target.sizing, "write_path_missing", lambda: None)() or "no SGLang tree to run them from"
-        return f"FA3's builders are SGLang's own code, not run here: {missing}"
-    return _refusal(path)
+        return f"{backend.label}'s builders are SGLang's own code, not run here: {missing}"
+    return _refusal(path, backend)
 
 
 @functools.lru_cache(maxsize=4096)
-def _executed(path: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int) -> tuple[Build, ...]:
-    from .real.runtime.attention import fa3_builds as executed
+def _executed(
+    path: Any, backend: AttentionBackend, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int
+) -> tuple[Build, ...]:
+    from .real.runtime.attention import graph_builds as executed
 
-    return tuple(executed(path.runtime, cfg, rt, seq, row))
+    return tuple(executed(path.runtime, backend, cfg, rt, seq, row))
 
 
-def builds(target: Any, cfg: ServingConfig, rt: SpecRuntime | None, seq: int) -> tuple[list[Build], str]:
+def builds(
+    target: Any, backend: AttentionBackend, cfg: ServingConfig, rt: SpecRuntime | None, seq: int
+) -> tuple[list[Build], str]:
     """Each mode's build of the request's row at device length ``seq``, and whose they are: SGLang's own builders
     on a real target (``Unjudgeable`` where they cannot run: ``unjudged``), the model's twin on the model."""
     row = row_width_of(target, cfg)
     if target.is_model:
-        return model_builds(target.revision, cfg, rt, seq, row), "the model's twin of FA3's builders"
-    why = unjudged(target)
+        twin = model_builds(target.revision, backend, cfg, rt, seq, row)
+        return twin, f"the model's twin of {backend.label}'s builders"
+    why = unjudged(target, backend)
     if why is not None:
         raise Unjudgeable(why)
-    return list(_executed(target.sizing.write_path, cfg, rt, seq, row)), "SGLang's own builders (executed)"
+    return list(_executed(target.sizing.write_path, backend, cfg, rt, seq, row)), "SGLang's own builders (executed)"
+
+
+__all__ = ["PROBE", "builds", "model_builds", "row_width_of", "sizing_of", "unjudged"]

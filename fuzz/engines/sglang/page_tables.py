@@ -1,9 +1,10 @@
-"""SGLang's second checked table: FA3's CUDA-graph page tables, a row per batch position, a column per KV page.
+"""The attention backends' CUDA-graph page tables as checked tables: a row per batch position, a column per KV page.
 
-Its width is the buffer ``FlashAttentionBackend.init_cuda_graph_state``
-allocates (``max_num_pages``, sized from the model's context length); its
-writers are the builders that refill it at each replay; its reader is FA3's
-kernel, which reads each row up to the length the backend publishes
+One table per backend (``GraphTable``; FA3's is ``fa3_page_table``).  Its
+width is the buffer the backend's ``init_cuda_graph_state`` allocates (FA3's
+``max_num_pages``, sized from the model's context length); its writers are the
+builders that refill it at each replay; its reader is the backend's kernel,
+which reads each row up to the length the backend publishes
 (``cache_seqlens``).  A case is a decode scenario, the same ones
 ``req_to_token`` is judged on: the request's device length at that step is
 its committed length plus the overlap lag, and each mode of the step (draft
@@ -15,7 +16,9 @@ SGLang's files the builds are SGLang's own, executed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +39,9 @@ from fuzz.tables.declared import Code, Reach, Sweep
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
 from .locations import SGLANG_REPO_PATH
-from .page_table_builds import Sizing, builds, model_builds, row_width_of, sizing_of, unjudged
+from .page_table_builds import builds, model_builds, row_width_of, sizing_of, unjudged
 from .real.runtime.tree import DirectoryTree, open_tree
 from .specs import NAME
-
-FA3_PAGE_TABLE = "fa3_page_table"
 
 FA3_FILE = SGLANG_REPO_PATH + "sglang/srt/layers/attention/flashattention_backend.py"
 METADATA_FILE = SGLANG_REPO_PATH + "sglang/kernels/ops/attention/metadata.py"
@@ -52,32 +53,75 @@ PAGE_TABLE_FILES = (  # where the unclamped builder lives: kvcache/ to 0.5.18, a
 NEXT_ROW = "the next request of the batch (its graph row), or past the buffer for the bucket's last row"
 
 
-def backend_of(table: str | None) -> str | None:
-    """The attention backend whose builders fill ``table`` (None: not a backend's table)."""
-    return AttentionBackend.FA3.value if table == FA3_PAGE_TABLE else None
+@dataclass(frozen=True)
+class GraphTable:
+    """One backend's CUDA-graph page table, as this engine checks it: its name, where SGLang sizes, fills and
+    reads it, and which launches run it (``takes``)."""
+
+    backend: AttentionBackend
+    width_code: tuple[CodeRef, ...]  # the functions that size it (its root cause)
+    writers: tuple[CodeRef, ...]
+    readers: tuple[CodeRef, ...]
+    takes: Callable[[ServingConfig], bool]
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend.value}_page_table"
+
+    @property
+    def kernel(self) -> str:
+        return f"{self.backend.label}'s kernel"
 
 
-def takes(cfg: ServingConfig) -> bool:
-    """Whether FA3's page tables of this stage are judged on ``cfg``: a standard pool without decode context
-    parallelism (DCP runs the MLA backends; unified memory translates FA3's tables through its own map), at a
-    power-of-two page (FA3's metadata builders assert it from 0.5.16, ``kernels/ops/attention/metadata.py``:
-    another page fails at CUDA-graph capture, before any request; the unclamped verify builder needs the page to
-    divide its 4096-token block)."""
+def fa3_takes(cfg: ServingConfig) -> bool:
+    """Whether FA3's page tables are judged on ``cfg``: a standard pool without decode context parallelism (DCP
+    runs the MLA backends; unified memory translates FA3's tables through its own map), at a power-of-two page
+    (FA3's metadata builders assert it from 0.5.16, ``kernels/ops/attention/metadata.py``: another page fails at
+    CUDA-graph capture, before any request; the unclamped verify builder needs the page to divide its 4096-token
+    block)."""
     page = cfg.page_size
     return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1 and page & (page - 1) == 0
 
 
-def accesses(b: Build, owner: str, whose: str) -> list[Access]:
+FA3 = GraphTable(
+    AttentionBackend.FA3,
+    width_code=(
+        CodeRef(FA3_FILE, "FlashAttentionBackend.init_cuda_graph_state"),
+        CodeRef(FA3_FILE, "FlashAttentionBackend.__init__"),
+    ),
+    writers=(
+        CodeRef(METADATA_FILE, "normal_decode_set_metadata"),
+        CodeRef(METADATA_FILE, "draft_extend_set_metadata"),
+        *(CodeRef(f, PAGE_TABLE_BUILDER) for f in PAGE_TABLE_FILES),
+        CodeRef(FA3_FILE, "FlashAttentionBackend._apply_cuda_graph_metadata"),
+    ),
+    readers=(
+        CodeRef(FA3_FILE, "FlashAttentionBackend.forward_decode"),
+        CodeRef(FA3_FILE, "FlashAttentionBackend.forward_extend"),
+    ),
+    takes=fa3_takes,
+)
+GRAPH_TABLES: dict[str, GraphTable] = {t.name: t for t in (FA3,)}
+FA3_PAGE_TABLE = FA3.name
+
+
+def backend_of(table: str | None) -> str | None:
+    """The attention backend whose builders fill ``table`` (None: not a backend's table)."""
+    spec = GRAPH_TABLES.get(table or "")
+    return spec.backend.value if spec is not None else None
+
+
+def accesses(t: GraphTable, b: Build, owner: str, whose: str) -> list[Access]:
     """One build as accesses of its row (batch row 0, bound ``[0, width)``): the builder's write (with what it
     stored past the row, which lands in the next batch row), and the kernel's read of the published length."""
     bound = (Span(0, 0, b.width),)
     if b.stopped_by is not None:  # SGLang's own assert refused it: what it asked for, nothing written or read
         asked = Span(0, 0, b.read_pages)
         what = f"{b.label}: SGLang's {b.stopped_by} stops the replay: {b.read_pages} pages asked of {b.buffer}"
-        return [Access(FA3_PAGE_TABLE, owner, AccessKind.WRITE, (asked,), bound, (), b.stopped_by, what, b)]
+        return [Access(t.name, owner, AccessKind.WRITE, (asked,), bound, (), b.stopped_by, what, b)]
     outside = (Span(1, 0, b.spilled, NEXT_ROW),) if b.spilled else ()
     write = Access(
-        FA3_PAGE_TABLE,
+        t.name,
         owner,
         AccessKind.WRITE,
         (Span(0, 0, b.written + b.spilled),),
@@ -87,12 +131,12 @@ def accesses(b: Build, owner: str, whose: str) -> list[Access]:
         native=b,
     )
     read = Access(
-        FA3_PAGE_TABLE,
+        t.name,
         owner,
         AccessKind.READ,
         (Span(0, 0, b.read_pages),),
         bound,
-        step=f"{b.label}: FA3's kernel reads cache_seqlens = {b.published} tokens = {b.read_pages} pages of "
+        step=f"{b.label}: {t.kernel} reads cache_seqlens = {b.published} tokens = {b.read_pages} pages of "
         f"{b.buffer} (the length {whose} published; the kernel is CUDA's: the read follows from it)",
         native=b,
     )
@@ -108,34 +152,36 @@ def scenario(target: Any, cfg: ServingConfig, data: Mapping[str, Any]) -> Decode
     return s
 
 
-def observe(target: Any, cfg: ServingConfig, data: Mapping[str, Any]) -> list[Access]:
-    """The accesses of FA3's page tables in one decode step of the case's scenario (none where ``takes`` is
-    False, or at topk > 1, whose tables are others)."""
+def observe(t: GraphTable, target: Any, cfg: ServingConfig, data: Mapping[str, Any]) -> list[Access]:
+    """The accesses of the backend's page tables in one decode step of the case's scenario (none where ``takes``
+    is False, or at topk > 1, whose tables are others)."""
     s = scenario(target, cfg, data)
-    if not takes(cfg):
+    if not t.takes(cfg):
         return []
     rt = s.runtime(s.num_steps)
-    built, whose = builds(target, cfg, rt, s.committed_len + s.device_lag)
+    built, whose = builds(target, t.backend, cfg, rt, s.committed_len + s.device_lag)
     owner = f"request 1 (batch row 0, device seq_len {s.committed_len + s.device_lag})"
-    return [a for b in built for a in accesses(b, owner, whose)]
+    return [a for b in built for a in accesses(t, b, owner, whose)]
 
 
 @st.composite
-def _scenario_data(draw: st.DrawFn, revision: Revision, pins: Mapping[str, Any]) -> tuple[ServingConfig, dict]:
+def _scenario_data(
+    draw: st.DrawFn, t: GraphTable, revision: Revision, pins: Mapping[str, Any]
+) -> tuple[ServingConfig, dict]:
     from strategies import space
     from strategies.configs import DrawChooser
 
     fixed = {"kv_pool": KVPool.STANDARD, "attn_dcp_size": 1, **pins}
     s = space.decode_scenario(DrawChooser(draw), revision, pins=fixed)
-    if s is None or not takes(s.config):
+    if s is None or not t.takes(s.config):
         reject()
     return s.config, s.to_dict()
 
 
-def cases(target: Any, pins: Mapping[str, Any]) -> st.SearchStrategy[tuple[ServingConfig, dict]]:
+def cases(t: GraphTable, target: Any, pins: Mapping[str, Any]) -> st.SearchStrategy[tuple[ServingConfig, dict]]:
     """Decode scenarios near the context limit on the target's rules (``strategies.space.decode_scenario``), on
     the standard pool without DCP: the draws ``req_to_token``'s hunt makes there."""
-    return _scenario_data(target.revision, dict(pins))
+    return _scenario_data(t, target.revision, dict(pins))
 
 
 def group(cfg: ServingConfig) -> str:
@@ -143,23 +189,23 @@ def group(cfg: ServingConfig) -> str:
     return regime(cfg, pool_alloc_page(cfg.kv_pool, cfg.page_size, cfg.attn_dcp_size)).value
 
 
-def closed_form(target: Any, cfg: ServingConfig) -> Reach:
+def closed_form(t: GraphTable, target: Any, cfg: ServingConfig) -> Reach:
     """The furthest an access of the row reaches over every scenario of ``cfg``: each mode's published length only
     grows with the device length and the draft tokens, so the worst is the scheduler's bound plus the largest
-    overlap lag, at the largest D; a write past the width where the verify builder does not clamp, else a read."""
+    overlap lag, at the largest D; a write past the width where a builder does not clamp, else a read."""
     revision: Revision = target.revision
-    sizing = sizing_of(target)
+    sizing = sizing_of(target, t.backend)
     if isinstance(sizing, str):
         raise ValueError(sizing)
     row = ModelSizing(revision).req_to_token_row_width(cfg) if target.is_model else row_width_of(target, cfg)
     bound, lag = decode_alloc_bound(cfg, revision), max_device_lag(cfg)
     best = Reach(pages(cfg.context_len, cfg.page_size), 0, {}, Property.READ_WITHIN_ROW)
-    if not takes(cfg) or bound < 1 or not any(True for _ in steps(cfg, cfg.launch_runtime)):
+    if not t.takes(cfg) or bound < 1 or not any(True for _ in steps(cfg, cfg.launch_runtime)):
         return best
     for rt in cfg.runtimes():
         num_steps = rt.num_steps if cfg.speculative_adaptive and rt is not None else None
         data = DecodeScenario(cfg, bound, num_steps, None, lag).to_dict()
-        for b in model_builds(sizing, cfg, rt, bound + lag, row):
+        for b in model_builds(sizing, t.backend, cfg, rt, bound + lag, row):
             wrote = b.read_pages if b.stopped_by else b.written + b.spilled
             reach = (
                 Reach(b.width, wrote, data, Property.WRITE_WITHIN_ROW)
@@ -172,7 +218,7 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach:
     return best
 
 
-def finish(target: Any, f: Any) -> Any:
+def finish(t: GraphTable, target: Any, f: Any) -> Any:
     """A group's finding with its representative case beside it: the same walk toward a deployment people run as
     ``req_to_token``'s groups take (``representative.search``), on this table's cases of the walked scenarios."""
     from fuzz.tables.case import TableCase
@@ -180,29 +226,32 @@ def finish(target: Any, f: Any) -> Any:
     from .representative import search
 
     start = DecodeScenario.from_dict(f.config, f.case["data"])
-    sizing = sizing_of(target)
-    period = (sizing.verify_block_tokens or 1) if isinstance(sizing, Sizing) else 1
-    f.search = search(target, f, False, start, lambda s: TableCase(FA3_TABLE, s.config, s.to_dict()), period)
+    sizing = sizing_of(target, t.backend)
+    period = (sizing.block_tokens or 1) if not isinstance(sizing, str) else 1
+    table = declared_table(t)
+    f.search = search(target, f, False, start, lambda s: TableCase(table, s.config, s.to_dict()), period)
     if not target.is_model:  # every access judged was what SGLang's own builders did
         source = target.spec  # the target as its case file names it (never this machine's path to a wheel)
         for found in (f, f.search.found if f.search is not None else None):
             if found is not None:
                 found.confirmed = True
                 found.confirmation = (
-                    f"confirmed on SGLang's own FA3 builders, executed from {source} (the graph buffer's width, "
-                    "what the replay stored, the length it published); the read is the CUDA kernel's, not run here"
+                    f"confirmed on SGLang's own {t.backend.label} builders, executed from {source} (the graph "
+                    f"buffer's width, what the replay stored, the length it published); the read is the CUDA "
+                    "kernel's, not run here"
                 )
     return f
 
 
-def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
+def reached(t: GraphTable, cfg: ServingConfig, data: Mapping[str, Any]) -> str:
     """How the scheduler gets the request there (the scenario's own account), then the step's graph replay."""
-    return DecodeScenario.from_dict(cfg, data).reached_by() + ", then its decode step's CUDA-graph replay on FA3"
+    how = DecodeScenario.from_dict(cfg, data).reached_by()
+    return how + f", then its decode step's CUDA-graph replay on {t.backend.label}"
 
 
-# The covering set: each mode FA3's graph tables run, at the limit of a context one page past SGLang's 4096 default
-# (a whole number of pages: any length past it passes the row; not of the verify builder's block: a grid that masks
-# by length alone spills), on SGLang's default page and a backend's, at the most overlap lag.
+# The covering set: each mode a backend's graph tables run, at the limit of a context one page past SGLang's 4096
+# default (a whole number of pages: any length past it passes the row; not of the 4096-token grid block: a grid that
+# masks by length alone spills), on SGLang's default page and a backend's, at the most overlap lag.
 COVER_SPECS: tuple[dict[str, Any], ...] = (
     {},
     {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
@@ -212,9 +261,9 @@ COVER_SPECS: tuple[dict[str, Any], ...] = (
 COVER_PAGES = (1, 64)
 
 
-def cover(target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
+def cover(t: GraphTable, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
     """The covering set (``COVER_SPECS`` x ``COVER_PAGES``, overlap on), each at the scheduler's bound plus the
-    largest lag; a configuration the pins or the target's rules refuse is left out."""
+    largest lag; a configuration the pins, the backend or the target's rules refuse is left out."""
     revision: Revision = target.revision
     out = []
     for spec in COVER_SPECS:
@@ -225,7 +274,7 @@ def cover(target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dic
             except ValueError:  # a pin that clashes (ConfigError is one)
                 continue
             bound = decode_alloc_bound(cfg, revision)
-            if not takes(cfg) or revision.refuses(cfg) or bound < 1:
+            if not t.takes(cfg) or revision.refuses(cfg) or bound < 1:
                 continue
             s = DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))
             if scenario_problem(s, revision) is None:
@@ -240,38 +289,36 @@ def json_key(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
 
 
 def cover_line(stats: Mapping[str, Any]) -> str | None:
-    """What ``run`` prints of the covering set: its cases and the modes they reach."""
-    n = stats.get(f"{FA3_PAGE_TABLE}_covering_cases")
-    if n is None:
-        return None
-    modes = sorted({m.value for spec in COVER_SPECS for m, _ in _modes(spec)}, key=[m.value for m in Mode].index)
-    return f"   {FA3_PAGE_TABLE}: a covering set of {n} case(s) (each at the limit), reaching {', '.join(modes)}"
+    """What ``run`` prints of the covering sets: each table's cases and the modes they reach."""
+    lines = []
+    for t in GRAPH_TABLES.values():
+        n = stats.get(f"{t.name}_covering_cases")
+        if n is None:
+            continue
+        order = [m.value for m in Mode]
+        modes = sorted({m.value for spec in COVER_SPECS for m, _ in _modes(t, spec)}, key=order.index)
+        lines.append(f"   {t.name}: a covering set of {n} case(s) (each at the limit), reaching {', '.join(modes)}")
+    return "\n".join(lines) or None
 
 
-def _modes(spec: Mapping[str, Any]) -> list[tuple[Mode, int | None]]:
+def _modes(t: GraphTable, spec: Mapping[str, Any]) -> list[tuple[Mode, int | None]]:
     cfg = ServingConfig.resolve(context_len=4100, **spec)
     return list(steps(cfg, cfg.launch_runtime))
 
 
-def _sweep(target: Any, prover: Any) -> Any:
+def _sweep(t: GraphTable, target: Any, prover: Any) -> Any:
     from .prove.page_tables import OVER, sweep
 
-    sizing = sizing_of(target)
+    sizing = sizing_of(target, t.backend)
     if isinstance(sizing, str):
         return Sweep(0, OVER, (), refused=sizing)
-    return sweep(target, prover, closed_form, sizing)
+    return sweep(target, prover, functools.partial(closed_form, t), sizing, t)
 
 
-WIDTH_CODE = (
-    CodeRef(FA3_FILE, "FlashAttentionBackend.init_cuda_graph_state"),
-    CodeRef(FA3_FILE, "FlashAttentionBackend.__init__"),
-)
-
-
-def code_of(target: Any) -> tuple[Code, ...]:
+def code_of(t: GraphTable, target: Any) -> tuple[Code, ...]:
     """Where the table is sized on ``target``: the model's twin (``allocator_model/page_tables.py`` ``width``) on
-    the model; SGLang's ``FlashAttentionBackend`` in the target's tree (its repository path for a release, the
-    file for a checkout); nothing readable for a lone sizing file."""
+    the model; SGLang's backend in the target's tree (its repository path for a release, the file for a
+    checkout); nothing readable for a lone sizing file."""
     from allocator_model import page_tables as model
 
     if target.is_model:  # named as this project's repository holds it (as the model's sizing functions are)
@@ -280,60 +327,71 @@ def code_of(target: Any) -> tuple[Code, ...]:
         return (Code(CodeRef(shown, "width"), shown, path.read_text(), local=False),)
     source = getattr(getattr(target.sizing, "module", None), "tree_source", None)
     tree = open_tree(source) if source else None
-    member = FA3_FILE.removeprefix(SGLANG_REPO_PATH)
-    text = tree.read(member) if tree is not None else None
-    local = isinstance(tree, DirectoryTree)
-    shown = tree.filename(member) if tree is not None and local else FA3_FILE
-    return tuple(Code(ref, shown, text, local) for ref in WIDTH_CODE)
+    out = []
+    for ref in t.width_code:
+        member = ref.path.removeprefix(SGLANG_REPO_PATH)
+        text = tree.read(member) if tree is not None else None
+        local = isinstance(tree, DirectoryTree)
+        shown = tree.filename(member) if tree is not None and local else ref.path
+        out.append(Code(ref, shown, text, local))
+    return tuple(out)
 
 
-def _width(target: Any, cfg: ServingConfig) -> int:
+def _width(t: GraphTable, target: Any, cfg: ServingConfig) -> int:
     """The target's own width: its builds' (SGLang's executed buffer where it runs them), at the context limit."""
     rt = cfg.launch_runtime
-    built, _ = builds(target, cfg, rt, max(1, decode_alloc_bound(cfg, target.revision)))
-    return built[0].width if built else _model_width(cfg, target.revision)
+    built, _ = builds(target, t.backend, cfg, rt, max(1, decode_alloc_bound(cfg, target.revision)))
+    return built[0].width if built else _model_width(t, cfg, target.revision)
 
 
-def _model_width(cfg: ServingConfig, revision: Revision) -> int:
-    return width(revision.page_table_width, cfg, ModelSizing(revision).req_to_token_row_width(cfg))
+def _model_width(t: GraphTable, cfg: ServingConfig, revision: Revision) -> int:
+    sizing = revision.graph_sizing(t.backend)
+    return width(sizing.width, cfg, ModelSizing(revision).req_to_token_row_width(cfg))
 
 
-FA3_TABLE = declare_table(
-    Table(
-        name=FA3_PAGE_TABLE,
-        engine=NAME,
-        layout=Layout.ROWS,
-        width=Width(_width, _model_width, WIDTH_CODE),
-        writers=(
-            CodeRef(METADATA_FILE, "normal_decode_set_metadata"),
-            CodeRef(METADATA_FILE, "draft_extend_set_metadata"),
-            *(CodeRef(f, PAGE_TABLE_BUILDER) for f in PAGE_TABLE_FILES),
-            CodeRef(FA3_FILE, "FlashAttentionBackend._apply_cuda_graph_metadata"),
-        ),
-        readers=(
-            CodeRef(FA3_FILE, "FlashAttentionBackend.forward_decode"),
-            CodeRef(FA3_FILE, "FlashAttentionBackend.forward_extend"),
-        ),
-        properties=(Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.READ_WITHIN_ROW),
-        same_write={Property.NEIGHBOUR_ROWS_UNTOUCHED: Property.WRITE_WITHIN_ROW},
-        rules={
-            Property.READ_WITHIN_ROW: "The length a step publishes to the attention kernel, in whole pages, fits "
-            "the page-table row it reads: ceil(cache_seqlens / P) <= the row's width.",
-        },
-        cases=cases,
-        observe=observe,
-        group=group,
-        closed_form=closed_form,
-        sweep=_sweep,
-        unjudged=unjudged,
-        code_of=code_of,
-        finish=finish,
-        reached=reached,
-        cover=cover,
-        share=0.25,  # a quarter of each round: the covering set reaches every mode at the limit first
-        observer=lambda target: (
-            "the model's twin of FA3's builders" if target.is_model else "SGLang's own FA3 builders, executed"
-        ),
-        proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
+def _unjudged(t: GraphTable, target: Any) -> str | None:
+    return unjudged(target, t.backend)
+
+
+def _observer(t: GraphTable, target: Any) -> str:
+    if target.is_model:
+        return f"the model's twin of {t.backend.label}'s builders"
+    return f"SGLang's own {t.backend.label} builders, executed"
+
+
+@functools.cache
+def declared_table(t: GraphTable) -> Table:
+    """``t`` as a table of the core (declared once: the engine's tables in the order of blame)."""
+    bind = functools.partial
+    return declare_table(
+        Table(
+            name=t.name,
+            engine=NAME,
+            layout=Layout.ROWS,
+            width=Width(bind(_width, t), bind(_model_width, t), t.width_code),
+            writers=t.writers,
+            readers=t.readers,
+            properties=(Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.READ_WITHIN_ROW),
+            same_write={Property.NEIGHBOUR_ROWS_UNTOUCHED: Property.WRITE_WITHIN_ROW},
+            rules={
+                Property.READ_WITHIN_ROW: "The length a step publishes to the attention kernel, in whole pages, "
+                "fits the page-table row it reads: ceil(cache_seqlens / P) <= the row's width.",
+            },
+            cases=bind(cases, t),
+            observe=bind(observe, t),
+            group=group,
+            closed_form=bind(closed_form, t),
+            sweep=bind(_sweep, t),
+            unjudged=bind(_unjudged, t),
+            code_of=bind(code_of, t),
+            finish=bind(finish, t),
+            reached=bind(reached, t),
+            cover=bind(cover, t),
+            share=0.25,  # a quarter of each round: the covering set reaches every mode at the limit first
+            observer=bind(_observer, t),
+            proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
+        )
     )
-)
+
+
+FA3_TABLE = declared_table(FA3)

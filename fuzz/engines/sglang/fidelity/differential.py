@@ -61,6 +61,7 @@ from fuzz.findings.model import Finding, Violation
 from fuzz.findings.report import Status
 from fuzz.targets.base import TargetCallError
 
+from ..page_tables import GRAPH_TABLES
 from .cases import FidelityCase, fidelity_cases, sample_cases
 from .page_tables import TableTally, page_table_fidelity
 from .writepath import PathTally, write_path_fidelity
@@ -312,8 +313,10 @@ def fidelity(
         result.write_path, mismatches = write_path_fidelity(target, write_path_steps)
         result.findings += mismatches
     if page_table_steps and not target.is_model and revision is target.revision and not result.interrupted:
-        tally, mismatches = page_table_fidelity(target, page_table_steps)
-        result.page_tables, result.findings = {tally.table: tally}, result.findings + mismatches
+        for table in GRAPH_TABLES.values():
+            tally, mismatches = page_table_fidelity(target, page_table_steps, table=table)
+            result.page_tables[tally.table] = tally
+            result.findings += mismatches
     result.seconds = time.monotonic() - started
     return result
 

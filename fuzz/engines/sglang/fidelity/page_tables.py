@@ -35,7 +35,7 @@ from allocator_model.scenario import DecodeScenario
 from fuzz.common.defaults import PAGE_TABLE_STEPS
 from fuzz.engines.sglang.decode.check import decode_finding
 from fuzz.engines.sglang.page_table_builds import builds, model_builds, row_width_of, unjudged
-from fuzz.engines.sglang.page_tables import FA3_PAGE_TABLE, takes
+from fuzz.engines.sglang.page_tables import FA3, GRAPH_TABLES, GraphTable
 from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding, Violation
@@ -50,14 +50,14 @@ DRAWS_PER_STEP = 20  # draws per wanted step before the space counts as exhauste
 SMALL_CONTEXT = 2048  # most contexts stay below this (a build is milliseconds there)
 LARGE_CONTEXT = 16384  # one draw in LARGE_EVERY goes up to this: four of the verify builder's 4096-token blocks
 LARGE_EVERY = 8
-PAGES = tuple(p for p in space.PAGE_SIZES if p & (p - 1) == 0)  # the pages FA3's builders take (``takes``)
+PAGES = tuple(p for p in space.PAGE_SIZES if p & (p - 1) == 0)  # the pages the backends' builders take (``takes``)
 
 
 @dataclass
 class TableTally:
     """One table on one release: mode builds compared, how many agreed, per algorithm; or why none were."""
 
-    table: str = FA3_PAGE_TABLE
+    table: str = FA3.name
     steps: int = 0
     agree: int = 0
     scenarios: int = 0
@@ -100,7 +100,9 @@ def compared_algorithms(target: SGLangTarget) -> list[str | None]:
     return [None, *(a for a in sorted(runs, key=str) if judged(a, 1))]
 
 
-def draw(chooser: PreferringChooser, target: SGLangTarget, a: str | None, overlap: bool) -> DecodeScenario | None:
+def draw(
+    chooser: PreferringChooser, target: SGLangTarget, a: str | None, overlap: bool, t: GraphTable = FA3
+) -> DecodeScenario | None:
     """One scenario of the cell (algorithm, overlap), on a deployment the table judges (None: the draw clashed)."""
     page = chooser.often(1, PAGES)
     top = LARGE_CONTEXT if chooser.integers(1, LARGE_EVERY) == 1 else SMALL_CONTEXT
@@ -117,7 +119,7 @@ def draw(chooser: PreferringChooser, target: SGLangTarget, a: str | None, overla
     if a is not None:
         pins["speculative_eagle_topk"] = 1
     s = space.decode_scenario(chooser, target.revision, pins=pins)
-    return s if s is not None and takes(s.config) else None
+    return s if s is not None and t.takes(s.config) else None
 
 
 def step_of(s: DecodeScenario) -> tuple[Any, int]:
@@ -165,61 +167,64 @@ class Compared:
         return self.steps - len(self.differ) if self.real and same_modes else 0
 
 
-def compare(target: SGLangTarget, s: DecodeScenario) -> Compared:
+def compare(target: SGLangTarget, s: DecodeScenario, t: GraphTable = FA3) -> Compared:
     """The scenario's step built by the twin and by SGLang's own builders (``Unjudgeable`` where they cannot run
     on the target: ``page_table_builds.unjudged``), with the mismatch (None: every mode agrees)."""
     cfg = s.config
     rt, seq = step_of(s)
-    model = model_builds(target.revision, cfg, rt, seq, row_width_of(target, cfg))
+    model = model_builds(target.revision, t.backend, cfg, rt, seq, row_width_of(target, cfg))
     source = getattr(getattr(target.sizing, "write_path", None), "source", target.spec)
     details = [
         f"config: {cfg.short()}",
         f"step: device seq_len {seq} (committed {s.committed_len} + overlap lag {s.device_lag})",
-        f"SGLang's code: its FA3 builders, executed from {source}",
+        f"SGLang's code: its {t.backend.label} builders, executed from {source}",
     ]
     try:
-        real, _ = builds(target, cfg, rt, seq)
+        real, _ = builds(target, t.backend, cfg, rt, seq)
     except TargetError as e:
         raised = str(e).splitlines()[0]
-        headline = f"{FA3_PAGE_TABLE}: real raised: {raised}; model built {len(model)} mode(s)"
-        return Compared(model, [], [raised], Violation(Property.MODEL_MISMATCH, FA3_PAGE_TABLE, headline, details))
+        headline = f"{t.name}: real raised: {raised}; model built {len(model)} mode(s)"
+        return Compared(model, [], [raised], Violation(Property.MODEL_MISMATCH, t.name, headline, details))
     differ = differences(model, real)
     if not differ:
         return Compared(model, real, [], None)
     more = f" (and {len(differ) - 1} more mode(s))" if len(differ) > 1 else ""
-    headline = f"{FA3_PAGE_TABLE} {differ[0]}{more}"
-    return Compared(model, real, differ, Violation(Property.MODEL_MISMATCH, FA3_PAGE_TABLE, headline, details))
+    headline = f"{t.name} {differ[0]}{more}"
+    return Compared(model, real, differ, Violation(Property.MODEL_MISMATCH, t.name, headline, details))
 
 
 def mismatches(target: SGLangTarget, s: DecodeScenario) -> list[Violation]:
-    """The scenario's page-table mismatch where the table judges it and SGLang's builders run (a replay's)."""
-    if target.is_model or not takes(s.config) or unjudged(target) is not None:
-        return []
-    found = compare(target, s).mismatch
-    return [found] if found is not None else []
+    """The scenario's page-table mismatches, per table that judges it where SGLang's builders run (a replay's)."""
+    found = []
+    for t in GRAPH_TABLES.values():
+        if target.is_model or not t.takes(s.config) or unjudged(target, t.backend) is not None:
+            continue
+        mismatch = compare(target, s, t).mismatch
+        found += [mismatch] if mismatch is not None else []
+    return found
 
 
 def page_table_fidelity(
-    target: SGLangTarget, steps: int = DEFAULT_STEPS, seed: int = 0
+    target: SGLangTarget, steps: int = DEFAULT_STEPS, seed: int = 0, table: GraphTable = FA3
 ) -> tuple[TableTally, list[Finding]]:
-    """``steps`` mode builds of FA3's page tables on SGLang's code held to the twin's (the module docstring)."""
-    tally = TableTally()
+    """``steps`` mode builds of ``table`` on SGLang's code held to the twin's (the module docstring)."""
+    tally = TableTally(table.name)
     findings: list[Finding] = []
-    why = unjudged(target) if not target.is_model else "a model target: the twin is the only builder"
+    why = unjudged(target, table.backend) if not target.is_model else "a model target: the twin is the only builder"
     if why is not None:
         tally.skipped = why
         return tally, findings
-    chooser = PreferringChooser(random.Random(f"kvrow-fuzz page tables|{seed}|{FA3_PAGE_TABLE}"))
+    chooser = PreferringChooser(random.Random(f"kvrow-fuzz page tables|{seed}|{table.name}"))
     cells = itertools.cycle([(a, ov) for a in compared_algorithms(target) for ov in (False, True)])
     started, draws = time.monotonic(), 0
     while tally.steps < steps and draws < DRAWS_PER_STEP * max(steps, 1):
         draws += 1
         a, overlap = next(cells)
-        s = draw(chooser, target, a, overlap)
+        s = draw(chooser, target, a, overlap, table)
         if s is None:
             continue
         try:
-            c = compare(target, s)
+            c = compare(target, s, table)
         except Unjudgeable as e:  # the release's builders stopped running (``unjudged`` ran them once)
             tally.skipped = str(e)
             break

@@ -1,11 +1,11 @@
-"""FA3's page tables over prove's whole space at once: the closed form of ``page_tables`` as tensors.
+"""A backend's page tables over prove's whole space at once: the closed form of ``page_tables`` as tensors.
 
 Each launch configuration of the space is swept at every residue of its
 context length mod the page (near ``WITNESS_CONTEXT_LEN``), overlap off and
 on, every run-time shape, at the longest committed length the scheduler
 lets a decode allocation see plus the largest overlap lag: where each
 mode's published length is longest (``page_tables.closed_form``, whose
-tensor twin ``allocator_model.page_tables.fa3_reach_grid`` is).  Each group's
+tensor twin ``allocator_model.page_tables.reach_grid`` is).  Each group's
 worst configuration comes back with its ``Reach`` from the scalar closed
 form, which must agree: a sweep the scalar form contradicts is an error,
 never a witness.
@@ -21,7 +21,7 @@ import torch
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.numeric import ceil_to_page
-from allocator_model.page_tables import TableWidth, fa3_reach_grid
+from allocator_model.page_tables import GraphSizing, TableWidth, reach_grid
 from allocator_model.pools import KVPool
 from allocator_model.regimes import REGIMES, regime_codes
 from fuzz.findings.kinds import Property
@@ -29,14 +29,14 @@ from fuzz.tables.declared import Reach, Sweep, Swept
 
 from .witness import WITNESS_CONTEXT_LEN, witness_config
 
-OVER = "every residue of context_len mod the page, and mod the verify builder's block where it has one"
+OVER = "every residue of context_len mod the page, and mod the builders' grid block where one masks by length"
 
 
-def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, sizing: Any) -> Any:
+def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, sizing: GraphSizing) -> Any:
     """Each distinct configuration key's overshoots at every residue: (spill, read past), each [keys, residues]."""
     offset, draft, steps, extra, align, topk = (keys[:, i].unsqueeze(1) for i in range(6))
     c = context.unsqueeze(0).expand(len(keys), len(context))
-    w, write, read = fa3_reach_grid(
+    w, write, read = reach_grid(
         algorithm,
         torch.tensor(page),
         topk,
@@ -44,10 +44,8 @@ def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, 
         c,
         ceil_to_page(c + extra, align),  # ``closed_form.row_width``
         c + offset,  # the device's length: the committed bound C - gap, plus the lag
-        sizing.width,
-        sizing.verify_block_tokens,
+        sizing,
         steps,
-        sizing.decode_asserts,
     )
     spill = write - w
     return spill, torch.where(spill > 0, torch.full_like(read, -1), read - w)  # a spill is the write's group
@@ -65,30 +63,32 @@ def _rows(target: Any, g: Any, sizing: Any) -> Any:
     return traced_rows(target, CountingSizing(target.sizing), g, TraceStats()).rows
 
 
-def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach], sizing: Any) -> Sweep:
-    """Every group FA3's page table breaks over the prover's space, with its count and worst configuration (each
-    worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of), under ``sizing`` (the target's
-    ``page_tables.Sizing``).
+def sweep(
+    target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach], sizing: GraphSizing, table: Any
+) -> Sweep:
+    """Every group ``table`` (a ``page_tables.GraphTable``) breaks over the prover's space, with its count and worst
+    configuration (each worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of), under
+    ``sizing`` (the target's builders').
 
     A configuration's overshoot at a residue depends on a few numbers only: its device length's offset from C
     (the lag less the committed gap), the largest D and S of its run-time shapes (published lengths only grow
     with them), its row's extra and alignment, and its topk; so each distinct key is swept once over the residues.
-    A verify builder that masks by length over a grid of blocks spills where the width is no whole number of
-    blocks: its residues are those of C mod the block, not the page alone.
+    A builder that masks by length over a grid of blocks spills where the width is no whole number of blocks: its
+    residues are those of C mod the block, not the page alone.
     """
     revision = target.revision
     found: dict[tuple[Property, str], Swept] = {}  # each group's worst so far
     counts: dict[tuple[Property, str], int] = {}
     swept = prover.count()  # the space's configurations; a block period adds residues past the page's
-    period_tokens = sizing.verify_block_tokens or 1
+    period_tokens = sizing.block_tokens or 1
     for g, taken in prover.launch_grids():
         if g.kv_pool is not KVPool.STANDARD or len(g) == 0:
             continue
-        keep = taken & (g.attn_dcp_size == 1)  # the standard pool without DCP (``page_tables.takes``)
+        keep = taken & (g.attn_dcp_size == 1)  # the standard pool without DCP (``GraphTable.takes``)
         if not bool(keep.any()):
             continue
         page, n = int(g.page_size[0]), len(g)
-        if page & (page - 1):  # a page FA3 does not run (``page_tables.takes``)
+        if not table.takes(ServingConfig(context_len=4096, page_size=page)):  # a page the backend does not run
             continue
         rows = _rows(target, g, sizing)
         keep &= torch.zeros(n, dtype=torch.bool).index_fill(0, rows.config.long(), True)  # one its sizing had
@@ -130,7 +130,7 @@ def sweep(target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], 
                     reach = closed_form(target, cfg)
                     if reach.prop is not prop or reach.end - reach.width != int(values[at]):
                         raise AssertionError(
-                            f"fa3_page_table: the sweep and the closed form disagree at {cfg.short()}: "
+                            f"{table.name}: the sweep and the closed form disagree at {cfg.short()}: "
                             f"{prop} {int(values[at])} past, the closed form {reach.prop} {reach.end - reach.width}"
                         )
                     found[key] = Swept(prop, key[1], 0, int(values[at]), cfg, reach)

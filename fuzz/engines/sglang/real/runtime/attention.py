@@ -1,11 +1,13 @@
-"""FA3's CUDA-graph page tables, built by SGLang's own code: ``fa3_builds`` runs one request through every mode.
+"""A backend's CUDA-graph page tables, built by SGLang's own code: ``graph_builds`` runs one request through every
+mode.
 
-SGLang's ``FlashAttentionBackend`` (and ``FlashAttentionMultiStepBackend`` for the draft's decode steps) is built
-by its own ``__init__`` from the release's files (``Release.attention``, in a loader of their own beside the write
-path's), its buffers by its own ``init_cuda_graph_state``; a mode is captured as the graph runner captures it
-(``init_forward_metadata_out_graph(in_capture=True)``, then ``init_forward_metadata_in_graph``, the part the graph
-holds) and replayed as a replay runs it (the same two calls on the request's batch).  Every triton kernel runs
-under triton's interpreter (``compiled_kernels()`` is empty, checked at load).
+The backend's class (FA3: ``FlashAttentionBackend``, and ``FlashAttentionMultiStepBackend`` for the draft's decode
+steps; ``GraphBackend`` names them per backend) is built by its own ``__init__`` from the release's files (its
+modules, in a loader of their own beside the write path's), its buffers by its own ``init_cuda_graph_state``; a mode
+is captured as the graph runner captures it (``init_forward_metadata_out_graph(in_capture=True)``, then
+``init_forward_metadata_in_graph``, the part the graph holds) and replayed as a replay runs it (the same two calls
+on the request's batch). Every triton kernel runs under triton's interpreter (``compiled_kernels()`` is empty,
+checked at load).
 
 Each request runs alone, in a bucket of one (captured at batch size 1) with guard rows below it in the buffer,
 which is filled with a sentinel before each replay.  Triton's interpreter runs a kernel's programs in order, so a
@@ -30,7 +32,7 @@ from typing import Any
 import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.page_tables import FA3_BUFFERS, Build, Mode, pages, published, steps
+from allocator_model.page_tables import GRAPH_BUFFERS, AttentionBackend, Build, Mode, pages, published, steps
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
@@ -39,10 +41,9 @@ from .attention_standins import AttentionStandIns
 from .bounds import SGLangTimeout, bounded
 from .context import Settings
 from .loaded import SGLangRuntime
-from .releases import FA3_BACKEND, KV_INDEX_TRANSLATOR
+from .releases import FA3_BACKEND, KV_INDEX_TRANSLATOR, Release
 
 SENTINEL = -0x2A2A2A2A  # no page id is negative
-SETTINGS = Settings(attention_backend="fa3")
 FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")
 ATTENTION_ARCH = ("sglang.srt.configs.model_config", "AttentionArch")
 # A bucket holds builds publishing up to C + HEADROOM tokens (the device lengths near the context limit, C - 4 + lag,
@@ -55,35 +56,71 @@ class BuildRefused(TargetError):
     server the step raises there.  Not a run the target could not make: the caller judges it."""
 
 
-def fa3_builds(
-    runtime: SGLangRuntime, cfg: ServingConfig, rt: SpecRuntime | None, seq_len: int, row_width: int
+@dataclass(frozen=True)
+class GraphBackend:
+    """Where a backend's CUDA-graph builders live and how SGLang builds them: its module and class (the target's
+    backend, and the draft's extend backend with ``skip_prefill=False``), the draft's multi-step class (one backend
+    per draft step, ``attn_backends[step]``), and the release's modules it executes."""
+
+    backend: AttentionBackend
+    module: str
+    cls: str
+    draft_steps_cls: str
+    modules: Callable[[Release], tuple[str, ...]]
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(attention_backend=self.backend.value)
+
+
+GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {
+    AttentionBackend.FA3: GraphBackend(
+        AttentionBackend.FA3,
+        FA3_BACKEND,
+        "FlashAttentionBackend",
+        "FlashAttentionMultiStepBackend",
+        lambda release: release.attention,
+    ),
+}
+
+
+def graph_builds(
+    runtime: SGLangRuntime,
+    backend: AttentionBackend,
+    cfg: ServingConfig,
+    rt: SpecRuntime | None,
+    seq_len: int,
+    row_width: int,
 ) -> list[Build]:
-    """SGLang's FA3 CUDA-graph builders on one request at device length ``seq_len`` (its ``req_to_token`` row
-    ``row_width`` wide), one ``Build`` per mode of ``page_tables.steps`` in its order (topk > 1: none)."""
+    """SGLang's CUDA-graph builders of ``backend`` on one request at device length ``seq_len`` (its
+    ``req_to_token`` row ``row_width`` wide), one ``Build`` per mode of ``page_tables.steps`` in its order (topk
+    > 1: none)."""
     if seq_len < 1 or row_width < 1:
-        raise ValueError(f"fa3_builds needs seq_len >= 1 and row_width >= 1, not {seq_len}, {row_width}")
+        raise ValueError(f"graph_builds needs seq_len >= 1 and row_width >= 1, not {seq_len}, {row_width}")
     modes = list(steps(cfg, rt))
     if not modes:
         return []
-    if runtime.attention is None:
+    loaded = runtime.attention.get(backend)
+    if loaded is None:
         try:
-            runtime.attention = FA3Builders(runtime)
+            loaded = GraphBuilders(runtime, GRAPH_BACKENDS[backend])
         except (TargetError, StandInMissing) as e:  # remembered: every later call says the same
-            runtime.attention = e
-    if isinstance(runtime.attention, Exception):
-        raise runtime.attention
-    builders: FA3Builders = runtime.attention
+            loaded = e
+        runtime.attention[backend] = loaded
+    if isinstance(loaded, Exception):
+        raise loaded
+    builders: GraphBuilders = loaded
     return builders.builds(cfg, rt, modes, seq_len, row_width)
 
 
-class FA3Builders:
-    """One runtime's FA3 backend modules, executed, and its backends per configuration (``Bucket``)."""
+class GraphBuilders:
+    """One runtime's modules of a backend, executed, and its backends per configuration (``Bucket``)."""
 
-    def __init__(self, runtime: SGLangRuntime) -> None:
-        self.runtime = runtime
-        modules = tuple(m for m in runtime.release.attention if runtime.tree.has(m.replace(".", "/") + ".py"))
-        if FA3_BACKEND not in modules:
-            raise TargetError(f"{runtime.origin} has no {FA3_BACKEND.replace('.', '/')}.py to execute")
+    def __init__(self, runtime: SGLangRuntime, spec: GraphBackend) -> None:
+        self.runtime, self.spec = runtime, spec
+        modules = tuple(m for m in spec.modules(runtime.release) if runtime.tree.has(m.replace(".", "/") + ".py"))
+        if spec.module not in modules:
+            raise TargetError(f"{runtime.origin} has no {spec.module.replace('.', '/')}.py to execute")
         self.standins = AttentionStandIns(runtime.standins)
         self.loader = runtime.side_loader(modules, self._answer)
         self.buckets: dict[tuple[Any, ...], Bucket] = {}
@@ -117,7 +154,10 @@ class FA3Builders:
         but an ``assert`` of a replay, SGLang's own check on the request (``BuildRefused``)."""
         runtime = self.runtime
         try:
-            with runtime.context.bound(cfg, rt, SETTINGS), bounded(what, runtime.timeout_s, self.loader.sglang_name):
+            with (
+                runtime.context.bound(cfg, rt, self.spec.settings),
+                bounded(what, runtime.timeout_s, self.loader.sglang_name),
+            ):
                 return fn()
         except (StandInMissing, TargetError):
             raise
@@ -125,10 +165,16 @@ class FA3Builders:
             raise TargetError(str(e)) from None
         except AssertionError as e:
             if not replay:
-                raise TargetError(f"{runtime.origin} FA3 {what}: SGLang's assert: {e}".splitlines()[0]) from None
-            raise BuildRefused(f"{runtime.origin} FA3 {what}: SGLang's assert: {e}".splitlines()[0]) from None
+                raise TargetError(
+                    f"{runtime.origin} {self.spec.backend.label} {what}: SGLang's assert: {e}".splitlines()[0]
+                ) from None
+            raise BuildRefused(
+                f"{runtime.origin} {self.spec.backend.label} {what}: SGLang's assert: {e}".splitlines()[0]
+            ) from None
         except Exception as e:  # noqa: BLE001 - SGLang's own failure on this input: the target cannot run it
-            raise TargetError(f"{runtime.origin} FA3 {what} raised {type(e).__name__}: {e}".splitlines()[0]) from None
+            raise TargetError(
+                f"{runtime.origin} {self.spec.backend.label} {what} raised {type(e).__name__}: {e}".splitlines()[0]
+            ) from None
 
     def builds(
         self, cfg: ServingConfig, rt: SpecRuntime | None, modes: list[tuple[Mode, int | None]], seq: int, width: int
@@ -157,7 +203,7 @@ class FA3Builders:
         except BuildRefused as e:
             w = int(bucket.graph(mode, step).buffer.shape[1])
             return Build(
-                mode, step, FA3_BUFFERS[mode], w, bucket.cfg.page_size, 0, 0, published(mode, step, seq, rt), str(e)
+                mode, step, GRAPH_BUFFERS[mode], w, bucket.cfg.page_size, 0, 0, published(mode, step, seq, rt), str(e)
             )
 
 
@@ -179,7 +225,7 @@ class Bucket:
     """The backends of one configuration, their graph state for ``1 + guard`` rows, each mode captured at batch
     size 1, and ``req_to_token``: sized for builds that publish up to ``reach`` tokens."""
 
-    owner: FA3Builders
+    owner: GraphBuilders
     cfg: ServingConfig
     rt: SpecRuntime | None
     width: int  # req_to_token's row width
@@ -205,16 +251,18 @@ class Bucket:
         return reach <= self.reach
 
     def backend(self, mode: Mode, step: int | None) -> Any:
-        """The backend a mode runs on, as SGLang builds it: the target's ``FlashAttentionBackend(runner)`` for
-        decode and verify [cite: fa3-target-backend], the draft worker's ``FlashAttentionMultiStepBackend(runner, topk,
-        steps)``'s step ``step`` for a draft decode [cite: fa3-draft-decode-backend], the draft worker's
-        ``FlashAttentionBackend(runner, skip_prefill=False)`` for its extend [cite: fa3-draft-extend-backend]."""
+        """The backend a mode runs on, as SGLang builds it (FA3's classes named): the target's
+        ``FlashAttentionBackend(runner)`` for decode and verify [cite: fa3-target-backend], the draft worker's
+        ``FlashAttentionMultiStepBackend(runner, topk, steps)``'s step ``step`` for a draft decode
+        [cite: fa3-draft-decode-backend], the draft worker's ``FlashAttentionBackend(runner, skip_prefill=False)``
+        for its extend [cite: fa3-draft-extend-backend]."""
         draft = mode in (Mode.DRAFT_DECODE, Mode.DRAFT_EXTEND)
         name = {Mode.DRAFT_DECODE: "draft decode", Mode.DRAFT_EXTEND: "draft extend"}.get(mode, "target")
         if name not in self.backends:
             runtime, cfg, rt = self.owner.runtime, self.cfg, self.rt
             allocator = runtime.allocator(cfg, 64 * runtime.allocator_page(cfg))  # the backend only asks its class
-            module = self.owner.loader.module(FA3_BACKEND)
+            spec = self.owner.spec
+            module = self.owner.loader.module(spec.module)
 
             def make() -> Any:
                 translator = self.owner.loader.modules.get(KV_INDEX_TRANSLATOR)
@@ -231,10 +279,10 @@ class Bucket:
                 )
                 if mode is Mode.DRAFT_DECODE:
                     assert rt is not None
-                    return module.FlashAttentionMultiStepBackend(runner, cfg.topk, rt.num_steps)
+                    return getattr(module, spec.draft_steps_cls)(runner, cfg.topk, rt.num_steps)
                 if mode is Mode.DRAFT_EXTEND:
-                    return module.FlashAttentionBackend(runner, skip_prefill=False)
-                return module.FlashAttentionBackend(runner)
+                    return getattr(module, spec.cls)(runner, skip_prefill=False)
+                return getattr(module, spec.cls)(runner)
 
             built = self.owner.call(cfg, rt, f"{name} backend of {runtime.origin}", make)
             # max_num_tokens: the bucket's rows times the tokens each step runs (D, or 1)
@@ -277,7 +325,7 @@ class Bucket:
         metadata = self.owner.call(
             self.cfg, self.rt, f"replay ({mode.value})", lambda: _run(g.backend, batch, False), replay=True
         )
-        where = f"{self.owner.runtime.origin} FA3 {mode.value} ({FA3_BUFFERS[mode]})"
+        where = f"{self.owner.runtime.origin} {self.owner.spec.backend.label} {mode.value} ({GRAPH_BUFFERS[mode]})"
         if metadata.page_table.data_ptr() != g.buffer.data_ptr():
             raise TargetError(f"{where}: the replay's page table is another buffer")
         if not torch.equal(self.req_to_token, self.pristine):
@@ -285,7 +333,7 @@ class Bucket:
         written, spilled = self._diff(g.buffer, where)
         published = int(metadata.cache_seqlens_int32[0])
         return Build(
-            mode, step, FA3_BUFFERS[mode], int(g.buffer.shape[1]), self.cfg.page_size, written, spilled, published
+            mode, step, GRAPH_BUFFERS[mode], int(g.buffer.shape[1]), self.cfg.page_size, written, spilled, published
         )
 
     def _diff(self, buffer: torch.Tensor, where: str) -> tuple[int, int]:
@@ -308,9 +356,9 @@ def _run(backend: Any, batch: Any, in_capture: bool) -> Any:
 
 
 def _buffer(backend: Any, mode: Mode) -> torch.Tensor:
-    """The buffer ``FA3_BUFFERS[mode]`` names (``target_verify_metadata['page_table']``), read off the backend."""
-    attr, _, rest = FA3_BUFFERS[mode].partition("[")
+    """The buffer ``GRAPH_BUFFERS[mode]`` names (``target_verify_metadata['page_table']``), read off the backend."""
+    attr, _, rest = GRAPH_BUFFERS[mode].partition("[")
     buffer = getattr(backend, attr).get(rest.strip("]'\""))
     if not isinstance(buffer, torch.Tensor) or buffer.dim() != 2:
-        raise TargetError(f"FA3's {FA3_BUFFERS[mode]} is no 2-D tensor")
+        raise TargetError(f"the backend's {GRAPH_BUFFERS[mode]} is no 2-D tensor")
     return buffer

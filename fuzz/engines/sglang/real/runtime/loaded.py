@@ -52,7 +52,7 @@ class SGLangRuntime:
         self.import_seconds = 0.0
         self._pool_methods: dict[str, Callable[..., Any]] | None = None
         self._loaders: list[Loader] = [self.loader]
-        self.attention: Any = None  # FA3's page-table builders (``attention.FA3Builders``), loaded on first use
+        self.attention: dict[Any, Any] = {}  # each backend's graph builders (``attention.GraphBuilders``), on first use
 
     @classmethod
     def load(
