@@ -35,6 +35,7 @@ class AttentionBackend(StrEnum):
     """SGLang's ``--attention-backend`` names, for the backends whose tables are checked."""
 
     FA3 = "fa3"
+    TRTLLM_MHA = "trtllm_mha"
 
     @property
     def label(self) -> str:
@@ -100,7 +101,8 @@ def pages(tokens: Int, page: Int) -> Int:
     return ceil_div(tokens, page)
 
 
-# SGLang's names of a backend's CUDA-graph page tables, per mode (topk 1): FA3's, which trtllm_mha's mirror.
+# SGLang's names of a backend's CUDA-graph page tables, per mode (topk 1): FA3's, which trtllm_mha's mirror (the
+# same dictionaries and keys in its ``init_cuda_graph_state``).
 GRAPH_BUFFERS: dict[Mode, str] = {
     Mode.DECODE: "decode_cuda_graph_metadata['page_table']",
     Mode.DRAFT_DECODE: "decode_cuda_graph_metadata['page_table_draft_decode']",

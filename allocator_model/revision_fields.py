@@ -114,4 +114,5 @@ REVISION_FIELDS: dict[str, Any] = {
     "page_table_width": TableWidth,
     "fa3_verify_block_tokens": "optional-int",
     "fa3_decode_asserts": bool,
+    "trtllm_mha_block_tokens": "optional-int",
 }

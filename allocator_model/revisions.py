@@ -89,9 +89,9 @@ class Revision:
     # statically [cite: hisparse-refuses-adaptive].
     hisparse_adaptive: bool = False
     # -- the attention backends' CUDA-graph page tables (``page_tables``) ----------------------------
-    # What FA3's graph page tables are sized from: the req_to_token row they copy (the reference: every length a
-    # step publishes was reserved in that row), or the model's context length (upstream, every release:
-    # ``max_num_pages`` in ``FlashAttentionBackend.__init__`` and ``init_cuda_graph_state``).
+    # What the backends' graph page tables are sized from: the req_to_token row they copy (the reference: every
+    # length a step publishes was reserved in that row), or the model's context length (upstream, every release:
+    # ``max_num_pages`` in FA3's and trtllm_mha's ``__init__`` and ``init_cuda_graph_state``).
     page_table_width: TableWidth = TableWidth.ROW
     # FA3's target-verify graph builder masks its writes by the published length alone, over a grid of blocks of
     # this many tokens (``build_trtllm_mha_page_table``, 0.5.15-0.5.21); None: it clamps them at the width.
@@ -99,6 +99,10 @@ class Revision:
     # FA3's decode and draft-decode graph builders assert the published pages fit the buffer first
     # (``assert_buffer_fits``, 0.5.13-0.5.14): a step past the width raises instead of writing.
     fa3_decode_asserts: bool = False
+    # trtllm_mha's graph builders mask every mode's writes by the published length alone, over a grid of blocks of
+    # this many tokens (``build_trtllm_mha_page_table`` for the whole graph path, 0.5.14); None: they clamp them at
+    # the width (0.5.13's gather, 0.5.15+'s ``update_trtllm_mha_graph_metadata``).
+    trtllm_mha_block_tokens: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -137,8 +141,9 @@ class Revision:
 
     def graph_sizing(self, backend: AttentionBackend) -> GraphSizing:
         """What this revision's CUDA-graph builders of ``backend`` do (its fields, as the twin takes them)."""
-        if backend is not AttentionBackend.FA3:
-            raise ValueError(f"no model of {backend.value}'s graph builders")
+        if backend is AttentionBackend.TRTLLM_MHA:
+            every = frozenset(Mode) if self.trtllm_mha_block_tokens else frozenset()
+            return GraphSizing(self.page_table_width, self.trtllm_mha_block_tokens, every)
         block = self.fa3_verify_block_tokens
         unclamped = frozenset({Mode.TARGET_VERIFY}) if block else frozenset()
         asserts = frozenset({Mode.DECODE, Mode.DRAFT_DECODE}) if self.fa3_decode_asserts else frozenset()
@@ -199,6 +204,7 @@ LATER_FIELDS: dict[str, Any] = {
     "page_table_width": "row",
     "fa3_verify_block_tokens": None,
     "fa3_decode_asserts": False,
+    "trtllm_mha_block_tokens": None,
 }
 
 REFERENCE = Revision(
@@ -298,6 +304,7 @@ _UPSTREAM_0_5_14 = _UPSTREAM_0_5_15.but(
     pools=frozenset({KVPool.STANDARD, KVPool.SWA, KVPool.HISPARSE}),
     fa3_verify_block_tokens=None,
     fa3_decode_asserts=True,
+    trtllm_mha_block_tokens=4096,
 )
 """0.5.14: 0.5.15's sizing; no ``dcp_size`` server argument (``server_args.py`` has none; it first
 appears in 0.5.15 [cite: dcp-size-argument]), so a launch with attn_dcp_size > 1 does not exist; no
@@ -307,6 +314,7 @@ _UPSTREAM_0_5_13 = _UPSTREAM_0_5_14.but(
     "sglang-0.5.13",
     "upstream 0.5.13: as 0.5.14; NGRAM, DFLASH and FROZEN_KV_MTP run v1 workers (not modeled)",
     algorithms=frozenset({algo.EAGLE, algo.EAGLE3, algo.STANDALONE}),
+    trtllm_mha_block_tokens=None,
 )
 """0.5.13 (``mem_cache/common.py``, the first release with all three sizing functions [cite: common-sizing-functions]).
 
