@@ -283,6 +283,14 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     "fa3-requires-sm80-or-sm90": (
         Cite("0.5.23", _ATTENTION_REGISTRY, "assert (major == 8 and not runner.use_mla_backend) or major == 9"),
     ),
+    # trtllm_mha: SGLang refuses it below SM90, keeps pages 16/32/64/128 only (any other becomes 64), and topk 1.
+    "trtllm-mha-requires-sm90": (
+        Cite("0.5.23", _SRT + "arg_groups/attention_hook.py", "TRTLLM MHA backend for decode is only supported on"),
+    ),
+    "trtllm-mha-pages": (Cite("0.5.23", _SRT + "arg_groups/overrides.py", "if page_size not in [16, 32, 64, 128]:"),),
+    "trtllm-mha-topk-1": (
+        Cite("0.5.23", _SRT + "arg_groups/speculative_hook.py", "trtllm_mha backend only supports topk = 1"),
+    ),
     # Without a precomputed split schedule FA3 takes its per-layer path.
     "fa3-scheduler-metadata-optional": (
         Cite("0.5.23", _FA3, "# scheduler_metadata unset uses the existing per-layer metadata path."),

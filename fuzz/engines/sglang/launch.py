@@ -173,8 +173,12 @@ def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
     return Launch(tuple(flags), files, tuple(notes), family)
 
 
-# The hardware a backend's kernels run on, where the default GPU does not (FA3: Hopper's instructions).
-HARDWARE = {"fa3": "an SM90 (Hopper) GPU: FA3's kernels are built for it"}
+# The hardware a backend's kernels run on, where the default GPU does not (FA3: Hopper's instructions; trtllm_mha:
+# SGLang refuses it below SM90 [cite: trtllm-mha-requires-sm90]).
+HARDWARE = {
+    "fa3": "an SM90 (Hopper) GPU: FA3's kernels are built for it",
+    "trtllm_mha": "an SM90 (Hopper, XQA) or SM100 (Blackwell, trtllm-gen) GPU: SGLang refuses trtllm_mha below SM90",
+}
 
 
 def attention_backend(cfg: ServingConfig) -> str:

@@ -50,18 +50,24 @@ PAGE_TABLE_FILES = (  # where the unclamped builder lives: kvcache/ to 0.5.18, a
     SGLANG_REPO_PATH + "sglang/kernels/ops/kvcache/trtllm_mha_page_table.py",
     SGLANG_REPO_PATH + "sglang/kernels/ops/attention/trtllm_mha_page_table.py",
 )
+TRTLLM_MHA_FILE = SGLANG_REPO_PATH + "sglang/srt/layers/attention/trtllm_mha_backend.py"
+GRAPH_METADATA_FILES = (  # trtllm_mha's fused graph-metadata kernel: kvcache/ to 0.5.22, attention/ after
+    SGLANG_REPO_PATH + "sglang/kernels/ops/kvcache/trtllm_mha_graph_metadata.py",
+    SGLANG_REPO_PATH + "sglang/kernels/ops/attention/trtllm_mha_graph_metadata.py",
+)
 NEXT_ROW = "the next request of the batch (its graph row), or past the buffer for the bucket's last row"
 
 
 @dataclass(frozen=True)
 class GraphTable:
     """One backend's CUDA-graph page table, as this engine checks it: its name, where SGLang sizes, fills and
-    reads it, and which launches run it (``takes``)."""
+    reads it, the pages it runs, and which launches run it (``takes``)."""
 
     backend: AttentionBackend
     width_code: tuple[CodeRef, ...]  # the functions that size it (its root cause)
     writers: tuple[CodeRef, ...]
     readers: tuple[CodeRef, ...]
+    pages: tuple[int, ...]  # the page sizes a launch on the backend keeps (others SGLang changes or refuses)
     takes: Callable[[ServingConfig], bool]
 
     @property
@@ -73,14 +79,27 @@ class GraphTable:
         return f"{self.backend.label}'s kernel"
 
 
+# FA3's pages: a power of two (its metadata builders assert it from 0.5.16, ``kernels/ops/attention/metadata.py``:
+# another page fails at CUDA-graph capture, before any request; the unclamped verify builder needs the page to divide
+# its 4096-token block).
+FA3_PAGES = tuple(p for p in range(1, 257) if p & (p - 1) == 0)
+# trtllm_mha's: 16, 32, 64 or 128; SGLang changes any other to 64 [cite: trtllm-mha-pages].
+TRTLLM_MHA_PAGES = (16, 32, 64, 128)
+
+
 def fa3_takes(cfg: ServingConfig) -> bool:
     """Whether FA3's page tables are judged on ``cfg``: a standard pool without decode context parallelism (DCP
-    runs the MLA backends; unified memory translates FA3's tables through its own map), at a power-of-two page
-    (FA3's metadata builders assert it from 0.5.16, ``kernels/ops/attention/metadata.py``: another page fails at
-    CUDA-graph capture, before any request; the unclamped verify builder needs the page to divide its 4096-token
-    block)."""
-    page = cfg.page_size
-    return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1 and page & (page - 1) == 0
+    runs the MLA backends; unified memory translates FA3's tables through its own map), at a page it runs."""
+    return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1 and cfg.page_size in FA3_PAGES
+
+
+def trtllm_mha_takes(cfg: ServingConfig) -> bool:
+    """Whether trtllm_mha's page tables are judged on ``cfg``: FA3's deployments (a standard pool, no DCP) at a
+    page it keeps, and speculation at topk 1 only (SGLang refuses topk > 1 on it at launch
+    [cite: trtllm-mha-topk-1])."""
+    spec = cfg.speculative_algorithm is not None
+    standard = cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1
+    return standard and cfg.page_size in TRTLLM_MHA_PAGES and (not spec or cfg.topk == 1)
 
 
 FA3 = GraphTable(
@@ -99,9 +118,28 @@ FA3 = GraphTable(
         CodeRef(FA3_FILE, "FlashAttentionBackend.forward_decode"),
         CodeRef(FA3_FILE, "FlashAttentionBackend.forward_extend"),
     ),
+    pages=FA3_PAGES,
     takes=fa3_takes,
 )
-GRAPH_TABLES: dict[str, GraphTable] = {t.name: t for t in (FA3,)}
+TRTLLM_MHA = GraphTable(
+    AttentionBackend.TRTLLM_MHA,
+    width_code=(
+        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.init_cuda_graph_state"),
+        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.__init__"),
+    ),
+    writers=(
+        *(CodeRef(f, "update_trtllm_mha_graph_metadata") for f in GRAPH_METADATA_FILES),
+        *(CodeRef(f, PAGE_TABLE_BUILDER) for f in PAGE_TABLE_FILES),
+        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend._apply_cuda_graph_metadata"),
+    ),
+    readers=(
+        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.forward_decode"),
+        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.forward_extend"),
+    ),
+    pages=TRTLLM_MHA_PAGES,
+    takes=trtllm_mha_takes,
+)
+GRAPH_TABLES: dict[str, GraphTable] = {t.name: t for t in (FA3, TRTLLM_MHA)}
 FA3_PAGE_TABLE = FA3.name
 
 
@@ -171,7 +209,7 @@ def _scenario_data(
     from strategies import space
     from strategies.configs import DrawChooser
 
-    fixed = {"kv_pool": KVPool.STANDARD, "attn_dcp_size": 1, **pins}
+    fixed = {"kv_pool": KVPool.STANDARD, "attn_dcp_size": 1, "page_size": draw(st.sampled_from(t.pages)), **pins}
     s = space.decode_scenario(DrawChooser(draw), revision, pins=fixed)
     if s is None or not t.takes(s.config):
         reject()
@@ -395,3 +433,4 @@ def declared_table(t: GraphTable) -> Table:
 
 
 FA3_TABLE = declared_table(FA3)
+TRTLLM_MHA_TABLE = declared_table(TRTLLM_MHA)

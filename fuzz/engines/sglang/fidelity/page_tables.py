@@ -50,7 +50,6 @@ DRAWS_PER_STEP = 20  # draws per wanted step before the space counts as exhauste
 SMALL_CONTEXT = 2048  # most contexts stay below this (a build is milliseconds there)
 LARGE_CONTEXT = 16384  # one draw in LARGE_EVERY goes up to this: four of the verify builder's 4096-token blocks
 LARGE_EVERY = 8
-PAGES = tuple(p for p in space.PAGE_SIZES if p & (p - 1) == 0)  # the pages the backends' builders take (``takes``)
 
 
 @dataclass
@@ -104,7 +103,7 @@ def draw(
     chooser: PreferringChooser, target: SGLangTarget, a: str | None, overlap: bool, t: GraphTable = FA3
 ) -> DecodeScenario | None:
     """One scenario of the cell (algorithm, overlap), on a deployment the table judges (None: the draw clashed)."""
-    page = chooser.often(1, PAGES)
+    page = chooser.often(t.pages[0], t.pages)
     top = LARGE_CONTEXT if chooser.integers(1, LARGE_EVERY) == 1 else SMALL_CONTEXT
     lo, hi = space.context_pages_range(page)
     context_len = chooser.integers(lo, max(lo, min(hi, top // page))) * page + chooser.integers(0, page - 1)

@@ -103,7 +103,10 @@ def graph_builds(
     loaded = runtime.attention.get(backend)
     if loaded is None:
         try:
-            loaded = GraphBuilders(runtime, GRAPH_BACKENDS[backend])
+            spec = GRAPH_BACKENDS.get(backend)
+            if spec is None:
+                raise TargetError(f"this runtime does not build {backend.label}'s backend")
+            loaded = GraphBuilders(runtime, spec)
         except (TargetError, StandInMissing) as e:  # remembered: every later call says the same
             loaded = e
         runtime.attention[backend] = loaded

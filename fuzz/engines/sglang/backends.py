@@ -1,0 +1,88 @@
+"""Every attention backend a release registers, and what this engine judges of it.
+
+A backend is checked where its CUDA-graph page table is a checked table (``page_tables.GRAPH_TABLES``); every other
+name of the release's ``attention_registry.py`` is listed here with the reason it is not
+(``tests/test_backend_registry.py`` holds the list to each release's registry: a backend a release adds and this
+file does not name fails it).  "not checked yet" is work left, said as such, never a claim of safety.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .page_tables import GRAPH_TABLES
+
+REGISTRY = "sglang/srt/layers/attention/attention_registry.py"
+_LATER = "not checked yet: "
+_SAME_AS_TRTLLM_MLA = "trtllm_mla's subclass, its graph tables trtllm_mla's (" + _LATER.rstrip(": ") + ")"
+
+UNCHECKED: dict[str, str] = {
+    "fa4": "FA3's own class (FlashAttentionBackend with fa_impl_ver=4, SM100): its graph tables are built by the "
+    "builders fa3_page_table judges",
+    "trtllm_mla": _LATER + "MLA models only; its constructor pins host memory (CUDA); its graph table is "
+    "round_up(C, 4096) tokens wide, clamped, and verify publishes seq + D",
+    "cutedsl_mla": _SAME_AS_TRTLLM_MLA,
+    "tokenspeed_mla": _SAME_AS_TRTLLM_MLA,
+    "flashmla": _LATER + "MLA models only; its constructor allocates on CUDA; its builder "
+    "(create_flashmla_kv_indices_triton) writes by the published length, (C + 64) // 64 pages wide",
+    "cutlass_mla": _LATER + "flashmla's builder over (C + 128) // 128 pages; sgl_kernel's CUDA kernel",
+    "flashinfer": _LATER + "a flat kv_indices buffer (a range per request, no row), filled through flashinfer's own "
+    "plan(); init_cuda_graph_state allocates on CUDA (MLA models: FlashInferMLAAttnBackend, the same layout)",
+    "triton": _LATER + "a flat kv_indices buffer (a range per request, no row); its builders run on CPU",
+    "llada2_cfg_flashinfer": "diffusion language models only: no speculative decode modes",
+    "dsa": "sized from req_to_token's row (req_to_token.shape[1]), the width every published length was reserved "
+    "in; DeepSeek sparse-attention models only (their indexer key cache under DCP is another table)",
+    "nsa": "dsa's name before it (the same backend)",
+    "qsa": "Qwen sparse-attention models only; CUDA kernels",
+    "dsv4": "DeepSeek-V4 models only (compressed KV, its own tables); CUDA kernels",
+    "hpc_ops": "no speculative decoding (SGLang refuses it with speculation): decode only; CUDA kernels",
+    "minicpm_flashattn": "MiniCPM sparse-attention models only",
+    "minicpm_flashinfer": "MiniCPM sparse-attention models only",
+    "aiter": "ROCm (HIP) GPUs only",
+    "wave": "ROCm (HIP) GPUs only",
+    "ascend": "Ascend NPUs only",
+    "intel_xpu": "Intel XPUs only",
+    "intel_amx": "a CPU backend: no CUDA graph, no graph tables",
+    "torch_native": "eager only: no CUDA-graph tables (it reads req_to_token per request)",
+    "flex_attention": "eager only: no CUDA-graph tables (it reads req_to_token per request)",
+    "dual_chunk_flash_attn": "Qwen dual-chunk long-context models only; no page table (lengths only)",
+}
+
+
+def checked() -> dict[str, str]:
+    """Each checked backend and its table's name."""
+    return {t.backend.value: t.name for t in GRAPH_TABLES.values()}
+
+
+def registered(source: str) -> list[str]:
+    """The names a release's ``attention_registry.py`` registers (``@register_attention_backend("name")``), in its
+    order: read from the file's syntax, never run."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for d in node.decorator_list:
+            call = d if isinstance(d, ast.Call) else None
+            if call is None or getattr(call.func, "id", None) != "register_attention_backend" or not call.args:
+                continue
+            arg = call.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                names.append(arg.value)
+    return names
+
+
+def unaccounted(names: list[str]) -> list[str]:
+    """The registered names neither checked nor listed with a reason."""
+    known = set(checked()) | set(UNCHECKED)
+    return [n for n in names if n not in known]
+
+
+def table_text() -> str:
+    """The backends as a Markdown table (``docs/ci.md`` holds it; a test regenerates it)."""
+    rows = ["| backend | judged |", "|---|---|"]
+    rows += [f"| `{name}` | checked: `{table}` |" for name, table in checked().items()]
+    rows += [f"| `{name}` | {why} |" for name, why in sorted(UNCHECKED.items())]
+    return "\n".join(rows)
+
+
+__all__ = ["REGISTRY", "UNCHECKED", "checked", "registered", "table_text", "unaccounted"]
