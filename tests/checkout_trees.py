@@ -35,6 +35,8 @@ ALLOCATION = "srt/mem_cache/allocation.py"
 ALLOCATOR_KERNELS = "kernels/ops/memory/allocator.py"
 FA3 = "srt/layers/attention/flashattention_backend.py"
 FA3_METADATA = "kernels/ops/attention/metadata.py"
+TRTLLM_MHA = "srt/layers/attention/trtllm_mha_backend.py"
+TRTLLM_MHA_METADATA = "kernels/ops/attention/trtllm_mha_graph_metadata.py"
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,17 @@ FIXES: dict[str, Change] = {
             ),
         ),
     ),
-    "fa3-page-table-width": Change(
-        "fa3-page-table-width",
-        "FA3's CUDA-graph page tables sized from the req_to_token row they copy (the approach of PR #29665), "
-        "not from context_len",
+    "page-table-width": Change(
+        "page-table-width",
+        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's) sized from the req_to_token row they copy (the "
+        "approach of PR #29665), not from context_len",
         (
+            Edit(
+                TRTLLM_MHA,
+                "            self.max_context_len + self.page_size - 1\n        ) // self.page_size\n",
+                "            self.req_to_token.shape[1] + self.page_size - 1  # (fixture) #29665\n"
+                "        ) // self.page_size\n",
+            ),
             Edit(
                 FA3,
                 "            self.max_context_len + self.page_size - 1\n        ) // self.page_size\n",
@@ -181,7 +189,7 @@ PLANTS: dict[str, Change] = {
 
 # -- plants in FA3's page-table builders, one per category (each on a tree with its page tables fixed) -----------
 
-FA3_PLANTS: dict[str, Change] = {
+PAGE_TABLE_PLANTS: dict[str, Change] = {
     "fa3-width-context-plus-drafts": Change(  # a width
         "fa3-width-context-plus-drafts",
         "FlashAttentionBackend sizes its graph page table C + D (the approach of PR #35985), not the req_to_token row",
@@ -229,6 +237,29 @@ FA3_PLANTS: dict[str, Change] = {
                 "            seq_lens=forward_batch.seq_lens[:bs] + self.speculative_num_draft_tokens,  # (plant)\n"
                 "            extend_seq_lens=forward_batch.extend_seq_lens[:bs],\n"
                 "            page_size=self.page_size,\n",
+            ),
+        ),
+    ),
+    "trtllm-mha-graph-clamp-dropped": Change(  # a builder's write (on a tree whose page tables keep their width)
+        "trtllm-mha-graph-clamp-dropped",
+        "trtllm_mha's fused graph-metadata kernel stops clamping its live pages at the page table's width",
+        (
+            Edit(
+                TRTLLM_MHA_METADATA,
+                "            num_live_pages = tl.minimum(tl.cdiv(seqlen, PAGE_SIZE), max_seq_pages)\n",
+                "            num_live_pages = tl.cdiv(seqlen, PAGE_SIZE)  # (plant)\n",
+            ),
+        ),
+    ),
+    "trtllm-mha-draft-extend-offset": Change(  # draft extend
+        "trtllm-mha-draft-extend-offset",
+        "trtllm_mha's draft extend offsets its lens by the draft window, as the verify does, on seq_lens that hold it",
+        (
+            Edit(
+                TRTLLM_MHA,
+                "            q_stride = num_tokens_per_req\n            q_mode = Q_MODE_STRIDED\n",
+                "            q_stride = num_tokens_per_req\n            q_mode = Q_MODE_STRIDED\n"
+                "            seqlen_offset = num_tokens_per_req  # (plant)\n",
             ),
         ),
     ),
@@ -436,7 +467,7 @@ def build_tree(
     """A checkout-shaped tree of ``release`` at ``dest`` with the ``fixed`` known bugs fixed and the ``plants``."""
     base = base_tree(release)
     changes = [FIXES[n] for n in fixed] + [
-        PLANTS.get(n) or SITE_PLANT_NAMES.get(n) or FA3_PLANTS.get(n) or SIZING_PLANTS[n] for n in plants
+        PLANTS.get(n) or SITE_PLANT_NAMES.get(n) or PAGE_TABLE_PLANTS.get(n) or SIZING_PLANTS[n] for n in plants
     ]
     edited = {e.member for c in changes for e in c.edits}
     for directory, _, files in os.walk(base):

@@ -241,8 +241,8 @@ def test_the_plugin_on_a_0_5_23_checkout_fails_and_passes_as_the_page_says(pinne
         return [f["signature"] for t in json.loads(report.read_text())["targets"] for f in t["findings"]]
 
     # 0.5.23's causes: the page's two fixes, and FA3's page table's (a table the page's plugin line judges too)
-    assert set(FIXES) == {"page-1-headroom", "unified-mamba-rows", "fa3-page-table-width"}
-    headroom = build_tree(tmp_path / "headroom", "0.5.23", fixed=("page-1-headroom", "fa3-page-table-width"))
+    assert set(FIXES) == {"page-1-headroom", "unified-mamba-rows", "page-table-width"}
+    headroom = build_tree(tmp_path / "headroom", "0.5.23", fixed=("page-1-headroom", "page-table-width"))
     left = proved_groups(headroom)
     assert len(left) == int(stated[1]) and all("@unified-mamba" in g for g in left), left
     done = plugin(headroom, "-x")

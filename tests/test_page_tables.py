@@ -202,3 +202,60 @@ def test_a_lone_sizing_file_says_the_page_table_was_not_judged() -> None:
     (j,) = [j for j in judgements(t, Command.RUN, {}) if j.table == FA3_PAGE_TABLE]
     assert j.by is None and "FA3's builders are SGLang's own code, not run here" in j.why_not
     assert FA3_TABLE.refused_on(t) == j.why_not
+
+
+def test_trtllm_mha_is_declared_after_fa3_and_takes_its_pages_and_topk_1_only() -> None:
+    from fuzz.engines.sglang.page_tables import TRTLLM_MHA, TRTLLM_MHA_TABLE
+
+    names = [t.name for t in tables() if t.engine == "sglang"]
+    assert names.index(FA3_PAGE_TABLE) < names.index(TRTLLM_MHA.name) and TRTLLM_MHA_TABLE.hunted
+    assert table(TRTLLM_MHA.name) is TRTLLM_MHA_TABLE
+    for page in (1, 8, 256):
+        assert not TRTLLM_MHA.takes(ServingConfig.resolve(context_len=4096, page_size=page))
+    assert TRTLLM_MHA.takes(ServingConfig.resolve(context_len=4096, page_size=64, **EAGLE))
+    tree = ServingConfig.resolve(
+        context_len=4096, page_size=64, speculative_algorithm="EAGLE", speculative_eagle_topk=2
+    )
+    assert not TRTLLM_MHA.takes(tree) and FA3.takes(tree)
+
+
+def test_trtllm_mha_near_the_limit_writes_into_the_next_row_in_0_5_14_and_reads_past_it_after() -> None:
+    """C = 48, P = 16, EAGLE (3, 1, 4), overlap on, one token of lag: the verify publishes 49 + 4 = 53 tokens, 4
+    pages of a 3-page row.  0.5.14's graph path masks by length over a 4096-token block (it writes page 3 into the
+    next row); 0.5.13 and 0.5.15+ clamp (the kernel reads past only); the reference sizes the row from the row."""
+    from fuzz.engines.sglang.page_tables import TRTLLM_MHA, TRTLLM_MHA_TABLE
+
+    cfg = ServingConfig.resolve(context_len=48, page_size=16, enable_overlap=True, **EAGLE)
+    rev = target("reference@sglang-0.5.14").revision
+    near = case(44, 1)
+    assert not rev.refuses(cfg)
+
+    def broken(spec: str) -> dict[Property, int]:
+        return {
+            b.prop: b.overshoot for b in judge(TRTLLM_MHA_TABLE, observe_table(TRTLLM_MHA, target(spec), cfg, near))
+        }
+
+    assert broken("reference@sglang-0.5.14") == {Property.WRITE_WITHIN_ROW: 1, Property.READ_WITHIN_ROW: 1}
+    assert broken("reference@sglang-0.5.13") == broken("reference@sglang-0.5.23") == {Property.READ_WITHIN_ROW: 1}
+    assert broken("reference") == {}
+
+
+def test_trtllm_mha_over_the_bounded_space_clean_on_the_reference_and_breaking_per_release() -> None:
+    from fuzz.engines.sglang.page_tables import TRTLLM_MHA_TABLE
+
+    t, p = prover("reference")
+    assert not prove_table(t, TRTLLM_MHA_TABLE, p).groups
+    t, p = prover("reference@sglang-0.5.14")
+    assert {g.signature.prop for g in prove_table(t, TRTLLM_MHA_TABLE, p).groups.values()} >= {
+        Property.WRITE_WITHIN_ROW
+    }
+    t, p = prover("reference@sglang-0.5.23")
+    assert {g.signature.prop for g in prove_table(t, TRTLLM_MHA_TABLE, p).groups.values()} == {Property.READ_WITHIN_ROW}
+
+
+def test_the_launch_line_names_trtllm_mha_and_its_hardware() -> None:
+    from fuzz.engines.sglang.page_tables import TRTLLM_MHA
+
+    cfg = ServingConfig.resolve(context_len=4096, page_size=64, **EAGLE)
+    line = engine_of(target("reference")).launch_line(cfg, TRTLLM_MHA.name)
+    assert line is not None and "--attention-backend trtllm_mha" in line and "SM100" in line and "SM90" in line
