@@ -1,8 +1,8 @@
 """FA3's page table on checkout-shaped trees (issue 36, stage 1): SGLang's own builders, run from the tree.
 
-A tree with the page tables sized from the ``req_to_token`` row (``checkout_trees.FIXES["page-table-width"]``,
-the approach of PR #29665, with the release's other known bugs fixed) reads clean for the table under ``run``,
-``prove`` and the plugin line; each plant of ``checkout_trees.PAGE_TABLE_PLANTS``, one per category (a width, a builder's
+A tree with the page tables sized from the ``req_to_token`` row (``checkout_trees.FIXES["page-table-width"]``, the
+approach of PR #29665, with the release's other known bugs fixed) reads clean for the table under ``run``, ``prove``
+and the plugin line; each plant of ``checkout_trees.PAGE_TABLE_PLANTS``, one per category (a width, a builder's
 write, a published length, the draft extend), is found by ``run --profile ci``, and ``prove`` says it has no closed
 form for a tree whose builders do what none of its closed forms says (never a clean proof of it).
 """
