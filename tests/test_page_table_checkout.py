@@ -1,4 +1,4 @@
-"""FA3's page table on checkout-shaped trees (issue 36, stage 1): SGLang's own builders, run from the tree.
+"""The backends' page tables on checkout-shaped trees (issue 36): SGLang's own builders, run from the tree.
 
 A tree with the page tables sized from the ``req_to_token`` row (``checkout_trees.FIXES["page-table-width"]``, the
 approach of PR #29665, with the release's other known bugs fixed) reads clean for the table under ``run``, ``prove``
@@ -21,61 +21,70 @@ from fuzz.cli import main
 
 pytest_plugins = ["pytester"]
 
-FA3 = "fa3_page_table"
-# Where each plant lands: the classes of its findings (the clamp dropped sits on 0.5.23's own context-sized table,
-# whose reads already pass the row: what is new there is the write).
-PLANTED: dict[str, tuple[bool, set[str]]] = {
-    "fa3-width-context-plus-drafts": (True, {"read-within-row"}),
-    "fa3-decode-clamp-dropped": (False, {"write-within-row"}),
-    "fa3-verify-double-window": (True, {"read-within-row"}),
-    "fa3-draft-extend-double-window": (True, {"read-within-row"}),
+FA3, TRTLLM_MHA = "fa3_page_table", "trtllm_mha_page_table"
+TABLES = (FA3, TRTLLM_MHA)
+# Where each plant lands: on a fixed tree or 0.5.23's own, its table, the classes of its findings (a clamp dropped
+# sits on 0.5.23's own context-sized table, whose reads already pass the row: what is new there is the write).
+PLANTED: dict[str, tuple[bool, str, set[str]]] = {
+    "fa3-width-context-plus-drafts": (True, FA3, {"read-within-row"}),
+    "fa3-decode-clamp-dropped": (False, FA3, {"write-within-row"}),
+    "fa3-verify-double-window": (True, FA3, {"read-within-row"}),
+    "fa3-draft-extend-double-window": (True, FA3, {"read-within-row"}),
+    "trtllm-mha-graph-clamp-dropped": (False, TRTLLM_MHA, {"write-within-row"}),
+    "trtllm-mha-draft-extend-offset": (True, TRTLLM_MHA, {"read-within-row"}),
 }
+LABEL = {FA3: "FA3", TRTLLM_MHA: "trtllm_mha"}
 RUN = ["run", "--profile", "ci", "--max-examples", "20", "--pin", "kv_pool=standard", "--pin", "attn_dcp_size=1"]
 
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     need_triton()
-    root = tmp_path_factory.mktemp("fa3-trees")
+    root = tmp_path_factory.mktemp("page-table-trees")
     out = {"fixed": build_tree(root / "fixed", "0.5.23", fixed=KNOWN_BUGS)}
-    for name, (fixed, _) in PLANTED.items():
+    for name, (fixed, _, _) in PLANTED.items():
         out[name] = build_tree(root / name, "0.5.23", fixed=KNOWN_BUGS if fixed else (), plants=(name,))
     return out
 
 
-def fa3_findings(tmp_path: Path, tree: Path, *extra: str) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
+def table_findings(tmp_path: Path, tree: Path, *extra: str) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
+    """The run's findings on the backends' page tables (each tagged with its table), and its report's target."""
     report = tmp_path / "r.json"
     code = main([*RUN, "--target", str(tree), "--quiet", "--cases", str(tmp_path / "c"), "--json", str(report), *extra])
     (t,) = json.loads(report.read_text())["targets"]
-    return code, [f for f in t["findings"] if f["kind"] == "table-case" and f["case"]["table"] == FA3], t
+    return code, [f for f in t["findings"] if f["kind"] == "table-case" and f["case"]["table"] in TABLES], t
 
 
 def test_the_fixed_tree_reads_clean_under_run_and_prove(trees: dict[str, Path], tmp_path: Path, capsys) -> None:
-    code, found, t = fa3_findings(tmp_path, trees["fixed"])
-    assert found == [] and t["tables"][FA3]["judged"], t["tables"]
+    code, found, t = table_findings(tmp_path, trees["fixed"])
+    assert found == [] and all(t["tables"][name]["judged"] for name in TABLES), t["tables"]
     assert code == 0, [f["signature"] for f in t["findings"]]
     prove = ["prove", "--target", str(trees["fixed"]), "--space", "tiny", "--quiet", "--cases", str(tmp_path / "p")]
     assert main(prove) == 0
-    assert f"no configuration of the space reaches past a part of {FA3}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert all(f"no configuration of the space reaches past a part of {name}" in out for name in TABLES)
 
 
 def test_the_fixed_tree_passes_the_plugin_line(trees: dict[str, Path], pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess(
         "--pyargs", "fuzz.properties.test_kvrow_tables", f"--kvrow-target={trees['fixed']}", "--kvrow-max-examples=10",
-        "-p", "no:cacheprovider", "-p", "no:xdist", "-k", FA3,
+        "-p", "no:cacheprovider", "-p", "no:xdist", "-k", "_page_table",
     )  # fmt: skip
-    result.assert_outcomes(passed=4)  # its three properties drawn, and its bounded proof
+    result.assert_outcomes(passed=4 * len(TABLES))  # per table: its three properties drawn, and its bounded proof
 
 
 @pytest.mark.parametrize("plant", list(PLANTED))
 def test_each_plant_is_found_by_run_and_not_proved_clean(
     plant: str, trees: dict[str, Path], tmp_path: Path, capsys
 ) -> None:
-    code, found, t = fa3_findings(tmp_path, trees[plant])
+    _, name, props = PLANTED[plant]
+    code, every, t = table_findings(tmp_path, trees[plant])
+    found = [f for f in every if f["case"]["table"] == name]
     assert code == 1 and found, f"{plant}: {[f['signature'] for f in t['findings']]}"
-    assert PLANTED[plant][1] <= {f["signature"].partition("/")[0] for f in found}
-    assert all(f["confirmed"] and f["sglang"].startswith("confirmed on SGLang's own FA3 builders") for f in found)
+    assert props <= {f["signature"].partition("/")[0] for f in found}
+    own = f"confirmed on SGLang's own {LABEL[name]} builders"
+    assert all(f["confirmed"] and f["sglang"].startswith(own) for f in found)
     prove = ["prove", "--target", str(trees[plant]), "--space", "tiny", "--quiet", "--cases", str(tmp_path / "p")]
     main(prove)
     out = capsys.readouterr().out
-    assert f"NOT judged: {FA3}" in out or f"@{FA3}" in out  # no closed form, or the groups it does prove
+    assert f"NOT judged: {name}" in out or f"@{name}" in out  # no closed form, or the groups it does prove
