@@ -10,6 +10,7 @@ any of them can change a verdict.
 
 from __future__ import annotations
 
+from allocator_model.page_tables import AttentionBackend
 from fuzz.common.errors import BadInput
 from fuzz.engines.sglang.target_type import SGLangTarget
 
@@ -32,6 +33,6 @@ def read_paths(target: SGLangTarget) -> list[str]:
         release = release_for(tree.version)
         out += [f"python/{dotted.replace('.', '/')}.py" for dotted in release.modules]
         # FA3's page-table builders (the second table), where the tree has them
-        found = [d for d in release.attention if tree.has(d.replace(".", "/") + ".py")]
+        found = [d for d in release.attention[AttentionBackend.FA3] if tree.has(d.replace(".", "/") + ".py")]
         out += [f"python/{dotted.replace('.', '/')}.py" for dotted in found]
     return list(dict.fromkeys(out))

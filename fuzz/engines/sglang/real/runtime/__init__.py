@@ -17,8 +17,8 @@ checks     SGLang's KV-page invariant checker; freeing a finished request
 rows       req_to_token with guard rows; snapshot diffs
 bounds     the time bound on every call into SGLang; the record of functions entered
 validators SGLang's own launch checks executed (``boots``): the boot rules held to them
-attention  FA3's CUDA-graph page tables built by SGLang's own backend (``fa3_builds``); attention_inputs, what
-           it is handed; attention_standins, the names only it takes
+attention  a backend's CUDA-graph page tables built by SGLang's own backend (``graph_builds``: FA3, trtllm_mha);
+           attention_inputs, what it is handed; attention_standins, the names only the backends take
 """
 
 from .bounds import SGLangTimeout

@@ -2,8 +2,10 @@
 mode.
 
 The backend's class (FA3: ``FlashAttentionBackend``, and ``FlashAttentionMultiStepBackend`` for the draft's decode
-steps; ``GraphBackend`` names them per backend) is built by its own ``__init__`` from the release's files (its
-modules, in a loader of their own beside the write path's), its buffers by its own ``init_cuda_graph_state``; a mode
+steps; trtllm_mha: ``TRTLLMHAAttnBackend``, a FlashInfer backend, and ``TRTLLMHAAttnMultiStepDraftBackend``;
+``GraphBackend`` names them per backend) is built by its own ``__init__`` from the release's files (its modules,
+``Release.attention``, in a loader of their own beside the write path's, with the names only the backends take
+answered by ``attention_standins``), its buffers by its own ``init_cuda_graph_state``; a mode
 is captured as the graph runner captures it (``init_forward_metadata_out_graph(in_capture=True)``, then
 ``init_forward_metadata_in_graph``, the part the graph holds) and replayed as a replay runs it (the same two calls
 on the request's batch). Every triton kernel runs under triton's interpreter (``compiled_kernels()`` is empty,
@@ -36,12 +38,13 @@ from allocator_model.page_tables import GRAPH_BUFFERS, AttentionBackend, Build, 
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
-from .attention_inputs import forward_batch, model_runner
-from .attention_standins import AttentionStandIns
+from .attention_inputs import forward_batch, kv_pool, model_runner
+from .attention_standins import SM90, AttentionStandIns
 from .bounds import SGLangTimeout, bounded
 from .context import Settings
-from .loaded import SGLangRuntime
-from .releases import FA3_BACKEND, KV_INDEX_TRANSLATOR, Release
+from .loaded import MEMORY_POOL, SGLangRuntime
+from .releases import FA3_BACKEND, KV_CACHE_QUANT, KV_INDEX_TRANSLATOR, TRTLLM_MHA_BACKEND
+from .standins import slice_definitions
 
 SENTINEL = -0x2A2A2A2A  # no page id is negative
 FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")
@@ -60,13 +63,14 @@ class BuildRefused(TargetError):
 class GraphBackend:
     """Where a backend's CUDA-graph builders live and how SGLang builds them: its module and class (the target's
     backend, and the draft's extend backend with ``skip_prefill=False``), the draft's multi-step class (one backend
-    per draft step, ``attn_backends[step]``), and the release's modules it executes."""
+    per draft step, ``attn_backends[step]``), the compute capability of the stand-in GPU it runs on; the release's
+    modules it executes are the release's (``Release.attention[backend]``)."""
 
     backend: AttentionBackend
     module: str
     cls: str
     draft_steps_cls: str
-    modules: Callable[[Release], tuple[str, ...]]
+    capability: tuple[int, int]
 
     @property
     def settings(self) -> Settings:
@@ -79,7 +83,14 @@ GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {
         FA3_BACKEND,
         "FlashAttentionBackend",
         "FlashAttentionMultiStepBackend",
-        lambda release: release.attention,
+        SM90,
+    ),
+    AttentionBackend.TRTLLM_MHA: GraphBackend(
+        AttentionBackend.TRTLLM_MHA,
+        TRTLLM_MHA_BACKEND,
+        "TRTLLMHAAttnBackend",
+        "TRTLLMHAAttnMultiStepDraftBackend",
+        SM90,
     ),
 }
 
@@ -121,10 +132,11 @@ class GraphBuilders:
 
     def __init__(self, runtime: SGLangRuntime, spec: GraphBackend) -> None:
         self.runtime, self.spec = runtime, spec
-        modules = tuple(m for m in spec.modules(runtime.release) if runtime.tree.has(m.replace(".", "/") + ".py"))
+        wanted = runtime.release.attention.get(spec.backend, ())
+        modules = tuple(m for m in wanted if runtime.tree.has(m.replace(".", "/") + ".py"))
         if spec.module not in modules:
             raise TargetError(f"{runtime.origin} has no {spec.module.replace('.', '/')}.py to execute")
-        self.standins = AttentionStandIns(runtime.standins)
+        self.standins = AttentionStandIns(runtime.standins, spec.capability)
         self.loader = runtime.side_loader(modules, self._answer)
         self.buckets: dict[tuple[Any, ...], Bucket] = {}
         for dotted in modules:
@@ -136,6 +148,20 @@ class GraphBuilders:
         compiled = self.loader.compiled_kernels()
         if compiled:  # triton read TRITON_INTERPRET as unset at a @triton.jit: they would run compiled on CPU tensors
             raise TargetError(f"{runtime.origin}: {compiled[0]} is a compiled triton kernel, not an interpreted one")
+        self._quant: tuple[Any, Any] | None = None
+        quant = self.loader.modules.get(KV_CACHE_QUANT)
+        if quant is not None and KV_CACHE_QUANT in self.loader.executed:
+            method = "KVCache.get_kv_cache_quant_method"
+            found = slice_definitions(runtime.tree, MEMORY_POOL, (method,), {"Any": Any, "__name__": "memory_pool"})
+            self._quant = (quant.UnquantizedKVCacheMethod, found[method])
+
+    def kv_pool(self) -> Any:
+        """A runner's KV pool (``attention_inputs.kv_pool``): its quant method SGLang's own where the release has
+        one (0.5.16+)."""
+        if self._quant is None:
+            return kv_pool(None, None)
+        method, get = self._quant
+        return kv_pool(method(), get)
 
     def _answer(self, module: str, name: str) -> tuple[bool, Any]:
         """A name of a module the write path executed is that module's own (the same tree, already run: spec_info's
@@ -254,9 +280,9 @@ class Bucket:
         return reach <= self.reach
 
     def backend(self, mode: Mode, step: int | None) -> Any:
-        """The backend a mode runs on, as SGLang builds it (FA3's classes named): the target's
-        ``FlashAttentionBackend(runner)`` for decode and verify [cite: fa3-target-backend], the draft worker's
-        ``FlashAttentionMultiStepBackend(runner, topk, steps)``'s step ``step`` for a draft decode
+        """The backend a mode runs on, as SGLang builds it (FA3's classes named; trtllm_mha's the same way): the
+        target's ``FlashAttentionBackend(runner)`` for decode and verify [cite: fa3-target-backend], the draft
+        worker's ``FlashAttentionMultiStepBackend(runner, topk, steps)``'s step ``step`` for a draft decode
         [cite: fa3-draft-decode-backend], the draft worker's ``FlashAttentionBackend(runner, skip_prefill=False)``
         for its extend [cite: fa3-draft-extend-backend]."""
         draft = mode in (Mode.DRAFT_DECODE, Mode.DRAFT_EXTEND)
@@ -270,6 +296,7 @@ class Bucket:
             def make() -> Any:
                 translator = self.owner.loader.modules.get(KV_INDEX_TRANSLATOR)
                 runner = model_runner(
+                    backend=spec.backend.value,
                     arch=self.owner.sglang(*ATTENTION_ARCH),
                     context_len=cfg.context_len,
                     page_size=cfg.page_size,
@@ -279,6 +306,8 @@ class Bucket:
                     parallel=runtime.context.read("parallel"),
                     server_args=runtime.context.read("server_args"),
                     draft=draft,
+                    spec_algorithm=runtime.speculative_algorithm(cfg.speculative_algorithm),
+                    kv_pool=self.owner.kv_pool(),
                 )
                 if mode is Mode.DRAFT_DECODE:
                     assert rt is not None

@@ -1,14 +1,16 @@
-"""What FA3's backend is handed (``attention``): the model runner it is built from, the forward batch of a mode.
+"""What a backend is handed (``attention``: FA3's, trtllm_mha's): the model runner it is built from, the forward
+batch of a mode.
 
 Strict stand-ins (``batch.Strict``): a name the backend reads that is not given stops the run naming it
 (``StandInMissing``); the names the real object lacks raise ``AttributeError``, so ``getattr(x, name, default)``
 gives SGLang's default.  What they stand for:
 
-* the model: a dense MHA model, 8 heads of 128, bf16 KV, no sliding window, no local attention, no encoder (the
-  page tables depend on none of these but the KV layout being paged MHA);
+* the model: a dense MHA decoder (``ARCHITECTURE``), 8 heads of 128 (8 KV heads), bf16 weights and KV, no sliding
+  window, no local attention, no encoder, not multimodal (the page tables depend on none of these but the KV layout
+  being paged MHA);
 * the KV pool: a standard MHA pool (``MHATokenToKVPool``: not SWA, not page-interleaved, not unified), so every
-  ``isinstance`` against SGLang's other pool classes is False (``inert.known_isinstance``); the allocator is the
-  release's own, built for the configuration (``SGLangRuntime.allocator``);
+  ``isinstance`` against SGLang's other pool classes is False (``inert.known_isinstance``), its KV unquantized
+  (``kv_pool``); the allocator is the release's own, built for the configuration (``SGLangRuntime.allocator``);
 * the ``KVIndexTranslator`` (0.5.19+): SGLang's own, built by its own constructor from these, as the model runner
   builds it (a standard pool: not translating);
 * the forward batch: one request (``batch_size`` 1) in ``req_to_token`` row ``row`` at device length ``seq``, its
@@ -18,6 +20,8 @@ gives SGLang's default.  What they stand for:
 from __future__ import annotations
 
 import inspect
+import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -28,6 +32,7 @@ from allocator_model.page_tables import Mode
 from .batch import Strict
 
 HEADS, HEAD_DIM = 8, 128
+ARCHITECTURE = "LlamaForCausalLM"  # a dense MHA decoder (FlashInfer sizes its workspace up for Qwen2/3 and MiMo only)
 
 
 class Absent(Strict):
@@ -51,6 +56,7 @@ class MHAPool(Absent):
 
 def model_runner(
     *,
+    backend: str,
     arch: Any,
     context_len: int,
     page_size: int,
@@ -60,26 +66,40 @@ def model_runner(
     parallel: Any,
     server_args: Any,
     draft: bool,
+    spec_algorithm: Any,
+    kv_pool: Absent,
 ) -> Absent:
-    """The model runner (the target's, or the draft worker's: ``draft``).
+    """The model runner (the target's, or the draft worker's: ``draft``) of the ``backend`` launch.
 
     ``prefill_aware_swa``: absent (set only for prefill-aware SWA models); ``hf_text_config.attn_logit_softcapping``:
     absent (no softcapping).  ``server_args`` (to 0.5.17), ``ps`` (the parallel state, 0.5.16-0.5.20),
     ``tp_size``/``attn_cp_size`` (0.5.13-0.5.15): the published bags, as each release reads them.
+    ``spec_algorithm``: SGLang's own ``SpeculativeAlgorithm`` of the configuration (the target's and the draft
+    worker's runner carry the server's).  ``prefill_attention_backend_str`` / ``decode_attention_backend_str``: the
+    launch's backend (no split backends).  ``dtype``: the model's, bf16 (the KV cache's "auto" dtype is the model's).
+    ``max_running_requests``: the ``req_to_token`` pool's requests (SGLang sizes the pool from it: its rows but the
+    padding row).  ``model``: a decoder-only model, whose modules the backend scans only for an ENCODER_ONLY
+    attention layer: none (the stand-in lists no module).
     """
-    hf = Absent("hf_text_config", ("attn_logit_softcapping",), num_attention_heads=HEADS)
+    hf_absent = ("attn_logit_softcapping", "num_attention_heads_per_layer")
+    hf = Absent("hf_text_config", hf_absent, num_attention_heads=HEADS)
     model_config = Strict(
         "model_config",
         is_encoder_decoder=False,
         context_len=context_len,
         attention_arch=arch.MHA,
         head_dim=HEAD_DIM,
+        v_head_dim=HEAD_DIM,
+        hidden_size=HEADS * HEAD_DIM,
+        num_attention_heads=HEADS,
         hf_text_config=hf,
-        get_num_kv_heads=lambda tp: max(1, HEADS // tp),
+        hf_config=Strict("hf_config", architectures=[ARCHITECTURE]),
+        get_num_kv_heads=lambda tp, dcp=1: max(1, HEADS // max(1, tp // (1 if draft else dcp))),
+        get_max_num_attention_heads=lambda: HEADS,
         is_local_attention_model=False,
+        is_multimodal=False,
     )
     pool = Strict("req_to_token_pool", req_to_token=req_to_token, size=req_to_token.shape[0] - 1)
-    kv_pool = MHAPool("token_to_kv_pool", ())
     translator = None  # before 0.5.19 the backend reads none
     if translator_class is not None:
         kwargs: dict[str, Any] = dict(
@@ -97,8 +117,11 @@ def model_runner(
         ("prefill_aware_swa",),
         sliding_window_size=None,
         model_config=model_config,
+        model=Strict("model", modules=lambda: iter(())),
         device="cpu",
+        dtype=torch.bfloat16,
         req_to_token_pool=pool,
+        max_running_requests=pool.size,
         token_to_kv_pool=kv_pool,
         token_to_kv_pool_allocator=allocator,
         kv_cache_dtype=torch.bfloat16,
@@ -106,12 +129,27 @@ def model_runner(
         page_size=page_size,
         kv_index_translator=translator,
         is_draft_worker=draft,
+        spec_algorithm=spec_algorithm,
+        prefill_attention_backend_str=backend,
+        decode_attention_backend_str=backend,
         attention_chunk_size=None,
         attn_cp_size=parallel.attn_cp_size,
         tp_size=parallel.tp_size,
         server_args=server_args,
         ps=parallel,
     )
+
+
+def kv_pool(quant_method: Any | None, get_quant_method: Callable[..., Any] | None) -> MHAPool:
+    """The KV pool: a standard MHA pool, no composite parts (``full_kv_pool``/``swa_kv_pool`` absent).  0.5.16+: its
+    ``quant_method`` is the release's ``UnquantizedKVCacheMethod()`` (what ``MHATokenToKVPool`` takes when the
+    launch names no KV quantization: ``--kv-cache-dtype auto``) and ``get_kv_cache_quant_method`` is SGLang's own
+    ``KVCache`` method, sliced from its memory_pool.py and bound to the pool."""
+    pool = MHAPool("token_to_kv_pool", ("full_kv_pool", "swa_kv_pool"))
+    if quant_method is not None and get_quant_method is not None:
+        pool.__dict__["quant_method"] = quant_method
+        pool.__dict__["get_kv_cache_quant_method"] = types.MethodType(get_quant_method, pool)
+    return pool
 
 
 def forward_batch(

@@ -1,27 +1,83 @@
 """The stand-ins of the attention backends' loader (``attention``): the write path's (``standins.StandIns``) and
-the few names FA3's backend takes that the write path never does, each scoped to the module SGLang defines it in.
+the names the backends take that the write path never does, each scoped to the module SGLang defines it in.
 
-* ``ForwardMode``, ``AttentionArch``: SGLang's own enums, sliced from the tree (the backend branches on them);
+* ``ForwardMode``, ``AttentionArch``: SGLang's own enums, sliced from the tree (the backends branch on them);
 * ``msgspec.Struct``: ``standins.MsgspecStruct`` (the translator's and the hooks' records are Structs);
-* ``get_device_capability()``: ``DEVICE_CAPABILITY``;
+* the stand-in hardware, a GPU per backend (``GraphBackend.capability``; both ``SM90``): ``get_device_capability()``,
+  the SM probes of ``utils.common`` (``SM_PROBES``) and ``runtime_context.get_platform()`` (``Platform``) answer
+  from it;
 * ``get_compiler_backend()``: "inductor", what it returns on a CUDA machine [cite: compiler-backend-inductor] (it
   names ``torch.compile``'s backend, and the function is compiled at its first call only:
   ``modules.compile_at_first_call``);
-* ``get_scheduler_metadata``, ``maybe_create_verify_mask``: None (``no_scheduler_metadata``, ``no_verify_mask``).
+* ``is_flashinfer_available()``: SGLang's own test (``flashinfer_available``);
+* ``get_cuda_graph_max_batch_size``: SGLang's own, sliced (``graph_batch_sizes``), its ``require_gathered_buffer``
+  False (``no_gathered_buffer``); 0.5.13's ``dp_attention.get_attention_tp_size()``: the published attention TP;
+* FA3's: ``get_scheduler_metadata``, ``maybe_create_verify_mask``: None (``no_scheduler_metadata``,
+  ``no_verify_mask``);
+* trtllm_mha's (a FlashInfer backend): FlashInfer's wrappers (``FlashInferWrapper``), the kernels' workspaces
+  (``get_buffer``: ``workspace_buffer``; the counter scratch: ``kernel_scratch``), ``DllmConfig`` (``NO_DLLM``),
+  and flashinfer's ``_grouped_size_compiled_for_decode_kernels``, absent (``inert.ABSENT``).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from .standins import UTILS_MODULES, MsgspecStruct, Sliced, StandIns
+from torch.overrides import TorchFunctionMode
+
+from ..stubs import StandInMissing
+from .batch import Strict
+from .inert import ABSENT, Inert
+from .standins import PROBES, UTILS, UTILS_MODULES, MsgspecStruct, Sliced, StandIns
 
 FORWARD_BATCH_INFO = "sglang/srt/model_executor/forward_batch_info.py"
 MODEL_CONFIG = "sglang/srt/configs/model_config.py"
-# The GPU of the stand-in hardware: SM90 (an H100), where FA3 runs (SGLang asserts SM80 without MLA, or SM90, when it
-# builds the backend [cite: fa3-requires-sm80-or-sm90]).
-DEVICE_CAPABILITY = (9, 0)
+# The GPU of the stand-in hardware: SM90 (an H100).  FA3's (SGLang asserts SM80 without MLA, or SM90, when it builds
+# the backend [cite: fa3-requires-sm80-or-sm90]); trtllm_mha's too, where it decodes with XQA (its graph page-table
+# builders are the same on SM100; what differs is the kernel, XQA or trtllm-gen, and trtllm-gen's scratch).
+SM90 = (9, 0)
+# ``utils.common``'s SM probes: each is ``get_device_sm() // 10`` among its majors, on CUDA at least 11.0 (SM80),
+# 12.3 (Ampere, Hopper) or 12.8 (Blackwell).  The stand-in hardware runs CUDA 13 (every release's wheel requires
+# ``flashinfer_python[cu13]``), past every minimum, so each answers whether the GPU's major is among its majors.
+SM_PROBES: dict[str, tuple[int, ...]] = {
+    "is_sm80_supported": (8,),
+    "is_ampere_with_cuda_12_3": (8,),
+    "is_sm90_supported": (9,),
+    "is_hopper_with_cuda_12_3": (9,),
+    "is_sm100_supported": (10,),
+    "is_sm100_or_sm110_supported": (10, 11),
+    "is_sm110_supported": (11,),
+    "is_sm120_supported": (12,),
+    "is_blackwell_supported": (10, 11, 12),
+}
+# ``runtime_context``'s platform facts (0.5.19+), by the ``utils.common`` probe each is (its ``_PLATFORM_PROBES``).
+PLATFORM_FACTS = {
+    "is_cuda": "is_cuda",
+    "is_hip": "is_hip",
+    "is_npu": "is_npu",
+    "is_xpu": "is_xpu",
+    "is_musa": "is_musa",
+    "is_sm90": "is_sm90_supported",
+    "is_sm100": "is_sm100_supported",
+    "is_sm100_or_sm110": "is_sm100_or_sm110_supported",
+    "is_sm110": "is_sm110_supported",
+    "is_sm120": "is_sm120_supported",
+    "is_blackwell": "is_blackwell_supported",
+    "is_hopper_with_cuda_12_3": "is_hopper_with_cuda_12_3",
+}
+FLASHINFER_WRAPPERS = (
+    "BatchPrefillWithRaggedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchDecodeWithPagedKVCacheWrapper",
+)
+
+
+def returning(value: Any) -> Callable[..., Any]:
+    """A function answering ``value`` whatever it is asked."""
+    return lambda *args, **kwargs: value
 
 
 def no_scheduler_metadata(**kwargs: Any) -> None:
@@ -39,36 +95,187 @@ def no_verify_mask(**kwargs: Any) -> None:
     return None
 
 
+def sm_probe(name: str, capability: tuple[int, int]) -> bool:
+    """An SM probe of ``utils.common`` on a GPU of compute capability ``capability`` (``SM_PROBES``)."""
+    return capability[0] in SM_PROBES[name]
+
+
+def flashinfer_available(standins: StandIns) -> Callable[[], bool]:
+    """``utils.is_flashinfer_available()``: SGLang's own test, on the stand-in hardware.  It answers False when the
+    case sets ``SGLANG_IS_FLASHINFER_AVAILABLE`` false (read through the sliced ``get_bool_env_var``, default
+    "true"), else whether the ``flashinfer`` package is importable and the platform is CUDA: both true on the
+    stand-in hardware (a CUDA machine, and every release's wheel requires ``flashinfer_python``).  It decides only
+    whether FlashInfer's names are imported (its wrappers, built by the backend, run no page-table builder)."""
+    get_bool_env_var = standins.helpers()["get_bool_env_var"]
+    return lambda: bool(get_bool_env_var("SGLANG_IS_FLASHINFER_AVAILABLE", default="true"))
+
+
+def no_gathered_buffer(*args: Any, **kwargs: Any) -> bool:
+    """``utils.require_gathered_buffer()``: whether the MLP or the attention input is all-gathered
+    (``require_mlp_tp_gather() or require_attn_tp_gather()``).  Each needs DP attention, a MoE all-to-all backend
+    or a dense-TP MoE size; the stand-in model is dense, without DP attention: False.  It only aligns the CUDA-graph
+    batch sizes (``get_cuda_graph_max_batch_size``)."""
+    return False
+
+
+def graph_batch_sizes(standins: StandIns) -> Sliced:
+    """``utils.get_cuda_graph_max_batch_size`` and ``get_cuda_graph_batch_size_alignment`` (0.5.17+), SGLang's own,
+    sliced from the tree: two-batch overlap off (published), attention TP and CP from the published parallel layout,
+    ``require_gathered_buffer`` answered (``no_gathered_buffer``)."""
+    accessors = standins.accessors()
+    return Sliced(
+        standins.tree,
+        UTILS,
+        ("get_cuda_graph_batch_size_alignment", "get_cuda_graph_max_batch_size"),
+        ceil_align=standins.helpers()["ceil_align"],
+        get_exec=accessors["get_exec"],
+        get_parallel=accessors["get_parallel"],
+        require_gathered_buffer=no_gathered_buffer,
+        is_hip=lambda: PROBES["is_hip"],
+    )
+
+
+class Platform:
+    """``runtime_context.get_platform()`` (0.5.19+): the machine's facts, each the ``utils.common`` probe SGLang maps
+    it to (``PLATFORM_FACTS``), answered on the stand-in hardware: the write path's platform probes
+    (``standins.PROBES``), the SM probes (``SM_PROBES``), ``has_flashinfer`` (``flashinfer_available``),
+    ``device_sm`` and ``device_capability`` (the GPU's compute capability).  A fact not listed (``has_amx``: the
+    host CPU's AMX, unknown) stops the run naming it."""
+
+    def __init__(self, has_flashinfer: Callable[[], bool], capability: tuple[int, int]) -> None:
+        self._has_flashinfer = has_flashinfer
+        self._capability = capability
+
+    def __getattr__(self, fact: str) -> Any:
+        if fact.startswith("__"):
+            raise AttributeError(fact)
+        probe = PLATFORM_FACTS.get(fact)
+        if probe in SM_PROBES:
+            return sm_probe(probe, self._capability)
+        if probe in PROBES:
+            return PROBES[probe]
+        if fact == "has_flashinfer":
+            return self._has_flashinfer()
+        if fact == "device_sm":
+            return self._capability[0] * 10 + self._capability[1]
+        if fact == "device_capability":
+            return self._capability
+        raise StandInMissing(f"the attention backend reads get_platform().{fact}, which kvrow-fuzz does not answer")
+
+
+class FlashInferWrapper:
+    """A FlashInfer wrapper (``BatchPrefillWithRaggedKVCacheWrapper``, ``BatchPrefillWithPagedKVCacheWrapper``,
+    ``BatchDecodeWithPagedKVCacheWrapper``): flashinfer's classes, which plan and launch its CUDA kernels over a
+    workspace.  FlashInfer's ``__init__`` builds them and trtllm_mha's backend keeps them; trtllm_mha's graph
+    page-table builders (its ``init_cuda_graph_state``, ``init_forward_metadata_out_graph`` / ``_in_graph``) use
+    none.  Built with any arguments; any use (a plan, a run, an attribute) stops the run naming it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise StandInMissing(f"the attention backend uses flashinfer.{type(self).__name__}.{name}, a CUDA kernel's")
+
+
+def flashinfer_wrapper(name: str) -> type:
+    return type(name, (FlashInferWrapper,), {"__module__": "flashinfer"})
+
+
+class _OnMeta(TorchFunctionMode):
+    """Every tensor a factory makes inside the block is made on the meta device (shape and dtype, no storage)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if "device" in kwargs:
+            kwargs["device"] = "meta"
+        return func(*args, **kwargs)
+
+
+def workspace_buffer() -> Callable[[str, Callable[[], Any]], Any]:
+    """``runtime_context.get_buffer(name, factory)`` (0.5.16+): SGLang's get-or-create of a named persistent buffer
+    (``factory()`` once, then the kept one), here per backend's loader, ``factory`` run on the meta device.  Its
+    buffers are the kernels' own: FlashInfer's and trtllm_mha's workspaces (hundreds of MiB, scratch of the CUDA
+    kernels and their planners), the default KV scale and the native-FP4 output; no page-table builder reads
+    them.  On the meta device each has SGLang's shape and dtype and no storage: slicing works as in SGLang, and any
+    read of its values raises rather than answer."""
+    kept: dict[str, Any] = {}
+
+    def get_buffer(name: str, factory: Callable[[], Any]) -> Any:
+        if name not in kept:
+            with _OnMeta():
+                kept[name] = factory()
+        return kept[name]
+
+    return get_buffer
+
+
+def kernel_scratch(name: str) -> Callable[..., Inert]:
+    """A kernel's persistent scratch made by a helper of a module not executed (``make_persistent_multi_ctas_kv_
+    counter_buffer``: trtllm-gen's multi-CTA KV counters, sized by flashinfer from the GPU's SM count).  The backend
+    only keeps it for its CUDA kernel; no page-table builder reads it.  Answered as an inert value: kept and passed
+    as SGLang does, any use of it stops the run naming it."""
+    return lambda *args, **kwargs: Inert(f"{name}(...) (a CUDA kernel's scratch)")
+
+
+# ``dllm.config.DllmConfig``: its ``from_server_args`` gives a config only for a diffusion LM (``--dllm-algorithm``,
+# None by default, as here: no dLLM is modeled), else None; the backend reads nothing else of it.
+NO_DLLM = Strict("DllmConfig", from_server_args=lambda server_args: None)
+
+
 class AttentionStandIns:
     """``answer(module, name) -> (found, value)``: these names first, then the write path's (``StandIns.answer``);
-    what they answer is recorded in ``standins.answered``."""
+    what they answer is recorded in ``standins.answered``.  ``capability``: the stand-in GPU's."""
 
-    def __init__(self, standins: StandIns) -> None:
+    def __init__(self, standins: StandIns, capability: tuple[int, int]) -> None:
         self.standins = standins
         enums: dict[str, Any] = dict(IntEnum=enum.IntEnum, Enum=enum.Enum, auto=enum.auto)
-        self._forward_mode = Sliced(standins.tree, FORWARD_BATCH_INFO, ("ForwardMode",), **enums)
-        self._arch = Sliced(standins.tree, MODEL_CONFIG, ("AttentionArch",), **enums)
+        forward_mode = Sliced(standins.tree, FORWARD_BATCH_INFO, ("ForwardMode",), **enums)
+        arch = Sliced(standins.tree, MODEL_CONFIG, ("AttentionArch",), **enums)
+        has_flashinfer = flashinfer_available(standins)
+        batch_sizes = graph_batch_sizes(standins)
+        platform = Platform(has_flashinfer, capability)
+        utils: dict[str, Callable[[], Any]] = {
+            "get_device_capability": partial(returning, capability),
+            "get_compiler_backend": partial(returning, "inductor"),
+            "is_flashinfer_available": lambda: has_flashinfer,
+            "get_cuda_graph_max_batch_size": lambda: batch_sizes["get_cuda_graph_max_batch_size"],
+            "require_gathered_buffer": lambda: no_gathered_buffer,
+            **{name: partial(returning, sm_probe(name, capability)) for name in SM_PROBES},
+        }
+        mla = "sglang.srt.layers.attention.trtllm_mla_backend"
+        counters = "make_persistent_multi_ctas_kv_counter_buffer"
+        # (module, name) -> what makes its value (made at the first import of the name, then kept)
+        self._makers: dict[tuple[str, str], Callable[[], Any]] = {
+            ("sglang.srt.model_executor.forward_batch_info", "ForwardMode"): lambda: forward_mode["ForwardMode"],
+            ("sglang.srt.configs.model_config", "AttentionArch"): lambda: arch["AttentionArch"],
+            ("msgspec", "Struct"): lambda: MsgspecStruct,
+            ("sgl_kernel.flash_attn", "get_scheduler_metadata"): lambda: no_scheduler_metadata,
+            ("sglang.srt.layers.attention.verify_mask", "maybe_create_verify_mask"): lambda: no_verify_mask,
+            ("sglang.srt.runtime_context", "get_platform"): partial(returning, platform),
+            ("sglang.srt.runtime_context", "get_buffer"): workspace_buffer,
+            ("sglang.srt.dllm.config", "DllmConfig"): lambda: NO_DLLM,
+            # 0.5.13: attention's TP size, as published (tp // attn_dp // attn_cp [cite: derive-attn-tp-size])
+            ("sglang.srt.layers.dp_attention", "get_attention_tp_size"): lambda: self.attn_tp_size,
+            (mla, counters): partial(kernel_scratch, f"{mla}.{counters}"),
+            # absent from flashinfer in the versions the releases pin (flashinfer_python 0.6.12-0.7.2: none in its
+            # v0.6.12-v0.6.17 trees nor after): the import fails, should_use_tensor_core takes its GQA rule
+            ("flashinfer.decode", "_grouped_size_compiled_for_decode_kernels"): lambda: ABSENT,
+            **{("flashinfer", name): partial(flashinfer_wrapper, name) for name in FLASHINFER_WRAPPERS},
+            **{(module, name): make for module in UTILS_MODULES for name, make in utils.items()},
+        }
+        self._made: dict[tuple[str, str], Any] = {}
+
+    def attn_tp_size(self) -> int:
+        return int(self.standins.context.read("parallel").attn_tp_size)
 
     def answer(self, module: str, name: str) -> tuple[bool, Any]:
-        found, value = self._answer(module, name)
-        if not found:
+        key = (module, name)
+        make = self._makers.get(key)
+        if make is None:
             return self.standins.answer(module, name)
+        if key not in self._made:
+            self._made[key] = make()
         self.standins.answered.add(f"{module}.{name}")
-        return True, value
-
-    def _answer(self, module: str, name: str) -> tuple[bool, Any]:
-        if module == "sglang.srt.model_executor.forward_batch_info" and name == "ForwardMode":
-            return True, self._forward_mode["ForwardMode"]
-        if module == "sglang.srt.configs.model_config" and name == "AttentionArch":
-            return True, self._arch["AttentionArch"]
-        if module in UTILS_MODULES and name == "get_device_capability":
-            return True, lambda *a, **k: DEVICE_CAPABILITY
-        if module in UTILS_MODULES and name == "get_compiler_backend":
-            return True, lambda *a, **k: "inductor"
-        if module == "msgspec" and name == "Struct":
-            return True, MsgspecStruct
-        if module == "sgl_kernel.flash_attn" and name == "get_scheduler_metadata":
-            return True, no_scheduler_metadata
-        if module == "sglang.srt.layers.attention.verify_mask" and name == "maybe_create_verify_mask":
-            return True, no_verify_mask
-        return False, None
+        return True, self._made[key]

@@ -11,6 +11,8 @@ reads beyond the sizing file:
                            ``attention_backends()`` pairs [cite: attention-backends]
                            [cite: attention-backends-of]
     get_exec().deterministic  deterministic inference off (``ATTENTION_SERVER_ARGS``)
+    get_exec().features    multi-item scoring off (``ATTENTION_SERVER_ARGS``: FlashInfer's backend reads it)
+    get_exec().overlap     two-batch overlap off (``ATTENTION_SERVER_ARGS``: the CUDA-graph batch alignment)
     get_model()            is_embedding False: a generation model
     get_parallel()         also ``ATTENTION_PARALLEL`` and attn_tp_size (the attention backends read them)
     get_exec().mamba       the Mamba extra buffer off (no Mamba state is modeled): read by
@@ -52,8 +54,16 @@ DEFAULT_ATTENTION_BACKEND = "triton"
 ATTENTION_PARALLEL = dict(attn_cp_size=1, enable_prefill_cp=False, attn_dp_enabled=False, enable_dp_attention=False)
 # The launch defaults the attention backends read: a generation model (not --is-embedding), no
 # --enable-deterministic-inference, --kv-cache-dtype auto [cite: server-args-is-embedding-default]
-# [cite: server-args-deterministic-default] [cite: server-args-kv-cache-dtype-default].
-ATTENTION_SERVER_ARGS = dict(is_embedding=False, enable_deterministic_inference=False, kv_cache_dtype="auto")
+# [cite: server-args-deterministic-default] [cite: server-args-kv-cache-dtype-default]; no --enable-mis (multi-item
+# scoring: ``enable_mis`` defaults to False in every release's server_args, and 0.5.20+'s exec.features); no
+# --enable-two-batch-overlap (False by default; server_args, 0.5.18+'s exec.overlap: the CUDA-graph batch alignment).
+ATTENTION_SERVER_ARGS = dict(
+    is_embedding=False,
+    enable_deterministic_inference=False,
+    kv_cache_dtype="auto",
+    enable_mis=False,
+    enable_two_batch_overlap=False,
+)
 
 
 class StrictBag(Bag):
@@ -80,6 +90,14 @@ class Settings:
     env: Mapping[str, str] = field(default_factory=dict)  # SGLANG_* values; unset ones take SGLang's default
 
 
+def attention_backends_of(cfg: Any) -> tuple[str, str]:
+    """(prefill, decode) of anything carrying the three backend fields: split fields fall back to attention_backend
+    [cite: attention-backends-of] (also 0.5.17's ``ServerArgs.get_attention_backends()``)."""
+    prefill = cfg.prefill_attention_backend or cfg.attention_backend
+    decode = cfg.decode_attention_backend or cfg.attention_backend
+    return prefill, decode
+
+
 def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict[str, Any]:
     """Every bag of one call: ``stubs.publish``'s, made strict, and the write path's own."""
     published = publish(cfg, rt)
@@ -98,10 +116,13 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
                 leaves.update(ATTENTION_PARALLEL, attn_tp_size=leaves["tp_size"])
             if name == "server_args":  # 0.5.13-0.5.17's attention backends read these off server_args
                 leaves.update(ATTENTION_SERVER_ARGS)
+                # no --speculative-draft-window-size (None: full draft attention), read by FlashInfer's multi-step draft
+                leaves.setdefault("speculative_draft_window_size", None)
             if (
                 name == "server_args"
             ):  # 0.5.13-0.5.17 read the backends off server_args [cite: backend-triton-check] [cite: backend-last-loc]
                 leaves.update(backends, strip_thinking_cache=False)
+                leaves["get_attention_backends"] = lambda: attention_backends_of(settings)
                 # true only for mamba_radix_cache_strategy "extra_buffer_lazy" [cite: mamba-extra-buffer-lazy]
                 # (no Mamba state is modeled); spec_prepare_for_decode asks it [cite: spec-prepare-reads-mamba-lazy].
                 leaves["enable_mamba_extra_buffer_lazy"] = lambda: False
@@ -116,7 +137,11 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
     deterministic = StrictBag(
         "exec.deterministic", enable_deterministic_inference=ATTENTION_SERVER_ARGS["enable_deterministic_inference"]
     )
-    out["exec"] = StrictBag("exec", kernel=kernel, mamba=mamba, deterministic=deterministic)
+    features = StrictBag("exec.features", enable_mis=ATTENTION_SERVER_ARGS["enable_mis"])
+    overlap = StrictBag("exec.overlap", enable_two_batch_overlap=ATTENTION_SERVER_ARGS["enable_two_batch_overlap"])
+    out["exec"] = StrictBag(
+        "exec", kernel=kernel, mamba=mamba, deterministic=deterministic, features=features, overlap=overlap
+    )
     out["model"] = StrictBag("model", is_embedding=ATTENTION_SERVER_ARGS["is_embedding"])
     # 0.5.15's flags: the resolved attention backends [cite: attn-flags], read by mem_cache/common.py
     # [cite: backend-triton-check] [cite: backend-last-loc].
@@ -162,10 +187,7 @@ class RuntimeContext:
 
     def attention_backends(self) -> tuple[str, str]:
         """(prefill, decode): split fields fall back to attention_backend [cite: attention-backends-of]."""
-        kernel = self.read("exec").kernel
-        prefill = kernel.prefill_attention_backend or kernel.attention_backend
-        decode = kernel.decode_attention_backend or kernel.attention_backend
-        return prefill, decode
+        return attention_backends_of(self.read("exec").kernel)
 
     def env(self, name: str) -> str | None:
         """The case's value of an environment switch (None: unset, SGLang's default applies)."""

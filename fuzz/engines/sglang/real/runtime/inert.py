@@ -25,6 +25,9 @@ from typing import Any
 
 from ..stubs import StandInMissing
 
+# An answer saying the name does not exist in the real module: ``getattr`` raises AttributeError (so ``from m import
+# name`` raises ImportError, as with the real module).
+ABSENT = type("Absent", (), {"__repr__": lambda self: "<kvrow-fuzz: absent in the real module>"})()
 # Set on a stand-in class: the names of every SGLang class its real counterpart is an instance of.
 STANDS_FOR = "__sglang_stands_for__"
 # Set on the placeholder base a class defined over an inert name gets.
@@ -184,7 +187,8 @@ def known_isinstance(cls: type, qualname: str) -> bool:
 
 
 class InertModule(types.ModuleType):
-    """An SGLang module that was not executed: ``answers`` by name, executed submodules, else ``Inert``."""
+    """An SGLang module that was not executed: ``answers`` by name (``ABSENT``: no such name), executed submodules,
+    else ``Inert``."""
 
     def __init__(self, name: str, answers: dict[str, Any], used: set[str]) -> None:
         super().__init__(name, "kvrow-fuzz: an SGLang module that was not executed (inert)")
@@ -197,5 +201,8 @@ class InertModule(types.ModuleType):
         qualname = f"{self.__name__}.{name}"
         self._used.add(qualname)
         if name in self._answers:
-            return self._answers[name]
+            value = self._answers[name]
+            if value is ABSENT:
+                raise AttributeError(f"{qualname} does not exist in the real module")
+            return value
         return Inert(qualname)

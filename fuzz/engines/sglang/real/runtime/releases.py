@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 from allocator_model import algorithms as algo
+from allocator_model.page_tables import AttentionBackend
 from fuzz.engines.sglang.records import record
 
 
@@ -97,7 +98,8 @@ class Release:
     checker: Where | None = None  # SchedulerInvariantChecker._check_kv_page_invariants (0.5.15+)
     tail_free: Where | None = None  # _release_overallocated_kv_indices (0.5.16+)
     unsupported: dict[str, str] = field(default_factory=dict)  # algorithm -> why it has no decode entry here
-    attention: tuple[str, ...] = ()  # executed for FA3's CUDA-graph page tables (``attention``), dotted
+    # executed for each backend's CUDA-graph page tables (``attention``), dotted, per backend
+    attention: dict[AttentionBackend, tuple[str, ...]] = field(default_factory=dict)
 
     def wheres(self) -> Iterator[tuple[str, Where]]:
         """Every ``Where`` of the row, with the field that holds it (``entries[eagle]`` for a dict's)."""
@@ -160,6 +162,33 @@ def _fa3(version: str) -> tuple[str, ...]:
     return _FA3_NEW + (page_table,) + extra
 
 
+# trtllm_mha's backend and its graph builders, per release (``Release.attention``): the backend, its base class
+# (FlashInfer's backend, whose ``__init__`` it runs) and theirs, the page-table builder (0.5.14+: the whole graph path
+# of 0.5.14, the eager and ragged-verify paths after) and the fused graph-metadata kernel (0.5.15+), in the packages
+# FA3's moved with, and the model runner's KVIndexTranslator with what its constructor asks (as FA3's).
+TRTLLM_MHA_BACKEND = "sglang.srt.layers.attention.trtllm_mha_backend"
+KV_CACHE_QUANT = "sglang.srt.layers.quantization.fp4_kv_cache_quant_method"
+
+
+def _trtllm_mha(version: str) -> tuple[str, ...]:
+    minor = int(version.split(".")[2])
+    ops = _ATTN + "triton_ops." if minor <= 15 else _KOPS + ("attention." if minor >= 23 else "kvcache.")
+    out: tuple[str, ...] = (TRTLLM_MHA_BACKEND, _ATTN + "flashinfer_backend", _ATTN + "base_attn_backend")
+    out += (_ATTN + "utils",) if minor <= 15 else (_KOPS + "attention.utils",)
+    out += (ops + "trtllm_mha_page_table",) if minor >= 14 else ()
+    out += (ops + "trtllm_mha_graph_metadata",) if minor >= 15 else ()
+    # 0.5.16+: the KV-cache access resolver (the pool's unquantized method) and the ragged-verify layout reader
+    out += (KV_CACHE_QUANT, "sglang.srt.speculative.ragged_verify") if minor >= 16 else ()
+    out += (KV_INDEX_TRANSLATOR,) if minor >= 19 else ()
+    out += ("sglang.srt.mem_cache.unified_draft_pool", "sglang.srt.mem_cache.kv_loc_plan") if minor >= 22 else ()
+    return out
+
+
+def _attention(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
+    """The modules executed for each backend's CUDA-graph page tables in ``version``."""
+    return {AttentionBackend.FA3: _fa3(version), AttentionBackend.TRTLLM_MHA: _trtllm_mha(version)}
+
+
 _EAGLE_V2 = "sglang.srt.speculative.eagle_info_v2"
 _EAGLE = "sglang.srt.speculative.eagle_utils"
 _DFLASH = "sglang.srt.speculative.dflash_info_v2"
@@ -220,7 +249,7 @@ def _new(version: str, *, aux: bool, uno: bool = False) -> Release:
         Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", version),
         Where(_COMMON, "_release_overallocated_kv_indices", version),
         {} if uno else _pre_uno(version),
-        _fa3(version),
+        _attention(version),
     )
 
 
@@ -247,7 +276,7 @@ RELEASES: dict[str, Release] = {
             algo.DSPARK: _NO_DSPARK,
             algo.UNO: _NO_UNO,
         },
-        attention=_fa3("0.5.13"),
+        attention=_attention("0.5.13"),
     ),
     "0.5.14": Release(
         "0.5.14",
@@ -265,7 +294,7 @@ RELEASES: dict[str, Release] = {
         Where(_POOL, "ReqToTokenPool.write", "0.5.14"),
         Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", "0.5.14", Anchor("assert", EAGLE_GUARD_SAYS)),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
-        attention=_fa3("0.5.14"),
+        attention=_attention("0.5.14"),
     ),
     "0.5.15": Release(
         "0.5.15",
@@ -284,7 +313,7 @@ RELEASES: dict[str, Release] = {
         Where(_EAGLE, "eagle_prepare_for_decode", "0.5.15", Anchor("assert", EAGLE_GUARD_SAYS)),
         checker=Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", "0.5.15"),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
-        attention=_fa3("0.5.15"),
+        attention=_attention("0.5.15"),
     ),
     "0.5.16": _new("0.5.16", aux=False),
     "0.5.17": _new("0.5.17", aux=False),

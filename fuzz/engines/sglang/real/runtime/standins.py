@@ -16,7 +16,7 @@ the same spelling elsewhere stays inert: ``spec_registry.get_spec`` is not
   ``raise_error_or_warn``...: ``SLICED``): each function's own text,
   compiled at its own lines, its ``os`` the case's environment
   (``CaseOS``);
-* the accessors of ``runtime_context`` / ``server_args`` (``context``), and
+* the accessors of ``runtime_context`` / ``server_args`` (``context``), ``resolving_view`` (the published bag), and
   ``envs`` of ``environ`` (``Environment``: SGLang's own ``EnvField``
   classes sliced from the tree's ``environ.py``, each variable's declared
   default, the case's value where it sets one).
@@ -331,6 +331,8 @@ class StandIns:
             accessors = self.accessors()
             if name in accessors:
                 return True, accessors[name]
+        if module in RESOLVING_VIEW_MODULES and name == "resolving_view":
+            return True, _resolving_view
         if module == "sglang.srt.environ" and name == "envs":
             return True, self.envs
         if module == "sglang.srt.platforms" and name == "current_platform":
@@ -340,6 +342,16 @@ class StandIns:
         if name in PASS_THROUGH.get(module, ()):
             return True, _pass_through
         return False, None
+
+
+# ``resolving_view(server_args)`` (0.5.21+; defined in arg_groups/model_override_base.py, re-exported by overrides.py):
+# a read view of what launch resolution decided.  The published ``server_args`` bag holds the decided values, so the
+# view of it is the bag itself (a leaf it does not publish stops the run naming it).
+RESOLVING_VIEW_MODULES = ("sglang.srt.arg_groups.overrides", "sglang.srt.arg_groups.model_override_base")
+
+
+def _resolving_view(server_args: Any) -> Any:
+    return server_args
 
 
 def _pass_through(*args: Any, **kwargs: Any) -> Any:
