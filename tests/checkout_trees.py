@@ -251,18 +251,6 @@ PAGE_TABLE_PLANTS: dict[str, Change] = {
             ),
         ),
     ),
-    "trtllm-mha-draft-extend-offset": Change(  # draft extend
-        "trtllm-mha-draft-extend-offset",
-        "trtllm_mha's draft extend offsets its lens by the draft window, as the verify does, on seq_lens that hold it",
-        (
-            Edit(
-                TRTLLM_MHA,
-                "            q_stride = num_tokens_per_req\n            q_mode = Q_MODE_STRIDED\n",
-                "            q_stride = num_tokens_per_req\n            q_mode = Q_MODE_STRIDED\n"
-                "            seqlen_offset = num_tokens_per_req  # (plant)\n",
-            ),
-        ),
-    ),
 }
 
 

@@ -31,7 +31,6 @@ PLANTED: dict[str, tuple[bool, str, set[str]]] = {
     "fa3-verify-double-window": (True, FA3, {"read-within-row"}),
     "fa3-draft-extend-double-window": (True, FA3, {"read-within-row"}),
     "trtllm-mha-graph-clamp-dropped": (False, TRTLLM_MHA, {"write-within-row"}),
-    "trtllm-mha-draft-extend-offset": (True, TRTLLM_MHA, {"read-within-row"}),
 }
 LABEL = {FA3: "FA3", TRTLLM_MHA: "trtllm_mha"}
 RUN = ["run", "--profile", "ci", "--max-examples", "20", "--pin", "kv_pool=standard", "--pin", "attn_dcp_size=1"]

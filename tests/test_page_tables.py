@@ -213,6 +213,7 @@ def test_trtllm_mha_is_declared_after_fa3_and_takes_its_pages_and_topk_1_only() 
     for page in (1, 8, 256):
         assert not TRTLLM_MHA.takes(ServingConfig.resolve(context_len=4096, page_size=page))
     assert TRTLLM_MHA.takes(ServingConfig.resolve(context_len=4096, page_size=64, **EAGLE))
+    assert not TRTLLM_MHA.takes(ServingConfig.resolve(context_len=4096, page_size=128))
     tree = ServingConfig.resolve(
         context_len=4096, page_size=64, speculative_algorithm="EAGLE", speculative_eagle_topk=2
     )

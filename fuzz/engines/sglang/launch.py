@@ -174,10 +174,11 @@ def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
 
 
 # The hardware a backend's kernels run on, where the default GPU does not (FA3: Hopper's instructions; trtllm_mha:
-# SGLang refuses it below SM90 [cite: trtllm-mha-requires-sm90]).
+# SGLang refuses it below SM90 [cite: trtllm-mha-requires-sm90], and as the prefill backend below SM100 to 0.5.18,
+# so SM100 boots the line on every release).
 HARDWARE = {
     "fa3": "an SM90 (Hopper) GPU: FA3's kernels are built for it",
-    "trtllm_mha": "an SM90 (Hopper, XQA) or SM100 (Blackwell, trtllm-gen) GPU: SGLang refuses trtllm_mha below SM90",
+    "trtllm_mha": "an SM100 (Blackwell) GPU: trtllm_mha's kernels (SGLang 0.5.19+ boots it on SM90 too)",
 }
 
 

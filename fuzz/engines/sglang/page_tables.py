@@ -83,8 +83,9 @@ class GraphTable:
 # another page fails at CUDA-graph capture, before any request; the unclamped verify builder needs the page to divide
 # its 4096-token block).
 FA3_PAGES = tuple(p for p in range(1, 257) if p & (p - 1) == 0)
-# trtllm_mha's: 16, 32, 64 or 128; SGLang changes any other to 64 [cite: trtllm-mha-pages].
-TRTLLM_MHA_PAGES = (16, 32, 64, 128)
+# trtllm_mha's: 16, 32 or 64; SGLang changes any other to 64 [cite: trtllm-mha-pages], and 128 too before 0.5.17;
+# from 0.5.17 it takes 128 for GQA models with trtllm-gen only (not judged: the stand-in model is MHA on SM90).
+TRTLLM_MHA_PAGES = (16, 32, 64)
 
 
 def fa3_takes(cfg: ServingConfig) -> bool:

@@ -4,13 +4,12 @@ The sizing module (``allocation_sizing.py``; ``mem_cache/common.py`` before
 0.5.16), the file its pool builders and allocator pages are read from
 (``kv_cache_configurator.py``; the ModelRunner mixin before 0.5.16), and,
 where the target has its tree, every module of its release's decode write
-path and of FA3's page-table builders (``runtime/releases.py``): a change to
-any of them can change a verdict.
+path and of each backend's page-table builders (``runtime/releases.py``): a
+change to any of them can change a verdict.
 """
 
 from __future__ import annotations
 
-from allocator_model.page_tables import AttentionBackend
 from fuzz.common.errors import BadInput
 from fuzz.engines.sglang.target_type import SGLangTarget
 
@@ -32,7 +31,8 @@ def read_paths(target: SGLangTarget) -> list[str]:
         tree = open_tree(module.tree_source)
         release = release_for(tree.version)
         out += [f"python/{dotted.replace('.', '/')}.py" for dotted in release.modules]
-        # FA3's page-table builders (the second table), where the tree has them
-        found = [d for d in release.attention[AttentionBackend.FA3] if tree.has(d.replace(".", "/") + ".py")]
-        out += [f"python/{dotted.replace('.', '/')}.py" for dotted in found]
+        # each backend's page-table builders (its checked table), where the tree has them
+        for modules in release.attention.values():
+            found = [d for d in modules if tree.has(d.replace(".", "/") + ".py")]
+            out += [f"python/{dotted.replace('.', '/')}.py" for dotted in found]
     return list(dict.fromkeys(out))
