@@ -124,7 +124,7 @@ def test_sarif_fingerprints_follow_the_identity():
 
 def model_baseline(tmp_path, revision="sglang-0.5.23", target=None):
     """A baseline of the model revision's causes over the tiny space (a second or two): its sizing's and its
-    checked tables' (FA3's page table)."""
+    checked tables' (the backends' page tables)."""
     from fuzz.engines import engine_of
     from fuzz.engines.sglang.causes.counterfactual import root_causes
     from fuzz.engines.sglang.prove.request import request
@@ -152,7 +152,7 @@ def prove(spec, base, tmp_path, *extra):
 def test_a_baseline_of_one_model_revision_does_not_hide_anothers_causes(tmp_path, capsys):
     base, doc = model_baseline(tmp_path)
     assert prove("reference@sglang-0.5.23", base, tmp_path) == 0
-    assert "0 new root cause(s), 3 known" in capsys.readouterr().out
+    assert "0 new root cause(s), 4 known" in capsys.readouterr().out
     assert prove("reference@sglang-0.5.18", base, tmp_path) == 2  # another target: not covered
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "covers reference@sglang-0.5.23, not reference@sglang-0.5.18" in err
@@ -242,7 +242,8 @@ def test_any_pep_440_release_and_the_table_are_read_as_the_schema_says():
     assert baseline.read(doc, "d").releases == ("0.5.0rc2", "0.5.12", "0.5.12.post1")  # ordered as versions
     undeclared = {**KNOWN, "table": "token_to_kv"}  # a name no engine declares: the schema cannot know, the reader does
     jsonschema.validate(release_doc("sglang==0.5.18", undeclared), schema())
-    with pytest.raises(baseline.BaselineError, match="table must be one of fa3_page_table, req_to_token"):
+    declared = "fa3_page_table, req_to_token, trtllm_mha_page_table"
+    with pytest.raises(baseline.BaselineError, match=f"table must be one of {declared}"):
         baseline.read(release_doc("sglang==0.5.18", undeclared), "d")
     for bad in ({**KNOWN, "table": "Req-To-Token"}, {k: v for k, v in KNOWN.items() if k != "table"}):
         with pytest.raises(baseline.BaselineError):

@@ -489,8 +489,8 @@ def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path: Path, capsys:
     for f in t["findings"]:
         assert {"kind", "class", "signature", "config", "case", "message", "found_at", "repro"} <= set(f)
         assert f["repro"].startswith(f"{repro_command()} ")
-        if f["kind"] == "table-case":  # FA3's page table's witnesses: its closed form's, not the sizing sweep's
-            assert f["case"]["table"] == "fa3_page_table"
+        if f["kind"] == "table-case":  # the page tables' witnesses: their closed forms', not the sizing sweep's
+            assert f["case"]["table"] in ("fa3_page_table", "trtllm_mha_page_table")
             continue
         assert {"configurations", "worst", "first_at", "mismatch"} <= set(f) and f["mismatch"] is None
         assert f["kind"] == SGLangCase.DECODE.value

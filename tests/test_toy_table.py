@@ -23,6 +23,7 @@ import pytest
 import fuzz.prove.tables  # noqa: F401  (imported before pytester's in-process runs, which drop what they import)
 import fuzz.tables.case  # noqa: F401
 from fuzz.cli import main
+from fuzz.engines.sglang.page_tables import GRAPH_TABLES
 from fuzz.findings.schemas import validate
 from fuzz.tables.declared import declared
 
@@ -40,6 +41,9 @@ RUN = ["run", "--target", "reference", "--profile", "ci", "--max-examples", "30"
 # dcp>1 where attn_dcp_size > 1, else paged (``allocator_model.regimes.regime``).
 PROVE = ["prove", "--target", "reference", "--space", "tiny", "--algorithm", "none", "--quiet"]
 PLANTED_WITHOUT_SPECULATION = {"write-within-row/dcp>1@toy_rows", "write-within-row/paged@toy_rows"}
+
+
+GRAPH = len(GRAPH_TABLES)  # the backends' page tables, each judged beside the toy table
 
 
 def def_line(name: str) -> int:
@@ -182,7 +186,7 @@ def test_the_plugin_fails_each_property_of_the_planted_table(planted, pytester: 
         "--pyargs", "fuzz.properties.test_kvrow_tables", "--kvrow-target=reference", "--kvrow-max-examples=30",
         "-p", "no:cacheprovider", "-p", "no:xdist", f"--kvrow-cases={pytester.path / 'cases'}",  # not the cwd
     )  # fmt: skip
-    result.assert_outcomes(failed=3, passed=4)  # and FA3's page table's four, clean on the reference
+    result.assert_outcomes(failed=3, passed=4 * GRAPH)  # and each backend page table's four, clean on the reference
     text = result.stdout.str()
     for test in (
         "test_every_access_of_the_table_stays_within_its_part[toy_rows/write-within-row-reference]",
@@ -199,4 +203,4 @@ def test_the_plugin_passes_on_the_corrected_table(monkeypatch: pytest.MonkeyPatc
             "--pyargs", "fuzz.properties.test_kvrow_tables", "--kvrow-target=reference", "--kvrow-max-examples=30",
             "-p", "no:cacheprovider", "-p", "no:xdist",
         )  # fmt: skip
-    result.assert_outcomes(passed=7)  # FA3's page table's four too
+    result.assert_outcomes(passed=3 + 4 * GRAPH)  # each backend page table's four too

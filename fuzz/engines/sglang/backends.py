@@ -78,10 +78,9 @@ def unaccounted(names: list[str]) -> list[str]:
 
 
 def table_text() -> str:
-    """The backends as a Markdown table (``docs/ci.md`` holds it; a test regenerates it)."""
-    rows = ["| backend | judged |", "|---|---|"]
-    rows += [f"| `{name}` | checked: `{table}` |" for name, table in checked().items()]
-    rows += [f"| `{name}` | {why} |" for name, why in sorted(UNCHECKED.items())]
+    """The backends as a Markdown list (``docs/ci.md`` holds it; a test regenerates it)."""
+    rows = [f"- `{name}`: checked (`{table}`)" for name, table in checked().items()]
+    rows += [f"- `{name}`: {why}" for name, why in sorted(UNCHECKED.items())]
     return "\n".join(rows)
 
 

@@ -40,6 +40,7 @@ from fuzz.tables.declared import Code, Reach, Sweep
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
 from .locations import SGLANG_REPO_PATH
 from .page_table_builds import builds, model_builds, row_width_of, sizing_of, unjudged
+from .page_table_cover import COVER_SPECS, cover, modes
 from .real.runtime.tree import DirectoryTree, open_tree
 from .specs import NAME
 
@@ -288,45 +289,6 @@ def reached(t: GraphTable, cfg: ServingConfig, data: Mapping[str, Any]) -> str:
     return how + f", then its decode step's CUDA-graph replay on {t.backend.label}"
 
 
-# The covering set: each mode a backend's graph tables run, at the limit of a context one page past SGLang's 4096
-# default (a whole number of pages: any length past it passes the row; not of the 4096-token grid block: a grid that
-# masks by length alone spills), on SGLang's default page and a backend's, at the most overlap lag.
-COVER_SPECS: tuple[dict[str, Any], ...] = (
-    {},
-    {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
-     "speculative_num_draft_tokens": 8},  # every EAGLE mode, its D past the 4
-    {"speculative_algorithm": "DFLASH"},  # its block: D = 16
-)  # fmt: skip
-COVER_PAGES = (1, 64)
-
-
-def cover(t: GraphTable, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
-    """The covering set (``COVER_SPECS`` x ``COVER_PAGES``, overlap on), each at the scheduler's bound plus the
-    largest lag; a configuration the pins, the backend or the target's rules refuse is left out."""
-    revision: Revision = target.revision
-    out = []
-    for spec in COVER_SPECS:
-        for page in COVER_PAGES:
-            args = {"context_len": 4096 + page, "page_size": page, "enable_overlap": True, **spec}
-            try:
-                cfg = ServingConfig.resolve(**{**args, **pins})
-            except ValueError:  # a pin that clashes (ConfigError is one)
-                continue
-            bound = decode_alloc_bound(cfg, revision)
-            if not t.takes(cfg) or revision.refuses(cfg) or bound < 1:
-                continue
-            s = DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))
-            if scenario_problem(s, revision) is None:
-                out.append((cfg, s.to_dict()))
-    return list({json_key(c, d): (c, d) for c, d in out}.values())
-
-
-def json_key(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
-    import json
-
-    return json.dumps([cfg.to_dict(), dict(data)], sort_keys=True, default=str)
-
-
 def cover_line(stats: Mapping[str, Any]) -> str | None:
     """What ``run`` prints of the covering sets: each table's cases and the modes they reach."""
     lines = []
@@ -335,14 +297,9 @@ def cover_line(stats: Mapping[str, Any]) -> str | None:
         if n is None:
             continue
         order = [m.value for m in Mode]
-        modes = sorted({m.value for spec in COVER_SPECS for m, _ in _modes(t, spec)}, key=order.index)
-        lines.append(f"   {t.name}: a covering set of {n} case(s) (each at the limit), reaching {', '.join(modes)}")
+        reach = sorted({m.value for spec in COVER_SPECS for m, _ in modes(spec)}, key=order.index)
+        lines.append(f"   {t.name}: a covering set of {n} case(s) (each at the limit), reaching {', '.join(reach)}")
     return "\n".join(lines) or None
-
-
-def _modes(t: GraphTable, spec: Mapping[str, Any]) -> list[tuple[Mode, int | None]]:
-    cfg = ServingConfig.resolve(context_len=4100, **spec)
-    return list(steps(cfg, cfg.launch_runtime))
 
 
 def _sweep(t: GraphTable, target: Any, prover: Any) -> Any:

@@ -54,6 +54,7 @@ _EXECUTED = (
 )
 RUNTIME_CONTEXT = "sglang/srt/runtime_context.py"
 MODEL_CONFIG = "sglang/srt/configs/model_config.py"
+DFLASH_UTILS = "sglang/srt/speculative/dflash_utils.py"
 # The handlers executed, in resolution's order (named in reports and tests).
 HANDLERS = (
     "arg_groups/overrides.py _mla_backend_page_constraints",
@@ -63,13 +64,28 @@ HANDLERS = (
     "the unified memory pool's launch validator (arg_groups/kv_cache_hook.py handle_unified_memory_pool; "
     "server_args.py ServerArgs._handle_unified_memory_pool to 0.5.18)",
 )
-_HELPERS = {MODEL_CONFIG: ("_hf_arch", "_hf_attr")}
+_HELPERS = {MODEL_CONFIG: ("_hf_arch", "_hf_attr"), DFLASH_UTILS: ("_get_text_config", "_cfg_get")}
 # The checkpoints a line names: the user's model and its draft (placeholders the user replaces).
 MODEL_PATH = "MODEL"
 DRAFT_PATH = "DRAFT"
 # The machine: one CUDA GPU (an H100), not ROCm. ``device`` is what SGLang's device hook resolves there.
 MACHINE = {"device": "cuda"}
 PLATFORM = dict(is_hip=False, is_cuda=True, is_mps=False, is_xpu=False, is_npu=False, is_cpu=False, is_musa=False)
+
+
+class DraftConfig(StrictBag):
+    """The draft checkpoint's hf_config: its architecture, and none of the optional fields a DFLASH draft's
+    config.json may set to pick its own attention backend (``text_config``, ``layer_types``, ``is_causal``, ...:
+    absent, so ``getattr``'s default, as in a config without them).
+    Absent, SGLang runs the draft on its fallback backend (a warning); the target's backend, the one the line
+    names, and the configuration the line resolves to are the same either way."""
+
+    OPTIONAL = frozenset(
+        {"text_config", "get_text_config", "layer_types", "is_causal", "num_hidden_layers", "sliding_window"}
+    )
+
+    def _missing(self, leaf: str) -> Exception:
+        return AttributeError(leaf) if leaf in self.OPTIONAL else super()._missing(leaf)
 
 
 @dataclass(frozen=True)
@@ -146,6 +162,8 @@ class LaunchValidators(BootValidators):
             return True, self._checkpoint_config
         if module == "sglang.srt.configs.model_config" and (name.startswith("is_") or name == "_hf_arch"):
             return True, self._slice(MODEL_CONFIG, name)
+        if module == "sglang.srt.speculative.dflash_utils" and name == "get_dflash_layer_types":
+            return True, self._slice(DFLASH_UTILS, name)  # DFLASH's draft-backend choice on trtllm_mha (0.5.18+)
         return self._answer(module, name)
 
     def _checkpoint_config(self, path: str, **_: Any) -> StrictBag:
@@ -156,7 +174,7 @@ class LaunchValidators(BootValidators):
         if path == MODEL_PATH:
             return self.model_config_of(model).hf_config
         if path == DRAFT_PATH and model.draft_architecture is not None:
-            return StrictBag("hf_config", architectures=[model.draft_architecture])
+            return DraftConfig("hf_config", architectures=[model.draft_architecture])
         raise StandInMissing(f"a launch handler reads the config of checkpoint {path!r}, which the line does not name")
 
     def _slice(self, member: str, name: str) -> Any:

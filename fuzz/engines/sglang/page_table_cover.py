@@ -1,0 +1,59 @@
+"""The covering set of the backends' page tables: each mode their CUDA-graph builders run, at the context limit.
+
+``run`` hunts it first (``Table.cover``), so every checked backend x mode is reached before Hypothesis samples.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from allocator_model.config import ServingConfig
+from allocator_model.page_tables import Mode, steps
+from allocator_model.revisions import Revision
+from allocator_model.scenario import DecodeScenario, max_device_lag, scenario_problem
+from allocator_model.scheduler import decode_alloc_bound
+
+# The covering set: each mode a backend's graph tables run, at the limit of a context one page past SGLang's 4096
+# default (a whole number of pages: any length past it passes the row; not of the 4096-token grid block: a grid that
+# masks by length alone spills), on SGLang's default page and a backend's, at the most overlap lag.
+COVER_SPECS: tuple[dict[str, Any], ...] = (
+    {},
+    {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
+     "speculative_num_draft_tokens": 8},  # every EAGLE mode, its D past the 4
+    {"speculative_algorithm": "DFLASH"},  # its block: D = 16
+)  # fmt: skip
+COVER_PAGES = (1, 64)
+
+
+def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
+    """The covering set of ``t`` (a ``page_tables.GraphTable``): ``COVER_SPECS`` x ``COVER_PAGES``, overlap on,
+    each at the scheduler's bound plus the largest lag; a configuration the pins, the backend (``t.takes``) or the
+    target's rules refuse is left out."""
+    revision: Revision = target.revision
+    out = []
+    for spec in COVER_SPECS:
+        for page in COVER_PAGES:
+            args = {"context_len": 4096 + page, "page_size": page, "enable_overlap": True, **spec}
+            try:
+                cfg = ServingConfig.resolve(**{**args, **pins})
+            except ValueError:  # a pin that clashes (ConfigError is one)
+                continue
+            bound = decode_alloc_bound(cfg, revision)
+            if not t.takes(cfg) or revision.refuses(cfg) or bound < 1:
+                continue
+            s = DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))
+            if scenario_problem(s, revision) is None:
+                out.append((cfg, s.to_dict()))
+    return list({json_key(c, d): (c, d) for c, d in out}.values())
+
+
+def json_key(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
+    return json.dumps([cfg.to_dict(), dict(data)], sort_keys=True, default=str)
+
+
+def modes(spec: Mapping[str, Any]) -> list[tuple[Mode, int | None]]:
+    """The modes a covering specification's launch runs (at a context past SGLang's default)."""
+    cfg = ServingConfig.resolve(context_len=4100, **spec)
+    return list(steps(cfg, cfg.launch_runtime))
