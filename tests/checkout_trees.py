@@ -113,6 +113,33 @@ FIXES: dict[str, Change] = {
 }
 KNOWN_BUGS = tuple(FIXES)
 
+# -- upstream's two proposed fixes of FA3's page-table width, each as its pull request describes its change -------
+# (read through the search tool: sgl-project/sglang#29665, closed, "Size FA3 speculative page tables from
+# req_to_token capacity"; #35985, open, "Fix FA3 page_table OOB near context wall under speculative decoding").
+
+UPSTREAM_FIXES: dict[str, Change] = {
+    "pr-29665": Change(  # FIXES["page-table-width"]'s edits of FA3's file: that fix is this approach
+        "pr-29665",
+        "PR #29665: FA3's CUDA-graph page tables and strided_indices sized from the req_to_token row "
+        "(req_to_token.shape[1]); max_context_len kept as the model's context length",
+        tuple(e for e in FIXES["page-table-width"].edits if e.member == FA3),
+    ),
+    "pr-35985": Change(
+        "pr-35985",
+        "PR #35985: FA3's max_context_len (hence max_num_pages, its page tables and strided_indices) widened by "
+        "speculative_num_draft_tokens whenever speculation is on",
+        (
+            Edit(
+                FA3,
+                "        self.max_context_len = model_runner.model_config.context_len\n",
+                "        self.max_context_len = model_runner.model_config.context_len + (\n"
+                "            get_spec().speculative_num_draft_tokens or 0\n"
+                "        )  # (fixture) #35985\n",
+            ),
+        ),
+    ),
+}
+
 # -- plants in the write path (each found by run --profile ci on a fixed tree, each clean on the model) ------
 
 PLANTS: dict[str, Change] = {
@@ -454,7 +481,7 @@ def build_tree(
 ) -> Path:
     """A checkout-shaped tree of ``release`` at ``dest`` with the ``fixed`` known bugs fixed and the ``plants``."""
     base = base_tree(release)
-    changes = [FIXES[n] for n in fixed] + [
+    changes = [FIXES[n] if n in FIXES else UPSTREAM_FIXES[n] for n in fixed] + [
         PLANTS.get(n) or SITE_PLANT_NAMES.get(n) or PAGE_TABLE_PLANTS.get(n) or SIZING_PLANTS[n] for n in plants
     ]
     edited = {e.member for c in changes for e in c.edits}
@@ -471,11 +498,35 @@ def build_tree(
     for change in changes:
         for e in change.edits:
             path = dest / "python" / "sglang" / e.member
-            text = path.read_text()
-            if text.count(e.old) != e.count:
-                raise AssertionError(f"{change.name}: {e.member} holds {text.count(e.old)} of {e.old!r}, not {e.count}")
-            path.write_text(text.replace(e.old, e.new))
+            path.write_text(_edited(path.read_text(), change, e))
     return dest
+
+
+def _edited(text: str, change: Change, e: Edit) -> str:
+    if text.count(e.old) != e.count:
+        raise AssertionError(f"{change.name}: {e.member} holds {text.count(e.old)} of {e.old!r}, not {e.count}")
+    return text.replace(e.old, e.new)
+
+
+def patch_of(release: str, fixed: tuple[str, ...]) -> str:
+    """The unified diff (``git diff``'s shape: ``a/python/sglang/...``) that the named fixes make of ``release``'s
+    tree: what a pull request's patch file holds, computed from the wheel and the anchored edits."""
+    import difflib
+
+    base = base_tree(release)
+    changes = [FIXES[n] if n in FIXES else UPSTREAM_FIXES[n] for n in fixed]
+    out: list[str] = []
+    for member in sorted({e.member for c in changes for e in c.edits}):
+        before = (base / "python" / "sglang" / member).read_text()
+        after = before
+        for c in changes:
+            for e in c.edits:
+                after = _edited(after, c, e) if e.member == member else after
+        name = f"python/sglang/{member}"
+        out += difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+        )
+    return "".join(out)
 
 
 def sizing_file(root: Path) -> Path:

@@ -77,7 +77,18 @@ def test_every_command_that_can_run_a_target_is_guarded():
     from fuzz.cli import COMMANDS, RUNS_NO_TARGET_CODE, guarded
 
     assert RUNS_NO_TARGET_CODE < set(COMMANDS)
-    for name in ("run", "lifecycle", "prove", "fidelity", "matrix", "repro", "baseline", "advisory", "from-crash"):
+    for name in (
+        "run",
+        "lifecycle",
+        "prove",
+        "fidelity",
+        "matrix",
+        "repro",
+        "baseline",
+        "advisory",
+        "judge-fix",
+        "from-crash",
+    ):
         assert guarded([name, "--target", "x"]), name
     for argv in (["merge", "a.json"], ["targets"], ["--help"], ["--version"], ["rnu"], []):
         assert not guarded(argv), argv

@@ -51,6 +51,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, dict[str, str]]] = {
             "fidelity": "compare the model with real SGLang sizing code",
             "matrix": "fuzz every SGLang release's own sizing code, one table",
             "advisory": "write an upstream-ready issue (Markdown) per root cause of case files or reports",
+            "judge-fix": "judge a proposed fix: replay every case of a root cause on the fixed code",
         },
     ),
 }

@@ -25,7 +25,7 @@ from fuzz.common.bounds import MAX_CASE_BYTES
 from fuzz.common.files import write_atomically
 from fuzz.common.jsonfile import JsonFileError, read_json
 
-from .kinds import CaseKind, Property, Signature, case_type
+from .kinds import CaseKind, CaseType, Property, Signature, case_type
 from .model import Finding, Violation
 
 SCHEMA = "kvrow-fuzz/case"
@@ -55,6 +55,8 @@ class Replay:
     reproduced: bool
     lines: tuple[str, ...]
     failed_as: Signature | None = None  # the group the case failed as on this replay (None: it passes)
+    headline: str = ""  # the first line of that failure
+    also: tuple[str, ...] = ()  # the other failures the replay met (of the case's other properties)
 
     @property
     def text(self) -> str:
@@ -76,7 +78,9 @@ def verdict(
     else:
         lines.append(f"passes: {prop} no longer fails on {target}")
     lines += also or []
-    return Replay(failed is not None, tuple(lines), failed.signature if failed is not None else None)
+    if failed is None:
+        return Replay(False, tuple(lines), also=tuple(also or ()))
+    return Replay(True, tuple(lines), failed.signature, failed.headline, tuple(also or ()))
 
 
 # (the case, where it came from, the target the command line names or None) -> the replay
@@ -166,8 +170,7 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
         raise CaseFileError(
             f"{where} has unknown kind {doc['kind']!r:.60} (known: {', '.join(k.value for k in CaseKind)})"
         )
-    engine = case_type(kind).engine  # "" for a core kind: no engine's confirmation field
-    known = FIELDS | ({engine} if engine else set())
+    known = FIELDS | ({engine} if (engine := _engine_field(case_type(kind), doc.get("case"))) else set())
     unknown = sorted(k for k in doc if k not in known)
     if unknown:
         raise CaseFileError(f"{where} has unknown field {unknown[0]!r:.60} (known: {', '.join(sorted(known))})")
@@ -198,6 +201,14 @@ def validate_document(doc: Any, where: str) -> dict[str, Any]:
     if problem:
         raise CaseFileError(f"{where}: {problem}")
     return doc
+
+
+def _engine_field(ct: CaseType, case: Any) -> str:
+    """The engine whose confirmation field a case file may carry: the declaring engine's, or for a core kind (a table
+    case) the case's own engine (``CaseType.engine_of``) where its case object names one this tool knows; else none."""
+    if ct.engine or ct.case_engine is None or not isinstance(case, dict) or ct.nested_problem(case) is not None:
+        return ct.engine
+    return ct.engine_of(case)
 
 
 def stray_field(obj: dict[str, Any], known: frozenset[str], what: str) -> str | None:

@@ -102,9 +102,9 @@ class TableCase:
         return Finding(CaseKind(TABLE_CASE), target.spec, v, self.config, case, found_at, reached_by=reached)
 
 
-def replay_table_case(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
-    """A table case file replayed on its target (``named``: the command line's): the case's configuration and data
-    through the verdict pipeline; CaseFileError (one line) for a case its table or target does not take."""
+def table_case_of(doc: dict[str, Any], where: str, named: str | None = None) -> tuple[Target, TableCase, Property]:
+    """A table case file's target (``named``: the command line's), case and property, each checked as its replay
+    checks it; CaseFileError (one line) for a case its table or target does not take."""
     t, prop = table(doc["case"]["table"]), Property(doc["property"])
     if prop not in t.properties:
         raise CaseFileError(
@@ -113,7 +113,17 @@ def replay_table_case(doc: dict[str, Any], where: str, named: str | None = None)
     try:
         target = resolve_case_target(doc["target"], named, TABLE_CASE, t.engine)
         config = engine_of(target).config_from_dict(doc["config"])
-        case = TableCase(t, config, doc["case"]["data"])
+    except (TargetError, ValueError, TypeError) as e:
+        raise CaseFileError(f"{where}: {e}".splitlines()[0]) from None
+    return target, TableCase(t, config, doc["case"]["data"]), prop
+
+
+def replay_table_case(doc: dict[str, Any], where: str, named: str | None = None) -> Replay:
+    """A table case file replayed on its target (``named``: the command line's): the case's configuration and data
+    through the verdict pipeline; CaseFileError (one line) for a case its table or target does not take."""
+    target, case, prop = table_case_of(doc, where, named)
+    t, config = case.table, case.config
+    try:
         judged = PIPELINE.case(target, case, (prop,), confirm=False)  # its own property alone: none hides it
         others = PIPELINE.case(target, case, tuple(p for p in t.properties if p != prop), confirm=False)
     except (TargetError, Unjudgeable, ValueError, TypeError) as e:

@@ -4,9 +4,16 @@ Which specs exist is each engine's to say (``kvrow-fuzz targets`` lists
 them); this module only routes a spec and enforces the one rule every engine
 shares: a case file is data, so a spec it carries is resolved only when that
 runs no code the spec names.
+
+Within ``one_target_per_spec()`` a spec resolves once: every case of a
+command that replays many (``advisory``, ``judge-fix``) shares its target, and
+with it what the target loaded (SGLang's modules, its runtime).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from fuzz.common.errors import BadInput
 from fuzz.engines import EngineUnavailable, engine_for, engines, runs_named_code
@@ -14,10 +21,31 @@ from fuzz.findings.kinds import case_type
 
 from .base import Target, TargetError
 
+_RESOLVED: list[dict[tuple[str, str | None], Target]] = []  # the memo of the innermost ``one_target_per_spec``
+
+
+@contextmanager
+def one_target_per_spec() -> Iterator[None]:
+    """Within it, each (spec, version) resolves once and every later resolution returns that same target."""
+    _RESOLVED.append({})
+    try:
+        yield
+    finally:
+        _RESOLVED.pop()
+
 
 def resolve_target(spec: str, version: str | None = None) -> Target:
     """``spec`` resolved by its engine; ``version`` (``--sglang-version``) applied where the target takes one."""
     spec = (spec or "").strip()
+    if _RESOLVED and (spec, version) in _RESOLVED[-1]:
+        return _RESOLVED[-1][spec, version]
+    target = _resolved(spec, version)
+    if _RESOLVED:
+        _RESOLVED[-1][spec, version] = target
+    return target
+
+
+def _resolved(spec: str, version: str | None) -> Target:
     try:
         return engine_for(spec).resolve(spec, version)
     except EngineUnavailable:

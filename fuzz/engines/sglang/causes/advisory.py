@@ -30,25 +30,23 @@ as a test in SGLang's own layout that imports nothing of this tool
 with ``repro``'s own validation, so it fails (an assertion with the story)
 on the affected release and never errors on a case ``repro`` refuses. Exit
 0: advisories written; 1: none of the cases reproduces; 2: bad input. Its
-parser: ``fuzz.engines.sglang.cli``.
+parser: ``fuzz.engines.sglang.cli``; its executor: ``commands``.
+
+A table checked on its own (an attention backend's page table) has its cases
+validated and its advisory written by ``table_advisory``; the fixes given with
+``--fix`` are judged by ``fixjudge`` and their verdicts are a section of the
+advisory.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import os
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from allocator_model.revisions import RELEASE_REVISIONS
-from fuzz.common.bounds import MAX_CASE_BYTES
-from fuzz.common.errors import BadInput, ExitCode, one_line
-from fuzz.common.files import check_output_dir, write_atomically
-from fuzz.common.jsonfile import JsonFileError, read_json
-from fuzz.common.text import MAX_SHOWN, markdown_block, printable
+from fuzz.common.errors import BadInput, one_line
+from fuzz.common.text import printable
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.decode.check import DecodeCase
 from fuzz.engines.sglang.decode.replay import ReplayableCase, replayable_case
@@ -62,77 +60,23 @@ from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.model import Finding
-from fuzz.findings.regression import emit_test
-from fuzz.targets.base import Target
-from fuzz.targets.resolve import resolve_targets
-from fuzz.verdict import PIPELINE
+from fuzz.tables.declared import TABLE_CASE
+from fuzz.targets.base import TargetError
+from fuzz.verdict import PIPELINE, Unjudgeable
 
-MAX_INPUT_BYTES = 64 << 20
-MAX_CASES = 2000
-
-
-def _documents(path: str) -> list[tuple[str, dict[str, Any]]]:
-    """(where, case document) of one input: a case file, a directory of them, or a report. A case file is held to
-    what ``repro`` reads (``casefile.load_document``: ``MAX_CASE_BYTES``, every field checked); more than
-    ``MAX_CASES`` cases is refused, never cut silently."""
-    if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if n.endswith(".json"))
-        _check_count(len(names), path)
-        return [doc for n in names for doc in _documents(os.path.join(path, n))]
-    try:
-        data = read_json(path, MAX_INPUT_BYTES, "input")
-    except JsonFileError as e:
-        raise BadInput(str(e)) from None
-    if isinstance(data, dict) and "targets" in data:  # a report: each finding as the case document it stores
-        out = []
-        for entry in data["targets"] if isinstance(data["targets"], list) else []:
-            for i, f in enumerate(entry.get("findings", []) if isinstance(entry, dict) else []):
-                where = f"{path}: {printable(entry.get('target'), 200)!r} finding {i + 1}"
-                searched = f.get("representative") if isinstance(f, dict) else None
-                found = searched.get("finding") if isinstance(searched, dict) else None
-                for what, g in ((where, f), (f"{where}'s representative case", found)):
-                    doc = _from_report(entry, g) if g is not None else None
-                    if doc is not None:
-                        out.append((what, doc))
-        _check_count(len(out), path)
-        return out
-    try:
-        if os.path.getsize(path) > MAX_CASE_BYTES:  # refused as repro refuses it, with its words
-            casefile.load_document(path)
-        return [(path, casefile.validate_document(data, path))]
-    except (OSError, casefile.CaseFileError) as e:
-        raise BadInput(str(e)) from None
-
-
-def _check_count(count: int, where: str) -> None:
-    if count > MAX_CASES:
-        raise BadInput(f"{where} holds {count} cases, past this tool's limit of {MAX_CASES} per advisory run")
-
-
-def _from_report(entry: dict[str, Any], f: Any) -> dict[str, Any] | None:
-    """A report finding as a case document (None: not a replayable kind); validated like a case file."""
-    if not isinstance(f, dict) or f.get("kind") not in (SGLangCase.DECODE.value, SGLangCase.LIFECYCLE.value):
-        return None
-    doc = {
-        "schema": casefile.SCHEMA,
-        "schema_version": casefile.SCHEMA_VERSION,
-        "kind": f.get("kind"),
-        "target": entry.get("target"),
-        "property": f.get("class"),
-        "signature": f.get("group") or f.get("signature"),
-        "config": f.get("config"),
-        "case": f.get("case"),
-    }
-    try:
-        return casefile.validate_document(doc, "a report finding")
-    except casefile.CaseFileError as e:
-        raise BadInput(str(e)) from None
+from .advisory_parts import Advisory, code, fenced, regression_section
+from .table_advisory import render_table, table_replayable
 
 
 def replayed_case(case: ReplayableCase, where: str) -> tuple[SGLangTarget, Finding] | None:
     """A validated case replayed on its target as a finding, with the violation its replay shows (None: it passes
     now). The finding's case is rebuilt from the validated values (a decode state's own fields; a script)."""
-    if case.scenario is not None:
+    if case.table is not None:  # a table's case: what its builders did, judged (CaseFileError where they cannot run)
+        try:
+            found = PIPELINE.case(case.target, case.table, (case.prop,), confirm=False).findings
+        except (TargetError, Unjudgeable, ValueError) as e:
+            raise casefile.CaseFileError(f"{where}: {e}".splitlines()[0]) from None
+    elif case.scenario is not None:
         found = PIPELINE.case(case.target, DecodeCase(case.scenario), (case.prop,), confirm=False).findings
     else:  # a script the target cannot run is CaseFileError here (``run_replayable``), not a pass
         run = run_replayable(case, where, story=False)
@@ -152,6 +96,8 @@ def _replayable(doc: dict[str, Any], where: str, named: str | None) -> Replayabl
     kind = casefile.case_kind(doc)
     if kind is None:  # validate_document refuses it first
         raise casefile.CaseFileError(f"{where} has no case kind")
+    if kind is TABLE_CASE:
+        return table_replayable(doc, where, named)
     return replayable_case(kind, doc, where, named)
 
 
@@ -195,19 +141,9 @@ def validated(
     return out
 
 
-@dataclass
-class Advisory:
-    """One root cause across the inputs' targets."""
-
-    cause: Cause
-    findings: dict[str, list[Finding]] = field(default_factory=dict)  # target spec -> its variants' findings
-    where: dict[str, list[str]] = field(default_factory=dict)  # target spec -> the code the cause lives in
-    targets: dict[str, Target] = field(default_factory=dict)
-
-
 def advisories(cases: list[tuple[str, ReplayableCase]], say: Callable[[str], None]) -> list[Advisory]:
     """The advisories of validated cases (``validated``), one per root cause across their targets."""
-    by_target: dict[str, tuple[SGLangTarget, list[Finding]]] = {}
+    by_target: dict[str, tuple[SGLangTarget, list[tuple[str, Finding]]]] = {}
     for where, case in cases:
         try:
             got = replayed_case(case, where)
@@ -217,15 +153,17 @@ def advisories(cases: list[tuple[str, ReplayableCase]], say: Callable[[str], Non
             say(f"left out: {printable(where, 300)}: no longer fails on its target")
             continue
         target, f = got
-        by_target.setdefault(target.spec, (target, []))[1].append(f)
+        by_target.setdefault(target.spec, (target, []))[1].append((where, f))
     out: dict[str, Advisory] = {}
-    for spec, (target, findings) in by_target.items():
+    for spec, (target, pairs) in by_target.items():
+        findings = [f for _, f in pairs]
         for cause in PIPELINE.causes(target, findings):
             adv = out.setdefault(cause.key, Advisory(cause))
             adv.targets[spec] = target
             adv.where[spec] = cause.where
             groups = cause.groups
             adv.findings[spec] = [f for f in findings if f.signature in groups]
+            adv.cases += [(w, f) for w, f in pairs if f.signature in groups]
             if adv.cause is not cause:  # the same cause on another target: its variants too
                 adv.cause.variants += [s for s in cause.variants if s not in adv.cause.variants]
     return sorted(out.values(), key=lambda a: a.cause.rank)
@@ -253,10 +191,13 @@ def example(adv: Advisory) -> tuple[str, Finding]:
     )
 
 
-def render(adv: Advisory) -> str:
+def render(adv: Advisory, fixes: list[str] | None = None) -> str:
     """The advisory's Markdown: every value that did not come from this tool's own tables (a spec, a place in a
     target's code, a line of a story) made ``printable``, each code block fenced longer than any backtick run it
-    holds (``_fenced``), each code span likewise (``_code``)."""
+    holds (``fenced``), each code span likewise (``code``). ``fixes``: the section of the fixes judged
+    (``fixjudge.fix_section``). A table's cause is written by ``table_advisory``."""
+    if any(f.kind is TABLE_CASE for fs in adv.findings.values() for f in fs):
+        return render_table(adv, fixes or [])
     c = adv.cause
     spec, f = example(adv)
     affected = ", ".join(printable(s, 300) for s in sorted(adv.findings))
@@ -275,23 +216,23 @@ def render(adv: Advisory) -> str:
         "",
         "## Deployment",
         "",
-        _fenced([launch_line(serving_config(f))]),
+        fenced([launch_line(serving_config(f))]),
     ]
     if serving_config(f).kv_pool in MODELS:
         lines += [f"Reached with {MODELS[serving_config(f).kv_pool]}.", ""]
     story = f.violation.describe().splitlines() + ([f"reached: {f.reached_by}"] if f.reached_by else [])
-    lines += ["## What happens", "", f"On {printable(spec, 300)}:", "", _fenced(story)]
+    lines += ["## What happens", "", f"On {printable(spec, 300)}:", "", fenced(story)]
     sglang = _on_sglang(adv.targets[spec], f)
     if sglang:
         lines += [f"SGLang's own write path: {printable(sglang)}.", ""]
     minimal = minimal_of(adv.findings[spec], f)
     if minimal is not None:
         lines += ["## The minimal case", "", "The same bug group at the smallest deployment the search shrank it to:"]
-        lines += ["", _fenced([launch_line(serving_config(minimal)), minimal.violation.describe().splitlines()[0]])]
+        lines += ["", fenced([launch_line(serving_config(minimal)), minimal.violation.describe().splitlines()[0]])]
     lines += ["## Where", ""]
     for target, where in sorted(adv.where.items()):
-        lines += [f"- {printable(target, 300)}: " + ("; ".join(_code(w) for w in where) if where else "(not located)")]
-    lines += ["", "## Fix", "", printable(c.fix) if c.fix else "(no fix stated)", "", "## Variants", ""]
+        lines += [f"- {printable(target, 300)}: " + ("; ".join(code(w) for w in where) if where else "(not located)")]
+    lines += ["", "## Fix", "", printable(c.fix) if c.fix else "(no fix stated)", "", *(fixes or []), "## Variants", ""]
     lines += ["| bug group | kv pool | algorithm | outcome |", "|---|---|---|---|"]
     seen = set()
     for fs in adv.findings.values():
@@ -301,52 +242,25 @@ def render(adv: Advisory) -> str:
             seen.add(g.signature)
             algorithm = serving_config(g).speculative_algorithm or "none"
             lines.append(
-                f"| {_code(g.signature)} | {serving_config(g).kv_pool.value} | {algorithm} | {g.signature.outcome} |"
+                f"| {code(g.signature)} | {serving_config(g).kv_pool.value} | {algorithm} | {g.signature.outcome} |"
             )
     for other, sigs in sorted(c.needs_both.items()):
-        both = ", ".join(_code(s) for s in sorted(sigs))
+        both = ", ".join(code(s) for s in sorted(sigs))
         lines += ["", f"Needs this fix and {printable(other, 200)} together: {both}."]
-    test = emit_test(casefile.document(f))
-    lines += [
-        "",
-        "## Regression test",
-        "",
-        "Fails on the affected release, passes once fixed: `pytest test_kv_row_regression.py "
-        "--kvrow-target=CHECKOUT` (the root of an SGLang checkout: its sizing file, pool builders and write "
-        "path are read from there; needs `pip install kvrow-fuzz`):",
-        "",
-        _fenced(test.rstrip().splitlines(), "python"),
-    ]
+    lines += regression_section(
+        f, "its sizing file, pool builders and write path are read from there; needs `pip install kvrow-fuzz`"
+    )
     standalone = standalone_test(c, sorted(adv.findings), serving_config(f))
     if standalone is not None:
         lines += [
-            f"The same check in SGLang's own test layout, {_code(standalone.path)}: it calls SGLang's functions "
+            f"The same check in SGLang's own test layout, {code(standalone.path)}: it calls SGLang's functions "
             "only and imports nothing of kvrow-fuzz, so it runs in an SGLang checkout as it is "
-            f"({_code(f'python -m pytest {standalone.path} -v')}); it fails on {affected} and "
+            f"({code(f'python -m pytest {standalone.path} -v')}); it fails on {affected} and "
             "passes once fixed:",
             "",
-            _fenced(standalone.text.rstrip().splitlines(), "python"),
+            fenced(standalone.text.rstrip().splitlines(), "python"),
         ]
     return "\n".join(lines)
-
-
-def _fenced(lines: list[str], language: str = "") -> str:
-    """``markdown_block`` (each line made printable, a fence no line can close) with its language, and the blank
-    line after it. Code (a ``language`` given) is printable ASCII already (``emit_test``, ``standalone_test``) and
-    must come through unchanged: a line ``printable`` would shorten is refused (BadInput), never cut."""
-    block = markdown_block(lines)
-    fence, _, rest = block.partition("\n")
-    if language and rest.splitlines()[:-1] != lines:
-        raise BadInput(f"a line of the {language} code to embed is past {MAX_SHOWN} characters: not shown cut")
-    return f"{fence}{language}\n{rest}"
-
-
-def _code(value: object) -> str:
-    """``value`` as a Markdown code span: made printable, delimited by more backticks than any run inside."""
-    text = printable(value, 300)
-    ticks = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _how(c: Cause) -> str:
@@ -360,26 +274,3 @@ def _how(c: Cause) -> str:
 def _on_sglang(target: SGLangTarget, f: Finding) -> str | None:
     """What SGLang's own write path did with the example case (None: the target has no such path)."""
     return PIPELINE.confirm(target, dataclasses.replace(f, confirmation=None)).confirmation
-
-
-def cmd_advisory(args: argparse.Namespace) -> ExitCode:
-    check_output_dir(args.out, "--out")
-    if args.target is not None and resolve_targets([args.target])[0].is_model:
-        raise BadInput(
-            f"--target {printable(args.target, 200)}: this tool's model, not SGLang: an advisory is written for a real "
-            "target only (sglang==X.Y.Z, sglang, or a checkout PATH[@X.Y.Z])"
-        )
-    docs = [doc for path in args.inputs for doc in _documents(path)]
-    if not docs:
-        raise BadInput("no case in the inputs (case files, directories of them, or JSON reports)")
-    _check_count(len(docs), "the inputs")
-    found = advisories(validated(docs, args.target, print), print)
-    if not found:
-        print("no case reproduces on its target: nothing to write")
-        return ExitCode.FOUND
-    os.makedirs(args.out, exist_ok=True)
-    for adv in found:
-        path = os.path.join(args.out, f"{casefile.slug(adv.cause.key)}.md")
-        write_atomically(path, render(adv))
-        print(f"{adv.cause.label}: {printable(path)} ({sum(len(v) for v in adv.findings.values())} case(s))")
-    return ExitCode.CLEAN

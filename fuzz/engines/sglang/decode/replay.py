@@ -35,7 +35,7 @@ REPLAYABLE = (SGLangCase.DECODE, SGLangCase.LIFECYCLE)  # the kinds ``replayable
 
 @dataclass(frozen=True)
 class ReplayableCase:
-    """A decode or lifecycle case as every replay takes it: each value checked (``replayable_case``)."""
+    """A decode, lifecycle or table case as every replay takes it: each value checked (``replayable_case``)."""
 
     kind: CaseKind
     prop: Property
@@ -43,6 +43,7 @@ class ReplayableCase:
     config: ServingConfig
     scenario: DecodeScenario | None  # a decode case's state (None for a lifecycle case)
     steps: list[Any] | None  # a lifecycle case's step script (None for a decode case)
+    table: Any = None  # a table case's ``fuzz.tables.case.TableCase`` (its own validation: ``advisory``'s)
 
 
 def replayable_case(kind: CaseKind, doc: dict[str, Any], where: str, named: str | None = None) -> ReplayableCase:

@@ -1,0 +1,183 @@
+"""The advisory of a table checked on its own (an attention backend's CUDA-graph page table): its cases, its text.
+
+A table case is validated as ``repro`` validates it (``fuzz.tables.case.table_case_of``: its table, property and
+target), then as a decode case is (the release launches the deployment, ``Revision.refuses``; a page table's data
+is a decode scenario its scheduler can reach, ``page_tables.scenario``), all before any case runs.
+
+Its advisory says what the table's width is sized from and what the modes publish, from the example case's builds
+on the target (SGLang's own builders, executed, on a real target: ``Table.observe``), where the code is, that the
+read past the row happens in the backend's CUDA kernel (which this machine does not run: the read follows from the
+length the builders published), and, given fixes, each one's verdict (``fixjudge``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from allocator_model.page_tables import Build, pages, steps
+from fuzz.common.text import printable
+from fuzz.engines.sglang.decode.replay import ReplayableCase
+from fuzz.engines.sglang.groups import serving_config
+from fuzz.engines.sglang.launch import launch_line
+from fuzz.engines.sglang.page_table_builds import row_width_of
+from fuzz.engines.sglang.page_tables import GRAPH_TABLES, backend_of, scenario
+from fuzz.engines.sglang.representative import deployment_rank
+from fuzz.findings.casefile import CaseFileError
+from fuzz.findings.kinds import Property
+from fuzz.findings.model import Finding
+from fuzz.tables.case import sized_by, table_case_of
+from fuzz.tables.declared import TABLE_CASE, Table, table
+from fuzz.tables.observe import AccessKind
+
+from .advisory_parts import Advisory, code, fenced, regression_section
+
+# What upstream holds of each table's cause (an open report of its class, the pull requests that propose a fix).
+UPSTREAM = {
+    "fa3_page_table": "the class of sgl-project/sglang#34239 (open: an illegal memory access near the 262,144-token "
+    "context limit with NEXTN, reported on 0.5.16; #35985 names FA3's page table as its cause); fixes proposed: "
+    "#35985 (open), #29665 (closed)",
+}
+
+
+def table_replayable(doc: dict[str, Any], where: str, named: str | None) -> ReplayableCase:
+    """A table case document as every replay takes it, or CaseFileError (one line)."""
+    target, case, prop = table_case_of(doc, where, named)
+    refusal = target.revision.refuses(case.config)
+    if refusal is not None:
+        raise CaseFileError(f"{where}: {target.spec} does not launch this configuration: {refusal}")
+    if case.table.name in GRAPH_TABLES:
+        try:
+            scenario(target, case.config, case.data)
+        except (ValueError, TypeError) as e:
+            raise CaseFileError(f"{where}: not a valid case for {target.spec}: {e}".splitlines()[0]) from None
+    return ReplayableCase(TABLE_CASE, prop, target, case.config, None, None, table=case)
+
+
+def example(adv: Advisory) -> tuple[str, Finding]:
+    """The case a table's advisory shows: a representative case where the inputs hold one (``deployment_rank``'s
+    first term), then a page above 1, not adaptive, the one whose step builds the most modes (every mode's published
+    length shown), the nearest a deployment, by name."""
+    pairs = [(spec, f) for spec, fs in adv.findings.items() for f in fs]
+
+    def key(p: tuple[str, Finding]) -> tuple[Any, ...]:
+        cfg = serving_config(p[1])
+        modes = len(list(steps(cfg, cfg.launch_runtime)))
+        rank = deployment_rank(cfg)
+        return rank[0], cfg.page_size == 1, cfg.speculative_adaptive, -modes, rank, str(p[1].signature)
+
+    return min(pairs, key=key)
+
+
+def render_table(adv: Advisory, fixes: list[str]) -> str:
+    """The Markdown advisory of ``adv``, a table's cause, shown on its ``example`` case; ``fixes``: the section of
+    the fixes judged (``fixjudge.fix_section``), Markdown already."""
+    spec, f = example(adv)
+    c, t = adv.cause, table(f.case["table"])
+    target, cfg = adv.targets[spec], serving_config(f)
+    read = f.violation.prop == Property.READ_WITHIN_ROW
+    outcome = (
+        "the attention kernel reads past the row, into the next request's pages; nothing stops it"
+        if read
+        else "a builder writes past the row, into the next request's; nothing stops it"
+    )
+    lines = [
+        f"# {printable(c.title, 300)}",
+        "",
+        f"- **Upstream:** {UPSTREAM.get(t.name, 'new: no upstream issue or pull request names it')}",
+        f"- **Affected:** {', '.join(printable(s, 300) for s in sorted(adv.findings))}",
+        f"- **Outcome:** {f.signature.outcome} ({outcome})",
+        f"- **Found by:** kvrow-fuzz, on {t.observer(target) if t.observer else 'the table'}; root cause: the code "
+        f"that sizes {t.name} (a table checked on its own has that one cause)",
+        "",
+        "## Deployment",
+        "",
+        fenced([launch_line(cfg, backend_of(t.name))]),
+        "## The mismatch",
+        "",
+        *_mismatch(t, target, f),
+        "## What happens",
+        "",
+        f"On {code(spec)}:",
+        "",
+        fenced(f.violation.describe().splitlines() + ([f"reached: {f.reached_by}"] if f.reached_by else [])),
+        "## Where",
+        "",
+    ]
+    for where_spec, where in sorted(adv.where.items()):
+        lines.append(f"- {code(where_spec)}: " + ("; ".join(code(w) for w in where) if where else "(not located)"))
+    lines += ["", "## Fix", "", printable(c.fix), "", *fixes, "## Variants", ""]
+    lines += ["| bug group | algorithm | page | outcome |", "|---|---|---|---|"]
+    seen = set()
+    for g in (g for fs in adv.findings.values() for g in fs):
+        if g.signature not in seen:
+            seen.add(g.signature)
+            gc = serving_config(g)
+            lines.append(f"| {code(g.signature)} | {gc.speculative_algorithm or 'none'} | {gc.page_size} | "
+                         f"{g.signature.outcome} |")  # fmt: skip
+    lines += regression_section(
+        f, "the backend's builders are read and run from there; needs `pip install kvrow-fuzz` and triton"
+    )
+    return "\n".join(lines)
+
+
+def _mismatch(t: Table, target: Any, f: Finding) -> list[str]:
+    """What the width is sized from and what each mode publishes, from the example case's builds on ``target``."""
+    cfg, data = serving_config(f), f.case["data"]
+    builds = [a.native for a in (t.observe(target, cfg, data) if t.observe else []) if a.kind is AccessKind.READ]
+    shown = [b for b in builds if isinstance(b, Build)]
+    if not shown:
+        return ["(the builds of the case are not shown: the table has none to show)", ""]
+    c, p, width = cfg.context_len, cfg.page_size, shown[0].width
+    row = row_width_of(target, cfg)
+    seq = int(data["committed_len"]) + int(data["device_lag"])
+    sized = (
+        f"ceil(context_len / page_size) = ceil({c} / {p}) = {width} pages: sized from the model's context length"
+        if width == pages(c, p)
+        else f"{width} pages (ceil({width * p} / {p}))"
+    )
+    lines = [
+        f"Every row of {code(t.name)} is {sized} ({code(sized_by(t))}). The `req_to_token` row the builders copy "
+        f"the request's slots from is {row} columns wide (context_len + {row - c}: the headroom SGLang's sizing "
+        f"module gives the row), {pages(row, p)} pages; the page table has none of that headroom.",
+        "",
+        f"Each mode of the step publishes a length to the kernel (`cache_seqlens`): the request's device length at "
+        f"the step, {seq} (committed {data['committed_len']} + overlap lag {data['device_lag']}), plus what the mode "
+        "adds. The kernel reads that length in whole pages of the row:",
+        "",
+        "| mode | buffer | published | pages read | row width | |",
+        "|---|---|---|---|---|---|",
+    ]
+    for b in shown:
+        past = "past the row" if b.read_pages > b.width else "within"
+        if b.spilled:
+            past = f"writes {b.spilled} past the row"
+        lines.append(
+            f"| {b.label} | {code(b.buffer)} | {b.published} = {seq} + {b.published - seq} | {b.read_pages} | "
+            f"{b.width} | {past} |"
+        )
+    d = cfg.speculative_num_draft_tokens
+    plus_d = [b.label for b in shown if d and b.published - seq == d]
+    if plus_d:
+        lines += ["", f"{' and '.join(plus_d)} publish the device length + D (D = speculative_num_draft_tokens = {d}), "
+                  "and the device length runs ahead of the committed length by the overlap lag."]  # fmt: skip
+    kernel = GRAPH_TABLES[t.name].kernel if t.name in GRAPH_TABLES else "the backend's kernel"
+    readers = ", ".join(code(f"{r.qualname}()") for r in t.readers)
+    lines += [
+        "",
+        f"Confirmed on {t.observer(target) if t.observer else 'the table'}: each width above is the buffer SGLang's "
+        "own code allocated, each published length what its own builders stored for the kernel, run from "
+        f"{code(f.target)} ({_case_line(f)}).",
+        "",
+        f"The read past the row happens in {kernel}, a CUDA kernel (called from {readers}) that this machine does "
+        "not run: it has no GPU. What is shown is what SGLang's Python and triton builders did (executed on CPU, "
+        "under triton's interpreter); the read of the published length, in whole pages, follows from them: on a GPU "
+        "it takes the next batch row's page indices (another request's KV), or runs past the buffer for the "
+        "bucket's last row.",
+        "",
+    ]
+    return lines
+
+
+def _case_line(f: Finding) -> str:
+    return f"case {json.dumps(f.case['data'], sort_keys=True)}"
