@@ -89,25 +89,32 @@ class WheelTree(SourceTree):
     """A release's wheel, read member by member (nothing is unpacked)."""
 
     path: str = ""
+    # The wheel, opened once: its central directory (thousands of members) is read once, not per member read.
+    _zip: zipfile.ZipFile | None = field(default=None, repr=False, compare=False)
 
     def filename(self, member: str) -> str:
         return os.path.join(self.path, member)
 
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_zip": None}  # an open file does not travel (a worker reopens it)
+
     def _read(self, member: str) -> str | None:
         try:
-            with zipfile.ZipFile(self.path) as z:
-                try:
-                    info = z.getinfo(member)
-                except KeyError:
-                    return None
-                if info.is_dir():
-                    raise TargetError(f"{member} in {os.path.basename(self.path)} is a directory, not a file")
-                if info.file_size > wheels.MAX_SOURCE_BYTES:
-                    raise TargetError(
-                        f"{member} in {os.path.basename(self.path)} is larger than {wheels.MAX_SOURCE_BYTES >> 20} MiB"
-                    )
-                with z.open(info) as f:
-                    data = f.read(wheels.MAX_SOURCE_BYTES + 1)
+            if self._zip is None:
+                self._zip = zipfile.ZipFile(self.path)
+            z = self._zip
+            try:
+                info = z.getinfo(member)
+            except KeyError:
+                return None
+            if info.is_dir():
+                raise TargetError(f"{member} in {os.path.basename(self.path)} is a directory, not a file")
+            if info.file_size > wheels.MAX_SOURCE_BYTES:
+                raise TargetError(
+                    f"{member} in {os.path.basename(self.path)} is larger than {wheels.MAX_SOURCE_BYTES >> 20} MiB"
+                )
+            with z.open(info) as f:
+                data = f.read(wheels.MAX_SOURCE_BYTES + 1)
         except (zipfile.BadZipFile, OSError) as e:
             raise TargetError(f"{self.path} is not a readable wheel ({e})") from None
         if len(data) > wheels.MAX_SOURCE_BYTES:  # the header lied about the size
