@@ -76,6 +76,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow = pytest.mark.skip(
         reason=f"the slow tier (--run-slow or {SLOW_ENV}=1; ./kvrow test runs it after the default tier)"
     )
+    # The tier's longest tests first (``long``): a worker never starts one when the others are nearly done.
+    items.sort(key=lambda item: "long" not in item.keywords)
     for item in items:
         if "network" in item.keywords and not network_allowed(config):
             item.add_marker(offline)

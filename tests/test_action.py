@@ -131,6 +131,7 @@ def test_action_fails_on_a_0_5_23_checkout_with_repro_lines_and_passes_on_the_re
         assert sarif["runs"][0]["results"] == []  # a clean log: code scanning closes the alerts
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_action_on_the_0_5_23_tree_passes_with_its_baseline_and_fails_without(pinned_wheels, tmp_path):
     from checkout_trees import build_tree

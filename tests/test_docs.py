@@ -208,6 +208,7 @@ def test_the_sarif_log_is_described_as_it_is_written():
 CHECKOUT_FILE = "python/sglang/srt/mem_cache/allocation_sizing.py"  # the plugin's documented --kvrow-target
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_the_plugin_on_a_0_5_23_checkout_fails_and_passes_as_the_page_says(pinned_wheels, tmp_path, monkeypatch):
     """``sglang-developer.md``: the documented plugin command fails on 0.5.23's checkout with the page-1 group; with

@@ -66,11 +66,11 @@ def test_the_cheap_samples_are_the_commands_output(cheap_blocks):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", SLOW)
-def test_the_costly_samples_are_the_commands_output(name, pinned_wheels):
-    """A whole campaign on the reference, the full proof, and 0.5.23's run on its real wheel (read offline): each
-    its own test, so the tier's workers share them."""
-    assert_current(so.regenerated([name]))
+@pytest.mark.long
+def test_the_costly_samples_are_the_commands_output(pinned_wheels):
+    """A whole campaign on the reference, the full proof, and 0.5.23's run on its real wheel (read offline): in one
+    session, whose commands share what the first one loaded."""
+    assert_current(so.regenerated(SLOW))
 
 
 def test_a_sample_edited_by_hand_fails_the_check(cheap_blocks, tmp_path, capsys):

@@ -163,6 +163,7 @@ def test_run_ci_on_the_fixed_tree_is_clean_and_finds_each_plant(tree, plant, tmp
     assert code == (1 if plant else 0), [f["signature"] for f in entry["findings"]]
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.parametrize("release", ["0.5.18", "0.5.23"])
 def test_every_group_of_a_release_is_confirmed_on_its_own_write_path(pinned_wheels, release, tmp_path, monkeypatch):

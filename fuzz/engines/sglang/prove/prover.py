@@ -15,6 +15,8 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
 from allocator_model.pools import KVPool
@@ -187,12 +189,17 @@ class SGLangProver:
                         yield longest.at_context_len(kw["context_len"] - (pages[k] - 1) + residue)
 
     def count(self) -> int:
-        n, i = 0, -1
-        for g in self._grids():
-            for page in (g.page_size * g.attn_dcp_size).tolist():
-                i += 1
-                n += 2 * page if self.request.shard.takes(i) else 0
-        return n
+        """The configurations of the space this prover's shard takes: counted once (each table's proof asks)."""
+        counted = self.__dict__.get("_counted")
+        if counted is None:
+            shard, counted, i = self.request.shard, 0, 0
+            for g in self._grids():
+                pages = g.page_size * g.attn_dcp_size
+                taken = (torch.arange(i, i + len(pages)) % shard.count) == shard.offset  # ``Shard.takes``, at once
+                counted += 2 * int(pages[taken].sum())
+                i += len(pages)
+            object.__setattr__(self, "_counted", counted)  # a frozen prover's memo, not a field
+        return counted
 
     def check_heatmap(self) -> None:
         from .heatmap import require_matplotlib
