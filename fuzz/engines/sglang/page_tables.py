@@ -17,7 +17,7 @@ SGLang's files the builds are SGLang's own, executed
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,14 +62,14 @@ NEXT_ROW = "the next request of the batch (its graph row), or past the buffer fo
 @dataclass(frozen=True)
 class GraphTable:
     """One backend's CUDA-graph page table, as this engine checks it: its name, where SGLang sizes, fills and
-    reads it, the pages it runs, and which launches run it (``takes``)."""
+    reads it, and which launches run it (``takes``: its pages, and topk 1 where the backend refuses more)."""
 
     backend: AttentionBackend
     width_code: tuple[CodeRef, ...]  # the functions that size it (its root cause)
     writers: tuple[CodeRef, ...]
     readers: tuple[CodeRef, ...]
     pages: tuple[int, ...]  # the page sizes a launch on the backend keeps (others SGLang changes or refuses)
-    takes: Callable[[ServingConfig], bool]
+    topk_1_only: bool = False  # SGLang refuses speculation at topk > 1 on the backend
 
     @property
     def name(self) -> str:
@@ -79,6 +79,14 @@ class GraphTable:
     def kernel(self) -> str:
         return f"{self.backend.label}'s kernel"
 
+    def takes(self, cfg: ServingConfig) -> bool:
+        """Whether the table is judged on ``cfg``: a standard pool without decode context parallelism (DCP runs the
+        MLA backends; unified memory translates the tables through its own map), at a page the backend keeps, at a
+        topk it accepts."""
+        standard = cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1
+        topk = not self.topk_1_only or cfg.speculative_algorithm is None or cfg.topk == 1
+        return standard and cfg.page_size in self.pages and topk
+
 
 # FA3's pages: a power of two (its metadata builders assert it from 0.5.16, ``kernels/ops/attention/metadata.py``:
 # another page fails at CUDA-graph capture, before any request; the unclamped verify builder needs the page to divide
@@ -87,21 +95,6 @@ FA3_PAGES = tuple(p for p in range(1, 257) if p & (p - 1) == 0)
 # trtllm_mha's: 16, 32 or 64; SGLang changes any other to 64 [cite: trtllm-mha-pages], and 128 too before 0.5.17;
 # from 0.5.17 it takes 128 for GQA models with trtllm-gen only (not judged: the stand-in model is MHA on SM90).
 TRTLLM_MHA_PAGES = (16, 32, 64)
-
-
-def fa3_takes(cfg: ServingConfig) -> bool:
-    """Whether FA3's page tables are judged on ``cfg``: a standard pool without decode context parallelism (DCP
-    runs the MLA backends; unified memory translates FA3's tables through its own map), at a page it runs."""
-    return cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1 and cfg.page_size in FA3_PAGES
-
-
-def trtllm_mha_takes(cfg: ServingConfig) -> bool:
-    """Whether trtllm_mha's page tables are judged on ``cfg``: FA3's deployments (a standard pool, no DCP) at a
-    page it keeps, and speculation at topk 1 only (SGLang refuses topk > 1 on it at launch
-    [cite: trtllm-mha-topk-1])."""
-    spec = cfg.speculative_algorithm is not None
-    standard = cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1
-    return standard and cfg.page_size in TRTLLM_MHA_PAGES and (not spec or cfg.topk == 1)
 
 
 FA3 = GraphTable(
@@ -121,7 +114,6 @@ FA3 = GraphTable(
         CodeRef(FA3_FILE, "FlashAttentionBackend.forward_extend"),
     ),
     pages=FA3_PAGES,
-    takes=fa3_takes,
 )
 TRTLLM_MHA = GraphTable(
     AttentionBackend.TRTLLM_MHA,
@@ -139,7 +131,7 @@ TRTLLM_MHA = GraphTable(
         CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.forward_extend"),
     ),
     pages=TRTLLM_MHA_PAGES,
-    takes=trtllm_mha_takes,
+    topk_1_only=True,  # [cite: trtllm-mha-topk-1]
 )
 GRAPH_TABLES: dict[str, GraphTable] = {t.name: t for t in (FA3, TRTLLM_MHA)}
 FA3_PAGE_TABLE = FA3.name
