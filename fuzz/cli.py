@@ -26,6 +26,7 @@ from fuzz.common.collector import collect_less_often
 from fuzz.common.defaults import PROG
 from fuzz.common.errors import BadInput, ExitCode, did_you_mean, one_line, os_error_line
 from fuzz.common.streams import LOST, ClosedPipeTolerant, settled
+from fuzz.common.threads import one_torch_thread_per_process
 from fuzz.engines import BUILTIN_COMMANDS
 
 # Packages adding commands: each cli module has register(subparsers), which adds a parser
@@ -279,6 +280,8 @@ def run_command(argv: list[str]) -> int:
             args = build_parser().parse_args(argv)
         except SystemExit as e:  # --help: argparse's exit, a status like any other (a guarded child sends it)
             return settled(e.code) if isinstance(e.code, int) else ExitCode.BAD_INPUT
+        if argv[0] not in RUNS_NO_TARGET_CODE:  # after the parser: --help answers without torch
+            one_torch_thread_per_process()
         return settled(int(args.func(args)))  # output lost (a full disk, no stdout): never a clean exit
     except BadInput as e:
         print(f"{PROG}: error: {one_line(str(e))}", file=sys.stderr)

@@ -41,11 +41,13 @@ from hermetic import (
 )
 
 from fuzz.common.collector import collect_less_often
+from fuzz.common.threads import one_torch_thread_per_process
 from fuzz.engines.sglang.real.wheels import OFFLINE
 
 SLOW_ENV = "KVROW_FUZZ_SLOW"
 
 collect_less_often()  # each worker runs campaigns in its own process, as the command line's process does
+one_torch_thread_per_process()  # the workers are the parallelism, as a command's are
 
 
 def network_allowed(config: pytest.Config) -> bool:
