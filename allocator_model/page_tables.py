@@ -36,11 +36,30 @@ class AttentionBackend(StrEnum):
 
     FA3 = "fa3"
     TRTLLM_MHA = "trtllm_mha"
+    FLASHMLA = "flashmla"
 
     @property
     def label(self) -> str:
-        """The backend as prose names it (FA3), else its flag's value."""
-        return "FA3" if self is AttentionBackend.FA3 else self.value
+        """The backend as prose names it (FA3, FlashMLA), else its flag's value."""
+        return {"fa3": "FA3", "flashmla": "FlashMLA"}.get(str(self.value), str(self.value))
+
+    @property
+    def fixed_page(self) -> int | None:
+        """The page its builders and kernel take whatever the launch's (FlashMLA's ``PAGE_SIZE``, 64: SGLang sets
+        ``--page-size 64`` for it), None where they follow the launch's page."""
+        return FLASHMLA_PAGE if self is AttentionBackend.FLASHMLA else None
+
+    @property
+    def draft_steps_publish_their_step(self) -> bool:
+        """Whether a draft decode step s publishes ``seq + s + 1`` (FA3's, trtllm_mha's ``seqlen_offset``) rather
+        than ``seq`` (FlashMLA's multi-step draft backend builds each step's table from the batch's lengths)."""
+        return self is not AttentionBackend.FLASHMLA
+
+
+FLASHMLA_PAGE = 64
+# FlashMLA's table builder, ``create_flashmla_kv_indices_triton``: one program per block of 4096 tokens of the row
+# (``FLASHMLA_CREATE_KV_BLOCK_SIZE_TRITON``, 64 pages of 64), masked by the published length alone.
+FLASHMLA_BLOCK_TOKENS = 4096
 
 
 class Mode(StrEnum):
@@ -57,6 +76,9 @@ class TableWidth(StrEnum):
 
     CONTEXT = "context"  # ceil(context_len / page): the model's context length (upstream's FA3)
     ROW = "row"  # ceil(W / page): the req_to_token row it copies (sized with the headroom; the corrected model)
+    # (context_len + page) // page: the context's whole pages plus one (upstream's FlashMLA): one page more than
+    # CONTEXT where the page divides the context, the same elsewhere
+    CONTEXT_NEXT_PAGE = "context-next-page"
 
 
 @dataclass(frozen=True)
@@ -102,13 +124,20 @@ def pages(tokens: Int, page: Int) -> Int:
 
 
 # SGLang's names of a backend's CUDA-graph page tables, per mode (topk 1): FA3's, which trtllm_mha's mirror (the
-# same dictionaries and keys in its ``init_cuda_graph_state``).
+# same dictionaries and keys in its ``init_cuda_graph_state``); FlashMLA fills one buffer in every mode (each of
+# its backends its own: the target's, each draft step's, the draft's extend).
 GRAPH_BUFFERS: dict[Mode, str] = {
     Mode.DECODE: "decode_cuda_graph_metadata['page_table']",
     Mode.DRAFT_DECODE: "decode_cuda_graph_metadata['page_table_draft_decode']",
     Mode.TARGET_VERIFY: "target_verify_metadata['page_table']",
     Mode.DRAFT_EXTEND: "draft_extend_metadata['page_table']",
 }
+FLASHMLA_BUFFER = "cuda_graph_kv_indices"
+
+
+def graph_buffer(backend: AttentionBackend, mode: Mode) -> str:
+    """SGLang's name of the buffer ``backend`` fills in ``mode``."""
+    return FLASHMLA_BUFFER if backend is AttentionBackend.FLASHMLA else GRAPH_BUFFERS[mode]
 
 
 def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, int | None]]:
@@ -136,21 +165,31 @@ def judged(algorithm: str | None, topk: int) -> bool:
     return algorithm is None or (topk == 1 and not algo.is_uno(algorithm))
 
 
-def published(mode: Mode, step: int | None, seq_len: int, rt: SpecRuntime | None) -> int:
+def published(
+    mode: Mode, step: int | None, seq_len: int, rt: SpecRuntime | None, backend: AttentionBackend = AttentionBackend.FA3
+) -> int:
     """The length a mode publishes to the kernel, from the device's ``seq_lens``: decode the length itself, draft
-    step s the length plus s + 1, verify and draft extend the length plus the D draft tokens."""
+    step s the length plus s + 1 (the length itself on a backend whose steps do not publish their step), verify and
+    draft extend the length plus the D draft tokens."""
     if mode is Mode.DECODE:
         return seq_len
     assert rt is not None  # the speculative modes run with a shape
     if mode is Mode.DRAFT_DECODE:
-        return seq_len + (step or 0) + 1
+        return seq_len + ((step or 0) + 1 if backend.draft_steps_publish_their_step else 0)
     return seq_len + rt.num_draft_tokens
 
 
 def width(sized_from: TableWidth, cfg: ServingConfig, row_width: int) -> int:
-    """The pages of a row: the context's (``CONTEXT``) or the ``req_to_token`` row's (``ROW``)."""
-    tokens = cfg.context_len if sized_from is TableWidth.CONTEXT else row_width
-    return pages(tokens, cfg.page_size)
+    """The pages of a row: the context's (``CONTEXT``), one past its whole pages (``CONTEXT_NEXT_PAGE``) or the
+    ``req_to_token`` row's (``ROW``)."""
+    return int(widths(sized_from, cfg.context_len, row_width, cfg.page_size))
+
+
+def widths(sized_from: TableWidth, context_len: Int, row_width: Int, page: Int) -> Int:
+    """``width`` of ints or tensors alike (``reach_grid``'s)."""
+    if sized_from is TableWidth.CONTEXT_NEXT_PAGE:
+        return (context_len + page) // page
+    return pages(context_len if sized_from is TableWidth.CONTEXT else row_width, page)
 
 
 def clamped_end(need: int, w: int, block_tokens: int | None, page: int) -> int:
@@ -180,6 +219,7 @@ class GraphSizing:
     block_tokens: int | None = None
     unclamped: frozenset[Mode] = frozenset()
     asserts: frozenset[Mode] = frozenset()
+    backend: AttentionBackend = AttentionBackend.FA3  # whose buffers, and what its draft steps publish
 
     def __post_init__(self) -> None:
         if self.unclamped and not self.block_tokens:
@@ -202,13 +242,14 @@ def graph_builds(
     out = []
     w = width(sizing.width, cfg, row_width)
     for mode, step in steps(cfg, rt):
-        length = published(mode, step, seq_len, rt)
+        length = published(mode, step, seq_len, rt, sizing.backend)
         need = pages(length, cfg.page_size)
+        buffer = graph_buffer(sizing.backend, mode)
         if mode in sizing.asserts and need > w:
-            out.append(Build(mode, step, GRAPH_BUFFERS[mode], w, cfg.page_size, 0, 0, length, DECODE_ASSERT))
+            out.append(Build(mode, step, buffer, w, cfg.page_size, 0, 0, length, DECODE_ASSERT))
             continue
         end = clamped_end(need, w, sizing.block(mode), cfg.page_size)
-        out.append(Build(mode, step, GRAPH_BUFFERS[mode], w, cfg.page_size, min(end, w), max(0, end - w), length))
+        out.append(Build(mode, step, buffer, w, cfg.page_size, min(end, w), max(0, end - w), length))
     return out
 
 
@@ -229,7 +270,7 @@ def reach_grid(
     topk 1), though its builder may write further (its own grid) or be stopped (its assert).  A build its assert
     stops reaches what it asked for, written nowhere.  A row this table does not judge reaches nothing.
     """
-    w = pages(context_len if sizing.width is TableWidth.CONTEXT else row_width, page.expand_as(context_len))
+    w = widths(sizing.width, context_len, row_width, page.expand_as(context_len))
 
     def reach(need: Tensor, mode: Mode) -> Tensor:
         """The end a build of ``need`` pages by ``mode``'s builder reaches: what it asked where its assert stops
@@ -250,8 +291,9 @@ def reach_grid(
     write = reach(read, Mode.TARGET_VERIFY)
     if eagle:
         write = torch.maximum(write, reach(read, Mode.DRAFT_EXTEND))
-    if eagle and num_steps is not None:  # the last draft step's pages, seq + S - 1 (S >= 2)
-        last = torch.where(num_steps >= 2, pages(seq_len + num_steps - 1, page.expand_as(seq_len)), 0)
+    if eagle and num_steps is not None:  # the last draft step's pages, seq + S - 1 (S >= 2), or seq
+        offset = num_steps - 1 if sizing.backend.draft_steps_publish_their_step else torch.zeros_like(num_steps)
+        last = torch.where(num_steps >= 2, pages(seq_len + offset, page.expand_as(seq_len)), 0)
         write = torch.maximum(write, reach(last, Mode.DRAFT_DECODE))
     on = (topk == 1) & torch.tensor(judged(algorithm, 1))
     zero = torch.zeros_like(read)

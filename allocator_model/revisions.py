@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from . import algorithms as algo
-from .page_tables import AttentionBackend, GraphSizing, Mode, TableWidth
+from .page_tables import FLASHMLA_BLOCK_TOKENS, AttentionBackend, GraphSizing, Mode, TableWidth
 from .pools import UNIFIED_SPEC, KVPool
 from .revision_fields import REVISION_FIELDS, Headroom, MemoryClamp, field_value
 
@@ -89,9 +89,8 @@ class Revision:
     # statically [cite: hisparse-refuses-adaptive].
     hisparse_adaptive: bool = False
     # -- the attention backends' CUDA-graph page tables (``page_tables``) ----------------------------
-    # What the backends' graph page tables are sized from: the req_to_token row they copy (the reference: every
-    # length a step publishes was reserved in that row), or the model's context length (upstream, every release:
-    # ``max_num_pages`` in FA3's and trtllm_mha's ``__init__`` and ``init_cuda_graph_state``).
+    # The backends' graph page tables are sized from the req_to_token row they copy (the reference: what a step
+    # publishes was reserved there) or the context length (upstream; FlashMLA one page past it: ``graph_sizing``).
     page_table_width: TableWidth = TableWidth.ROW
     # FA3's target-verify graph builder masks its writes by the published length alone, over a grid of blocks of
     # this many tokens (``build_trtllm_mha_page_table``, 0.5.15-0.5.21); None: it clamps them at the width.
@@ -141,13 +140,15 @@ class Revision:
 
     def graph_sizing(self, backend: AttentionBackend) -> GraphSizing:
         """What this revision's CUDA-graph builders of ``backend`` do (its fields, as the twin takes them)."""
+        if backend is AttentionBackend.FLASHMLA:  # upstream: one page past the context's; its grid masks by length
+            w = {TableWidth.CONTEXT: TableWidth.CONTEXT_NEXT_PAGE}.get(self.page_table_width, TableWidth.ROW)
+            return GraphSizing(w, FLASHMLA_BLOCK_TOKENS, frozenset(Mode), backend=backend)
         if backend is AttentionBackend.TRTLLM_MHA:
             every = frozenset(Mode) if self.trtllm_mha_block_tokens else frozenset()
-            return GraphSizing(self.page_table_width, self.trtllm_mha_block_tokens, every)
+            return GraphSizing(self.page_table_width, self.trtllm_mha_block_tokens, every, backend=backend)
         block = self.fa3_verify_block_tokens
-        unclamped = frozenset({Mode.TARGET_VERIFY}) if block else frozenset()
         asserts = frozenset({Mode.DECODE, Mode.DRAFT_DECODE}) if self.fa3_decode_asserts else frozenset()
-        return GraphSizing(self.page_table_width, block, unclamped, asserts)
+        return GraphSizing(self.page_table_width, block, frozenset({Mode.TARGET_VERIFY} if block else ()), asserts)
 
     def pool_algorithms(self, kind: KVPool) -> frozenset[str]:
         """The algorithms a launch on ``kind`` may use in this revision (unified memory accepts fewer)."""

@@ -37,6 +37,7 @@ FA3 = "srt/layers/attention/flashattention_backend.py"
 FA3_METADATA = "kernels/ops/attention/metadata.py"
 TRTLLM_MHA = "srt/layers/attention/trtllm_mha_backend.py"
 TRTLLM_MHA_METADATA = "kernels/ops/attention/trtllm_mha_graph_metadata.py"
+FLASHMLA = "srt/layers/attention/flashmla_backend.py"
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,14 @@ FIXES: dict[str, Change] = {
     ),
     "page-table-width": Change(
         "page-table-width",
-        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's) sized from the req_to_token row they copy (the "
-        "approach of PR #29665), not from context_len",
+        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's) sized from the req_to_token row they "
+        "copy (the approach of PR #29665), not from context_len",
         (
+            Edit(
+                FLASHMLA,
+                "                (max_bs, (self.max_context_len + PAGE_SIZE) // PAGE_SIZE),\n",
+                "                (max_bs, (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE),  # (fixture)\n",
+            ),
             Edit(
                 TRTLLM_MHA,
                 "            self.max_context_len + self.page_size - 1\n        ) // self.page_size\n",
@@ -264,6 +270,18 @@ PAGE_TABLE_PLANTS: dict[str, Change] = {
                 "            seq_lens=forward_batch.seq_lens[:bs] + self.speculative_num_draft_tokens,  # (plant)\n"
                 "            extend_seq_lens=forward_batch.extend_seq_lens[:bs],\n"
                 "            page_size=self.page_size,\n",
+            ),
+        ),
+    ),
+    "flashmla-width-context-pages": Change(  # a width, on a third backend (a tree sized from the row)
+        "flashmla-width-context-pages",
+        "FlashMLABackend sizes its graph table as FA3's upstream does, the context's pages rounded up, not the "
+        "req_to_token row's",
+        (
+            Edit(
+                FLASHMLA,
+                "                (max_bs, (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE),  # (fixture)\n",
+                "                (max_bs, (self.max_context_len + PAGE_SIZE - 1) // PAGE_SIZE),  # (plant)\n",
             ),
         ),
     ),

@@ -16,6 +16,7 @@ from checkout_trees import build_tree
 from hermetic import missing_wheel, pinned_wheel
 
 from fuzz.cli import main
+from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
 from fuzz.findings import baseline
 
 
@@ -67,11 +68,13 @@ def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(p
     assert fa3 == {"FlashAttentionBackend.__init__", "FlashAttentionBackend.init_cuda_graph_state"}
     trt = {e["function"] for e in doc["entries"] if e["table"] == "trtllm_mha_page_table"}
     assert trt == {"TRTLLMHAAttnBackend.__init__", "TRTLLMHAAttnBackend.init_cuda_graph_state"}
+    mla = {e["function"] for e in doc["entries"] if e["table"] == "flashmla_page_table"}
+    assert mla == {"FlashMLABackend.init_cuda_graph_state"}
     assert not any(ch.isdigit() for e in doc["entries"] for ch in e.get("function", ""))  # no line numbers
     known = baseline.parse(doc, "the tree's baseline")
 
     judged = baseline.judge(causes_of(trees["tree"])[1], known)
-    assert (len(judged.new), len(judged.known), judged.fixed) == (0, 4, [])
+    assert (len(judged.new), len(judged.known), judged.fixed) == (0, 2 + len(GRAPH_TABLES), [])
 
     judged = baseline.judge(causes_of(trees["planted"])[1], known)  # the standard pool's reserve: a pool known
     assert [c.key for c in judged.new] == ["alloc_reserve_per_decode"]  # ... and a property known: only it is new
@@ -81,7 +84,7 @@ def test_known_causes_pass_a_new_one_fails_alone_and_a_fixed_entry_is_reported(p
     # With #33579 fixed the tree's headroom is its release's with that known fix applied (``counterfactual.
     # _applied``), so the other known fixes are tried on top of it: the unified builders' narrow rows at page 1 are
     # unified-rows itself, not a piece of the tree that differs from the reference.
-    graph = {"fa3_page_table-width", "trtllm_mha_page_table-width"}
+    graph = {f"{name}-width" for name in GRAPH_TABLES}
     assert judged.new == [] and {c.key for c in judged.known} == {"unified-rows", *graph}
     ids = {baseline.identity(c) for c in judged.known}
     assert "req_to_token:known:unified-rows" in ids and any(i.startswith("fa3_page_table:new:") for i in ids)
@@ -131,10 +134,12 @@ def test_the_commands_exit_on_new_causes_only_and_strict_on_fixed_ones(tmp_path,
     base = tmp_path / "base.json"
     write = ["baseline", "write", str(base), "--target", "reference@sglang-0.5.23", "--max-examples", "5"]
     assert main([*write, "--quiet", "--write-path", "model"]) == 0
-    assert "4 root cause(s)" in capsys.readouterr().out  # the page tables' by their covering sets
+    assert (
+        f"{2 + len(GRAPH_TABLES)} root cause(s)" in capsys.readouterr().out
+    )  # the page tables' by their covering sets
     prove = ["prove", "--target", "reference@sglang-0.5.23", "--space", "tiny", "--quiet", "--cases", str(tmp_path)]
     assert main([*prove, "--baseline", str(base), "--json", str(tmp_path / "r.json")]) == 0
-    assert "0 new root cause(s), 4 known" in capsys.readouterr().out
+    assert f"0 new root cause(s), {2 + len(GRAPH_TABLES)} known" in capsys.readouterr().out
     assert json.loads((tmp_path / "r.json").read_text())["targets"][0]["baseline"]["new"] == []
     assert (
         main(

@@ -16,6 +16,7 @@ import pytest
 
 from fuzz.causes.identity import digest
 from fuzz.cli import main
+from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
 from fuzz.findings import baseline
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Signature
@@ -152,7 +153,7 @@ def prove(spec, base, tmp_path, *extra):
 def test_a_baseline_of_one_model_revision_does_not_hide_anothers_causes(tmp_path, capsys):
     base, doc = model_baseline(tmp_path)
     assert prove("reference@sglang-0.5.23", base, tmp_path) == 0
-    assert "0 new root cause(s), 4 known" in capsys.readouterr().out
+    assert f"0 new root cause(s), {2 + len(GRAPH_TABLES)} known" in capsys.readouterr().out
     assert prove("reference@sglang-0.5.18", base, tmp_path) == 2  # another target: not covered
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "covers reference@sglang-0.5.23, not reference@sglang-0.5.18" in err
@@ -242,7 +243,7 @@ def test_any_pep_440_release_and_the_table_are_read_as_the_schema_says():
     assert baseline.read(doc, "d").releases == ("0.5.0rc2", "0.5.12", "0.5.12.post1")  # ordered as versions
     undeclared = {**KNOWN, "table": "token_to_kv"}  # a name no engine declares: the schema cannot know, the reader does
     jsonschema.validate(release_doc("sglang==0.5.18", undeclared), schema())
-    declared = "fa3_page_table, req_to_token, trtllm_mha_page_table"
+    declared = "fa3_page_table, flashmla_page_table, req_to_token, trtllm_mha_page_table"
     with pytest.raises(baseline.BaselineError, match=f"table must be one of {declared}"):
         baseline.read(release_doc("sglang==0.5.18", undeclared), "d")
     for bad in ({**KNOWN, "table": "Req-To-Token"}, {k: v for k, v in KNOWN.items() if k != "table"}):

@@ -321,8 +321,10 @@ def test_case_file_replays_the_whole_story_byte_for_byte(neighbour_case):
     assert "FAILS neighbour-rows-untouched/dcp>1 at step" in first.text
     # The write and its victim, whichever request the search put there (the constants Hypothesis mixes into its
     # draws come from every project module, so what a derandomized round finds moves with the source).
-    landed = re.search(r"landed in row (\d+) \(request (\d+)\)", first.text)
-    assert landed and f"changed request {landed[2]} (row {landed[1]})" in first.text
+    changed = re.search(
+        r"wrote columns \[\d+, \d+\) of a row \d+ wide and changed request (\d+) \(row (\d+)\)", first.text
+    )
+    assert changed and f"victim: request {changed[1]} (row {changed[2]})" in first.text
     doc = json.loads(open(neighbour_case).read())
     assert doc["kind"] == "lifecycle" and doc["case"]["steps"][0]["op"] == "admit"
 

@@ -260,3 +260,79 @@ def test_the_launch_line_names_trtllm_mha_and_its_hardware() -> None:
     cfg = ServingConfig.resolve(context_len=4096, page_size=64, **EAGLE)
     line = engine_of(target("reference")).launch_line(cfg, TRTLLM_MHA.name)
     assert line is not None and "--attention-backend trtllm_mha" in line and "SM100" in line and "SM90" in line
+
+
+@pytest.mark.parametrize(
+    ("pin", "out"),
+    [
+        ("kv_pool=swa", {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table"}),
+        ("page_size=16", {"flashmla_page_table"}),
+        ("speculative_eagle_topk=2", {"trtllm_mha_page_table", "flashmla_page_table"}),
+    ],
+)
+def test_a_pin_no_launch_of_a_backend_takes_leaves_its_table_unjudged_and_said(pin, out, tmp_path, capsys):
+    """The pins leave some backends no launch: their tables are not hunted (no search that can draw nothing), and
+    the verdict names each with why; the others are judged as ever."""
+    from fuzz.cli import main
+
+    assert main(["run", "--target", "reference", "--max-examples", "5", "--pin", pin, "--cases", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    said = {line.split()[2] for line in text.splitlines() if line.strip().startswith("NOT judged:")}
+    assert said == out, text
+    assert all("the pins leave no launch it is judged on" in line for line in text.splitlines() if "NOT judged" in line)
+
+
+# -- FlashMLA's table: one page past the context's whole pages, its builder masked by the length over a grid ------
+
+
+def test_flashmlas_width_is_one_page_past_the_contexts_whole_pages_and_its_verify_writes_into_the_next_row():
+    """Upstream's width (C + 64) // 64: a context of whole pages gets a page of room, any other none past its last
+    page; a verify past it stores its last page into the next graph row (the builder does not clamp), unless the
+    width ends the builder's grid (a multiple of its 64-page blocks): then it only reads past."""
+    from fuzz.engines.sglang.page_tables import FLASHMLA, FLASHMLA_TABLE
+
+    rev = get_revision("sglang-0.5.23")
+    sizing = rev.graph_sizing(FLASHMLA.backend)
+    eagle = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=1)
+    for context, seq, spilled, read_past in ((4160, 4159, 0, 0), (4159, 4158, 1, 1), (4095, 4094, 0, 1)):
+        cfg = ServingConfig.resolve(context_len=context, page_size=64, speculative_num_draft_tokens=4, **eagle)
+        verify = next(
+            b for b in graph_builds(cfg, cfg.launch_runtime, seq, sizing, 9999) if b.mode is Mode.TARGET_VERIFY
+        )
+        assert verify.width == (context + 64) // 64 and verify.buffer == "cuda_graph_kv_indices"
+        assert (verify.spilled, verify.read_pages - verify.width) == (spilled, read_past), context
+    assert FLASHMLA_TABLE.name == "flashmla_page_table"
+
+
+@pytest.mark.parametrize("spec", ["reference", "reference@sglang-0.5.23", "reference@sglang-0.5.18"])
+def test_the_sweep_over_a_grids_residues_equals_the_dense_one(spec: str, monkeypatch) -> None:
+    """The sweep computes every residue of the builders' grid block only for the keys that can break with the grid
+    end removed: the same groups, counts and worst witnesses as computing all of them for every key (FlashMLA's
+    grid, and 0.5.18's FA3 verify grid)."""
+    import fuzz.engines.sglang.prove.page_tables as swept
+    from fuzz.engines.sglang.page_tables import FA3_TABLE, FLASHMLA_TABLE
+
+    t, p = prover(spec, space="small")
+    pruned = {tb.name: prove_table(t, tb, p) for tb in (FA3_TABLE, FLASHMLA_TABLE)}
+    monkeypatch.setattr(swept, "_swept_profiles", swept._profiles)
+    dense = {tb.name: prove_table(t, tb, p) for tb in (FA3_TABLE, FLASHMLA_TABLE)}
+    for name, proof in pruned.items():
+        other = dense[name]
+        assert proof.configurations == other.configurations
+        assert {s: (g.configurations, g.worst, g.worst_case) for s, g in proof.groups.items()} == {
+            s: (g.configurations, g.worst, g.worst_case) for s, g in other.groups.items()
+        }
+    if spec == "reference@sglang-0.5.23":
+        assert {g.signature.prop for g in pruned["flashmla_page_table"].groups.values()} == {
+            Property.WRITE_WITHIN_ROW,
+            Property.READ_WITHIN_ROW,
+        }
+
+
+def test_the_launch_line_names_flashmla_an_mla_model_and_its_hardware() -> None:
+    from fuzz.engines.sglang.page_tables import FLASHMLA
+
+    cfg = ServingConfig.resolve(context_len=4159, page_size=64, **EAGLE)
+    line = engine_of(target("reference")).launch_line(cfg, FLASHMLA.name)
+    assert line is not None and "--attention-backend flashmla" in line and "--page-size 64" in line
+    assert "MODEL: an MLA model" in line and "SM90" in line

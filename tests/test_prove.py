@@ -26,6 +26,7 @@ from allocator_model.revisions import REFERENCE, REVISIONS, Headroom
 from allocator_model.scenario import DecodeScenario, run_scenario
 from fuzz.cli import main
 from fuzz.engines.sglang.cases import SGLangCase
+from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.prove.grid import launch_grid, target_algorithms
 from fuzz.engines.sglang.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap
@@ -490,7 +491,7 @@ def test_cli_seed_bug_groups_heatmap_and_replayable_case(tmp_path: Path, capsys:
         assert {"kind", "class", "signature", "config", "case", "message", "found_at", "repro"} <= set(f)
         assert f["repro"].startswith(f"{repro_command()} ")
         if f["kind"] == "table-case":  # the page tables' witnesses: their closed forms', not the sizing sweep's
-            assert f["case"]["table"] in ("fa3_page_table", "trtllm_mha_page_table")
+            assert f["case"]["table"] in GRAPH_TABLES
             continue
         assert {"configurations", "worst", "first_at", "mismatch"} <= set(f) and f["mismatch"] is None
         assert f["kind"] == SGLangCase.DECODE.value

@@ -20,10 +20,11 @@ from hermetic import unbroken
 
 from fuzz.cli import main
 from fuzz.common.columns import WIDTH, collapse_chains, fold, shell_lines
+from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
 from fuzz.findings.repro import repro_command
 
 RUN = ["run", "--target", "reference@sglang-0.5.18", "--profile", "ci"]
-QUIET_LINES = 80  # what --quiet prints of the seed bug's release at the most (25 groups, 6 causes)
+QUIET_LINES = 92  # what --quiet prints of the seed bug's release at the most (29 groups, 7 causes)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_quiet_prints_the_summary_and_the_causes_on_a_screen(printed):
     causes = report["causes"]
     whole = unbroken(text).splitlines()
     repros = [line.strip() for line in whole if line.lstrip().startswith(f"repro: {repro_command()} cases/")]
-    assert len(causes) == 6 and len(repros) == len(causes)
+    assert len(causes) == 4 + len(GRAPH_TABLES) and len(repros) == len(causes)
     for c in causes:
         assert f"fix: {c['fix']}" in " ".join(text.split())
     assert "     in: allocator_model/sizing.py:36 alloc_page_size, :69 alloc_len_per_decode, " in text  # a file once
@@ -75,7 +76,7 @@ def test_the_default_shows_each_cause_by_its_lead_block_and_its_groups_by_their_
     # path) stays whole
     assert all(len(line) <= WIDTH or len(line.split()) == 1 for line in lines)
     tables = [lead for lead in leads if "_page_table" in lead]  # each backend table's cause: its table, not a row
-    assert len(tables) == 2
+    assert len(tables) == len(GRAPH_TABLES)
     for field in ("config:", "launch:", "reached:"):  # the representative case's, in full
         assert text.count(field) == len(leads), field
     assert text.count("row width W = ") == len(leads) - len(tables) and text.count("  table:  ") == 2 * len(tables)
@@ -98,7 +99,8 @@ def test_verbose_prints_every_groups_block(printed):
     text, report = printed["--verbose"]
     for f in report["findings"]:
         assert text.count(f"COUNTEREXAMPLE {f['signature']} on reference@sglang-0.5.18\n") == 1, f["signature"]
-    assert f"ROOT CAUSES on reference@sglang-0.5.18: 6 cause(s) for {len(report['findings'])} bug group(s)" in text
+    causes, groups = 4 + len(GRAPH_TABLES), len(report["findings"])
+    assert f"ROOT CAUSES on reference@sglang-0.5.18: {causes} cause(s) for {groups} bug group(s)" in text
 
 
 def test_the_report_is_the_same_whatever_is_printed(printed):

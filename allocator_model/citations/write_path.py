@@ -324,4 +324,18 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     "fa3-draft-extend-backend": (
         Cite("0.5.23", _DRAFT_UTILS, "self.draft_model_runner, skip_prefill=False, fa_impl_ver=fa_impl_ver"),
     ),
+    # FlashMLA: SGLang sets page 64 for it, and its multi-step draft backend refuses topk > 1.
+    "flashmla-page-64": (Cite("0.5.23", _SRT + "arg_groups/overrides.py", "FlashMLA only supports a page_size of 64"),),
+    "flashmla-topk-1": (
+        Cite("0.5.23", _SRT + "layers/attention/flashmla_backend.py", "Currently FlashMLA only supports topk=1"),
+    ),
+    # The launch defaults FlashInfer's MLA backend (FlashMLA's base) reads: no PD disaggregation, the chunked prefix
+    # cache and the ragged prefill wrapper on.
+    "disagg-mode-default": (Cite("0.5.23", _SRT + "arg_groups/fields/disagg.py", '] = "null"'),),
+    "chunked-prefix-cache-default": (
+        Cite("0.5.23", _SRT + "arg_groups/fields/schedule.py", "disable_chunked_prefix_cache: A[", whole=True),
+    ),
+    "flashinfer-mla-ragged-default": (
+        Cite("0.5.23", _SRT + "arg_groups/fields/exec_.py", "flashinfer_mla_disable_ragged: A[", whole=True),
+    ),
 }

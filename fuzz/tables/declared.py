@@ -164,6 +164,9 @@ class Table:
     observer: Callable[[Any], str] | None = None
     # The share of each round's examples its search draws (its covering set and closed form doing the rest).
     share: float = 1.0
+    # ``pinned_out(pins)``: why no case of the table exists under the run's pins (a page its backend never runs),
+    # None where some may: a table pinned out is not hunted, and the verdict says why.
+    pinned_out: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def refused_on(self, target: Any) -> str | None:
         """Why ``target`` cannot judge this table (``unjudged``), None where it can."""

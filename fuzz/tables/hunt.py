@@ -42,6 +42,7 @@ class TableHunt:
         self.props = None if props is None else tuple(p for p in table.properties if p in set(props))
         self.covered: int | None = None  # the covering set's size, once run
         self.name = f"table-{table.name}"
+        self.pinned_out = table.pinned_out(self.pins) if table.pinned_out is not None else None
 
     def owns(self, f: Finding) -> bool:
         return f.kind is TABLE_CASE and f.case.get("table") == self.table.name
@@ -51,6 +52,8 @@ class TableHunt:
     ) -> Callable[[], None]:
         target, t = self.target, self.table
         assert t.cases is not None
+        if self.pinned_out is not None:  # no case exists under the pins: nothing to draw
+            return lambda: None
 
         def test(drawn: tuple[Any, Mapping[str, Any]]) -> None:
             progress.tick(tracker.groups)
@@ -72,7 +75,7 @@ class TableHunt:
 
     def cover(self, tracker: Tracker, progress: Progress) -> Iterable[Finding]:
         """The table's covering set (``Table.cover``), each case judged before the search; none: the search alone."""
-        if self.table.cover is None:
+        if self.table.cover is None or self.pinned_out is not None:
             return ()
         return self._covered(tracker, progress)
 
@@ -92,6 +95,8 @@ class TableHunt:
         return self.table.finish(self.target, f) if self.table.finish is not None else f
 
     def stats(self) -> dict[str, Any]:
+        if self.pinned_out is not None:
+            return {f"{self.table.name}_pinned_out": self.pinned_out}
         return {f"{self.table.name}_covering_cases": self.covered} if self.covered is not None else {}
 
 

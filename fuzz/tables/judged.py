@@ -40,6 +40,8 @@ def judgement(
     why = t.refused_on(target) if t.hunted else None
     if why is not None:
         return Judgement(t.name, None, why)
+    if t.hunted and command is Command.RUN and stats.get(f"{t.name}_pinned_out"):
+        return Judgement(t.name, None, str(stats[f"{t.name}_pinned_out"]))
     if t.hunted and command is Command.RUN:
         run_by = RUN_BY if t.cover is None else f"its covering set, then {RUN_BY}"
         return Judgement(t.name, run_by if t.observer is None else f"{run_by}: {t.observer(target)}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from .page_tables import GRAPH_TABLES
+from .graph_tables import GRAPH_TABLES
 
 REGISTRY = "sglang/srt/layers/attention/attention_registry.py"
 _LATER = "not checked yet: "
@@ -23,8 +23,6 @@ UNCHECKED: dict[str, str] = {
     "round_up(C, 4096) tokens wide, clamped, and verify publishes seq + D",
     "cutedsl_mla": _SAME_AS_TRTLLM_MLA,
     "tokenspeed_mla": _SAME_AS_TRTLLM_MLA,
-    "flashmla": _LATER + "MLA models only; its constructor allocates on CUDA; its builder "
-    "(create_flashmla_kv_indices_triton) writes by the published length, (C + 64) // 64 pages wide",
     "cutlass_mla": _LATER + "flashmla's builder over (C + 128) // 128 pages; sgl_kernel's CUDA kernel",
     "flashinfer": _LATER + "a flat kv_indices buffer (a range per request, no row), filled through flashinfer's own "
     "plan(); init_cuda_graph_state allocates on CUDA (MLA models: FlashInferMLAAttnBackend, the same layout)",

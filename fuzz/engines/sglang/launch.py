@@ -82,13 +82,19 @@ FAMILIES: dict[KVPool, Family] = {
 MLA_MAMBA = Family(
     "an MLA Mamba/linear-attention model (e.g. Kimi-Linear)", "KimiLinearForCausalLM", mla=True, mamba=True
 )
+# The MLA attention backends (FlashMLA) serve MLA models only: a dense MLA model with its MTP layers (EAGLE drafts from
+# them, NEXTN).
+MLA_DENSE = Family("an MLA model (e.g. DeepSeek-V3)", "DeepseekV3ForCausalLM", mla=True, draft_in_checkpoint=True)
+MLA_BACKENDS = frozenset({"flashmla"})
 MODELS: dict[KVPool, str] = {kind: family.description for kind, family in FAMILIES.items()}
 
 
-def family_of(cfg: ServingConfig) -> Family:
-    """The model ``cfg``'s pool is built for, among those SGLang starts it with."""
+def family_of(cfg: ServingConfig, backend: str | None = None) -> Family:
+    """The model ``cfg``'s pool is built for, among those SGLang starts it with (an MLA one on an MLA backend)."""
     if cfg.kv_pool is KVPool.UNIFIED_MAMBA and cfg.attn_dcp_size > 1:
         return MLA_MAMBA
+    if backend in MLA_BACKENDS and cfg.kv_pool is KVPool.STANDARD:
+        return MLA_DENSE
     return FAMILIES[cfg.kv_pool]
 
 
@@ -146,9 +152,9 @@ def launch_flags(cfg: ServingConfig) -> list[str]:
 def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
     """The line that starts ``cfg``: ``launch_flags`` with the companions SGLang's handlers require of it;
     ``backend``: the attention backend whose tables a finding is on (the line names it, whatever the default)."""
-    family = family_of(cfg)
+    family = family_of(cfg, backend)
     flags = launch_flags(cfg)
-    notes = [f"MODEL: {family.description}"] if cfg.kv_pool is not KVPool.STANDARD else []
+    notes = [f"MODEL: {family.description}"] if family is not FAMILIES[KVPool.STANDARD] else []
     files: dict[str, str] = {}
     algorithm = cfg.speculative_algorithm if cfg.spec_on else None
     if algorithm == NGRAM and "--speculative-eagle-topk" in flags:
@@ -179,6 +185,7 @@ def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
 HARDWARE = {
     "fa3": "an SM90 (Hopper) GPU: FA3's kernels are built for it",
     "trtllm_mha": "an SM100 (Blackwell) GPU: trtllm_mha's kernels (SGLang 0.5.19+ boots it on SM90 too)",
+    "flashmla": "an SM90 (Hopper) GPU: FlashMLA's kernels are built for it",
 }
 
 

@@ -37,7 +37,16 @@ def model_builds(
 # The probe ``unjudged`` runs: a request near the limit of a small context, SGLang's default speculation.
 PROBE = ServingConfig(context_len=40, page_size=4, speculative_algorithm="EAGLE", speculative_num_steps=3,
                       speculative_eagle_topk=1, speculative_num_draft_tokens=4)  # fmt: skip
-PROBE_ROW = 50  # the probe's req_to_token row: wider than the context, so the two widths differ
+PROBE_ROW = 50  # the probe's req_to_token row: wider than the context, so the widths differ
+
+
+def probe_of(backend: AttentionBackend) -> tuple[ServingConfig, int]:
+    """The probe and its row at the backend's page: ``PROBE``'s 10 pages of context and a row of 12.5 pages, so
+    the context's pages, one past them and the row's are three widths."""
+    p = backend.fixed_page
+    if p is None:
+        return PROBE, PROBE_ROW
+    return PROBE.replace(context_len=10 * p, page_size=p), 25 * p // 2
 
 
 def _plain(cfg: ServingConfig) -> ServingConfig:
@@ -48,8 +57,9 @@ def _plain(cfg: ServingConfig) -> ServingConfig:
 @functools.lru_cache(maxsize=64)
 def _refusal(path: Any, backend: AttentionBackend) -> str | None:
     """Why SGLang's builders of ``backend`` cannot run from ``path``'s tree (None: they ran the probe)."""
+    probe, row = probe_of(backend)
     try:
-        _executed(path, backend, PROBE, PROBE.launch_runtime, 36, 48)
+        _executed(path, backend, probe, probe.launch_runtime, probe.context_len - 4, row - 2)
     except TargetError as e:  # StandInMissing too: a piece of SGLang the runtime has no faithful answer for
         return f"SGLang's {backend.label} builders do not run from {path.source}: {str(e).splitlines()[0]}"
     return None
@@ -61,11 +71,12 @@ MAX_PROBED_BLOCK = 1 << 14  # tokens: a grid block past this is not measured (th
 def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
     """``target``'s ``GraphSizing`` of ``backend``'s builders, or why it has none the closed form can take.
 
-    A model: its revision's fields.  A real target: its own builders, run on ``PROBE`` (C = 40, P = 4, a row of
-    ``PROBE_ROW`` columns): the buffer's width is ``ceil(C/P)`` (CONTEXT) or ``ceil(W/P)`` (ROW), else no closed
-    form; each mode asked one page past the width either spills (it masks by length alone: a request far past
-    it measures the grid's end, hence the block), is stopped (it asserts first), or clamps.  Then every probe is
-    run again against the twin under that sizing: a build the twin does not reproduce (``Build.verdict``) means
+    A model: its revision's fields.  A real target: its own builders, run on its probe (``probe_of``: C = 40,
+    P = 4, a row of ``PROBE_ROW`` columns; at a backend's fixed page the same in pages): the buffer's width is
+    ``ceil(C/P)`` (CONTEXT), ``(C + P) // P`` (CONTEXT_NEXT_PAGE) or ``ceil(W/P)`` (ROW), else no closed form;
+    each mode asked past the width either spills (it masks by length alone: a request far past it measures the
+    grid's end, hence the block), is stopped (it asserts first), or clamps.  Then every probe is run again
+    against the twin under that sizing: a build the twin does not reproduce (``Build.verdict``) means
     the builders do something no closed form here says, and there is none.
     """
     rev: Revision = target.revision
@@ -74,32 +85,38 @@ def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
     why = unjudged(target, backend)
     if why is not None:
         return why
-    path, p, row = target.sizing.write_path, PROBE.page_size, PROBE_ROW
-    rt, plain = PROBE.launch_runtime, _plain(PROBE)
+    path = target.sizing.write_path
+    probe, row = probe_of(backend)
+    p, c = probe.page_size, probe.context_len
+    rt, plain = probe.launch_runtime, _plain(probe)
     assert rt is not None
 
     def run(cfg: ServingConfig, r: SpecRuntime | None, seq: int) -> tuple[Build, ...]:
         return _executed(path, backend, cfg, r, seq, row)
 
-    w = run(PROBE, rt, p)[0].width
-    widths = {pages(PROBE.context_len, p): TableWidth.CONTEXT, pages(row, p): TableWidth.ROW}
+    w = run(probe, rt, p)[0].width
+    widths = {
+        pages(c, p): TableWidth.CONTEXT,
+        (c + p) // p: TableWidth.CONTEXT_NEXT_PAGE,
+        pages(row, p): TableWidth.ROW,
+    }
     if w not in widths:
         return (
-            f"{backend.label}'s graph page table is {w} pages wide at context_len {PROBE.context_len}, page {p}, a "
-            f"req_to_token row of {row}: neither the context's pages nor the row's (the closed form knows those two)"
+            f"{backend.label}'s graph page table is {w} pages wide at context_len {c}, page {p}, a req_to_token row "
+            f"of {row}: not the context's pages, one past them, nor the row's (the closed form knows those three)"
         )
     far = w + MAX_PROBED_BLOCK // p
-    # every mode one page past the width: a draft step publishes seq + s + 1, verify and extend seq + D (D = p)
-    past = run(PROBE, rt, w * p) + run(plain, None, w * p + 1)
+    # every mode past the width: a draft step publishes seq + s + 1 (or seq), verify and extend seq + D
+    past = run(probe, rt, w * p + 1) + run(plain, None, w * p + 1)
     unclamped = frozenset(b.mode for b in past if b.spilled)
     asserts = frozenset(b.mode for b in past if b.stopped_by is not None)
     block = None
     if unclamped:
-        grid_end = w + max((b.spilled for b in run(PROBE, rt, far * p) + run(plain, None, far * p)), default=0)
+        grid_end = w + max((b.spilled for b in run(probe, rt, far * p) + run(plain, None, far * p)), default=0)
         block = grid_end * p if grid_end < far else MAX_PROBED_BLOCK
-    sizing = GraphSizing(widths[w], block, unclamped, asserts)
+    sizing = GraphSizing(widths[w], block, unclamped, asserts, backend)
     probes: list[tuple[ServingConfig, SpecRuntime | None, int]]
-    probes = [(PROBE, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
+    probes = [(probe, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
     probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1, far * p)]
     for cfg, r, seq in probes:
         for got, twin in zip(run(cfg, r, seq), model_builds(sizing, backend, cfg, r, seq, row), strict=True):
@@ -149,4 +166,4 @@ def builds(
     return list(_executed(target.sizing.write_path, backend, cfg, rt, seq, row)), "SGLang's own builders (executed)"
 
 
-__all__ = ["PROBE", "builds", "model_builds", "row_width_of", "sizing_of", "unjudged"]
+__all__ = ["PROBE", "builds", "model_builds", "probe_of", "row_width_of", "sizing_of", "unjudged"]

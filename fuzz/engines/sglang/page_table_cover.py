@@ -17,7 +17,8 @@ from allocator_model.scheduler import decode_alloc_bound
 
 # The covering set: each mode a backend's graph tables run, at the limit of a context one page past SGLang's 4096
 # default (a whole number of pages: any length past it passes the row; not of the 4096-token grid block: a grid that
-# masks by length alone spills), on SGLang's default page and a backend's, at the most overlap lag.
+# masks by length alone spills), or where the backend's width leaves the least room past it (``tightest_residue``),
+# on SGLang's default page and a backend's, at the most overlap lag.
 COVER_SPECS: tuple[dict[str, Any], ...] = (
     {},
     {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
@@ -35,7 +36,8 @@ def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingCon
     out = []
     for spec in COVER_SPECS:
         for page in COVER_PAGES:
-            args = {"context_len": 4096 + page, "page_size": page, "enable_overlap": True, **spec}
+            context = 4096 + (t.tightest_residue or page)
+            args = {"context_len": context, "page_size": page, "enable_overlap": True, **spec}
             try:
                 cfg = ServingConfig.resolve(**{**args, **pins})
             except ValueError:  # a pin that clashes (ConfigError is one)

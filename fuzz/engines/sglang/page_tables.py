@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from hypothesis import strategies as st
 
 from allocator_model.config import ServingConfig
 from allocator_model.model_sizing import ModelSizing
-from allocator_model.page_tables import AttentionBackend, Build, Mode, pages, steps, width
+from allocator_model.page_tables import Build, Mode, pages, steps, width
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.regimes import regime
 from allocator_model.revisions import Revision
@@ -38,109 +37,12 @@ from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width,
 from fuzz.tables.declared import Code, Reach, Sweep
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
+from .graph_tables import FA3, FA3_PAGE_TABLE, FLASHMLA, GRAPH_TABLES, NEXT_ROW, TRTLLM_MHA, GraphTable, backend_of
 from .locations import SGLANG_REPO_PATH
 from .page_table_builds import builds, model_builds, row_width_of, sizing_of, unjudged
 from .page_table_cover import COVER_SPECS, cover, modes
 from .real.runtime.tree import DirectoryTree, open_tree
 from .specs import NAME
-
-FA3_FILE = SGLANG_REPO_PATH + "sglang/srt/layers/attention/flashattention_backend.py"
-METADATA_FILE = SGLANG_REPO_PATH + "sglang/kernels/ops/attention/metadata.py"
-PAGE_TABLE_BUILDER = "build_trtllm_mha_page_table"
-PAGE_TABLE_FILES = (  # where the unclamped builder lives: kvcache/ to 0.5.18, attention/ after
-    SGLANG_REPO_PATH + "sglang/kernels/ops/kvcache/trtllm_mha_page_table.py",
-    SGLANG_REPO_PATH + "sglang/kernels/ops/attention/trtllm_mha_page_table.py",
-)
-TRTLLM_MHA_FILE = SGLANG_REPO_PATH + "sglang/srt/layers/attention/trtllm_mha_backend.py"
-GRAPH_METADATA_FILES = (  # trtllm_mha's fused graph-metadata kernel: kvcache/ to 0.5.22, attention/ after
-    SGLANG_REPO_PATH + "sglang/kernels/ops/kvcache/trtllm_mha_graph_metadata.py",
-    SGLANG_REPO_PATH + "sglang/kernels/ops/attention/trtllm_mha_graph_metadata.py",
-)
-NEXT_ROW = "the next request of the batch (its graph row), or past the buffer for the bucket's last row"
-
-
-@dataclass(frozen=True)
-class GraphTable:
-    """One backend's CUDA-graph page table, as this engine checks it: its name, where SGLang sizes, fills and
-    reads it, and which launches run it (``takes``: its pages, and topk 1 where the backend refuses more)."""
-
-    backend: AttentionBackend
-    width_code: tuple[CodeRef, ...]  # the functions that size it (its root cause)
-    writers: tuple[CodeRef, ...]
-    readers: tuple[CodeRef, ...]
-    pages: tuple[int, ...]  # the page sizes a launch on the backend keeps (others SGLang changes or refuses)
-    topk_1_only: bool = False  # SGLang refuses speculation at topk > 1 on the backend
-
-    @property
-    def name(self) -> str:
-        return f"{self.backend.value}_page_table"
-
-    @property
-    def kernel(self) -> str:
-        return f"{self.backend.label}'s kernel"
-
-    def takes(self, cfg: ServingConfig) -> bool:
-        """Whether the table is judged on ``cfg``: a standard pool without decode context parallelism (DCP runs the
-        MLA backends; unified memory translates the tables through its own map), at a page the backend keeps, at a
-        topk it accepts."""
-        standard = cfg.kv_pool is KVPool.STANDARD and cfg.attn_dcp_size == 1
-        topk = not self.topk_1_only or cfg.speculative_algorithm is None or cfg.topk == 1
-        return standard and cfg.page_size in self.pages and topk
-
-
-# FA3's pages: a power of two (its metadata builders assert it from 0.5.16, ``kernels/ops/attention/metadata.py``:
-# another page fails at CUDA-graph capture, before any request; the unclamped verify builder needs the page to divide
-# its 4096-token block).
-FA3_PAGES = tuple(p for p in range(1, 257) if p & (p - 1) == 0)
-# trtllm_mha's: 16, 32 or 64; SGLang changes any other to 64 [cite: trtllm-mha-pages], and 128 too before 0.5.17;
-# from 0.5.17 it takes 128 for GQA models with trtllm-gen only (not judged: the stand-in model is MHA on SM90).
-TRTLLM_MHA_PAGES = (16, 32, 64)
-
-
-FA3 = GraphTable(
-    AttentionBackend.FA3,
-    width_code=(
-        CodeRef(FA3_FILE, "FlashAttentionBackend.init_cuda_graph_state"),
-        CodeRef(FA3_FILE, "FlashAttentionBackend.__init__"),
-    ),
-    writers=(
-        CodeRef(METADATA_FILE, "normal_decode_set_metadata"),
-        CodeRef(METADATA_FILE, "draft_extend_set_metadata"),
-        *(CodeRef(f, PAGE_TABLE_BUILDER) for f in PAGE_TABLE_FILES),
-        CodeRef(FA3_FILE, "FlashAttentionBackend._apply_cuda_graph_metadata"),
-    ),
-    readers=(
-        CodeRef(FA3_FILE, "FlashAttentionBackend.forward_decode"),
-        CodeRef(FA3_FILE, "FlashAttentionBackend.forward_extend"),
-    ),
-    pages=FA3_PAGES,
-)
-TRTLLM_MHA = GraphTable(
-    AttentionBackend.TRTLLM_MHA,
-    width_code=(
-        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.init_cuda_graph_state"),
-        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.__init__"),
-    ),
-    writers=(
-        *(CodeRef(f, "update_trtllm_mha_graph_metadata") for f in GRAPH_METADATA_FILES),
-        *(CodeRef(f, PAGE_TABLE_BUILDER) for f in PAGE_TABLE_FILES),
-        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend._apply_cuda_graph_metadata"),
-    ),
-    readers=(
-        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.forward_decode"),
-        CodeRef(TRTLLM_MHA_FILE, "TRTLLMHAAttnBackend.forward_extend"),
-    ),
-    pages=TRTLLM_MHA_PAGES,
-    topk_1_only=True,  # [cite: trtllm-mha-topk-1]
-)
-GRAPH_TABLES: dict[str, GraphTable] = {t.name: t for t in (FA3, TRTLLM_MHA)}
-FA3_PAGE_TABLE = FA3.name
-
-
-def backend_of(table: str | None) -> str | None:
-    """The attention backend whose builders fill ``table`` (None: not a backend's table)."""
-    spec = GRAPH_TABLES.get(table or "")
-    return spec.backend.value if spec is not None else None
 
 
 def accesses(t: GraphTable, b: Build, owner: str, whose: str) -> list[Access]:
@@ -208,6 +110,18 @@ def _scenario_data(
     if s is None or not t.takes(s.config):
         reject()
     return s.config, s.to_dict()
+
+
+def pinned_out(t: GraphTable, pins: Mapping[str, Any]) -> str | None:
+    """Why the pins leave no launch the backend's table is judged on (``GraphTable.takes``), None where some may."""
+    pool, dcp, page, topk = (pins.get(k) for k in ("kv_pool", "attn_dcp_size", "page_size", "speculative_eagle_topk"))
+    if pool is not None and str(pool) != KVPool.STANDARD.value or dcp is not None and int(dcp) != 1:
+        return "the pins leave no launch it is judged on: the standard pool without DCP"
+    if page is not None and int(page) not in t.pages:
+        return f"the pins leave no launch it is judged on: {t.backend.label} runs page {', '.join(map(str, t.pages))}"
+    if topk is not None and int(topk) > 1 and t.topk_1_only:
+        return f"the pins leave no launch it is judged on: {t.backend.label} refuses topk > 1"
+    return None
 
 
 def cases(t: GraphTable, target: Any, pins: Mapping[str, Any]) -> st.SearchStrategy[tuple[ServingConfig, dict]]:
@@ -379,6 +293,7 @@ def declared_table(t: GraphTable) -> Table:
             # covering set reaches every mode at the limit first
             share=0.25 / len(GRAPH_TABLES),
             observer=bind(_observer, t),
+            pinned_out=bind(pinned_out, t),
             proved=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW),
         )
     )
@@ -386,3 +301,19 @@ def declared_table(t: GraphTable) -> Table:
 
 FA3_TABLE = declared_table(FA3)
 TRTLLM_MHA_TABLE = declared_table(TRTLLM_MHA)
+FLASHMLA_TABLE = declared_table(FLASHMLA)
+
+# The tables themselves (``graph_tables``), read here by the engine's modules as before.
+__all__ = [
+    "FA3",
+    "FA3_PAGE_TABLE",
+    "FLASHMLA",
+    "GRAPH_TABLES",
+    "TRTLLM_MHA",
+    "GraphTable",
+    "backend_of",
+    "cover_line",
+    "declared_table",
+    "observe",
+    "scenario",
+]

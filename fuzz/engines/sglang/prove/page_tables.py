@@ -13,6 +13,7 @@ never a witness.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,29 @@ def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, 
     )
     spill = write - w
     return spill, torch.where(spill > 0, torch.full_like(read, -1), read - w)  # a spill is the write's group
+
+
+def _swept_profiles(
+    keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, sizing: GraphSizing
+) -> Any:
+    """``_profiles`` over every residue of ``context``, computed in full only for the keys that can break.
+
+    A builder that masks by length over a grid of blocks spills ``min(need, grid end) - width``: at most what it
+    would with no grid end at all, which depends on the context mod the page alone (as every width and length
+    does).  So the keys whose overshoots, with the grid end removed, stay at or below 0 over the page's residues
+    break at none of the block's residues (their read past the row does not depend on the grid); only the others
+    are swept over all of them (the block's residues are 64 times the page's for FlashMLA's).
+    """
+    if sizing.block_tokens is None or len(context) <= page:
+        return _profiles(keys, context, algorithm, page, sizing)
+    endless = dataclasses.replace(sizing, block_tokens=page << 40)  # a grid that never ends: the spill's bound
+    bound, past = _profiles(keys, context[:page], algorithm, page, endless)
+    maybe = ((bound > 0) | (past > 0)).any(dim=1)
+    spill = torch.zeros((len(keys), len(context)), dtype=torch.long)
+    read = torch.zeros_like(spill)
+    if bool(maybe.any()):
+        spill[maybe], read[maybe] = _profiles(keys[maybe], context, algorithm, page, sizing)
+    return spill, read
 
 
 def _rows(target: Any, g: Any, sizing: Any) -> Any:
@@ -104,14 +128,14 @@ def sweep(
             gap = cf.committed_gap(revision, overlap, spec=spec)
             lag = g.max_draft_tokens.long() if overlap and spec else torch.zeros(n, dtype=torch.long)
             offset = lag - gap
-            if sizing.width is TableWidth.CONTEXT:  # the row's width does not enter: one key per lead
+            if sizing.width is not TableWidth.ROW:  # the row's width does not enter: one key per lead
                 extra, align = torch.zeros_like(extra), torch.ones_like(align)
             keys, inverse = torch.stack([offset, dmax, smax, extra, align, g.topk.long()], dim=1)[keep].unique(
                 dim=0, return_inverse=True
             )
             configs = keep.nonzero().flatten()
             swept += len(configs) * (period - page)
-            spill, past = _profiles(keys, context, g.algorithm, page, sizing)
+            spill, past = _swept_profiles(keys, context, g.algorithm, page, sizing)
             for prop, over in ((Property.WRITE_WITHIN_ROW, spill), (Property.READ_WITHIN_ROW, past)):
                 breaks, worst = (over > 0).sum(dim=1), over.max(dim=1)
                 hit = breaks[inverse] > 0

@@ -27,6 +27,7 @@ does in SGLang, and the rows below cover the longest (never a read outside the t
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,16 +35,16 @@ from typing import Any
 import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.page_tables import GRAPH_BUFFERS, AttentionBackend, Build, Mode, pages, published, steps
+from allocator_model.page_tables import AttentionBackend, Build, Mode, graph_buffer, pages, published, steps
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
 from .attention_inputs import forward_batch, kv_pool, model_runner
-from .attention_standins import SM90, AttentionStandIns
+from .attention_standins import AttentionStandIns, on_the_stand_in_gpu
 from .bounds import SGLangTimeout, bounded
-from .context import Settings
+from .graph_backends import GRAPH_BACKENDS, GraphBackend
 from .loaded import MEMORY_POOL, SGLangRuntime
-from .releases import FA3_BACKEND, KV_CACHE_QUANT, KV_INDEX_TRANSLATOR, TRTLLM_MHA_BACKEND
+from .releases import KV_CACHE_QUANT, KV_INDEX_TRANSLATOR
 from .standins import slice_definitions
 
 SENTINEL = -0x2A2A2A2A  # no page id is negative
@@ -57,42 +58,6 @@ HEADROOM = 64
 class BuildRefused(TargetError):
     """SGLang's own check refused the build (an ``assert``: ``assert_buffer_fits``'s "used N > capacity W"): on a
     server the step raises there.  Not a run the target could not make: the caller judges it."""
-
-
-@dataclass(frozen=True)
-class GraphBackend:
-    """Where a backend's CUDA-graph builders live and how SGLang builds them: its module and class (the target's
-    backend, and the draft's extend backend with ``skip_prefill=False``), the draft's multi-step class (one backend
-    per draft step, ``attn_backends[step]``), the compute capability of the stand-in GPU it runs on; the release's
-    modules it executes are the release's (``Release.attention[backend]``)."""
-
-    backend: AttentionBackend
-    module: str
-    cls: str
-    draft_steps_cls: str
-    capability: tuple[int, int]
-
-    @property
-    def settings(self) -> Settings:
-        return Settings(attention_backend=self.backend.value)
-
-
-GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {
-    AttentionBackend.FA3: GraphBackend(
-        AttentionBackend.FA3,
-        FA3_BACKEND,
-        "FlashAttentionBackend",
-        "FlashAttentionMultiStepBackend",
-        SM90,
-    ),
-    AttentionBackend.TRTLLM_MHA: GraphBackend(
-        AttentionBackend.TRTLLM_MHA,
-        TRTLLM_MHA_BACKEND,
-        "TRTLLMHAAttnBackend",
-        "TRTLLMHAAttnMultiStepDraftBackend",
-        SM90,
-    ),
-}
 
 
 def graph_builds(
@@ -186,6 +151,7 @@ class GraphBuilders:
             with (
                 runtime.context.bound(cfg, rt, self.spec.settings),
                 bounded(what, runtime.timeout_s, self.loader.sglang_name),
+                on_the_stand_in_gpu(self.spec.capability) if self.spec.names_cuda else contextlib.nullcontext(),
             ):
                 return fn()
         except (StandInMissing, TargetError):
@@ -231,9 +197,9 @@ class GraphBuilders:
             return bucket.run(mode, step, seq)
         except BuildRefused as e:
             w = int(bucket.graph(mode, step).buffer.shape[1])
-            return Build(
-                mode, step, GRAPH_BUFFERS[mode], w, bucket.cfg.page_size, 0, 0, published(mode, step, seq, rt), str(e)
-            )
+            backend = bucket.owner.spec.backend
+            length = published(mode, step, seq, rt, backend)
+            return Build(mode, step, graph_buffer(backend, mode), w, bucket.cfg.page_size, 0, 0, length, str(e))
 
 
 def _published_bound(mode: Mode, step: int | None, seq: int, rt: SpecRuntime | None) -> int:
@@ -308,6 +274,7 @@ class Bucket:
                     draft=draft,
                     spec_algorithm=runtime.speculative_algorithm(cfg.speculative_algorithm),
                     kv_pool=self.owner.kv_pool(),
+                    mla=spec.mla,
                 )
                 if mode is Mode.DRAFT_DECODE:
                     assert rt is not None
@@ -335,7 +302,7 @@ class Bucket:
                 capture_seq = int(backend.get_cuda_graph_seq_len_fill_value())
                 capture = self.batch(mode, capture_seq, row=0)
                 self.owner.call(self.cfg, self.rt, f"capture ({mode.value})", lambda: _run(backend, capture, True))
-                self.graphs[mode, step] = Graph(backend, _buffer(backend, mode))
+                self.graphs[mode, step] = Graph(backend, _buffer(backend, graph_buffer(self.owner.spec.backend, mode)))
             except (TargetError, StandInMissing) as e:
                 self.failure = e
                 raise
@@ -354,19 +321,26 @@ class Bucket:
         batch = self.batch(mode, seq, row=1)
         self.req_to_token.copy_(self.pristine)
         g.buffer.fill_(SENTINEL)
+        spec = self.owner.spec
+        scheduled = self.owner.standins.mla_metadata
+        scheduled.published = []
         metadata = self.owner.call(
             self.cfg, self.rt, f"replay ({mode.value})", lambda: _run(g.backend, batch, False), replay=True
         )
-        where = f"{self.owner.runtime.origin} {self.owner.spec.backend.label} {mode.value} ({GRAPH_BUFFERS[mode]})"
-        if metadata.page_table.data_ptr() != g.buffer.data_ptr():
-            raise TargetError(f"{where}: the replay's page table is another buffer")
+        buffer = graph_buffer(spec.backend, mode)
+        where = f"{self.owner.runtime.origin} {spec.backend.label} {mode.value} ({buffer})"
+        if getattr(metadata, spec.table).data_ptr() != g.buffer.data_ptr():
+            raise TargetError(f"{where}: the replay's {spec.table} is another buffer")
         if not torch.equal(self.req_to_token, self.pristine):
             raise TargetError(f"{where}: the replay wrote req_to_token")
         written, spilled = self._diff(g.buffer, where)
-        published = int(metadata.cache_seqlens_int32[0])
-        return Build(
-            mode, step, GRAPH_BUFFERS[mode], int(g.buffer.shape[1]), self.cfg.page_size, written, spilled, published
-        )
+        if spec.scheduled_lengths:
+            if len(scheduled.published) != 1:
+                raise TargetError(f"{where}: the replay scheduled {len(scheduled.published)} lengths, not its one")
+            length = scheduled.published[0]
+        else:
+            length = int(metadata.cache_seqlens_int32[0])
+        return Build(mode, step, buffer, int(g.buffer.shape[1]), self.cfg.page_size, written, spilled, length)
 
     def _diff(self, buffer: torch.Tensor, where: str) -> tuple[int, int]:
         """(written, spilled): the cells the replay changed, which must be one flat run from the row's start."""
@@ -387,10 +361,13 @@ def _run(backend: Any, batch: Any, in_capture: bool) -> Any:
     return backend.forward_metadata
 
 
-def _buffer(backend: Any, mode: Mode) -> torch.Tensor:
-    """The buffer ``GRAPH_BUFFERS[mode]`` names (``target_verify_metadata['page_table']``), read off the backend."""
-    attr, _, rest = GRAPH_BUFFERS[mode].partition("[")
-    buffer = getattr(backend, attr).get(rest.strip("]'\""))
+def _buffer(backend: Any, name: str) -> torch.Tensor:
+    """The buffer SGLang's ``name`` names (``target_verify_metadata['page_table']``, ``cuda_graph_kv_indices``),
+    read off the backend."""
+    attr, _, rest = name.partition("[")
+    buffer = getattr(backend, attr)
+    if rest:
+        buffer = buffer.get(rest.strip("]'\""))
     if not isinstance(buffer, torch.Tensor) or buffer.dim() != 2:
-        raise TargetError(f"the backend's {GRAPH_BUFFERS[mode]} is no 2-D tensor")
+        raise TargetError(f"the backend's {name} is no 2-D tensor")
     return buffer

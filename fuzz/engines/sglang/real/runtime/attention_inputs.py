@@ -33,6 +33,18 @@ from .batch import Strict
 
 HEADS, HEAD_DIM = 8, 128
 ARCHITECTURE = "LlamaForCausalLM"  # a dense MHA decoder (FlashInfer sizes its workspace up for Qwen2/3 and MiMo only)
+# An MLA decoder (the MLA backends': FlashMLA's) with DeepSeek-V3's attention shape: 128 heads, the latent KV of 512
+# plus the rotary 64, no-rope and value heads of 128.  The page tables depend on none of these but the KV being MLA.
+MLA_ARCHITECTURE = "DeepseekV3ForCausalLM"
+# ``scaling``: the softmax scale, 1 / sqrt(qk_nope + qk_rope) (without YaRN's mscale: the tables never read it).
+MLA_SHAPE: dict[str, Any] = dict(
+    num_attention_heads=128,
+    kv_lora_rank=512,
+    qk_nope_head_dim=128,
+    qk_rope_head_dim=64,
+    v_head_dim=128,
+    scaling=(128 + 64) ** -0.5,
+)
 
 
 class Absent(Strict):
@@ -68,6 +80,7 @@ def model_runner(
     draft: bool,
     spec_algorithm: Any,
     kv_pool: Absent,
+    mla: bool = False,
 ) -> Absent:
     """The model runner (the target's, or the draft worker's: ``draft``) of the ``backend`` launch.
 
@@ -82,18 +95,19 @@ def model_runner(
     attention layer: none (the stand-in lists no module).
     """
     hf_absent = ("attn_logit_softcapping", "num_attention_heads_per_layer")
-    hf = Absent("hf_text_config", hf_absent, num_attention_heads=HEADS)
+    heads = int(MLA_SHAPE["num_attention_heads"]) if mla else HEADS
+    hf = Absent("hf_text_config", hf_absent, num_attention_heads=heads)
+    shape: dict[str, Any] = dict(MLA_SHAPE) if mla else dict(v_head_dim=HEAD_DIM, num_attention_heads=HEADS)
     model_config = Strict(
         "model_config",
         is_encoder_decoder=False,
         context_len=context_len,
-        attention_arch=arch.MHA,
+        attention_arch=arch.MLA if mla else arch.MHA,
         head_dim=HEAD_DIM,
-        v_head_dim=HEAD_DIM,
         hidden_size=HEADS * HEAD_DIM,
-        num_attention_heads=HEADS,
         hf_text_config=hf,
-        hf_config=Strict("hf_config", architectures=[ARCHITECTURE]),
+        hf_config=Strict("hf_config", architectures=[MLA_ARCHITECTURE if mla else ARCHITECTURE]),
+        **shape,
         get_num_kv_heads=lambda tp, dcp=1: max(1, HEADS // max(1, tp // (1 if draft else dcp))),
         get_max_num_attention_heads=lambda: HEADS,
         is_local_attention_model=False,

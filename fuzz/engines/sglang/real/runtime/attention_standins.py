@@ -3,9 +3,10 @@ the names the backends take that the write path never does, each scoped to the m
 
 * ``ForwardMode``, ``AttentionArch``: SGLang's own enums, sliced from the tree (the backends branch on them);
 * ``msgspec.Struct``: ``standins.MsgspecStruct`` (the translator's and the hooks' records are Structs);
-* the stand-in hardware, a GPU per backend (``GraphBackend.capability``; both ``SM90``): ``get_device_capability()``,
-  the SM probes of ``utils.common`` (``SM_PROBES``) and ``runtime_context.get_platform()`` (``Platform``) answer
-  from it;
+* the stand-in hardware, a GPU per backend (``graph_backends.GraphBackend.capability``; each ``SM90``):
+  ``get_device_capability()``, the SM probes of ``utils.common`` (``SM_PROBES``) and
+  ``runtime_context.get_platform()`` (``Platform``) answer from it; a backend that names the CUDA device for its
+  buffers runs its calls on it (``on_the_stand_in_gpu``: the buffers in host memory, an H100's properties);
 * ``get_compiler_backend()``: "inductor", what it returns on a CUDA machine [cite: compiler-backend-inductor] (it
   names ``torch.compile``'s backend, and the function is compiled at its first call only:
   ``modules.compile_at_first_call``);
@@ -16,16 +17,21 @@ the names the backends take that the write path never does, each scoped to the m
   ``no_verify_mask``);
 * trtllm_mha's (a FlashInfer backend): FlashInfer's wrappers (``FlashInferWrapper``), the kernels' workspaces
   (``get_buffer``: ``workspace_buffer``; the counter scratch: ``kernel_scratch``), ``DllmConfig`` (``NO_DLLM``),
-  and flashinfer's ``_grouped_size_compiled_for_decode_kernels``, absent (``inert.ABSENT``).
+  and flashinfer's ``_grouped_size_compiled_for_decode_kernels``, absent (``inert.ABSENT``);
+* FlashMLA's (its base, FlashInfer's MLA backend, builds FlashInfer's ``BatchMLAPagedAttentionWrapper``):
+  ``get_mla_metadata``, its split-KV schedule (``MLAMetadata``, which keeps the lengths it was asked for: the
+  length the kernel reads); 0.5.15's DCP layout getters (``sglang.srt.layers.dcp``), the published layout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
+import torch
 from torch.overrides import TorchFunctionMode
 
 from ..stubs import StandInMissing
@@ -68,10 +74,13 @@ PLATFORM_FACTS = {
     "is_blackwell": "is_blackwell_supported",
     "is_hopper_with_cuda_12_3": "is_hopper_with_cuda_12_3",
 }
+# Where FlashMLA's backend imports ``get_mla_metadata`` from (sgl-kernel's CUDA extension, or SGLang's interface to it).
+MLA_METADATA_MODULES = ("sglang.kernels.ops.attention.flash_mla_interface", "sgl_kernel.flash_mla")
 FLASHINFER_WRAPPERS = (
     "BatchPrefillWithRaggedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
     "BatchDecodeWithPagedKVCacheWrapper",
+    "BatchMLAPagedAttentionWrapper",  # FlashInfer's MLA backend's, the base FlashMLA's runs
 )
 
 
@@ -193,6 +202,64 @@ class _OnMeta(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class _OnTheHost(TorchFunctionMode):
+    """A tensor a factory makes on the CUDA device inside the block is made on this machine's (CPU) memory, and
+    pinned host memory is plain host memory: the stand-in GPU's memory is the host's (the builders' tensors live
+    there, as ``req_to_token`` does)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        device = kwargs.get("device")
+        if device is not None and str(device).startswith("cuda"):
+            kwargs["device"] = "cpu"
+        if kwargs.get("pin_memory"):
+            kwargs["pin_memory"] = False
+        return func(*args, **kwargs)
+
+
+# The stand-in GPU's properties a backend sizes its scratch from: an H100 SXM's 132 SMs (FlashMLA's scheduler
+# metadata has one row per SM part; no page-table builder reads it).
+SM_COUNT = 132
+
+
+def device_properties(capability: tuple[int, int]) -> Strict:
+    return Strict("device_properties", multi_processor_count=SM_COUNT, major=capability[0], minor=capability[1])
+
+
+@contextlib.contextmanager
+def on_the_stand_in_gpu(capability: tuple[int, int]) -> Iterator[None]:
+    """Inside the block: CUDA tensors are made in host memory (``_OnTheHost``) and ``torch.cuda.
+    get_device_properties`` answers the stand-in GPU's (``device_properties``); both as they were after it."""
+    before = torch.cuda.get_device_properties
+    torch.cuda.get_device_properties = lambda device=None: device_properties(capability)  # type: ignore[assignment,return-value]
+    try:
+        with _OnTheHost():
+            yield
+    finally:
+        torch.cuda.get_device_properties = before  # type: ignore[assignment]
+
+
+class MLAMetadata:
+    """FlashMLA's ``get_mla_metadata(cache_seqlens, num_q_tokens_per_head_k, num_heads_k, ...)``: its split-KV
+    schedule over the GPU's SMs, a CUDA kernel's.  Answered with its shape, zeros (no page-table builder reads
+    them): ``[num_sm_parts, 8]`` (FlashMLA's legacy scheduler: the SMs split over the K heads and the q tokens'
+    64-row blocks) and ``[bs + 1]``.  ``cache_seqlens`` is the length the attention kernel reads of each row
+    (the backend schedules over the lengths it then hands the kernel): ``published`` keeps the last call's."""
+
+    def __init__(self) -> None:
+        self.published: list[int] = []
+
+    def __call__(
+        self, cache_seqlens: Any = None, num_q_tokens_per_head_k: int = 1, num_heads_k: int = 1, *a: Any, **k: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if cache_seqlens is None:
+            raise StandInMissing("FlashMLA's get_mla_metadata() without lengths (its sparse schedule) is not answered")
+        self.published = [int(x) for x in cache_seqlens.tolist()]
+        parts = max(1, SM_COUNT // max(1, num_heads_k) // -(-num_q_tokens_per_head_k // 64))
+        bs = int(cache_seqlens.shape[0])
+        return torch.zeros((parts, 8), dtype=torch.int32), torch.zeros(bs + 1, dtype=torch.int32)
+
+
 def workspace_buffer() -> Callable[[str, Callable[[], Any]], Any]:
     """``runtime_context.get_buffer(name, factory)`` (0.5.16+): SGLang's get-or-create of a named persistent buffer
     (``factory()`` once, then the kept one), here per backend's loader, ``factory`` run on the meta device.  Its
@@ -258,17 +325,29 @@ class AttentionStandIns:
             ("sglang.srt.dllm.config", "DllmConfig"): lambda: NO_DLLM,
             # 0.5.13: attention's TP size, as published (tp // attn_dp // attn_cp [cite: derive-attn-tp-size])
             ("sglang.srt.layers.dp_attention", "get_attention_tp_size"): lambda: self.attn_tp_size,
+            # 0.5.15's DCP layout getters (later releases read get_parallel()): the published layout, one rank
+            ("sglang.srt.layers.dcp", "get_attention_dcp_world_size"): lambda: self.attn_dcp_size,
+            ("sglang.srt.layers.dcp", "dcp_enabled"): lambda: self.dcp_enabled,
+            ("sglang.srt.layers.dcp", "get_attention_dcp_rank"): lambda: lambda: 0,
             (mla, counters): partial(kernel_scratch, f"{mla}.{counters}"),
             # absent from flashinfer in the versions the releases pin (flashinfer_python 0.6.12-0.7.2: none in its
             # v0.6.12-v0.6.17 trees nor after): the import fails, should_use_tensor_core takes its GQA rule
             ("flashinfer.decode", "_grouped_size_compiled_for_decode_kernels"): lambda: ABSENT,
+            **{(module, "get_mla_metadata"): lambda: self.mla_metadata for module in MLA_METADATA_MODULES},
             **{("flashinfer", name): partial(flashinfer_wrapper, name) for name in FLASHINFER_WRAPPERS},
             **{(module, name): make for module in UTILS_MODULES for name, make in utils.items()},
         }
         self._made: dict[tuple[str, str], Any] = {}
+        self.mla_metadata = MLAMetadata()
 
     def attn_tp_size(self) -> int:
         return int(self.standins.context.read("parallel").attn_tp_size)
+
+    def attn_dcp_size(self) -> int:
+        return int(self.standins.context.read("parallel").attn_dcp_size)
+
+    def dcp_enabled(self) -> bool:
+        return self.attn_dcp_size() > 1
 
     def answer(self, module: str, name: str) -> tuple[bool, Any]:
         key = (module, name)

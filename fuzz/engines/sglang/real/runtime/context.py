@@ -51,7 +51,9 @@ DEFAULT_ATTENTION_BACKEND = "triton"
 # What the attention backends read of the parallel layout, for the one-rank attention the model runs: no context
 # parallelism, no attention data parallelism, so attention's TP is the TP (``derive_attn_tp_size``: tp // attn_dp //
 # attn_cp [cite: derive-attn-tp-size]).
-ATTENTION_PARALLEL = dict(attn_cp_size=1, enable_prefill_cp=False, attn_dp_enabled=False, enable_dp_attention=False)
+ATTENTION_PARALLEL = dict(
+    attn_cp_size=1, enable_prefill_cp=False, attn_dp_enabled=False, enable_dp_attention=False, attn_dcp_rank=0
+)
 # The launch defaults the attention backends read: a generation model (not --is-embedding), no
 # --enable-deterministic-inference, --kv-cache-dtype auto [cite: server-args-is-embedding-default]
 # [cite: server-args-deterministic-default] [cite: server-args-kv-cache-dtype-default]; no --enable-mis (multi-item
@@ -63,6 +65,15 @@ ATTENTION_SERVER_ARGS = dict(
     kv_cache_dtype="auto",
     enable_mis=False,
     enable_two_batch_overlap=False,
+)
+
+
+# What FlashInfer's MLA backend (FlashMLA's base) reads of the launch, at their defaults: no PD disaggregation
+# [cite: disagg-mode-default], the chunked prefix cache on [cite: chunked-prefix-cache-default], the ragged prefill
+# wrapper on [cite: flashinfer-mla-ragged-default] (off server_args to 0.5.17; get_disagg(), get_schedule(),
+# get_exec().kernel after).
+MLA_SERVER_ARGS = dict(
+    disaggregation_mode="null", disable_chunked_prefix_cache=False, flashinfer_mla_disable_ragged=False
 )
 
 
@@ -112,10 +123,12 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
             leaves = dict(bag._leaves)
             if name in ("memory", "server_args"):
                 leaves.setdefault("disable_radix_cache", False)
+            if name == "schedule":
+                leaves.setdefault("disable_chunked_prefix_cache", MLA_SERVER_ARGS["disable_chunked_prefix_cache"])
             if name in ("parallel", "server_args"):
                 leaves.update(ATTENTION_PARALLEL, attn_tp_size=leaves["tp_size"])
             if name == "server_args":  # 0.5.13-0.5.17's attention backends read these off server_args
-                leaves.update(ATTENTION_SERVER_ARGS)
+                leaves.update(ATTENTION_SERVER_ARGS, **MLA_SERVER_ARGS)
                 # no --speculative-draft-window-size (None: full draft attention), read by FlashInfer's multi-step draft
                 leaves.setdefault("speculative_draft_window_size", None)
             if (
@@ -127,7 +140,8 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
                 # (no Mamba state is modeled); spec_prepare_for_decode asks it [cite: spec-prepare-reads-mamba-lazy].
                 leaves["enable_mamba_extra_buffer_lazy"] = lambda: False
             out[name] = StrictBag(name, **leaves)
-    kernel = StrictBag("exec.kernel", **backends)
+    ragged = MLA_SERVER_ARGS["flashinfer_mla_disable_ragged"]
+    kernel = StrictBag("exec.kernel", **backends, flashinfer_mla_disable_ragged=ragged)
     mamba = StrictBag(
         "exec.mamba",
         enable_mamba_extra_buffer=False,
@@ -143,6 +157,7 @@ def bags(cfg: ServingConfig, rt: SpecRuntime | None, settings: Settings) -> dict
         "exec", kernel=kernel, mamba=mamba, deterministic=deterministic, features=features, overlap=overlap
     )
     out["model"] = StrictBag("model", is_embedding=ATTENTION_SERVER_ARGS["is_embedding"])
+    out["disagg"] = StrictBag("disagg", disaggregation_mode=MLA_SERVER_ARGS["disaggregation_mode"])
     # 0.5.15's flags: the resolved attention backends [cite: attn-flags], read by mem_cache/common.py
     # [cite: backend-triton-check] [cite: backend-last-loc].
     attn = StrictBag(

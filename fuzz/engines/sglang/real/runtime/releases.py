@@ -184,9 +184,34 @@ def _trtllm_mha(version: str) -> tuple[str, ...]:
     return out
 
 
+# FlashMLA's backend and its graph builder, per release (``Release.attention``): the backend, its base class
+# (FlashInfer's MLA backend, whose ``__init__`` it runs) and theirs, the kv-indices kernels' module (in the packages
+# FA3's builders moved with) and the utils that re-export it, the pool's hooks, and the model runner's
+# KVIndexTranslator with what its constructor asks (as FA3's).
+FLASHMLA_BACKEND = "sglang.srt.layers.attention.flashmla_backend"
+
+
+def _flashmla(version: str) -> tuple[str, ...]:
+    minor = int(version.split(".")[2])
+    out: tuple[str, ...] = (FLASHMLA_BACKEND, _ATTN + "flashinfer_mla_backend", _ATTN + "base_attn_backend")
+    if minor <= 15:
+        out += (_ATTN + "utils", _ATTN + "triton_ops.kv_indices")
+    else:
+        out += (_KOPS + "attention.utils", _KOPS + ("attention" if minor >= 23 else "kvcache") + ".kv_indices")
+    out += (_ATTN + "unified_mem_hooks",) if minor in (17, 18) else ()
+    out += (_ATTN + "kv_shard_hooks",) if minor >= 21 else ()
+    out += (KV_INDEX_TRANSLATOR,) if minor >= 19 else ()
+    out += ("sglang.srt.mem_cache.unified_draft_pool", "sglang.srt.mem_cache.kv_loc_plan") if minor >= 22 else ()
+    return out
+
+
 def _attention(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
     """The modules executed for each backend's CUDA-graph page tables in ``version``."""
-    return {AttentionBackend.FA3: _fa3(version), AttentionBackend.TRTLLM_MHA: _trtllm_mha(version)}
+    return {
+        AttentionBackend.FA3: _fa3(version),
+        AttentionBackend.TRTLLM_MHA: _trtllm_mha(version),
+        AttentionBackend.FLASHMLA: _flashmla(version),
+    }
 
 
 _EAGLE_V2 = "sglang.srt.speculative.eagle_info_v2"

@@ -301,6 +301,7 @@ class StandIns:
             "get_exec": lambda: c.read("exec"),
             "get_model": lambda: c.read("model"),
             "get_serving": lambda: c.read("serving"),
+            "get_disagg": lambda: c.read("disagg"),
             "get_flags": lambda: c.read("flags"),
             "get_server_args": lambda: c.read("server_args"),
             "get_global_server_args": lambda: c.read("server_args"),
