@@ -220,6 +220,7 @@ class GraphSizing:
     unclamped: frozenset[Mode] = frozenset()
     asserts: frozenset[Mode] = frozenset()
     backend: AttentionBackend = AttentionBackend.FA3  # whose buffers, and what its draft steps publish
+    modes: frozenset[Mode] = frozenset(Mode)  # the modes this backend builds (another runs the rest: not its table)
 
     def __post_init__(self) -> None:
         if self.unclamped and not self.block_tokens:
@@ -242,6 +243,8 @@ def graph_builds(
     out = []
     w = width(sizing.width, cfg, row_width)
     for mode, step in steps(cfg, rt):
+        if mode not in sizing.modes:
+            continue
         length = published(mode, step, seq_len, rt, sizing.backend)
         need = pages(length, cfg.page_size)
         buffer = graph_buffer(sizing.backend, mode)
@@ -289,7 +292,7 @@ def reach_grid(
     eagle = algorithm in algo.EAGLE_FAMILY
     read = pages(seq_len + draft_tokens, page.expand_as(seq_len))
     write = reach(read, Mode.TARGET_VERIFY)
-    if eagle:
+    if eagle and Mode.DRAFT_EXTEND in sizing.modes:
         write = torch.maximum(write, reach(read, Mode.DRAFT_EXTEND))
     if eagle and num_steps is not None:  # the last draft step's pages, seq + S - 1 (S >= 2), or seq
         offset = num_steps - 1 if sizing.backend.draft_steps_publish_their_step else torch.zeros_like(num_steps)

@@ -89,19 +89,16 @@ class Revision:
     # statically [cite: hisparse-refuses-adaptive].
     hisparse_adaptive: bool = False
     # -- the attention backends' CUDA-graph page tables (``page_tables``) ----------------------------
-    # The backends' graph page tables are sized from the req_to_token row they copy (the reference: what a step
-    # publishes was reserved there) or the context length (upstream; FlashMLA one page past it: ``graph_sizing``).
+    # Sized from the req_to_token row they copy (the reference) or the context (upstream; FlashMLA: ``graph_sizing``)
     page_table_width: TableWidth = TableWidth.ROW
-    # FA3's target-verify graph builder masks its writes by the published length alone, over a grid of blocks of
-    # this many tokens (``build_trtllm_mha_page_table``, 0.5.15-0.5.21); None: it clamps them at the width.
+    # FA3's verify builder masks its writes by length alone over blocks of this many tokens (0.5.15-0.5.21); None:
+    # it clamps them at the width.  Its decode builders assert the pages fit first (0.5.13-0.5.14): a step raises.
     fa3_verify_block_tokens: int | None = None
-    # FA3's decode and draft-decode graph builders assert the published pages fit the buffer first
-    # (``assert_buffer_fits``, 0.5.13-0.5.14): a step past the width raises instead of writing.
     fa3_decode_asserts: bool = False
-    # trtllm_mha's graph builders mask every mode's writes by the published length alone, over a grid of blocks of
-    # this many tokens (``build_trtllm_mha_page_table`` for the whole graph path, 0.5.14); None: they clamp them at
-    # the width (0.5.13's gather, 0.5.15+'s ``update_trtllm_mha_graph_metadata``).
+    # trtllm_mha's builders mask every mode's writes by length over blocks of this many tokens (0.5.14); None: they
+    # clamp at the width.  FlashMLA builds the draft's extend from 0.5.16 [cite: flashmla-no-draft-extend].
     trtllm_mha_block_tokens: int | None = None
+    flashmla_draft_extend: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -142,7 +139,8 @@ class Revision:
         """What this revision's CUDA-graph builders of ``backend`` do (its fields, as the twin takes them)."""
         if backend is AttentionBackend.FLASHMLA:  # upstream: one page past the context's; its grid masks by length
             w = {TableWidth.CONTEXT: TableWidth.CONTEXT_NEXT_PAGE}.get(self.page_table_width, TableWidth.ROW)
-            return GraphSizing(w, FLASHMLA_BLOCK_TOKENS, frozenset(Mode), backend=backend)
+            modes = frozenset(Mode) - (set() if self.flashmla_draft_extend else {Mode.DRAFT_EXTEND})
+            return GraphSizing(w, FLASHMLA_BLOCK_TOKENS, modes, backend=backend, modes=modes)
         if backend is AttentionBackend.TRTLLM_MHA:
             every = frozenset(Mode) if self.trtllm_mha_block_tokens else frozenset()
             return GraphSizing(self.page_table_width, self.trtllm_mha_block_tokens, every, backend=backend)
@@ -206,6 +204,7 @@ LATER_FIELDS: dict[str, Any] = {
     "fa3_verify_block_tokens": None,
     "fa3_decode_asserts": False,
     "trtllm_mha_block_tokens": None,
+    "flashmla_draft_extend": True,
 }
 
 REFERENCE = Revision(
@@ -272,6 +271,7 @@ _UPSTREAM_0_5_15 = _UPSTREAM_0_5_16.but(
     page_aligned_growth=False,
     algorithms=frozenset(algo.ALL) - {algo.DSPARK, algo.UNO},
     narrow_rows=frozenset(),
+    flashmla_draft_extend=False,
 )
 """0.5.14 and 0.5.15 (``mem_cache/common.py``, the same in both [cite: common-sizing-functions]).
 

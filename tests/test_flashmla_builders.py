@@ -10,8 +10,8 @@ page into the next request's graph row.
 
 The backend runs on the stand-in GPU (``attention_standins.on_the_stand_in_gpu``: its ``device="cuda"`` buffers in
 host memory, an H100's properties), its model an MLA one (``attention_inputs.MLA_SHAPE``).  0.5.13-0.5.15 run the
-draft's extend on FlashInfer's MLA backend, not FlashMLA's (no draft-extend graph there): the probe of those
-releases stops at SGLang's own ``Invalid mode`` and the table is not judged on them (``REFUSED``).
+draft's extend on FlashInfer's MLA backend, not FlashMLA's (its draft-extend factory returns none): there the table's
+builds are the other modes (``NO_DRAFT_EXTEND``, the revisions' ``flashmla_draft_extend``).
 
 Hermetic: the real wheels of ``./kvrow test``'s pinned releases (``hermetic``), the others the network tier's; a
 missing wheel or triton skips, saying which.
@@ -44,14 +44,11 @@ from allocator_model import page_tables as pt  # noqa: E402
 from allocator_model.config import ServingConfig, SpecRuntime  # noqa: E402
 from allocator_model.page_tables import Mode  # noqa: E402
 from allocator_model.revisions import RELEASE_REVISIONS, get_revision  # noqa: E402
-from fuzz.common.errors import TargetError  # noqa: E402
 
 FLASHMLA = pt.AttentionBackend.FLASHMLA
 RELEASES = tuple(f"0.5.{n}" for n in range(13, 24))
-REFUSED = frozenset({"0.5.13", "0.5.14", "0.5.15"})  # FlashInfer's MLA backend runs the draft extend there
-JUDGED = [v for v in RELEASES if v not in REFUSED]
-EVERY_JUDGED = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in JUDGED]
-EVERY_REFUSED = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in sorted(REFUSED)]
+NO_DRAFT_EXTEND = frozenset({"0.5.13", "0.5.14", "0.5.15"})  # FlashInfer's MLA backend runs the draft extend there
+EVERY_JUDGED = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASES]
 
 
 def config(context_len: int, algorithm: str | None, draft_tokens: int = 4) -> tuple[ServingConfig, SpecRuntime | None]:
@@ -101,7 +98,8 @@ def test_sglang_builders_equal_the_model(version: str, what: str, context: int, 
     cfg, rt = config(context, algorithm, draft)
     row_width = context + 24  # as wide as a req_to_token row near this context
     builds = graph_builds(r, FLASHMLA, cfg, rt, seq, row_width)
-    assert [(b.mode, b.step) for b in builds] == list(pt.steps(cfg, rt))
+    own = [(m, s) for m, s in pt.steps(cfg, rt) if m is not Mode.DRAFT_EXTEND or version not in NO_DRAFT_EXTEND]
+    assert [(b.mode, b.step) for b in builds] == own
     assert builds == expected(version, cfg, rt, seq, row_width)
     assert all(b.width == (context + 64) // 64 and b.stopped_by is None for b in builds)
     assert all(b.buffer == "cuda_graph_kv_indices" for b in builds)
@@ -155,21 +153,12 @@ def test_builds_run_interpreted_on_the_stand_in_gpu_and_leave_nothing_behind(ver
     assert graph_builds(r, FLASHMLA, tree, tree.launch_runtime, 190, 215) == []
 
 
-@pytest.mark.parametrize("version", EVERY_REFUSED)
-def test_the_releases_whose_draft_extend_is_not_flashmlas_are_refused_by_sglangs_own_error(version: str):
-    from fuzz.engines.sglang.real.runtime.attention import graph_builds
-
-    r = runtime(version)
-    cfg, rt = config(191, "EAGLE")
-    with pytest.raises(TargetError, match="Invalid mode"):
-        graph_builds(r, FLASHMLA, cfg, rt, 190, 215)
-
-
 def test_the_model_revisions_carry_the_measured_builders() -> None:
-    """Each judged release's model revision: one page past the context's whole pages, every mode's builder masked
-    by the length over 4096-token blocks; the reference sizes the table from the row."""
+    """Each release's model revision: one page past the context's whole pages, every mode's builder masked by the
+    length over 4096-token blocks, the draft extend FlashMLA's from 0.5.16; the reference sizes it from the row."""
     for version in RELEASES:
         sizing = get_revision(RELEASE_REVISIONS[version]).graph_sizing(FLASHMLA)
         assert sizing.width is pt.TableWidth.CONTEXT_NEXT_PAGE, version
-        assert (sizing.block_tokens, sizing.unclamped, sizing.asserts) == (4096, frozenset(Mode), frozenset())
+        assert (sizing.block_tokens, sizing.unclamped, sizing.asserts) == (4096, sizing.modes, frozenset())
+        assert sizing.modes == frozenset(Mode) - ({Mode.DRAFT_EXTEND} if version in NO_DRAFT_EXTEND else set())
     assert get_revision("reference").graph_sizing(FLASHMLA).width is pt.TableWidth.ROW

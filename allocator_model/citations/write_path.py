@@ -326,6 +326,10 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     ),
     # FlashMLA: SGLang sets page 64 for it, and its multi-step draft backend refuses topk > 1.
     "flashmla-page-64": (Cite("0.5.23", _SRT + "arg_groups/overrides.py", "FlashMLA only supports a page_size of 64"),),
+    # Before 0.5.16 the draft worker builds no FlashMLA backend for its extend (FlashInfer's MLA backend runs it).
+    "flashmla-no-draft-extend": (
+        Cite("0.5.15", _SRT + "speculative/draft_utils.py", "flashmla prefill backend is not yet supported for draft"),
+    ),
     "flashmla-topk-1": (
         Cite("0.5.23", _SRT + "layers/attention/flashmla_backend.py", "Currently FlashMLA only supports topk=1"),
     ),

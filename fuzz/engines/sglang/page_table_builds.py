@@ -114,7 +114,8 @@ def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
     if unclamped:
         grid_end = w + max((b.spilled for b in run(probe, rt, far * p) + run(plain, None, far * p)), default=0)
         block = grid_end * p if grid_end < far else MAX_PROBED_BLOCK
-    sizing = GraphSizing(widths[w], block, unclamped, asserts, backend)
+    built = {b.mode for b in run(probe, rt, p) + run(plain, None, p)}  # the modes its own builders run
+    sizing = GraphSizing(widths[w], block, unclamped, asserts, backend, frozenset(built))
     probes: list[tuple[ServingConfig, SpecRuntime | None, int]]
     probes = [(probe, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
     probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1, far * p)]

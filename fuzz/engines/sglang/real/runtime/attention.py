@@ -44,7 +44,7 @@ from .attention_standins import AttentionStandIns, on_the_stand_in_gpu
 from .bounds import SGLangTimeout, bounded
 from .graph_backends import GRAPH_BACKENDS, GraphBackend
 from .loaded import MEMORY_POOL, SGLangRuntime
-from .releases import KV_CACHE_QUANT, KV_INDEX_TRANSLATOR
+from .releases import KV_CACHE_QUANT, KV_INDEX_TRANSLATOR, graph_modes
 from .standins import slice_definitions
 
 SENTINEL = -0x2A2A2A2A  # no page id is negative
@@ -73,7 +73,8 @@ def graph_builds(
     > 1: none)."""
     if seq_len < 1 or row_width < 1:
         raise ValueError(f"graph_builds needs seq_len >= 1 and row_width >= 1, not {seq_len}, {row_width}")
-    modes = list(steps(cfg, rt))
+    own = graph_modes(runtime.release.version, backend)
+    modes = [(mode, step) for mode, step in steps(cfg, rt) if mode in own]
     if not modes:
         return []
     loaded = runtime.attention.get(backend)

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 from allocator_model import algorithms as algo
-from allocator_model.page_tables import AttentionBackend
+from allocator_model.page_tables import AttentionBackend, Mode
 from fuzz.engines.sglang.records import record
 
 
@@ -203,6 +203,14 @@ def _flashmla(version: str) -> tuple[str, ...]:
     out += (KV_INDEX_TRANSLATOR,) if minor >= 19 else ()
     out += ("sglang.srt.mem_cache.unified_draft_pool", "sglang.srt.mem_cache.kv_loc_plan") if minor >= 22 else ()
     return out
+
+
+def graph_modes(version: str, backend: AttentionBackend) -> frozenset[Mode]:
+    """The modes ``backend``'s own builders run in ``version``: FlashMLA's draft extend is FlashInfer's MLA backend's
+    before 0.5.16 (its draft-extend factory returns none [cite: flashmla-no-draft-extend])."""
+    if backend is AttentionBackend.FLASHMLA and int(version.split(".")[2]) <= 15:
+        return frozenset(Mode) - {Mode.DRAFT_EXTEND}
+    return frozenset(Mode)
 
 
 def _attention(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
