@@ -115,5 +115,5 @@ REVISION_FIELDS: dict[str, Any] = {
     "fa3_verify_block_tokens": "optional-int",
     "fa3_decode_asserts": bool,
     "trtllm_mha_block_tokens": "optional-int",
-    "flashmla_draft_extend": "bool",
+    "flashmla_draft_extend": bool,
 }
