@@ -96,6 +96,9 @@ class ServingConfig:
             if isinstance(cand, (str, bytes)) or not hasattr(cand, "__iter__"):
                 raise ConfigError("speculative_adaptive_candidate_steps must be a list of integers")
             args["speculative_adaptive_candidate_steps"] = tuple(sorted(set(cand)))
+        for name in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+            if args.get(name) is not None:  # before the defaults do arithmetic with them
+                _integer(name, args[name])
         fill_spec_defaults(args)
         return cls(**args)
 

@@ -58,7 +58,7 @@ class AttentionBackend(StrEnum):
 
 FLASHMLA_PAGE = 64
 # FlashMLA's table builder, ``create_flashmla_kv_indices_triton``: one program per block of 4096 tokens of the row
-# (``FLASHMLA_CREATE_KV_BLOCK_SIZE_TRITON``, 64 pages of 64), masked by the published length alone.
+# (64 pages of 64 [cite: flashmla-grid-block]), masked by the published length alone.
 FLASHMLA_BLOCK_TOKENS = 4096
 
 
@@ -76,8 +76,8 @@ class TableWidth(StrEnum):
 
     CONTEXT = "context"  # ceil(context_len / page): the model's context length (upstream's FA3)
     ROW = "row"  # ceil(W / page): the req_to_token row it copies (sized with the headroom; the corrected model)
-    # (context_len + page) // page: the context's whole pages plus one (upstream's FlashMLA): one page more than
-    # CONTEXT where the page divides the context, the same elsewhere
+    # (context_len + page) // page: the context's whole pages plus one (upstream's FlashMLA [cite: flashmla-width]):
+    # one page more than CONTEXT where the page divides the context, the same elsewhere
     CONTEXT_NEXT_PAGE = "context-next-page"
 
 

@@ -147,6 +147,7 @@ ARGV: list[tuple[str, list[str], str]] = [
     ("pin-no-name", ["run", "--target", "reference", "--pin", "=4"], "expects NAME=VALUE"),
     ("pin-unknown-field", ["run", "--target", "reference", "--pin", "nosuch=1"], "unknown configuration field"),
     ("pin-zero-page", ["run", "--target", "reference", "--pin", "page_size=0"], "page_size must be >= 1"),
+    ("pin-text-topk", ["run", "--target", "reference", "--pin", "speculative_eagle_topk=x"], "must be an integer"),
     ("pin-zero-dcp", ["run", "--target", "reference", "--pin", "attn_dcp_size=0"], "attn_dcp_size must be >= 1"),
     ("pin-negative-context", ["run", "--target", "reference", "--pin", "context_len=-1"], "context_len must be >= 1"),
     (

@@ -330,6 +330,15 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     "flashmla-no-draft-extend": (
         Cite("0.5.15", _SRT + "speculative/draft_utils.py", "flashmla prefill backend is not yet supported for draft"),
     ),
+    # FlashMLA's graph table: one page past the context's whole pages; its builder's 4096-token grid block.
+    "flashmla-width": (
+        Cite(
+            "0.5.23", _SRT + "layers/attention/flashmla_backend.py", "(self.max_context_len + PAGE_SIZE) // PAGE_SIZE"
+        ),
+    ),
+    "flashmla-grid-block": (
+        Cite("0.5.23", _KERNELS + "ops/attention/kv_indices.py", "_FLASHMLA_CREATE_KV_BLOCK_SIZE = 4096"),
+    ),
     "flashmla-topk-1": (
         Cite("0.5.23", _SRT + "layers/attention/flashmla_backend.py", "Currently FlashMLA only supports topk=1"),
     ),
