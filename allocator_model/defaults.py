@@ -27,7 +27,7 @@ DSPARK_DEFAULT_GAMMA = 7
 # the MLA backends' and TRT-LLM's [cite: backend-page-sizes]; FA4's [cite: fa4-page-size].
 BACKEND_PAGES: dict[int, str] = {
     1: "SGLang's default page",
-    64: "FlashMLA's page",
+    64: "FlashMLA's and TRT-LLM's page",
     128: "FA4's and Cutlass MLA's page",
     32: "a TRT-LLM MLA page",
     16: "a TRT-LLM MHA page",

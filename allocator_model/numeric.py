@@ -12,6 +12,7 @@ apart (``tests/test_twins.py`` checks that they agree element for element).
 
 from __future__ import annotations
 
+import math
 from typing import TypeVar
 
 import torch
@@ -57,6 +58,13 @@ def full_like(like: Int, value: int) -> Int:
 def ceil_div(x: Int, y: Int) -> Int:
     """The smallest integer n with n * y >= x (y > 0)."""
     return -(-x // y)
+
+
+def lcm(x: Int, y: Int) -> Int:
+    """The least common multiple of positive ints, or per element where either is a tensor."""
+    if isinstance(x, Tensor) or isinstance(y, Tensor):
+        return torch.lcm(torch.as_tensor(x), torch.as_tensor(y))  # type: ignore[return-value]
+    return math.lcm(x, y)
 
 
 def ceil_to_page(x: Int, page: Int) -> Int:

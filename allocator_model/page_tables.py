@@ -28,7 +28,7 @@ from fuzz.common.compat import StrEnum
 
 from . import algorithms as algo
 from .config import ServingConfig, SpecRuntime
-from .numeric import Int, ceil_div
+from .numeric import Int, ceil_div, lcm
 
 
 class AttentionBackend(StrEnum):
@@ -37,6 +37,7 @@ class AttentionBackend(StrEnum):
     FA3 = "fa3"
     TRTLLM_MHA = "trtllm_mha"
     FLASHMLA = "flashmla"
+    TRTLLM_MLA = "trtllm_mla"
 
     @property
     def label(self) -> str:
@@ -52,14 +53,18 @@ class AttentionBackend(StrEnum):
     @property
     def draft_steps_publish_their_step(self) -> bool:
         """Whether a draft decode step s publishes ``seq + s + 1`` (FA3's, trtllm_mha's ``seqlen_offset``) rather
-        than ``seq`` (FlashMLA's multi-step draft backend builds each step's table from the batch's lengths)."""
-        return self is not AttentionBackend.FLASHMLA
+        than ``seq`` (the MLA backends' multi-step draft backends build each step's table from the batch's
+        lengths, an inner decode view of it)."""
+        return self not in (AttentionBackend.FLASHMLA, AttentionBackend.TRTLLM_MLA)
 
 
 FLASHMLA_PAGE = 64
 # FlashMLA's table builder, ``create_flashmla_kv_indices_triton``: one program per block of 4096 tokens of the row
 # (64 pages of 64 [cite: flashmla-grid-block]), masked by the published length alone.
 FLASHMLA_BLOCK_TOKENS = 4096
+# trtllm-gen's constraint on a table's pages: a multiple of 128 tokens' worth (``TRTLLM_BLOCK_CONSTRAINT``
+# [cite: trtllm-gen-block-128]); trtllm_mla pads its width to it and to the builder's grid block alike.
+TRTLLM_BLOCK_TOKENS = 128
 
 
 class Mode(StrEnum):
@@ -133,11 +138,13 @@ GRAPH_BUFFERS: dict[Mode, str] = {
     Mode.DRAFT_EXTEND: "draft_extend_metadata['page_table']",
 }
 FLASHMLA_BUFFER = "cuda_graph_kv_indices"
+TRTLLM_MLA_BUFFER = "decode_cuda_graph_kv_indices"  # trtllm_mla's one buffer, every mode's rows views of it
 
 
 def graph_buffer(backend: AttentionBackend, mode: Mode) -> str:
     """SGLang's name of the buffer ``backend`` fills in ``mode``."""
-    return FLASHMLA_BUFFER if backend is AttentionBackend.FLASHMLA else GRAPH_BUFFERS[mode]
+    one = {AttentionBackend.FLASHMLA: FLASHMLA_BUFFER, AttentionBackend.TRTLLM_MLA: TRTLLM_MLA_BUFFER}
+    return one.get(backend) or GRAPH_BUFFERS[mode]
 
 
 def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, int | None]]:
@@ -221,14 +228,52 @@ class GraphSizing:
     asserts: frozenset[Mode] = frozenset()
     backend: AttentionBackend = AttentionBackend.FA3  # whose buffers, and what its draft steps publish
     modes: frozenset[Mode] = frozenset(Mode)  # the modes this backend builds (another runs the rest: not its table)
+    # token multiples the width is padded to, in whole pages (trtllm_mla's ``_calc_padded_blocks``: trtllm-gen's
+    # 128 tokens and its builder's 4096-token grid block [cite: trtllm-mla-width]); () leaves it as sized
+    pad_to: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.unclamped and not self.block_tokens:
             raise ValueError("a builder that does not clamp masks over a grid: block_tokens is needed")
 
+    def width_of(self, cfg: ServingConfig, row_width: int) -> int:
+        """The pages of a row of this backend's table for ``cfg`` (its ``req_to_token`` row ``row_width`` wide)."""
+        return int(self.widths_of(cfg.context_len, row_width, cfg.page_size))
+
+    def widths_of(self, context_len: Int, row_width: Int, page: Int) -> Int:
+        """``width_of`` of ints or tensors alike: the width's source in pages, padded to a whole number of each
+        ``pad_to`` multiple's pages (their least common multiple)."""
+        w = widths(self.width, context_len, row_width, page)
+        if not self.pad_to:
+            return w
+        per = self.pad_to[0] // page
+        for tokens in self.pad_to[1:]:
+            per = lcm(per, tokens // page)
+        return ceil_div(w, per) * per
+
     def block(self, mode: Mode) -> int | None:
         """The grid block of ``mode``'s builder where it masks by length alone; None: it clamps at the width."""
         return self.block_tokens if mode in self.unclamped else None
+
+
+# The paddings of a width the closed form knows: none, and trtllm_mla's (to trtllm-gen's 128 tokens and the 4096-token
+# grid block of the builder it shares with FlashMLA).
+WIDTH_PADS: tuple[tuple[int, ...], ...] = ((), (TRTLLM_BLOCK_TOKENS, FLASHMLA_BLOCK_TOKENS))
+# The backends whose tables ``create_flashmla_kv_indices_triton`` fills (the MLA ones).
+KV_INDICES_BACKENDS = (AttentionBackend.FLASHMLA, AttentionBackend.TRTLLM_MLA)
+
+
+def kv_indices_sizing(backend: AttentionBackend, sized_from: TableWidth, flashmla_draft_extend: bool) -> GraphSizing:
+    """An MLA backend's table, filled in every mode it builds by ``create_flashmla_kv_indices_triton``, whose
+    stores are masked by the published length alone over its 4096-token grid blocks.  Upstream (``sized_from``
+    CONTEXT) FlashMLA's is one page past the context's whole pages, trtllm_mla's the context's pages padded to whole
+    blocks (and trtllm-gen's 128 tokens): its grid ends with its width.  ROW: the row's pages (trtllm_mla's padded
+    alike).  FlashMLA builds the draft's extend only where ``flashmla_draft_extend``."""
+    if backend is AttentionBackend.FLASHMLA:
+        w = TableWidth.CONTEXT_NEXT_PAGE if sized_from is TableWidth.CONTEXT else sized_from
+        modes = frozenset(Mode) - (set() if flashmla_draft_extend else {Mode.DRAFT_EXTEND})
+        return GraphSizing(w, FLASHMLA_BLOCK_TOKENS, modes, backend=backend, modes=modes)
+    return GraphSizing(sized_from, FLASHMLA_BLOCK_TOKENS, frozenset(Mode), backend=backend, pad_to=WIDTH_PADS[1])
 
 
 def graph_builds(
@@ -241,7 +286,7 @@ def graph_builds(
     (``sizing.asserts``) is stopped where the pages pass the width.
     """
     out = []
-    w = width(sizing.width, cfg, row_width)
+    w = sizing.width_of(cfg, row_width)
     for mode, step in steps(cfg, rt):
         if mode not in sizing.modes:
             continue
@@ -273,7 +318,7 @@ def reach_grid(
     topk 1), though its builder may write further (its own grid) or be stopped (its assert).  A build its assert
     stops reaches what it asked for, written nowhere.  A row this table does not judge reaches nothing.
     """
-    w = widths(sizing.width, context_len, row_width, page.expand_as(context_len))
+    w = sizing.widths_of(context_len, row_width, page.expand_as(context_len))
 
     def reach(need: Tensor, mode: Mode) -> Tensor:
         """The end a build of ``need`` pages by ``mode``'s builder reaches: what it asked where its assert stops

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from . import algorithms as algo
-from .page_tables import FLASHMLA_BLOCK_TOKENS, AttentionBackend, GraphSizing, Mode, TableWidth
+from .page_tables import KV_INDICES_BACKENDS, AttentionBackend, GraphSizing, Mode, TableWidth, kv_indices_sizing
 from .pools import UNIFIED_SPEC, KVPool
 from .revision_fields import REVISION_FIELDS, Headroom, MemoryClamp, field_value
 
@@ -137,10 +137,8 @@ class Revision:
 
     def graph_sizing(self, backend: AttentionBackend) -> GraphSizing:
         """What this revision's CUDA-graph builders of ``backend`` do (its fields, as the twin takes them)."""
-        if backend is AttentionBackend.FLASHMLA:  # upstream: one page past the context's; its grid masks by length
-            w = {TableWidth.CONTEXT: TableWidth.CONTEXT_NEXT_PAGE}.get(self.page_table_width, TableWidth.ROW)
-            modes = frozenset(Mode) - (set() if self.flashmla_draft_extend else {Mode.DRAFT_EXTEND})
-            return GraphSizing(w, FLASHMLA_BLOCK_TOKENS, modes, backend=backend, modes=modes)
+        if backend in KV_INDICES_BACKENDS:
+            return kv_indices_sizing(backend, self.page_table_width, self.flashmla_draft_extend)
         if backend is AttentionBackend.TRTLLM_MHA:
             every = frozenset(Mode) if self.trtllm_mha_block_tokens else frozenset()
             return GraphSizing(self.page_table_width, self.trtllm_mha_block_tokens, every, backend=backend)

@@ -38,6 +38,7 @@ FA3_METADATA = "kernels/ops/attention/metadata.py"
 TRTLLM_MHA = "srt/layers/attention/trtllm_mha_backend.py"
 TRTLLM_MHA_METADATA = "kernels/ops/attention/trtllm_mha_graph_metadata.py"
 FLASHMLA = "srt/layers/attention/flashmla_backend.py"
+TRTLLM_MLA = "srt/layers/attention/trtllm_mla_backend.py"
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,15 @@ FIXES: dict[str, Change] = {
     ),
     "page-table-width": Change(
         "page-table-width",
-        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's) sized from the req_to_token row they "
-        "copy (the approach of PR #29665), not from context_len",
+        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's, trtllm_mla's) sized from the "
+        "req_to_token row they copy (the approach of PR #29665), not from context_len",
         (
+            Edit(
+                TRTLLM_MLA,
+                "max_blocks_per_seq = self._calc_padded_blocks(self.max_context_len)\n",
+                "max_blocks_per_seq = self._calc_padded_blocks(self.req_to_token.shape[1])  # (fixture)\n",
+                count=2,
+            ),
             Edit(
                 FLASHMLA,
                 "                (max_bs, (self.max_context_len + PAGE_SIZE) // PAGE_SIZE),\n",
@@ -282,6 +289,18 @@ PAGE_TABLE_PLANTS: dict[str, Change] = {
                 FLASHMLA,
                 "                (max_bs, (self.req_to_token.shape[1] + PAGE_SIZE - 1) // PAGE_SIZE),  # (fixture)\n",
                 "                (max_bs, (self.max_context_len + PAGE_SIZE - 1) // PAGE_SIZE),  # (plant)\n",
+            ),
+        ),
+    ),
+    "trtllm-mla-pad-drops-grid-block": Change(  # a width and a builder's write (0.5.23's own tree): a fourth backend
+        "trtllm-mla-pad-drops-grid-block",
+        "trtllm_mla pads its graph table to trtllm-gen's 128-token constraint only, no longer to the kv-indices "
+        "builder's 4096-token block: the builder's grid then runs past the row",
+        (
+            Edit(
+                TRTLLM_MLA,
+                "        constraint_lcm = math.lcm(trtllm_constraint, triton_constraint)\n",
+                "        constraint_lcm = trtllm_constraint  # (plant)\n",
             ),
         ),
     ),

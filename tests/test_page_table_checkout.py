@@ -22,7 +22,8 @@ from fuzz.cli import main
 pytest_plugins = ["pytester"]
 
 FA3, TRTLLM_MHA, FLASHMLA = "fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table"
-TABLES = (FA3, TRTLLM_MHA, FLASHMLA)
+TRTLLM_MLA = "trtllm_mla_page_table"
+TABLES = (FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA)
 # Where each plant lands: on a fixed tree or 0.5.23's own, its table, the classes of its findings (a clamp dropped
 # sits on 0.5.23's own context-sized table, whose reads already pass the row: what is new there is the write).
 PLANTED: dict[str, tuple[bool, str, set[str]]] = {
@@ -32,8 +33,9 @@ PLANTED: dict[str, tuple[bool, str, set[str]]] = {
     "fa3-draft-extend-double-window": (True, FA3, {"read-within-row"}),
     "trtllm-mha-graph-clamp-dropped": (False, TRTLLM_MHA, {"write-within-row"}),
     "flashmla-width-context-pages": (True, FLASHMLA, {"write-within-row"}),
+    "trtllm-mla-pad-drops-grid-block": (False, TRTLLM_MLA, {"write-within-row"}),
 }
-LABEL = {FA3: "FA3", TRTLLM_MHA: "trtllm_mha", FLASHMLA: "FlashMLA"}
+LABEL = {FA3: "FA3", TRTLLM_MHA: "trtllm_mha", FLASHMLA: "FlashMLA", TRTLLM_MLA: "trtllm_mla"}
 RUN = ["run", "--profile", "ci", "--max-examples", "20", "--pin", "kv_pool=standard", "--pin", "attn_dcp_size=1"]
 
 

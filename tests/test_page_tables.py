@@ -265,9 +265,9 @@ def test_the_launch_line_names_trtllm_mha_and_its_hardware() -> None:
 @pytest.mark.parametrize(
     ("pin", "out"),
     [
-        ("kv_pool=swa", {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table"}),
-        ("page_size=16", {"flashmla_page_table"}),
-        ("speculative_eagle_topk=2", {"trtllm_mha_page_table", "flashmla_page_table"}),
+        ("kv_pool=swa", {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table"}),
+        ("page_size=16", {"flashmla_page_table", "trtllm_mla_page_table"}),
+        ("speculative_eagle_topk=2", {"trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table"}),
     ],
 )
 def test_a_pin_no_launch_of_a_backend_takes_leaves_its_table_unjudged_and_said(pin, out, tmp_path, capsys):

@@ -35,6 +35,7 @@ _FA3 = _SRT + "layers/attention/flashattention_backend.py"
 _ATTENTION_REGISTRY = _SRT + "layers/attention/attention_registry.py"
 _DRAFT_UTILS = _SRT + "speculative/draft_utils.py"
 _EAGLE_WORKER_COMMON = _SRT + "speculative/eagle_worker_common.py"
+_TRTLLM_MLA = _SRT + "layers/attention/trtllm_mla_backend.py"
 
 FACTS: dict[str, tuple[Cite, ...]] = {
     "unified-mamba-builder-inputs": (Cite("0.5.23", _CONFIGURATOR, "def _init_unified_mamba_pools("),),
@@ -348,6 +349,30 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     "chunked-prefix-cache-default": (
         Cite("0.5.23", _SRT + "arg_groups/fields/schedule.py", "disable_chunked_prefix_cache: A[", whole=True),
     ),
+    # trtllm_mla: its graph table's pages (the context's, padded to trtllm-gen's 128 tokens and the builder's
+    # 4096-token block), the pages and GPU SGLang takes for it, its refusal of topk > 1 at page > 1.
+    "trtllm-mla-sized-from-context": (
+        Cite("0.5.23", _TRTLLM_MLA, "max_blocks_per_seq = self._calc_padded_blocks(self.max_context_len)"),
+    ),
+    "trtllm-mla-width": (
+        Cite("0.5.23", _TRTLLM_MLA, "def _calc_padded_blocks(self, max_seq_len: int) -> int:", whole=True),
+    ),
+    "trtllm-gen-block-128": (Cite("0.5.23", _TRTLLM_MLA, "TRTLLM_BLOCK_CONSTRAINT = 128"),),
+    "trtllm-mla-pages": (
+        Cite("0.5.23", _SRT + "arg_groups/overrides.py", "TensorRT-LLM MLA only supports page_size of 32 or 64"),
+    ),
+    "trtllm-mla-topk-1": (Cite("0.5.23", _SRT + "arg_groups/speculative_hook.py", "_PAGE_TREE_SPEC_BACKENDS = ("),),
+    "trtllm-mla-requires-sm100": (
+        Cite("0.5.23", _SRT + "arg_groups/overrides.py", "TRTLLM MLA backend is only supported on Blackwell GPUs"),
+    ),
+    # Its constructor's stand-ins: programmatic dependent launch from SM90, a JIT prebuild it keeps nothing of, the
+    # fused KV-write gate (a JIT build's outcome); before 0.5.17 its plain decode reads the batch's lengths.
+    "pdl-from-sm90": (Cite("0.5.23", _KERNELS + "jit/utils/arch.py", "return get_jit_cuda_arch().major >= 9"),),
+    "trtllm-mla-jit-prebuild": (Cite("0.5.23", _TRTLLM_MLA, "_jit_fixup_module(self.q_data_type)"),),
+    "trtllm-mla-fused-kv-gate": (
+        Cite("0.5.23", _KERNELS + "ops/attention/set_mla_kv_concat_q.py", "set_mla_kv_concat_q_module(nope_bytes"),
+    ),
+    "trtllm-mla-decode-batch-lengths": (Cite("0.5.16", _TRTLLM_MLA, "seq_lens=forward_batch.seq_lens,", nth=3),),
     "flashinfer-mla-ragged-default": (
         Cite("0.5.23", _SRT + "arg_groups/fields/exec_.py", "flashinfer_mla_disable_ragged: A[", whole=True),
     ),

@@ -14,13 +14,12 @@ from .graph_tables import GRAPH_TABLES
 
 REGISTRY = "sglang/srt/layers/attention/attention_registry.py"
 _LATER = "not checked yet: "
-_SAME_AS_TRTLLM_MLA = "trtllm_mla's subclass, its graph tables trtllm_mla's (" + _LATER.rstrip(": ") + ")"
+# trtllm_mla's subclasses: their graph tables are trtllm_mla's builders but in 0.5.17-0.5.18 (which override them)
+_SAME_AS_TRTLLM_MLA = _LATER + "trtllm_mla's subclass (its builders but in 0.5.17-0.5.18, which override them)"
 
 UNCHECKED: dict[str, str] = {
     "fa4": "FA3's own class (FlashAttentionBackend with fa_impl_ver=4, SM100): its graph tables are built by the "
     "builders fa3_page_table judges",
-    "trtllm_mla": _LATER + "MLA models only; its constructor pins host memory (CUDA); its graph table is "
-    "round_up(C, 4096) tokens wide, clamped, and verify publishes seq + D",
     "cutedsl_mla": _SAME_AS_TRTLLM_MLA,
     "tokenspeed_mla": _SAME_AS_TRTLLM_MLA,
     "cutlass_mla": _LATER + "flashmla's builder over (C + 128) // 128 pages; sgl_kernel's CUDA kernel",

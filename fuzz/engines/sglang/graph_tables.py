@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from allocator_model.config import ServingConfig
-from allocator_model.page_tables import FLASHMLA_PAGE, AttentionBackend
+from allocator_model.page_tables import FLASHMLA_BLOCK_TOKENS, FLASHMLA_PAGE, TRTLLM_BLOCK_TOKENS, AttentionBackend
 from allocator_model.pools import KVPool
 from fuzz.tables import CodeRef
 
@@ -31,6 +31,7 @@ KV_INDICES_FILES = (  # FlashMLA's table builder: layers/attention/triton_ops/ t
     SGLANG_REPO_PATH + "sglang/kernels/ops/kvcache/kv_indices.py",
     SGLANG_REPO_PATH + "sglang/kernels/ops/attention/kv_indices.py",
 )
+TRTLLM_MLA_FILE = SGLANG_REPO_PATH + "sglang/srt/layers/attention/trtllm_mla_backend.py"
 NEXT_ROW = "the next request of the batch (its graph row), or past the buffer for the bucket's last row"
 
 
@@ -45,9 +46,11 @@ class GraphTable:
     readers: tuple[CodeRef, ...]
     pages: tuple[int, ...]  # the page sizes a launch on the backend keeps (others SGLang changes or refuses)
     topk_1_only: bool = False  # SGLang refuses speculation at topk > 1 on the backend
-    # the residue of the context mod the page where upstream's width leaves the least room past the context (0: a
-    # whole number of pages, for a width of the context's pages; FlashMLA's one page past them: page - 1)
-    tightest_residue: int = 0
+    # the contexts past SGLang's default 4096 its covering set runs: where a width leaves the least room past it (0:
+    # one page past, a whole number of pages, for a width of the context's pages; FlashMLA's one page past them: 63
+    # tokens; trtllm_mla's padded to whole 4096-token blocks: a whole block past, 8192; and 128 past, a whole number
+    # of trtllm-gen's 128 tokens but not of blocks: where a width padded to the first alone leaves the least room)
+    cover_offsets: tuple[int, ...] = (0,)
 
     @property
     def name(self) -> str:
@@ -73,6 +76,8 @@ FA3_PAGES = tuple(p for p in range(1, 257) if p & (p - 1) == 0)
 # trtllm_mha's: 16, 32 or 64; SGLang changes any other to 64 [cite: trtllm-mha-pages], and 128 too before 0.5.17;
 # from 0.5.17 it takes 128 for GQA models with trtllm-gen only (not judged: the stand-in model is MHA on SM90).
 TRTLLM_MHA_PAGES = (16, 32, 64)
+# trtllm_mla's: 32 or 64; SGLang changes any other to 64.
+TRTLLM_MLA_PAGES = (32, 64)
 
 
 FA3 = GraphTable(
@@ -124,9 +129,27 @@ FLASHMLA = GraphTable(
     ),
     pages=(FLASHMLA_PAGE,),  # [cite: flashmla-page-64]
     topk_1_only=True,  # [cite: flashmla-topk-1]
-    tightest_residue=FLASHMLA_PAGE - 1,
+    cover_offsets=(FLASHMLA_PAGE - 1,),
 )
-GRAPH_TABLES: dict[str, GraphTable] = {t.name: t for t in (FA3, TRTLLM_MHA, FLASHMLA)}
+TRTLLM_MLA = GraphTable(
+    AttentionBackend.TRTLLM_MLA,
+    width_code=(  # the context's pages [cite: trtllm-mla-sized-from-context], padded
+        CodeRef(TRTLLM_MLA_FILE, "TRTLLMMLABackend.init_cuda_graph_state"),
+        CodeRef(TRTLLM_MLA_FILE, "TRTLLMMLABackend._calc_padded_blocks"),
+    ),
+    writers=(
+        *(CodeRef(f, "create_flashmla_kv_indices_triton") for f in KV_INDICES_FILES),
+        CodeRef(TRTLLM_MLA_FILE, "TRTLLMMLABackend._apply_cuda_graph_metadata"),
+    ),
+    readers=(
+        CodeRef(TRTLLM_MLA_FILE, "TRTLLMMLABackend.forward_decode"),
+        CodeRef(TRTLLM_MLA_FILE, "TRTLLMMLABackend.forward_extend"),
+    ),
+    pages=TRTLLM_MLA_PAGES,  # [cite: trtllm-mla-pages]
+    topk_1_only=True,  # topk > 1 needs page 1 on it [cite: trtllm-mla-topk-1]
+    cover_offsets=(TRTLLM_BLOCK_TOKENS, FLASHMLA_BLOCK_TOKENS),
+)
+GRAPH_TABLES: dict[str, GraphTable] = {t.name: t for t in (FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA)}
 FA3_PAGE_TABLE = FA3.name
 
 

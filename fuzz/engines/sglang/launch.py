@@ -82,10 +82,10 @@ FAMILIES: dict[KVPool, Family] = {
 MLA_MAMBA = Family(
     "an MLA Mamba/linear-attention model (e.g. Kimi-Linear)", "KimiLinearForCausalLM", mla=True, mamba=True
 )
-# The MLA attention backends (FlashMLA) serve MLA models only: a dense MLA model with its MTP layers (EAGLE drafts from
-# them, NEXTN).
+# The MLA attention backends (FlashMLA, trtllm_mla) serve MLA models only: a dense MLA model with its MTP layers
+# (EAGLE drafts from them, NEXTN).
 MLA_DENSE = Family("an MLA model (e.g. DeepSeek-V3)", "DeepseekV3ForCausalLM", mla=True, draft_in_checkpoint=True)
-MLA_BACKENDS = frozenset({"flashmla"})
+MLA_BACKENDS = frozenset({"flashmla", "trtllm_mla"})
 MODELS: dict[KVPool, str] = {kind: family.description for kind, family in FAMILIES.items()}
 
 
@@ -186,6 +186,7 @@ HARDWARE = {
     "fa3": "an SM90 (Hopper) GPU: FA3's kernels are built for it",
     "trtllm_mha": "an SM100 (Blackwell) GPU: trtllm_mha's kernels (SGLang 0.5.19+ boots it on SM90 too)",
     "flashmla": "an SM90 (Hopper) GPU: FlashMLA's kernels are built for it",
+    "trtllm_mla": "an SM100 (Blackwell) GPU: SGLang refuses trtllm_mla below it",
 }
 
 

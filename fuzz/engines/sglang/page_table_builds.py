@@ -7,10 +7,19 @@ closed form.
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Any
 
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.page_tables import AttentionBackend, Build, GraphSizing, TableWidth, graph_builds, pages
+from allocator_model.page_tables import (
+    FLASHMLA_BLOCK_TOKENS,
+    WIDTH_PADS,
+    AttentionBackend,
+    Build,
+    GraphSizing,
+    TableWidth,
+    graph_builds,
+)
 from allocator_model.revisions import Revision
 from fuzz.common.errors import TargetError
 from fuzz.verdict import Unjudgeable
@@ -68,12 +77,19 @@ def _refusal(path: Any, backend: AttentionBackend) -> str | None:
 MAX_PROBED_BLOCK = 1 << 14  # tokens: a grid block past this is not measured (the probe's request stays short)
 
 
+def _widths(cfg: ServingConfig, row: int) -> dict[tuple[TableWidth, tuple[int, ...]], int]:
+    """Each width the closed form knows at ``cfg`` and a row of ``row``: its source, padded (``WIDTH_PADS``)."""
+    forms = itertools.product(TableWidth, WIDTH_PADS)
+    return {(src, pad): GraphSizing(src, pad_to=pad).width_of(cfg, row) for src, pad in forms}
+
+
 def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
     """``target``'s ``GraphSizing`` of ``backend``'s builders, or why it has none the closed form can take.
 
     A model: its revision's fields.  A real target: its own builders, run on its probe (``probe_of``: C = 40,
     P = 4, a row of ``PROBE_ROW`` columns; at a backend's fixed page the same in pages): the buffer's width is
-    ``ceil(C/P)`` (CONTEXT), ``(C + P) // P`` (CONTEXT_NEXT_PAGE) or ``ceil(W/P)`` (ROW), else no closed form;
+    ``ceil(C/P)`` (CONTEXT), ``(C + P) // P`` (CONTEXT_NEXT_PAGE) or ``ceil(W/P)`` (ROW), or one of them padded to
+    whole blocks (``WIDTH_PADS``: told apart at a context of one block, a row of two and a half), else none;
     each mode asked past the width either spills (it masks by length alone: a request far past it measures the
     grid's end, hence the block), is stopped (it asserts first), or clamps.  Then every probe is run again
     against the twin under that sizing: a build the twin does not reproduce (``Build.verdict``) means
@@ -95,16 +111,18 @@ def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
         return _executed(path, backend, cfg, r, seq, row)
 
     w = run(probe, rt, p)[0].width
-    widths = {
-        pages(c, p): TableWidth.CONTEXT,
-        (c + p) // p: TableWidth.CONTEXT_NEXT_PAGE,
-        pages(row, p): TableWidth.ROW,
-    }
-    if w not in widths:
+    forms = [form for form, width in _widths(probe, row).items() if width == w]
+    if len(forms) > 1:  # padded to whole blocks, as wide whatever sizes it: a context of one block tells them apart
+        wide, wide_row = probe.replace(context_len=FLASHMLA_BLOCK_TOKENS), FLASHMLA_BLOCK_TOKENS * 5 // 2
+        w2 = _executed(path, backend, wide, wide.launch_runtime, p, wide_row)[0].width
+        forms = [form for form in forms if _widths(wide, wide_row)[form] == w2]
+    if len(forms) != 1:
         return (
             f"{backend.label}'s graph page table is {w} pages wide at context_len {c}, page {p}, a req_to_token row "
-            f"of {row}: not the context's pages, one past them, nor the row's (the closed form knows those three)"
+            f"of {row}: not the context's pages, one past them, nor the row's, padded to whole blocks or not (the "
+            f"closed form knows those)"
         )
+    ((source, pad),) = forms
     far = w + MAX_PROBED_BLOCK // p
     # every mode past the width: a draft step publishes seq + s + 1 (or seq), verify and extend seq + D
     past = run(probe, rt, w * p + 1) + run(plain, None, w * p + 1)
@@ -115,7 +133,7 @@ def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
         grid_end = w + max((b.spilled for b in run(probe, rt, far * p) + run(plain, None, far * p)), default=0)
         block = grid_end * p if grid_end < far else MAX_PROBED_BLOCK
     built = {b.mode for b in run(probe, rt, p) + run(plain, None, p)}  # the modes its own builders run
-    sizing = GraphSizing(widths[w], block, unclamped, asserts, backend, frozenset(built))
+    sizing = GraphSizing(source, block, unclamped, asserts, backend, frozenset(built), pad)
     probes: list[tuple[ServingConfig, SpecRuntime | None, int]]
     probes = [(probe, rt, need * p - rt.num_draft_tokens) for need in (w - 1, w, w + 1, far)]
     probes += [(plain, None, seq) for seq in (w * p - p + 1, w * p, w * p + 1, far * p)]

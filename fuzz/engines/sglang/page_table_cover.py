@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +18,7 @@ from allocator_model.scheduler import decode_alloc_bound
 
 # The covering set: each mode a backend's graph tables run, at the limit of a context one page past SGLang's 4096
 # default (a whole number of pages: any length past it passes the row; not of the 4096-token grid block: a grid that
-# masks by length alone spills), or where the backend's width leaves the least room past it (``tightest_residue``),
+# masks by length alone spills), or where the backend's width leaves the least room past it (``cover_offsets``),
 # on SGLang's default page and a backend's, at the most overlap lag.
 COVER_SPECS: tuple[dict[str, Any], ...] = (
     {},
@@ -29,25 +30,24 @@ COVER_PAGES = (1, 64)
 
 
 def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
-    """The covering set of ``t`` (a ``page_tables.GraphTable``): ``COVER_SPECS`` x ``COVER_PAGES``, overlap on,
+    """The covering set of ``t`` (a ``page_tables.GraphTable``): ``COVER_SPECS`` x ``COVER_PAGES`` x its
+    ``cover_offsets``, overlap on,
     each at the scheduler's bound plus the largest lag; a configuration the pins, the backend (``t.takes``) or the
     target's rules refuse is left out."""
     revision: Revision = target.revision
     out = []
-    for spec in COVER_SPECS:
-        for page in COVER_PAGES:
-            context = 4096 + (t.tightest_residue or page)
-            args = {"context_len": context, "page_size": page, "enable_overlap": True, **spec}
-            try:
-                cfg = ServingConfig.resolve(**{**args, **pins})
-            except ValueError:  # a pin that clashes (ConfigError is one)
-                continue
-            bound = decode_alloc_bound(cfg, revision)
-            if not t.takes(cfg) or revision.refuses(cfg) or bound < 1:
-                continue
-            s = DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))
-            if scenario_problem(s, revision) is None:
-                out.append((cfg, s.to_dict()))
+    for spec, page, offset in itertools.product(COVER_SPECS, COVER_PAGES, t.cover_offsets):
+        args = {"context_len": 4096 + (offset or page), "page_size": page, "enable_overlap": True, **spec}
+        try:
+            cfg = ServingConfig.resolve(**{**args, **pins})
+        except ValueError:  # a pin that clashes (ConfigError is one)
+            continue
+        bound = decode_alloc_bound(cfg, revision)
+        if not t.takes(cfg) or revision.refuses(cfg) or bound < 1:
+            continue
+        s = DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))
+        if scenario_problem(s, revision) is None:
+            out.append((cfg, s.to_dict()))
     return list({json_key(c, d): (c, d) for c, d in out}.values())
 
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from allocator_model.config import ServingConfig
 from allocator_model.model_sizing import ModelSizing
-from allocator_model.page_tables import Build, Mode, pages, steps, width
+from allocator_model.page_tables import Build, Mode, pages, steps
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.regimes import regime
 from allocator_model.revisions import Revision
@@ -37,7 +37,17 @@ from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width,
 from fuzz.tables.declared import Code, Reach, Sweep
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
-from .graph_tables import FA3, FA3_PAGE_TABLE, FLASHMLA, GRAPH_TABLES, NEXT_ROW, TRTLLM_MHA, GraphTable, backend_of
+from .graph_tables import (
+    FA3,
+    FA3_PAGE_TABLE,
+    FLASHMLA,
+    GRAPH_TABLES,
+    NEXT_ROW,
+    TRTLLM_MHA,
+    TRTLLM_MLA,
+    GraphTable,
+    backend_of,
+)
 from .locations import SGLANG_REPO_PATH
 from .page_table_builds import builds, model_builds, row_width_of, sizing_of, unjudged
 from .page_table_cover import COVER_SPECS, cover, modes
@@ -196,16 +206,15 @@ def reached(t: GraphTable, cfg: ServingConfig, data: Mapping[str, Any]) -> str:
 
 
 def cover_line(stats: Mapping[str, Any]) -> str | None:
-    """What ``run`` prints of the covering sets: each table's cases and the modes they reach."""
-    lines = []
-    for t in GRAPH_TABLES.values():
-        n = stats.get(f"{t.name}_covering_cases")
-        if n is None:
-            continue
-        order = [m.value for m in Mode]
-        reach = sorted({m.value for spec in COVER_SPECS for m, _ in modes(spec)}, key=order.index)
-        lines.append(f"   {t.name}: a covering set of {n} case(s) (each at the limit), reaching {', '.join(reach)}")
-    return "\n".join(lines) or None
+    """What ``run`` prints of the covering sets: the modes they reach, each table's cases."""
+    counts = [(t.name, stats.get(f"{t.name}_covering_cases")) for t in GRAPH_TABLES.values()]
+    counts = [(name, n) for name, n in counts if n is not None]
+    if not counts:
+        return None
+    order = [m.value for m in Mode]
+    reach = sorted({m.value for spec in COVER_SPECS for m, _ in modes(spec)}, key=order.index)
+    each = ", ".join(f"{name} {n}" for name, n in counts)
+    return f"   covering sets (cases at the limit, reaching {', '.join(reach)}): {each}"
 
 
 def _sweep(t: GraphTable, target: Any, prover: Any) -> Any:
@@ -248,7 +257,7 @@ def _width(t: GraphTable, target: Any, cfg: ServingConfig) -> int:
 
 def _model_width(t: GraphTable, cfg: ServingConfig, revision: Revision) -> int:
     sizing = revision.graph_sizing(t.backend)
-    return width(sizing.width, cfg, ModelSizing(revision).req_to_token_row_width(cfg))
+    return sizing.width_of(cfg, ModelSizing(revision).req_to_token_row_width(cfg))
 
 
 def _unjudged(t: GraphTable, target: Any) -> str | None:
@@ -302,6 +311,7 @@ def declared_table(t: GraphTable) -> Table:
 FA3_TABLE = declared_table(FA3)
 TRTLLM_MHA_TABLE = declared_table(TRTLLM_MHA)
 FLASHMLA_TABLE = declared_table(FLASHMLA)
+TRTLLM_MLA_TABLE = declared_table(TRTLLM_MLA)
 
 # The tables themselves (``graph_tables``), read here by the engine's modules as before.
 __all__ = [
@@ -310,6 +320,7 @@ __all__ = [
     "FLASHMLA",
     "GRAPH_TABLES",
     "TRTLLM_MHA",
+    "TRTLLM_MLA",
     "GraphTable",
     "backend_of",
     "cover_line",

@@ -104,9 +104,9 @@ def add_page_table_steps(p: argparse.ArgumentParser) -> None:
         type=non_negative_int,
         default=DEFAULT_PAGE_TABLE_STEPS,
         metavar="N",
-        help=f"mode builds of FA3's CUDA-graph page tables also run on SGLang's own builders and held to the "
-        f"model's twin, where the target has them (its tree and triton) (default {DEFAULT_PAGE_TABLE_STEPS}; 0 "
-        f"skips it)",
+        help=f"mode builds of each checked backend's CUDA-graph page table also run on SGLang's own builders and "
+        f"held to the model's twin, where the target has them (its tree and triton) (default "
+        f"{DEFAULT_PAGE_TABLE_STEPS} per backend; 0 skips it)",
     )
 
 

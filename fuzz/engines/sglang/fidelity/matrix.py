@@ -87,7 +87,7 @@ class MatrixSettings:
     seed: int | None
     fidelity_configs: int  # per kind of KV pool the release builds; 0 skips the fidelity check
     write_path_steps: int = 0  # decode steps per kind held to SGLang's own write path (0: not compared)
-    page_table_steps: int = 0  # mode builds of FA3's page tables held to SGLang's own builders (0: not compared)
+    page_table_steps: int = 0  # mode builds of each backend's page table held to SGLang's own builders (0: none)
 
 
 @dataclass

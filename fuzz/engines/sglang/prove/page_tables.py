@@ -58,14 +58,17 @@ def _swept_profiles(
     """``_profiles`` over every residue of ``context``, computed in full only for the keys that can break.
 
     A builder that masks by length over a grid of blocks spills ``min(need, grid end) - width``: at most what it
-    would with no grid end at all, which depends on the context mod the page alone (as every width and length
-    does).  So the keys whose overshoots, with the grid end removed, stay at or below 0 over the page's residues
-    break at none of the block's residues (their read past the row does not depend on the grid); only the others
-    are swept over all of them (the block's residues are 64 times the page's for FlashMLA's).
+    would with no grid end at all, which depends on the context mod the page alone (as every unpadded width and
+    length does; a width padded to whole blocks overshoots no further than unpadded).  So the keys whose
+    overshoots, with the grid end removed, stay at or below 0 over the page's residues break at none of the
+    block's residues (their read past the row does not depend on the grid); only the others are swept over all of
+    them (the block's residues are 64 times the page's for FlashMLA's).
     """
     if sizing.block_tokens is None or len(context) <= page:
         return _profiles(keys, context, algorithm, page, sizing)
-    endless = dataclasses.replace(sizing, block_tokens=page << 40)  # a grid that never ends: the spill's bound
+    # a grid that never ends, on the width unpadded: the overshoots' bound (a padded width is a whole number of
+    # blocks, at least the unpadded one: its grid ends with it, so it spills nothing and reads past no further)
+    endless = dataclasses.replace(sizing, block_tokens=page << 40, pad_to=())
     bound, past = _profiles(keys, context[:page], algorithm, page, endless)
     maybe = ((bound > 0) | (past > 0)).any(dim=1)
     spill = torch.zeros((len(keys), len(context)), dtype=torch.long)

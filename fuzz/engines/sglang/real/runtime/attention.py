@@ -111,6 +111,7 @@ class GraphBuilders:
                     self.loader.module(dotted)
             except SGLangTimeout as e:
                 raise TargetError(str(e)) from None
+        self.standins.scratch_helpers({m: self.loader.modules[m] for m in modules if m in self.loader.executed})
         compiled = self.loader.compiled_kernels()
         if compiled:  # triton read TRITON_INTERPRET as unset at a @triton.jit: they would run compiled on CPU tensors
             raise TargetError(f"{runtime.origin}: {compiled[0]} is a compiled triton kernel, not an interpreted one")
@@ -325,9 +326,10 @@ class Bucket:
         spec = self.owner.spec
         scheduled = self.owner.standins.mla_metadata
         scheduled.published = []
-        metadata = self.owner.call(
+        backend = self.owner.call(
             self.cfg, self.rt, f"replay ({mode.value})", lambda: _run(g.backend, batch, False), replay=True
         )
+        metadata = getattr(backend, spec.metadata)
         buffer = graph_buffer(spec.backend, mode)
         where = f"{self.owner.runtime.origin} {spec.backend.label} {mode.value} ({buffer})"
         if getattr(metadata, spec.table).data_ptr() != g.buffer.data_ptr():
@@ -340,7 +342,12 @@ class Bucket:
                 raise TargetError(f"{where}: the replay scheduled {len(scheduled.published)} lengths, not its one")
             length = scheduled.published[0]
         else:
-            length = int(metadata.cache_seqlens_int32[0])
+            lengths = getattr(metadata, spec.lengths)
+            if lengths is None and spec.batch_lengths_if_none:
+                lengths = batch.seq_lens
+            if lengths is None:
+                raise TargetError(f"{where}: the replay published no {spec.lengths}")
+            length = int(lengths[0])
         return Build(mode, step, buffer, int(g.buffer.shape[1]), self.cfg.page_size, written, spilled, length)
 
     def _diff(self, buffer: torch.Tensor, where: str) -> tuple[int, int]:
@@ -356,10 +363,11 @@ class Bucket:
 
 
 def _run(backend: Any, batch: Any, in_capture: bool) -> Any:
-    """A capture or a replay of a mode's metadata: the runner's call, then the part the graph holds."""
+    """A capture or a replay of a mode's metadata: the runner's call, then the part the graph holds (the backend
+    back, its metadata in it)."""
     backend.init_forward_metadata_out_graph(batch, in_capture=in_capture)
     backend.init_forward_metadata_in_graph(batch)
-    return backend.forward_metadata
+    return backend
 
 
 def _buffer(backend: Any, name: str) -> torch.Tensor:

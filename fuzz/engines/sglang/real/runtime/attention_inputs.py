@@ -33,12 +33,14 @@ from .batch import Strict
 
 HEADS, HEAD_DIM = 8, 128
 ARCHITECTURE = "LlamaForCausalLM"  # a dense MHA decoder (FlashInfer sizes its workspace up for Qwen2/3 and MiMo only)
-# An MLA decoder (the MLA backends': FlashMLA's) with DeepSeek-V3's attention shape: 128 heads, the latent KV of 512
-# plus the rotary 64, no-rope and value heads of 128.  The page tables depend on none of these but the KV being MLA.
+# An MLA decoder (the MLA backends') with DeepSeek-V3's attention shape (the latent KV of 512 plus the rotary 64,
+# no-rope and value heads of 128) but a few heads, as the MHA model's: the heads only size the kernels' own buffers
+# (trtllm_mla's padded query and output per graph row: DeepSeek-V3's 128 made gigabytes of them for a bucket of guard
+# rows).  The page tables depend on none of these but the KV being MLA.
 MLA_ARCHITECTURE = "DeepseekV3ForCausalLM"
 # ``scaling``: the softmax scale, 1 / sqrt(qk_nope + qk_rope) (without YaRN's mscale: the tables never read it).
 MLA_SHAPE: dict[str, Any] = dict(
-    num_attention_heads=128,
+    num_attention_heads=HEADS,
     kv_lora_rank=512,
     qk_nope_head_dim=128,
     qk_rope_head_dim=64,

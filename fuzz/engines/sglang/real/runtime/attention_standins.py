@@ -45,6 +45,8 @@ MODEL_CONFIG = "sglang/srt/configs/model_config.py"
 # the backend [cite: fa3-requires-sm80-or-sm90]); trtllm_mha's too, where it decodes with XQA (its graph page-table
 # builders are the same on SM100; what differs is the kernel, XQA or trtllm-gen, and trtllm-gen's scratch).
 SM90 = (9, 0)
+# trtllm_mla's: SGLang refuses it below Blackwell [cite: trtllm-mla-requires-sm100] (a B200).
+SM100 = (10, 0)
 # ``utils.common``'s SM probes: each is ``get_device_sm() // 10`` among its majors, on CUDA at least 11.0 (SM80),
 # 12.3 (Ampere, Hopper) or 12.8 (Blackwell).  The stand-in hardware runs CUDA 13 (every release's wheel requires
 # ``flashinfer_python[cu13]``), past every minimum, so each answers whether the GPU's major is among its majors.
@@ -76,6 +78,12 @@ PLATFORM_FACTS = {
 }
 # Where FlashMLA's backend imports ``get_mla_metadata`` from (sgl-kernel's CUDA extension, or SGLang's interface to it).
 MLA_METADATA_MODULES = ("sglang.kernels.ops.attention.flash_mla_interface", "sgl_kernel.flash_mla")
+FIXUP_ZERO_KV = "sglang.kernels.ops.attention.fixup_zero_kv"
+SET_KV_CONCAT = "sglang.kernels.ops.attention.set_mla_kv_concat_q"
+FUSED_KV_GATES = ("can_use_set_mla_kv_concat_q", "can_use_set_mla_kv_concat_q_fp8")
+# trtllm_mla's helper making trtllm-gen's multi-CTA KV counters (``kernel_scratch``), sized by flashinfer's formula
+# from the GPU's SMs: the stand-ins' wherever it is named, its own module executed or not (``scratch_helpers``).
+COUNTER_SCRATCH = ("sglang.srt.layers.attention.trtllm_mla_backend", "make_persistent_multi_ctas_kv_counter_buffer")
 FLASHINFER_WRAPPERS = (
     "BatchPrefillWithRaggedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
@@ -279,11 +287,13 @@ def workspace_buffer() -> Callable[[str, Callable[[], Any]], Any]:
 
 
 def kernel_scratch(name: str) -> Callable[..., Inert]:
-    """A kernel's persistent scratch made by a helper of a module not executed (``make_persistent_multi_ctas_kv_
-    counter_buffer``: trtllm-gen's multi-CTA KV counters, sized by flashinfer from the GPU's SM count).  The backend
-    only keeps it for its CUDA kernel; no page-table builder reads it.  Answered as an inert value: kept and passed
-    as SGLang does, any use of it stops the run naming it."""
-    return lambda *args, **kwargs: Inert(f"{name}(...) (a CUDA kernel's scratch)")
+    """What a CUDA kernel owns, made by a helper of SGLang's: its persistent scratch
+    (``make_persistent_multi_ctas_kv_counter_buffer``: trtllm-gen's multi-CTA KV counters, sized by flashinfer from
+    the GPU's SM count), its JIT-built module (``_jit_fixup_module``, compiled ahead of its first call), or whether
+    its JIT build succeeds (``can_use_set_mla_kv_concat_q``).  The backend only keeps it for its kernel, or drops it;
+    no page-table builder reads it.  Answered as an inert value: kept and passed as SGLang does, any use of it (a
+    truth test included) stops the run naming it."""
+    return lambda *args, **kwargs: Inert(f"{name}(...) (a CUDA kernel's own)")
 
 
 # ``dllm.config.DllmConfig``: its ``from_server_args`` gives a config only for a diffusion LM (``--dllm-algorithm``,
@@ -311,8 +321,7 @@ class AttentionStandIns:
             "require_gathered_buffer": lambda: no_gathered_buffer,
             **{name: partial(returning, sm_probe(name, capability)) for name in SM_PROBES},
         }
-        mla = "sglang.srt.layers.attention.trtllm_mla_backend"
-        counters = "make_persistent_multi_ctas_kv_counter_buffer"
+        mla, counters = COUNTER_SCRATCH
         # (module, name) -> what makes its value (made at the first import of the name, then kept)
         self._makers: dict[tuple[str, str], Callable[[], Any]] = {
             ("sglang.srt.model_executor.forward_batch_info", "ForwardMode"): lambda: forward_mode["ForwardMode"],
@@ -330,6 +339,15 @@ class AttentionStandIns:
             ("sglang.srt.layers.dcp", "dcp_enabled"): lambda: self.dcp_enabled,
             ("sglang.srt.layers.dcp", "get_attention_dcp_rank"): lambda: lambda: 0,
             (mla, counters): partial(kernel_scratch, f"{mla}.{counters}"),
+            # whether the GPU launches kernels with programmatic dependent launch: CUDA, major >= 9
+            # [cite: pdl-from-sm90] (trtllm_mla's module reads it at import for its own kernels' launches)
+            ("sglang.kernels.jit.utils", "is_arch_support_pdl"): partial(returning, capability[0] >= 9),
+            # 0.5.22+: trtllm_mla's constructor JIT-builds a CUDA kernel's module ahead of its first use, and keeps
+            # nothing of it [cite: trtllm-mla-jit-prebuild]
+            (FIXUP_ZERO_KV, "_jit_fixup_module"): partial(kernel_scratch, f"{FIXUP_ZERO_KV}._jit_fixup_module"),
+            # whether trtllm_mla's decode forward fuses its KV write with the query's concat: a JIT build's outcome,
+            # kept for the forward (no page-table builder reads it) [cite: trtllm-mla-fused-kv-gate]
+            **{(SET_KV_CONCAT, n): partial(kernel_scratch, f"{SET_KV_CONCAT}.{n}") for n in FUSED_KV_GATES},
             # absent from flashinfer in the versions the releases pin (flashinfer_python 0.6.12-0.7.2: none in its
             # v0.6.12-v0.6.17 trees nor after): the import fails, should_use_tensor_core takes its GQA rule
             ("flashinfer.decode", "_grouped_size_compiled_for_decode_kernels"): lambda: ABSENT,
@@ -339,6 +357,13 @@ class AttentionStandIns:
         }
         self._made: dict[tuple[str, str], Any] = {}
         self.mla_metadata = MLAMetadata()
+
+    def scratch_helpers(self, modules: dict[str, Any]) -> None:
+        """Each kernel-scratch helper of an executed module of ``modules`` replaced by the stand-ins' (its size is a
+        CUDA library's formula; no page-table builder reads the scratch)."""
+        module = modules.get(COUNTER_SCRATCH[0])
+        if module is not None and hasattr(module, COUNTER_SCRATCH[1]):
+            setattr(module, COUNTER_SCRATCH[1], self.answer(*COUNTER_SCRATCH)[1])
 
     def attn_tp_size(self) -> int:
         return int(self.standins.context.read("parallel").attn_tp_size)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from allocator_model.page_tables import AttentionBackend
 
-from .attention_standins import SM90
+from .attention_standins import SM90, SM100
 from .context import Settings
-from .releases import FA3_BACKEND, FLASHMLA_BACKEND, TRTLLM_MHA_BACKEND
+from .releases import FA3_BACKEND, FLASHMLA_BACKEND, TRTLLM_MHA_BACKEND, TRTLLM_MLA_BACKEND
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,16 @@ class GraphBackend:
     # it names the CUDA device (or pinned host memory) for its buffers and asks torch.cuda for the GPU's properties:
     # its calls run on the stand-in GPU (``attention_standins.on_the_stand_in_gpu``)
     names_cuda: bool = False
+    metadata: str = "forward_metadata"  # the backend's field holding its forward metadata after a replay
     table: str = "page_table"  # the field of its forward metadata that views the buffer the kernel reads
-    # where the length the kernel reads is published: the forward metadata's ``cache_seqlens_int32``; or, for a
-    # kernel whose lengths are the batch's own, the lengths the backend schedules its split-KV work over (FlashMLA's
+    # where the length the kernel reads is published: the forward metadata's field ``lengths``; or, for a kernel
+    # whose lengths are the batch's own, the lengths the backend schedules its split-KV work over (FlashMLA's
     # ``get_mla_metadata``, answered by ``attention_standins.MLAMetadata``)
+    lengths: str = "cache_seqlens_int32"
     scheduled_lengths: bool = False
+    # where the metadata's ``lengths`` is None, the decode kernel reads the batch's ``seq_lens`` (trtllm_mla's plain
+    # decode before 0.5.17 [cite: trtllm-mla-decode-batch-lengths])
+    batch_lengths_if_none: bool = False
 
     @property
     def settings(self) -> Settings:
@@ -64,5 +69,18 @@ GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {
         names_cuda=True,
         table="block_kv_indices",
         scheduled_lengths=True,
+    ),
+    AttentionBackend.TRTLLM_MLA: GraphBackend(
+        AttentionBackend.TRTLLM_MLA,
+        TRTLLM_MLA_BACKEND,
+        "TRTLLMMLABackend",
+        "TRTLLMMLAMultiStepDraftBackend",
+        SM100,  # SGLang refuses it below Blackwell [cite: trtllm-mla-requires-sm100]
+        mla=True,
+        names_cuda=True,
+        metadata="forward_decode_metadata",
+        table="block_kv_indices",
+        lengths="seq_lens_k",
+        batch_lengths_if_none=True,
     ),
 }

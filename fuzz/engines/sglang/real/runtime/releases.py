@@ -205,6 +205,14 @@ def _flashmla(version: str) -> tuple[str, ...]:
     return out
 
 
+# trtllm_mla's backend (FlashMLA's base, FlashInfer's MLA backend, and the same kv-indices kernels, its builder).
+TRTLLM_MLA_BACKEND = "sglang.srt.layers.attention.trtllm_mla_backend"
+
+
+def _trtllm_mla(version: str) -> tuple[str, ...]:
+    return (TRTLLM_MLA_BACKEND,) + _flashmla(version)[1:]
+
+
 def graph_modes(version: str, backend: AttentionBackend) -> frozenset[Mode]:
     """The modes ``backend``'s own builders run in ``version``: FlashMLA's draft extend is FlashInfer's MLA backend's
     before 0.5.16 (its draft-extend factory returns none [cite: flashmla-no-draft-extend])."""
@@ -219,6 +227,7 @@ def _attention(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
         AttentionBackend.FA3: _fa3(version),
         AttentionBackend.TRTLLM_MHA: _trtllm_mha(version),
         AttentionBackend.FLASHMLA: _flashmla(version),
+        AttentionBackend.TRTLLM_MLA: _trtllm_mla(version),
     }
 
 

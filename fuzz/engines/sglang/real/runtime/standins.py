@@ -65,6 +65,7 @@ SLICED = (
     "support_triton",  # capabilities.supports_triton and backend not torch_native/intel_amx [cite: support-triton]
     "is_pin_memory_available",  # the platform's [cite: utils-pin-memory]: False for "cpu" [cite: cuda-pin-memory]
     "raise_error_or_warn",  # strict raises ValueError, else warns and counts [cite: raise-error-or-warn]
+    "is_float4_e2m1fn_x2",  # the KV dtype is torch.float4_e2m1fn_x2, on CUDA
 )
 PROBES: dict[str, bool] = {
     "is_cuda": True,
