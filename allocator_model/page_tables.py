@@ -51,6 +51,12 @@ class AttentionBackend(StrEnum):
         return FLASHMLA_PAGE if self is AttentionBackend.FLASHMLA else None
 
     @property
+    def probe_page(self) -> int | None:
+        """The page a probe of its builders runs at: its fixed page, or trtllm_mla's 64 (one it takes: at a small
+        page its width pads to blocks of 4096 / page pages, a slow probe); None: any."""
+        return FLASHMLA_PAGE if self in (AttentionBackend.FLASHMLA, AttentionBackend.TRTLLM_MLA) else None
+
+    @property
     def draft_steps_publish_their_step(self) -> bool:
         """Whether a draft decode step s publishes ``seq + s + 1`` (FA3's, trtllm_mha's ``seqlen_offset``) rather
         than ``seq`` (the MLA backends' multi-step draft backends build each step's table from the batch's

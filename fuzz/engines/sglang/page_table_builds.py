@@ -52,7 +52,7 @@ PROBE_ROW = 50  # the probe's req_to_token row: wider than the context, so the w
 def probe_of(backend: AttentionBackend) -> tuple[ServingConfig, int]:
     """The probe and its row at the backend's page: ``PROBE``'s 10 pages of context and a row of 12.5 pages, so
     the context's pages, one past them and the row's are three widths."""
-    p = backend.fixed_page
+    p = backend.probe_page
     if p is None:
         return PROBE, PROBE_ROW
     return PROBE.replace(context_len=10 * p, page_size=p), 25 * p // 2
