@@ -192,14 +192,10 @@ def published(
     return seq_len + rt.num_draft_tokens
 
 
-def width(sized_from: TableWidth, cfg: ServingConfig, row_width: int) -> int:
-    """The pages of a row: the context's (``CONTEXT``), one past its whole pages (``CONTEXT_NEXT_PAGE``) or the
-    ``req_to_token`` row's (``ROW``)."""
-    return int(widths(sized_from, cfg.context_len, row_width, cfg.page_size))
-
-
 def widths(sized_from: TableWidth, context_len: Int, row_width: Int, page: Int) -> Int:
-    """``width`` of ints or tensors alike (``reach_grid``'s)."""
+    """The pages of a row sized from ``sized_from``, unpadded (``GraphSizing.widths_of`` pads them), of ints or
+    tensors alike: the context's (``CONTEXT``), one past its whole pages (``CONTEXT_NEXT_PAGE``) or the
+    ``req_to_token`` row's (``ROW``)."""
     if sized_from is TableWidth.CONTEXT_NEXT_PAGE:
         return (context_len + page) // page
     return pages(context_len if sized_from is TableWidth.CONTEXT else row_width, page)
@@ -252,10 +248,16 @@ class GraphSizing:
         w = widths(self.width, context_len, row_width, page)
         if not self.pad_to:
             return w
-        per = self.pad_to[0] // page
-        for tokens in self.pad_to[1:]:
-            per = lcm(per, tokens // page)
+        per = self.pad_pages(page)
         return ceil_div(w, per) * per
+
+    def pad_pages(self, page: Int) -> Int:
+        """The pages a width is padded to a multiple of: the least common multiple of each ``pad_to`` multiple's
+        pages (1: unpadded)."""
+        per: Int = page // page
+        for tokens in self.pad_to:
+            per = lcm(per, tokens // page)
+        return per
 
     def block(self, mode: Mode) -> int | None:
         """The grid block of ``mode``'s builder where it masks by length alone; None: it clamps at the width."""

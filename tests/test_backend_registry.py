@@ -51,3 +51,32 @@ def test_a_new_backend_is_unaccounted() -> None:
 
 def test_the_docs_list_every_backend_as_the_code_does() -> None:
     assert backends.table_text() in DOC.read_text()
+
+
+# trtllm_mla's CUDA-graph builders: a subclass that overrides none of them fills its tables with trtllm_mla's.
+TRTLLM_MLA_GRAPH_METHODS = frozenset(
+    {"init_cuda_graph_state", "_init_cuda_graph_metadata", "_apply_cuda_graph_metadata", "_calc_padded_blocks"}
+)
+OVERRIDING = frozenset({"0.5.17", "0.5.18"})  # backends.py: "its builders but in 0.5.17-0.5.18, which override them"
+
+
+@pytest.mark.parametrize("release", EVERY_RELEASE)
+def test_trtllm_mlas_subclasses_override_its_graph_builders_only_where_the_list_says(release: str) -> None:
+    """``cutedsl_mla`` and ``tokenspeed_mla`` are listed as trtllm_mla's subclasses on its builders but in
+    0.5.17-0.5.18: read from each release's files (their classes over ``TRTLLMMLABackend``, the methods they
+    define)."""
+    import ast
+
+    found = {}
+    with zipfile.ZipFile(require_wheel(release)) as whl:
+        for name in ("cutedsl_mla", "tokenspeed_mla"):
+            member = f"sglang/srt/layers/attention/{name}_backend.py"
+            if member not in whl.namelist():
+                continue
+            tree = ast.parse(whl.read(member).decode())
+            for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+                if any(ast.unparse(b) == "TRTLLMMLABackend" for b in cls.bases):
+                    defined = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+                    found[(name, cls.name)] = defined & TRTLLM_MLA_GRAPH_METHODS
+    assert found, f"{release}: no subclass of TRTLLMMLABackend read"  # the reader found the classes
+    assert {bool(methods) for methods in found.values()} == {release in OVERRIDING}, found

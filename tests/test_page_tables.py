@@ -306,16 +306,19 @@ def test_flashmlas_width_is_one_page_past_the_contexts_whole_pages_and_its_verif
 
 @pytest.mark.parametrize("spec", ["reference", "reference@sglang-0.5.23", "reference@sglang-0.5.18"])
 def test_the_sweep_over_a_grids_residues_equals_the_dense_one(spec: str, monkeypatch) -> None:
-    """The sweep computes every residue of the builders' grid block only for the keys that can break with the grid
-    end removed: the same groups, counts and worst witnesses as computing all of them for every key (FlashMLA's
-    grid, and 0.5.18's FA3 verify grid)."""
+    """The sweep computes the residues of the builders' grid block only for the keys that can break with the grid
+    end removed (and, for a padded width, only where it can be passed): the same groups, counts and worst witnesses
+    as computing all of them for every key (FlashMLA's grid, 0.5.18's FA3 verify grid, trtllm_mla's padding)."""
     import fuzz.engines.sglang.prove.page_tables as swept
-    from fuzz.engines.sglang.page_tables import FA3_TABLE, FLASHMLA_TABLE
+    from fuzz.engines.sglang.page_tables import FA3_TABLE, FLASHMLA_TABLE, TRTLLM_MLA_TABLE
 
+    tables = (FA3_TABLE, FLASHMLA_TABLE, TRTLLM_MLA_TABLE)
     t, p = prover(spec, space="small")
-    pruned = {tb.name: prove_table(t, tb, p) for tb in (FA3_TABLE, FLASHMLA_TABLE)}
-    monkeypatch.setattr(swept, "_swept_profiles", swept._profiles)
-    dense = {tb.name: prove_table(t, tb, p) for tb in (FA3_TABLE, FLASHMLA_TABLE)}
+    pruned = {tb.name: prove_table(t, tb, p) for tb in tables}
+    monkeypatch.setattr(
+        swept, "_swept_profiles", lambda keys, context, *a: (*swept._profiles(keys, context, *a), context)
+    )
+    dense = {tb.name: prove_table(t, tb, p) for tb in tables}
     for name, proof in pruned.items():
         other = dense[name]
         assert proof.configurations == other.configurations
@@ -327,6 +330,7 @@ def test_the_sweep_over_a_grids_residues_equals_the_dense_one(spec: str, monkeyp
             Property.WRITE_WITHIN_ROW,
             Property.READ_WITHIN_ROW,
         }
+        assert {g.signature.prop for g in pruned["trtllm_mla_page_table"].groups.values()} == {Property.READ_WITHIN_ROW}
 
 
 def test_the_launch_line_names_flashmla_an_mla_model_and_its_hardware() -> None:

@@ -233,7 +233,7 @@ def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_
         if kind.endswith("_page_table"):  # a backend's page table: the model's twin of its width
             assert where["artifactLocation"]["uri"] == "allocator_model/page_tables.py"
             page_tables = (ROOT / "allocator_model" / "page_tables.py").read_text()
-            assert where["region"]["startLine"] == def_line(page_tables, "width"), r["ruleId"]
+            assert where["region"]["startLine"] == def_line(page_tables, "widths_of", "    "), r["ruleId"]
             continue
         if width and kind and KVPool(kind) in narrow:  # the unified builder's own row
             assert where["artifactLocation"]["uri"] == "allocator_model/pools.py"

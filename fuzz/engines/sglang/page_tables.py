@@ -227,7 +227,8 @@ def _sweep(t: GraphTable, target: Any, prover: Any) -> Any:
 
 
 def code_of(t: GraphTable, target: Any) -> tuple[Code, ...]:
-    """Where the table is sized on ``target``: the model's twin (``allocator_model/page_tables.py`` ``width``) on
+    """Where the table is sized on ``target``: the model's twin (``allocator_model/page_tables.py``
+    ``GraphSizing.widths_of``) on
     the model; SGLang's backend in the target's tree (its repository path for a release, the file for a
     checkout); nothing readable for a lone sizing file."""
     from allocator_model import page_tables as model
@@ -235,7 +236,7 @@ def code_of(t: GraphTable, target: Any) -> tuple[Code, ...]:
     if target.is_model:  # named as this project's repository holds it (as the model's sizing functions are)
         path = Path(model.__file__ or "")
         shown = f"{path.parent.name}/{path.name}"
-        return (Code(CodeRef(shown, "width"), shown, path.read_text(), local=False),)
+        return (Code(CodeRef(shown, "GraphSizing.widths_of"), shown, path.read_text(), local=False),)
     source = getattr(getattr(target.sizing, "module", None), "tree_source", None)
     tree = open_tree(source) if source else None
     out = []

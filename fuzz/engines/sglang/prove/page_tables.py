@@ -22,7 +22,7 @@ import torch
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.numeric import ceil_to_page
-from allocator_model.page_tables import GraphSizing, TableWidth, reach_grid
+from allocator_model.page_tables import GraphSizing, TableWidth, reach_grid, widths
 from allocator_model.pools import KVPool
 from allocator_model.regimes import REGIMES, regime_codes
 from fuzz.findings.kinds import Property
@@ -55,27 +55,46 @@ def _profiles(keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, 
 def _swept_profiles(
     keys: torch.Tensor, context: torch.Tensor, algorithm: str | None, page: int, sizing: GraphSizing
 ) -> Any:
-    """``_profiles`` over every residue of ``context``, computed in full only for the keys that can break.
+    """``_profiles`` over the residues of ``context`` where a key can break, computed in full only for the keys that
+    can: (spill, read past, the residues they are of).
 
     A builder that masks by length over a grid of blocks spills ``min(need, grid end) - width``: at most what it
     would with no grid end at all, which depends on the context mod the page alone (as every unpadded width and
     length does; a width padded to whole blocks overshoots no further than unpadded).  So the keys whose
     overshoots, with the grid end removed, stay at or below 0 over the page's residues break at none of the
-    block's residues (their read past the row does not depend on the grid); only the others are swept over all of
-    them (the block's residues are 64 times the page's for FlashMLA's).
+    block's residues (their read past the row does not depend on the grid); only the others are swept, over every
+    residue (the block's are 64 times the page's for FlashMLA's), or where a padded width can be passed
+    (``_padded_residues``).  A residue left out breaks for no key.
     """
     if sizing.block_tokens is None or len(context) <= page:
-        return _profiles(keys, context, algorithm, page, sizing)
+        return (*_profiles(keys, context, algorithm, page, sizing), context)
     # a grid that never ends, on the width unpadded: the overshoots' bound (a padded width is a whole number of
     # blocks, at least the unpadded one: its grid ends with it, so it spills nothing and reads past no further)
     endless = dataclasses.replace(sizing, block_tokens=page << 40, pad_to=())
     bound, past = _profiles(keys, context[:page], algorithm, page, endless)
     maybe = ((bound > 0) | (past > 0)).any(dim=1)
-    spill = torch.zeros((len(keys), len(context)), dtype=torch.long)
+    if not bool(maybe.any()):
+        none = torch.zeros((len(keys), 1), dtype=torch.long)
+        return none, none, context[:1]
+    residues = context[_padded_residues(context, page, sizing, int(torch.maximum(bound, past)[maybe].max()))]
+    spill = torch.zeros((len(keys), len(residues)), dtype=torch.long)
     read = torch.zeros_like(spill)
-    if bool(maybe.any()):
-        spill[maybe], read[maybe] = _profiles(keys[maybe], context, algorithm, page, sizing)
-    return spill, read
+    spill[maybe], read[maybe] = _profiles(keys[maybe], residues, algorithm, page, sizing)
+    return spill, read, residues
+
+
+def _padded_residues(context: torch.Tensor, page: int, sizing: GraphSizing, most: int) -> torch.Tensor:
+    """The residues of ``context`` where a build can pass a width padded to whole blocks of ``per`` pages (all of
+    them for an unpadded width, or one sized from the row, whose residues are the row's).
+
+    A length reaching ``most`` pages past the unpadded width ``u`` passes the padded one, ``u`` rounded up to a
+    multiple of ``per``, only where that rounding adds fewer than ``most`` pages: the contexts just below a whole
+    number of blocks (or on one); the others overshoot nothing (0, as a key that cannot break)."""
+    per = sizing.pad_pages(page)
+    if per == 1 or sizing.width is TableWidth.ROW:
+        return torch.arange(len(context))
+    unpadded: torch.Tensor = widths(sizing.width, context, context, torch.full_like(context, page))
+    return ((-unpadded) % per < most).nonzero().flatten()
 
 
 def _rows(target: Any, g: Any, sizing: Any) -> Any:
@@ -138,7 +157,7 @@ def sweep(
             )
             configs = keep.nonzero().flatten()
             swept += len(configs) * (period - page)
-            spill, past = _swept_profiles(keys, context, g.algorithm, page, sizing)
+            spill, past, swept_context = _swept_profiles(keys, context, g.algorithm, page, sizing)
             for prop, over in ((Property.WRITE_WITHIN_ROW, spill), (Property.READ_WITHIN_ROW, past)):
                 breaks, worst = (over > 0).sum(dim=1), over.max(dim=1)
                 hit = breaks[inverse] > 0
@@ -152,7 +171,7 @@ def sweep(
                         continue
                     k = int(configs[mine][at])
                     residue = int(worst.indices[inverse[mine][at]])
-                    kw = {**witness_config(g, k, page, 0, overlap), "context_len": int(context[residue])}
+                    kw = {**witness_config(g, k, page, 0, overlap), "context_len": int(swept_context[residue])}
                     cfg = ServingConfig.from_dict(kw)
                     reach = closed_form(target, cfg)
                     if reach.prop is not prop or reach.end - reach.width != int(values[at]):

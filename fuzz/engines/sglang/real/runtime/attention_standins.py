@@ -16,7 +16,7 @@ the names the backends take that the write path never does, each scoped to the m
 * FA3's: ``get_scheduler_metadata``, ``maybe_create_verify_mask``: None (``no_scheduler_metadata``,
   ``no_verify_mask``);
 * trtllm_mha's (a FlashInfer backend): FlashInfer's wrappers (``FlashInferWrapper``), the kernels' workspaces
-  (``get_buffer``: ``workspace_buffer``; the counter scratch: ``kernel_scratch``), ``DllmConfig`` (``NO_DLLM``),
+  (``get_buffer``: ``workspace_buffer``; the counter scratch: ``kernel_owned``), ``DllmConfig`` (``NO_DLLM``),
   and flashinfer's ``_grouped_size_compiled_for_decode_kernels``, absent (``inert.ABSENT``);
 * FlashMLA's (its base, FlashInfer's MLA backend, builds FlashInfer's ``BatchMLAPagedAttentionWrapper``):
   ``get_mla_metadata``, its split-KV schedule (``MLAMetadata``, which keeps the lengths it was asked for: the
@@ -81,7 +81,7 @@ MLA_METADATA_MODULES = ("sglang.kernels.ops.attention.flash_mla_interface", "sgl
 FIXUP_ZERO_KV = "sglang.kernels.ops.attention.fixup_zero_kv"
 SET_KV_CONCAT = "sglang.kernels.ops.attention.set_mla_kv_concat_q"
 FUSED_KV_GATES = ("can_use_set_mla_kv_concat_q", "can_use_set_mla_kv_concat_q_fp8")
-# trtllm_mla's helper making trtllm-gen's multi-CTA KV counters (``kernel_scratch``), sized by flashinfer's formula
+# trtllm_mla's helper making trtllm-gen's multi-CTA KV counters (``kernel_owned``), sized by flashinfer's formula
 # from the GPU's SMs: the stand-ins' wherever it is named, its own module executed or not (``scratch_helpers``).
 COUNTER_SCRATCH = ("sglang.srt.layers.attention.trtllm_mla_backend", "make_persistent_multi_ctas_kv_counter_buffer")
 FLASHINFER_WRAPPERS = (
@@ -286,7 +286,7 @@ def workspace_buffer() -> Callable[[str, Callable[[], Any]], Any]:
     return get_buffer
 
 
-def kernel_scratch(name: str) -> Callable[..., Inert]:
+def kernel_owned(name: str) -> Callable[..., Inert]:
     """What a CUDA kernel owns, made by a helper of SGLang's: its persistent scratch
     (``make_persistent_multi_ctas_kv_counter_buffer``: trtllm-gen's multi-CTA KV counters, sized by flashinfer from
     the GPU's SM count), its JIT-built module (``_jit_fixup_module``, compiled ahead of its first call), or whether
@@ -338,16 +338,16 @@ class AttentionStandIns:
             ("sglang.srt.layers.dcp", "get_attention_dcp_world_size"): lambda: self.attn_dcp_size,
             ("sglang.srt.layers.dcp", "dcp_enabled"): lambda: self.dcp_enabled,
             ("sglang.srt.layers.dcp", "get_attention_dcp_rank"): lambda: lambda: 0,
-            (mla, counters): partial(kernel_scratch, f"{mla}.{counters}"),
+            (mla, counters): partial(kernel_owned, f"{mla}.{counters}"),
             # whether the GPU launches kernels with programmatic dependent launch: CUDA, major >= 9
             # [cite: pdl-from-sm90] (trtllm_mla's module reads it at import for its own kernels' launches)
             ("sglang.kernels.jit.utils", "is_arch_support_pdl"): partial(returning, capability[0] >= 9),
             # 0.5.22+: trtllm_mla's constructor JIT-builds a CUDA kernel's module ahead of its first use, and keeps
             # nothing of it [cite: trtllm-mla-jit-prebuild]
-            (FIXUP_ZERO_KV, "_jit_fixup_module"): partial(kernel_scratch, f"{FIXUP_ZERO_KV}._jit_fixup_module"),
+            (FIXUP_ZERO_KV, "_jit_fixup_module"): partial(kernel_owned, f"{FIXUP_ZERO_KV}._jit_fixup_module"),
             # whether trtllm_mla's decode forward fuses its KV write with the query's concat: a JIT build's outcome,
             # kept for the forward (no page-table builder reads it) [cite: trtllm-mla-fused-kv-gate]
-            **{(SET_KV_CONCAT, n): partial(kernel_scratch, f"{SET_KV_CONCAT}.{n}") for n in FUSED_KV_GATES},
+            **{(SET_KV_CONCAT, n): partial(kernel_owned, f"{SET_KV_CONCAT}.{n}") for n in FUSED_KV_GATES},
             # absent from flashinfer in the versions the releases pin (flashinfer_python 0.6.12-0.7.2: none in its
             # v0.6.12-v0.6.17 trees nor after): the import fails, should_use_tensor_core takes its GQA rule
             ("flashinfer.decode", "_grouped_size_compiled_for_decode_kernels"): lambda: ABSENT,
