@@ -6,7 +6,8 @@ that the table judges and no speculation in turn, overlap off and on in turn, le
 the overlap lag drawn; on the deployments the table judges (``page_tables.takes``: the standard pool, no DCP, a
 power-of-two page, here at topk 1, the only topk whose tables it builds).  The context length is drawn small
 (up to ``SMALL_CONTEXT``, and one draw in ``LARGE_EVERY`` up to ``LARGE_CONTEXT``, so the verify builder's grid
-spans several of its 4096-token blocks): SGLang's builders run under triton's interpreter, whose cost grows with
+spans several of its 4096-token blocks; one in ``TIGHT_EVERY`` where the table's width is tightest, its covering
+set's contexts shifted by whole blocks): SGLang's builders run under triton's interpreter, whose cost grows with
 the context, while the table breaks at the limit of any context.
 
 Each scenario's decode step is built on both sides, the twin (``allocator_model.page_tables.fa3_builds``, with
@@ -50,6 +51,10 @@ DRAWS_PER_STEP = 20  # draws per wanted step before the space counts as exhauste
 SMALL_CONTEXT = 2048  # most contexts stay below this (a build is milliseconds there)
 LARGE_CONTEXT = 16384  # one draw in LARGE_EVERY goes up to this: four of the verify builder's 4096-token blocks
 LARGE_EVERY = 8
+# One draw in TIGHT_EVERY is a context of the table's covering set shifted by whole 4096-token blocks (up to
+# LARGE_CONTEXT): where its width leaves the least room (trtllm_mla's, padded to whole blocks, only there).
+TIGHT_EVERY = 4
+TIGHT_BLOCK = 4096
 
 
 @dataclass
@@ -104,9 +109,15 @@ def draw(
 ) -> DecodeScenario | None:
     """One scenario of the cell (algorithm, overlap), on a deployment the table judges (None: the draw clashed)."""
     page = chooser.often(t.pages[0], t.pages)
-    top = LARGE_CONTEXT if chooser.integers(1, LARGE_EVERY) == 1 else SMALL_CONTEXT
-    lo, hi = space.context_pages_range(page)
-    context_len = chooser.integers(lo, max(lo, min(hi, top // page))) * page + chooser.integers(0, page - 1)
+    if chooser.integers(1, TIGHT_EVERY) == 1:  # where the table's width leaves the least room (its covering set's)
+        offset = t.cover_offsets[chooser.integers(0, len(t.cover_offsets) - 1)]
+        context_len = (
+            TIGHT_BLOCK * chooser.integers(0, LARGE_CONTEXT // TIGHT_BLOCK - 2) + TIGHT_BLOCK + (offset or page)
+        )
+    else:
+        top = LARGE_CONTEXT if chooser.integers(1, LARGE_EVERY) == 1 else SMALL_CONTEXT
+        lo, hi = space.context_pages_range(page)
+        context_len = chooser.integers(lo, max(lo, min(hi, top // page))) * page + chooser.integers(0, page - 1)
     pins: dict[str, Any] = {
         "kv_pool": KVPool.STANDARD,
         "attn_dcp_size": 1,
