@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.register_profile(name, parent=settings.default, max_examples=examples)
         settings.load_profile(name)
     config.stash[_PROFILE_KEY] = name
+    _import_properties_afresh()
     # Resolve every target up front, on the controller too (a wheel is fetched once, before xdist's workers start).
     for spec in config.getoption("kvrow_target") or []:
         resolved(spec)
@@ -203,6 +205,15 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         except baseline.BaselineError as e:
             raise pytest.UsageError(str(e)) from None
+
+
+def _import_properties_afresh() -> None:
+    """Hypothesis binds a ``@given`` test's settings when its module is imported, so this package's property
+    modules, imported before this session loaded its profile (by an earlier session in this process, or by a
+    conftest), would run under that moment's example count, deadline and database: dropped here, collection imports
+    them again under this session's."""
+    for module in [m for m in sys.modules if m.startswith(PROPERTIES_PACKAGE + ".")]:
+        del sys.modules[module]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

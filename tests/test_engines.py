@@ -245,6 +245,28 @@ def test_an_engine_declares_its_names_once() -> None:
     assert NAMES in declared_names() and not any("a-forged-guard" in n.guards for n in declared_names())
 
 
+def test_a_case_kind_declared_again_by_its_own_module_is_the_same_kind(monkeypatch) -> None:
+    """An engine's module imported a second time (pytester's in-process runs drop the modules a run imported, so
+    the next run imports them again) declares its case kind again: that is the same kind (a second plugin run
+    in one process failed every proof with "already declared"); another engine's, or another shape, is refused."""
+    import importlib
+    import sys
+
+    from fuzz.findings import kinds
+
+    monkeypatch.setattr(kinds, "_CASE_TYPES", dict(kinds._CASE_TYPES))
+    monkeypatch.setattr(kinds.CaseKind, "_declared", dict(kinds.CaseKind._declared))
+    first = importlib.import_module("fuzz.engines.sglang.cases").SGLangCase.DECODE
+    monkeypatch.delitem(sys.modules, "fuzz.engines.sglang.cases")
+    again = importlib.import_module("fuzz.engines.sglang.cases").SGLangCase.DECODE
+    assert again is first and kinds.case_type("decode-scenario").engine == "sglang"
+    fields, replayer = kinds.case_type("decode-scenario").fields, kinds.case_type("decode-scenario").replayer
+    with pytest.raises(ValueError, match="'decode-scenario' is already declared by sglang"):
+        kinds.declare_case_type("decode-scenario", "toy", fields, replayer)
+    with pytest.raises(ValueError, match="'decode-scenario' is already declared by sglang"):
+        kinds.declare_case_type("decode-scenario", "sglang", frozenset({"n"}), replayer)
+
+
 def test_merge_keeps_each_engines_confirmation_under_its_name(toy_module: str, monkeypatch, tmp_path: Path) -> None:
     """A finding's confirmation is written under the name of the engine whose kind of case it is; merge keeps it
     for any engine (it kept ``sglang`` only, and dropped another engine's) and checks it is text."""

@@ -281,6 +281,29 @@ def test_plugin_leaves_hypothesis_alone_unless_asked(tmp_path):
     assert "test_target_defaults_to_the_reference[reference] PASSED" in r.stdout, r.stdout[-3000:]
 
 
+# Two sessions in one process, the property module imported before either (a conftest, pytester's in-process runs).
+TWO_SESSIONS = """
+import pytest
+import fuzz.properties.test_kvrow_tables
+for n in (3, 6):
+    pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--pyargs", "fuzz.properties.test_kvrow_tables",
+                 f"--kvrow-max-examples={n}", "-k", "fa3_page_table/write", "--hypothesis-show-statistics"])
+"""
+
+
+def test_each_session_runs_the_properties_under_its_own_profile(tmp_path):
+    """Hypothesis binds a test's settings when its module is imported: a property module imported before the
+    session loaded its profile ran under Hypothesis' defaults (100 examples, a 200 ms deadline, the example
+    database), whatever ``--kvrow-max-examples`` said.  The plugin imports the properties afresh per session."""
+    (tmp_path / "two_sessions.py").write_text(TWO_SESSIONS)
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"}
+    r = subprocess.run(
+        [sys.executable, str(tmp_path / "two_sessions.py")], capture_output=True, text=True, cwd=ROOT, env=env
+    )
+    counts = [line.split()[1] for line in r.stdout.splitlines() if line.strip().startswith("- ") and "passing" in line]
+    assert counts == ["3", "6"], r.stdout[-3000:] + r.stderr[-2000:]
+
+
 def test_options_are_registered_once_by_the_entry_point_and_the_root_conftest():
     assert "fuzz.pytest_plugin" in {ep.value for ep in entry_points(group="pytest11")}, "reinstall: pip install -e ."
     for env in ({}, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}):  # the entry point and conftest.py; conftest.py alone

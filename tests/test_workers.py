@@ -42,6 +42,7 @@ def test_every_task_ends_done_in_task_order_with_its_events():
     ]
     pids = {p for _, kind, p in seen if kind == "seen"}
     assert len([e for e in seen if e[1] == "seen"]) == 7 and 1 <= len(pids) <= 2  # two workers took them all
+    assert pool.exit_codes == [0, 0]  # each told there is no more, none left waiting and killed at the exit
 
 
 def test_a_raising_task_and_a_dying_worker_end_their_task_as_errors():
@@ -50,6 +51,7 @@ def test_a_raising_task_and_a_dying_worker_end_their_task_as_errors():
     assert ends[0].kind == DONE and ends[0].value == "ok"
     assert ends[1].kind == ERROR and ends[1].value == "ValueError: no good"
     assert ends[2].kind == ERROR and ends[2].value == "died (exit status 3)"
+    assert sorted(pool.exit_codes) == [0, 1, 3]  # ok's worker told there is no more; raise's exits 1; die's 3
 
 
 def test_asked_to_stop_every_task_ends_stopped():

@@ -115,6 +115,11 @@ class WorkerPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for k in sorted(self._open):  # a worker that ended its last task waits for the next: there is none
+            try:
+                self._conns[k].send(None)
+            except OSError:  # it is gone
+                pass
         for p in self._procs:
             p.join(timeout=5)
             if p.is_alive():
@@ -122,6 +127,11 @@ class WorkerPool:
                 p.join()
         for c in self._conns:
             c.close()
+
+    @property
+    def exit_codes(self) -> list[int | None]:
+        """Each worker's exit status (None: still running); -9 is one this pool had to kill."""
+        return [p.exitcode for p in self._procs]
 
     @property
     def done(self) -> bool:

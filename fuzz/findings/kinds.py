@@ -196,8 +196,13 @@ _CASE_TYPES: dict[str, CaseType] = {}
 
 
 def declare_case_type(kind: str, engine: str, fields: frozenset[str], replayer: str, **how: Any) -> CaseKind:
-    """Declare a kind of case (an engine does, once, when it is loaded)."""
-    declared = CaseKind._add(kind)
+    """Declare a kind of case (an engine does, once, when it is loaded).  The same engine declaring it again with the
+    same fields and replayer is its module imported again (a reload, pytester's module snapshot): the kind keeps its
+    value and takes the new module's functions; another engine's or another shape is an error."""
+    before = _CASE_TYPES.get(kind)
+    if before is not None and (before.engine, before.fields, before.replayer) != (engine, fields, replayer):
+        raise ValueError(f"case kind {kind!r} is already declared by {before.engine or 'the core'}")
+    declared = before.kind if before is not None else CaseKind._add(kind)
     _CASE_TYPES[kind] = CaseType(declared, engine, fields, replayer, **how)
     return declared
 
