@@ -21,7 +21,7 @@ import pytest
 import yaml
 from hermetic import unbroken
 
-from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
+from fuzz.engines.sglang.backends import GRAPH_TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = ROOT / "action.yml"

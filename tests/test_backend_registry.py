@@ -57,7 +57,9 @@ def test_the_docs_list_every_backend_as_the_code_does() -> None:
 TRTLLM_MLA_GRAPH_METHODS = frozenset(
     {"init_cuda_graph_state", "_init_cuda_graph_metadata", "_apply_cuda_graph_metadata", "_calc_padded_blocks"}
 )
-OVERRIDING = frozenset({"0.5.17", "0.5.18"})  # backends.py: "its builders but in 0.5.17-0.5.18, which override them"
+OVERRIDING = frozenset(
+    {"0.5.17", "0.5.18"}
+)  # backends/registry.py: "its builders but in 0.5.17-0.5.18, which override them"
 
 
 @pytest.mark.parametrize("release", EVERY_RELEASE)

@@ -16,7 +16,7 @@ from checkout_trees import build_tree
 from hermetic import missing_wheel, pinned_wheel
 
 from fuzz.cli import main
-from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
+from fuzz.engines.sglang.backends import GRAPH_TABLES
 from fuzz.findings import baseline
 
 

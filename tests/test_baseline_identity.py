@@ -16,7 +16,7 @@ import pytest
 
 from fuzz.causes.identity import digest
 from fuzz.cli import main
-from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
+from fuzz.engines.sglang.backends import GRAPH_TABLES
 from fuzz.findings import baseline
 from fuzz.findings.cause import Cause, CauseKind
 from fuzz.findings.kinds import Signature

@@ -37,6 +37,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 
+from graph_twin import spec_config, twin  # noqa: E402
 from hermetic import PINNED_RELEASES  # noqa: E402
 from test_sglang_runtime import runtime  # noqa: E402
 
@@ -52,23 +53,12 @@ EVERY_JUDGED = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark
 
 
 def config(context_len: int, algorithm: str | None, draft_tokens: int = 4) -> tuple[ServingConfig, SpecRuntime | None]:
-    """Page 64 (FlashMLA's); no speculation, EAGLE (S,K,D) = (D-1,1,D), or DFLASH with D."""
-    if algorithm is None:
-        return ServingConfig.resolve(context_len=context_len, page_size=64), None
-    extra = {"speculative_num_steps": draft_tokens - 1, "speculative_eagle_topk": 1} if algorithm == "EAGLE" else {}
-    cfg = ServingConfig.resolve(
-        context_len=context_len,
-        page_size=64,
-        speculative_algorithm=algorithm,
-        speculative_num_draft_tokens=draft_tokens,
-        **extra,
-    )
-    return cfg, cfg.launch_runtime
+    """At page 64 (FlashMLA's)."""
+    return spec_config(context_len, 64, algorithm, draft_tokens)
 
 
 def expected(version: str, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row_width: int) -> list[pt.Build]:
-    sizing = get_revision(RELEASE_REVISIONS[version]).graph_sizing(FLASHMLA)
-    return pt.graph_builds(cfg, rt, seq, sizing, row_width)
+    return twin(FLASHMLA, version, cfg, rt, seq, row_width)
 
 
 # (what, C, algorithm, D, device length): C = 191 is 3 pages wide ((191 + 64) // 64): a verify at 190 publishes 194,

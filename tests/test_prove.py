@@ -25,8 +25,8 @@ from allocator_model.regimes import REGIMES, regime, regime_codes
 from allocator_model.revisions import REFERENCE, REVISIONS, Headroom
 from allocator_model.scenario import DecodeScenario, run_scenario
 from fuzz.cli import main
+from fuzz.engines.sglang.backends import GRAPH_TABLES
 from fuzz.engines.sglang.cases import SGLangCase
-from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.prove.grid import launch_grid, target_algorithms
 from fuzz.engines.sglang.prove.heatmap import MATPLOTLIB_MISSING, markdown_table, write_heatmap

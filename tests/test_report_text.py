@@ -20,7 +20,7 @@ from hermetic import unbroken
 
 from fuzz.cli import main
 from fuzz.common.columns import WIDTH, collapse_chains, fold, shell_lines
-from fuzz.engines.sglang.graph_tables import GRAPH_TABLES
+from fuzz.engines.sglang.backends import GRAPH_TABLES
 from fuzz.findings.repro import repro_command
 
 RUN = ["run", "--target", "reference@sglang-0.5.18", "--profile", "ci"]

@@ -32,6 +32,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 
+from graph_twin import spec_config, twin  # noqa: E402
 from hermetic import PINNED_RELEASES  # noqa: E402
 from test_fa3_builders import eagle  # noqa: E402
 from test_sglang_runtime import runtime  # noqa: E402
@@ -81,23 +82,15 @@ PAGES = {v: (16, 32, 64) if v in ("0.5.13", "0.5.14", "0.5.15", "0.5.16") else (
 
 def config(context_len: int, page: int, algorithm: str | None) -> tuple[ServingConfig, SpecRuntime | None]:
     """No speculation, EAGLE (S,K,D) = (3,1,4), or DFLASH with D = 4 (steps 1, topk 1)."""
-    if algorithm == "EAGLE":
-        return eagle(context_len, page)
-    if algorithm is None:
-        return ServingConfig.resolve(context_len=context_len, page_size=page), None
-    cfg = ServingConfig.resolve(
-        context_len=context_len, page_size=page, speculative_algorithm=algorithm, speculative_num_draft_tokens=4
-    )
-    return cfg, cfg.launch_runtime
+    return spec_config(context_len, page, algorithm)
 
 
 def expected(version: str, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row_width: int) -> list[pt.Build]:
     """The model's twin under the release's revision, its writes widened to the whole row in ``WHOLE_ROW``."""
-    sizing = get_revision(RELEASE_REVISIONS[version]).graph_sizing(TRTLLM_MHA)
-    twin = pt.graph_builds(cfg, rt, seq, sizing, row_width)
+    built = twin(TRTLLM_MHA, version, cfg, rt, seq, row_width)
     if version not in WHOLE_ROW:
-        return twin
-    return [pt.Build(b.mode, b.step, b.buffer, b.width, b.page_size, b.width, b.spilled, b.published) for b in twin]
+        return built
+    return [pt.Build(b.mode, b.step, b.buffer, b.width, b.page_size, b.width, b.spilled, b.published) for b in built]
 
 
 # (what, C, P, algorithm, device length): near the limit (the verify and draft extend publish past the width: read

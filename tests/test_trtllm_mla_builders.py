@@ -36,6 +36,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 
+from graph_twin import spec_config, twin  # noqa: E402
 from hermetic import PINNED_RELEASES  # noqa: E402
 from test_sglang_runtime import runtime  # noqa: E402
 
@@ -52,23 +53,12 @@ EVERY_JUDGED = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark
 def config(
     context_len: int, algorithm: str | None, page: int = 64, draft_tokens: int = 4
 ) -> tuple[ServingConfig, SpecRuntime | None]:
-    """No speculation, EAGLE (S,K,D) = (D-1,1,D), or DFLASH with D, at page 32 or 64 (trtllm_mla's)."""
-    if algorithm is None:
-        return ServingConfig.resolve(context_len=context_len, page_size=page), None
-    extra = {"speculative_num_steps": draft_tokens - 1, "speculative_eagle_topk": 1} if algorithm == "EAGLE" else {}
-    cfg = ServingConfig.resolve(
-        context_len=context_len,
-        page_size=page,
-        speculative_algorithm=algorithm,
-        speculative_num_draft_tokens=draft_tokens,
-        **extra,
-    )
-    return cfg, cfg.launch_runtime
+    """At page 32 or 64 (trtllm_mla's)."""
+    return spec_config(context_len, page, algorithm, draft_tokens)
 
 
 def expected(version: str, cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row_width: int) -> list[pt.Build]:
-    sizing = get_revision(RELEASE_REVISIONS[version]).graph_sizing(TRTLLM_MLA)
-    return pt.graph_builds(cfg, rt, seq, sizing, row_width)
+    return twin(TRTLLM_MLA, version, cfg, rt, seq, row_width)
 
 
 # (what, C, algorithm, page, D, device length): C = 4096 is one block, 64 pages of 64 (128 of 32): a verify at 4094

@@ -28,6 +28,8 @@ from allocator_model.algorithms import DFLASH, DSPARK, EAGLE, EAGLE3, NGRAM, STA
 from allocator_model.config import DEFAULT_ADAPTIVE_CANDIDATE_STEPS, ServingConfig
 from allocator_model.pools import KVPool
 
+from .backends import HARDWARE, MLA_BACKENDS
+
 MODEL_PATH = "MODEL"
 DRAFT_PATH = "DRAFT"
 UNO_LORA_PATH = "UNO_LORA"
@@ -82,10 +84,9 @@ FAMILIES: dict[KVPool, Family] = {
 MLA_MAMBA = Family(
     "an MLA Mamba/linear-attention model (e.g. Kimi-Linear)", "KimiLinearForCausalLM", mla=True, mamba=True
 )
-# The MLA attention backends (FlashMLA, trtllm_mla) serve MLA models only: a dense MLA model with its MTP layers
-# (EAGLE drafts from them, NEXTN).
+# The MLA attention backends (FlashMLA, trtllm_mla: ``backends.MLA_BACKENDS``) serve MLA models only: a dense MLA
+# model with its MTP layers (EAGLE drafts from them, NEXTN).
 MLA_DENSE = Family("an MLA model (e.g. DeepSeek-V3)", "DeepseekV3ForCausalLM", mla=True, draft_in_checkpoint=True)
-MLA_BACKENDS = frozenset({"flashmla", "trtllm_mla"})
 MODELS: dict[KVPool, str] = {kind: family.description for kind, family in FAMILIES.items()}
 
 
@@ -177,17 +178,6 @@ def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
         files[ADAPTIVE_FILE] = adaptive_config(cfg.candidate_steps)
         notes.append(f"{ADAPTIVE_FILE}: {files[ADAPTIVE_FILE]}")
     return Launch(tuple(flags), files, tuple(notes), family)
-
-
-# The hardware a backend's kernels run on, where the default GPU does not (FA3: Hopper's instructions; trtllm_mha:
-# SGLang refuses it below SM90 [cite: trtllm-mha-requires-sm90], and as the prefill backend below SM100 to 0.5.18,
-# so SM100 boots the line on every release).
-HARDWARE = {
-    "fa3": "an SM90 (Hopper) GPU: FA3's kernels are built for it",
-    "trtllm_mha": "an SM100 (Blackwell) GPU: trtllm_mha's kernels (SGLang 0.5.19+ boots it on SM90 too)",
-    "flashmla": "an SM90 (Hopper) GPU: FlashMLA's kernels are built for it",
-    "trtllm_mla": "an SM100 (Blackwell) GPU: SGLang refuses trtllm_mla below it",
-}
 
 
 def attention_backend(cfg: ServingConfig) -> str:

@@ -37,17 +37,8 @@ from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width,
 from fuzz.tables.declared import Code, Reach, Sweep
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
-from .graph_tables import (
-    FA3,
-    FA3_PAGE_TABLE,
-    FLASHMLA,
-    GRAPH_TABLES,
-    NEXT_ROW,
-    TRTLLM_MHA,
-    TRTLLM_MLA,
-    GraphTable,
-    backend_of,
-)
+from .backends import FA3, FA3_PAGE_TABLE, FLASHMLA, GRAPH_TABLES, TRTLLM_MHA, TRTLLM_MLA, backend_of
+from .graph_tables import NEXT_ROW, GraphTable
 from .locations import SGLANG_REPO_PATH
 from .page_table_builds import builds, model_builds, row_width_of, sizing_of, unjudged
 from .page_table_cover import COVER_SPECS, cover, modes
@@ -314,7 +305,7 @@ TRTLLM_MHA_TABLE = declared_table(TRTLLM_MHA)
 FLASHMLA_TABLE = declared_table(FLASHMLA)
 TRTLLM_MLA_TABLE = declared_table(TRTLLM_MLA)
 
-# The tables themselves (``graph_tables``), read here by the engine's modules as before.
+# The tables themselves (each checked backend's, ``backends``), read here by the engine's modules as before.
 __all__ = [
     "FA3",
     "FA3_PAGE_TABLE",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from fuzz.common.errors import BadInput
 from fuzz.engines.sglang.target_type import SGLangTarget
 
+from ..backends import modules_of
 from .real import RealSizing
 from .runtime.releases import release_for
 from .runtime.tree import open_tree
@@ -32,7 +33,7 @@ def read_paths(target: SGLangTarget) -> list[str]:
         release = release_for(tree.version)
         out += [f"python/{dotted.replace('.', '/')}.py" for dotted in release.modules]
         # each backend's page-table builders (its checked table), where the tree has them
-        for modules in release.attention.values():
+        for modules in modules_of(release.version).values():
             found = [d for d in modules if tree.has(d.replace(".", "/") + ".py")]
             out += [f"python/{dotted.replace('.', '/')}.py" for dotted in found]
     return list(dict.fromkeys(out))

@@ -3,9 +3,9 @@ mode.
 
 The backend's class (FA3: ``FlashAttentionBackend``, and ``FlashAttentionMultiStepBackend`` for the draft's decode
 steps; trtllm_mha: ``TRTLLMHAAttnBackend``, a FlashInfer backend, and ``TRTLLMHAAttnMultiStepDraftBackend``;
-``GraphBackend`` names them per backend) is built by its own ``__init__`` from the release's files (its modules,
-``Release.attention``, in a loader of their own beside the write path's, with the names only the backends take
-answered by ``attention_standins``), its buffers by its own ``init_cuda_graph_state``; a mode
+each backend's ``backends.GraphBackend`` names them) is built by its own ``__init__`` from the release's files (its
+modules, ``CheckedBackend.modules``, in a loader of their own beside the write path's, with the names only the
+backends take answered by ``attention_standins``), its buffers by its own ``init_cuda_graph_state``; a mode
 is captured as the graph runner captures it (``init_forward_metadata_out_graph(in_capture=True)``, then
 ``init_forward_metadata_in_graph``, the part the graph holds) and replayed as a replay runs it (the same two calls
 on the request's batch). Every triton kernel runs under triton's interpreter (``compiled_kernels()`` is empty,
@@ -38,13 +38,13 @@ from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.page_tables import AttentionBackend, Build, Mode, graph_buffer, pages, published, steps
 from fuzz.targets.base import TargetError
 
+from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, KV_INDEX_TRANSLATOR, GraphBackend, modes_of, modules_of
 from ..stubs import StandInMissing
 from .attention_inputs import forward_batch, kv_pool, model_runner
 from .attention_standins import AttentionStandIns, on_the_stand_in_gpu
 from .bounds import SGLangTimeout, bounded
-from .graph_backends import GRAPH_BACKENDS, GraphBackend
+from .context import Settings
 from .loaded import MEMORY_POOL, SGLangRuntime
-from .releases import KV_CACHE_QUANT, KV_INDEX_TRANSLATOR, graph_modes
 from .standins import slice_definitions
 
 SENTINEL = -0x2A2A2A2A  # no page id is negative
@@ -73,7 +73,7 @@ def graph_builds(
     > 1: none)."""
     if seq_len < 1 or row_width < 1:
         raise ValueError(f"graph_builds needs seq_len >= 1 and row_width >= 1, not {seq_len}, {row_width}")
-    own = graph_modes(runtime.release.version, backend)
+    own = modes_of(runtime.release.version, backend)
     modes = [(mode, step) for mode, step in steps(cfg, rt) if mode in own]
     if not modes:
         return []
@@ -98,7 +98,7 @@ class GraphBuilders:
 
     def __init__(self, runtime: SGLangRuntime, spec: GraphBackend) -> None:
         self.runtime, self.spec = runtime, spec
-        wanted = runtime.release.attention.get(spec.backend, ())
+        wanted = modules_of(runtime.release.version)[spec.backend]
         modules = tuple(m for m in wanted if runtime.tree.has(m.replace(".", "/") + ".py"))
         if spec.module not in modules:
             raise TargetError(f"{runtime.origin} has no {spec.module.replace('.', '/')}.py to execute")
@@ -151,7 +151,7 @@ class GraphBuilders:
         runtime = self.runtime
         try:
             with (
-                runtime.context.bound(cfg, rt, self.spec.settings),
+                runtime.context.bound(cfg, rt, Settings(attention_backend=self.spec.backend.value)),
                 bounded(what, runtime.timeout_s, self.loader.sglang_name),
                 on_the_stand_in_gpu(self.spec.capability) if self.spec.names_cuda else contextlib.nullcontext(),
             ):

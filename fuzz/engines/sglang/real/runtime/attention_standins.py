@@ -3,7 +3,7 @@ the names the backends take that the write path never does, each scoped to the m
 
 * ``ForwardMode``, ``AttentionArch``: SGLang's own enums, sliced from the tree (the backends branch on them);
 * ``msgspec.Struct``: ``standins.MsgspecStruct`` (the translator's and the hooks' records are Structs);
-* the stand-in hardware, a GPU per backend (``graph_backends.GraphBackend.capability``; each ``SM90``):
+* the stand-in hardware, a GPU per backend (``backends.GraphBackend.capability``; ``SM90`` but trtllm_mla's):
   ``get_device_capability()``, the SM probes of ``utils.common`` (``SM_PROBES``) and
   ``runtime_context.get_platform()`` (``Platform``) answer from it; a backend that names the CUDA device for its
   buffers runs its calls on it (``on_the_stand_in_gpu``: the buffers in host memory, an H100's properties);
@@ -41,12 +41,6 @@ from .standins import PROBES, UTILS, UTILS_MODULES, MsgspecStruct, Sliced, Stand
 
 FORWARD_BATCH_INFO = "sglang/srt/model_executor/forward_batch_info.py"
 MODEL_CONFIG = "sglang/srt/configs/model_config.py"
-# The GPU of the stand-in hardware: SM90 (an H100).  FA3's (SGLang asserts SM80 without MLA, or SM90, when it builds
-# the backend [cite: fa3-requires-sm80-or-sm90]); trtllm_mha's too, where it decodes with XQA (its graph page-table
-# builders are the same on SM100; what differs is the kernel, XQA or trtllm-gen, and trtllm-gen's scratch).
-SM90 = (9, 0)
-# trtllm_mla's: SGLang refuses it below Blackwell [cite: trtllm-mla-requires-sm100] (a B200).
-SM100 = (10, 0)
 # ``utils.common``'s SM probes: each is ``get_device_sm() // 10`` among its majors, on CUDA at least 11.0 (SM80),
 # 12.3 (Ampere, Hopper) or 12.8 (Blackwell).  The stand-in hardware runs CUDA 13 (every release's wheel requires
 # ``flashinfer_python[cu13]``), past every minimum, so each answers whether the GPU's major is among its majors.

@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 from allocator_model import algorithms as algo
-from allocator_model.page_tables import AttentionBackend, Mode
 from fuzz.engines.sglang.records import record
 
 
@@ -98,8 +97,6 @@ class Release:
     checker: Where | None = None  # SchedulerInvariantChecker._check_kv_page_invariants (0.5.15+)
     tail_free: Where | None = None  # _release_overallocated_kv_indices (0.5.16+)
     unsupported: dict[str, str] = field(default_factory=dict)  # algorithm -> why it has no decode entry here
-    # executed for each backend's CUDA-graph page tables (``attention``), dotted, per backend
-    attention: dict[AttentionBackend, tuple[str, ...]] = field(default_factory=dict)
 
     def wheres(self) -> Iterator[tuple[str, Where]]:
         """Every ``Where`` of the row, with the field that holds it (``entries[eagle]`` for a dict's)."""
@@ -137,100 +134,6 @@ _CORE_NEW = (
     "sglang.srt.speculative.dflash_info_v2",
 )
 CHECKER_MODULE = "sglang.srt.managers.scheduler_components.invariant_checker"
-# FA3's backend and its page-table builders, per release (``Release.attention``): the backend, its base class, the
-# triton/torch builders (their package moved from layers/attention/triton_ops to kernels/ops in 0.5.16, the trtllm_mha
-# one from kernels/ops/kvcache to kernels/ops/attention in 0.5.23), assert_buffer_fits' module, the hooks it asks of
-# the pool (0.5.17-0.5.18 unified_mem_hooks, 0.5.21+ kv_shard_hooks), the model runner's KVIndexTranslator (0.5.19+)
-# and what its constructor asks (0.5.22+: unified_draft_pool's fused_draft_host_allocator, kv_loc_plan's IdSpace).
-FA3_BACKEND = "sglang.srt.layers.attention.flashattention_backend"
-_ATTN = "sglang.srt.layers.attention."
-_KOPS = "sglang.kernels.ops."
-KV_INDEX_TRANSLATOR = "sglang.srt.mem_cache.kv_index_translator"
-_FA3_OLD = (FA3_BACKEND, _ATTN + "base_attn_backend", _ATTN + "triton_ops.metadata", _ATTN + "utils")
-_FA3_NEW = (FA3_BACKEND, _ATTN + "base_attn_backend", _KOPS + "attention.metadata", _KOPS + "attention.utils")
-
-
-def _fa3(version: str) -> tuple[str, ...]:
-    minor = int(version.split(".")[2])
-    if minor <= 15:
-        return _FA3_OLD + ((_ATTN + "triton_ops.trtllm_mha_page_table",) if minor == 15 else ())
-    page_table = _KOPS + ("attention" if minor >= 23 else "kvcache") + ".trtllm_mha_page_table"
-    extra: tuple[str, ...] = (_ATTN + "unified_mem_hooks",) if minor in (17, 18) else ()
-    extra += (_ATTN + "kv_shard_hooks",) if minor >= 21 else ()
-    extra += (KV_INDEX_TRANSLATOR,) if minor >= 19 else ()
-    extra += ("sglang.srt.mem_cache.unified_draft_pool", "sglang.srt.mem_cache.kv_loc_plan") if minor >= 22 else ()
-    return _FA3_NEW + (page_table,) + extra
-
-
-# trtllm_mha's backend and its graph builders, per release (``Release.attention``): the backend, its base class
-# (FlashInfer's backend, whose ``__init__`` it runs) and theirs, the page-table builder (0.5.14+: the whole graph path
-# of 0.5.14, the eager and ragged-verify paths after) and the fused graph-metadata kernel (0.5.15+), in the packages
-# FA3's moved with, and the model runner's KVIndexTranslator with what its constructor asks (as FA3's).
-TRTLLM_MHA_BACKEND = "sglang.srt.layers.attention.trtllm_mha_backend"
-KV_CACHE_QUANT = "sglang.srt.layers.quantization.fp4_kv_cache_quant_method"
-
-
-def _trtllm_mha(version: str) -> tuple[str, ...]:
-    minor = int(version.split(".")[2])
-    ops = _ATTN + "triton_ops." if minor <= 15 else _KOPS + ("attention." if minor >= 23 else "kvcache.")
-    out: tuple[str, ...] = (TRTLLM_MHA_BACKEND, _ATTN + "flashinfer_backend", _ATTN + "base_attn_backend")
-    out += (_ATTN + "utils",) if minor <= 15 else (_KOPS + "attention.utils",)
-    out += (ops + "trtllm_mha_page_table",) if minor >= 14 else ()
-    out += (ops + "trtllm_mha_graph_metadata",) if minor >= 15 else ()
-    # 0.5.16+: the KV-cache access resolver (the pool's unquantized method) and the ragged-verify layout reader
-    out += (KV_CACHE_QUANT, "sglang.srt.speculative.ragged_verify") if minor >= 16 else ()
-    out += (KV_INDEX_TRANSLATOR,) if minor >= 19 else ()
-    out += ("sglang.srt.mem_cache.unified_draft_pool", "sglang.srt.mem_cache.kv_loc_plan") if minor >= 22 else ()
-    return out
-
-
-# FlashMLA's backend and its graph builder, per release (``Release.attention``): the backend, its base class
-# (FlashInfer's MLA backend, whose ``__init__`` it runs) and theirs, the kv-indices kernels' module (in the packages
-# FA3's builders moved with) and the utils that re-export it, the pool's hooks, and the model runner's
-# KVIndexTranslator with what its constructor asks (as FA3's).
-FLASHMLA_BACKEND = "sglang.srt.layers.attention.flashmla_backend"
-
-
-def _flashmla(version: str) -> tuple[str, ...]:
-    minor = int(version.split(".")[2])
-    out: tuple[str, ...] = (FLASHMLA_BACKEND, _ATTN + "flashinfer_mla_backend", _ATTN + "base_attn_backend")
-    if minor <= 15:
-        out += (_ATTN + "utils", _ATTN + "triton_ops.kv_indices")
-    else:
-        out += (_KOPS + "attention.utils", _KOPS + ("attention" if minor >= 23 else "kvcache") + ".kv_indices")
-    out += (_ATTN + "unified_mem_hooks",) if minor in (17, 18) else ()
-    out += (_ATTN + "kv_shard_hooks",) if minor >= 21 else ()
-    out += (KV_INDEX_TRANSLATOR,) if minor >= 19 else ()
-    out += ("sglang.srt.mem_cache.unified_draft_pool", "sglang.srt.mem_cache.kv_loc_plan") if minor >= 22 else ()
-    return out
-
-
-# trtllm_mla's backend (FlashMLA's base, FlashInfer's MLA backend, and the same kv-indices kernels, its builder).
-TRTLLM_MLA_BACKEND = "sglang.srt.layers.attention.trtllm_mla_backend"
-
-
-def _trtllm_mla(version: str) -> tuple[str, ...]:
-    return (TRTLLM_MLA_BACKEND,) + _flashmla(version)[1:]
-
-
-def graph_modes(version: str, backend: AttentionBackend) -> frozenset[Mode]:
-    """The modes ``backend``'s own builders run in ``version``: FlashMLA's draft extend is FlashInfer's MLA backend's
-    before 0.5.16 (its draft-extend factory returns none [cite: flashmla-no-draft-extend])."""
-    if backend is AttentionBackend.FLASHMLA and int(version.split(".")[2]) <= 15:
-        return frozenset(Mode) - {Mode.DRAFT_EXTEND}
-    return frozenset(Mode)
-
-
-def _attention(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
-    """The modules executed for each backend's CUDA-graph page tables in ``version``."""
-    return {
-        AttentionBackend.FA3: _fa3(version),
-        AttentionBackend.TRTLLM_MHA: _trtllm_mha(version),
-        AttentionBackend.FLASHMLA: _flashmla(version),
-        AttentionBackend.TRTLLM_MLA: _trtllm_mla(version),
-    }
-
-
 _EAGLE_V2 = "sglang.srt.speculative.eagle_info_v2"
 _EAGLE = "sglang.srt.speculative.eagle_utils"
 _DFLASH = "sglang.srt.speculative.dflash_info_v2"
@@ -291,7 +194,6 @@ def _new(version: str, *, aux: bool, uno: bool = False) -> Release:
         Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", version),
         Where(_COMMON, "_release_overallocated_kv_indices", version),
         {} if uno else _pre_uno(version),
-        _attention(version),
     )
 
 
@@ -318,7 +220,6 @@ RELEASES: dict[str, Release] = {
             algo.DSPARK: _NO_DSPARK,
             algo.UNO: _NO_UNO,
         },
-        attention=_attention("0.5.13"),
     ),
     "0.5.14": Release(
         "0.5.14",
@@ -336,7 +237,6 @@ RELEASES: dict[str, Release] = {
         Where(_POOL, "ReqToTokenPool.write", "0.5.14"),
         Where(_EAGLE_V2, "EagleDraftInputV2Mixin.prepare_for_decode", "0.5.14", Anchor("assert", EAGLE_GUARD_SAYS)),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
-        attention=_attention("0.5.14"),
     ),
     "0.5.15": Release(
         "0.5.15",
@@ -355,7 +255,6 @@ RELEASES: dict[str, Release] = {
         Where(_EAGLE, "eagle_prepare_for_decode", "0.5.15", Anchor("assert", EAGLE_GUARD_SAYS)),
         checker=Where(CHECKER_MODULE, "SchedulerInvariantChecker._check_kv_page_invariants", "0.5.15"),
         unsupported={algo.DSPARK: _NO_DSPARK, algo.UNO: _NO_UNO},
-        attention=_attention("0.5.15"),
     ),
     "0.5.16": _new("0.5.16", aux=False),
     "0.5.17": _new("0.5.17", aux=False),

@@ -1,6 +1,6 @@
 """Every attention backend a release registers, and what this engine judges of it.
 
-A backend is checked where its CUDA-graph page table is a checked table (``page_tables.GRAPH_TABLES``); every other
+A backend is checked where its CUDA-graph page table is a checked table (``catalog.GRAPH_TABLES``); every other
 name of the release's ``attention_registry.py`` is listed here with the reason it is not
 (``tests/test_backend_registry.py`` holds the list to each release's registry: a backend a release adds and this
 file does not name fails it).  "not checked yet" is work left, said as such, never a claim of safety.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from .graph_tables import GRAPH_TABLES
+from .catalog import GRAPH_TABLES
 
 REGISTRY = "sglang/srt/layers/attention/attention_registry.py"
 _LATER = "not checked yet: "

@@ -1,0 +1,53 @@
+"""The attention backends: those whose page tables this engine checks, one module each (``fa3``, ``trtllm_mha``,
+``flashmla``, ``trtllm_mla``: a ``CheckedBackend`` holding its table, its builders, the modules they run from per
+release, its modes and its hardware), and every other backend a release registers, listed with its reason
+(``registry``)."""
+
+from __future__ import annotations
+
+from .catalog import (
+    CHECKED,
+    FA3,
+    FA3_PAGE_TABLE,
+    FLASHMLA,
+    GRAPH_BACKENDS,
+    GRAPH_TABLES,
+    HARDWARE,
+    MLA_BACKENDS,
+    TRTLLM_MHA,
+    TRTLLM_MLA,
+    backend_of,
+    modes_of,
+    modules_of,
+)
+from .checked import SM90, SM100, CheckedBackend, GraphBackend
+from .packages import KV_CACHE_QUANT, KV_INDEX_TRANSLATOR
+from .registry import REGISTRY, UNCHECKED, checked, registered, table_text, unaccounted
+
+__all__ = [
+    "CHECKED",
+    "FA3",
+    "FA3_PAGE_TABLE",
+    "FLASHMLA",
+    "GRAPH_BACKENDS",
+    "GRAPH_TABLES",
+    "HARDWARE",
+    "KV_CACHE_QUANT",
+    "KV_INDEX_TRANSLATOR",
+    "MLA_BACKENDS",
+    "REGISTRY",
+    "SM90",
+    "SM100",
+    "TRTLLM_MHA",
+    "TRTLLM_MLA",
+    "UNCHECKED",
+    "CheckedBackend",
+    "GraphBackend",
+    "backend_of",
+    "checked",
+    "modes_of",
+    "modules_of",
+    "registered",
+    "table_text",
+    "unaccounted",
+]

@@ -1,0 +1,43 @@
+"""The checked backends (``CheckedBackend``, one module each), and what the engine, the runtime and the launch
+lines look up in them."""
+
+from __future__ import annotations
+
+from allocator_model.page_tables import AttentionBackend, Mode
+
+from ..graph_tables import GraphTable
+from . import fa3, flashmla, trtllm_mha, trtllm_mla
+from .checked import CheckedBackend, GraphBackend
+
+CHECKED: dict[AttentionBackend, CheckedBackend] = {
+    b.backend: b for b in (fa3.BACKEND, trtllm_mha.BACKEND, flashmla.BACKEND, trtllm_mla.BACKEND)
+}
+GRAPH_TABLES: dict[str, GraphTable] = {b.table.name: b.table for b in CHECKED.values()}
+GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {k: b.builders for k, b in CHECKED.items()}
+FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA = (
+    fa3.BACKEND.table,
+    trtllm_mha.BACKEND.table,
+    flashmla.BACKEND.table,
+    trtllm_mla.BACKEND.table,
+)
+FA3_PAGE_TABLE = FA3.name
+# The backends that serve MLA models only: a launch line on them names an MLA model.
+MLA_BACKENDS = frozenset(b.backend.value for b in CHECKED.values() if b.builders.mla)
+# The GPU a launch line on a backend names for its kernels.
+HARDWARE: dict[str, str] = {b.backend.value: b.hardware for b in CHECKED.values()}
+
+
+def backend_of(table: str | None) -> str | None:
+    """The attention backend whose builders fill ``table`` (None: not a backend's table)."""
+    spec = GRAPH_TABLES.get(table or "")
+    return spec.backend.value if spec is not None else None
+
+
+def modules_of(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
+    """The modules executed for each backend's page tables in ``version``, dotted, the backend's own first."""
+    return {k: b.modules(version) for k, b in CHECKED.items()}
+
+
+def modes_of(version: str, backend: AttentionBackend) -> frozenset[Mode]:
+    """The modes ``backend``'s own builders run in ``version``."""
+    return CHECKED[backend].modes(version)

@@ -1,0 +1,76 @@
+"""What this engine knows of a checked attention backend, in one value: its CUDA-graph page table (``GraphTable``:
+where SGLang sizes, fills and reads it, which launches run it), how SGLang builds its builders (``GraphBackend``),
+the modules they run from in each release, the modes its own builders run, and the GPU its kernels need."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from allocator_model.page_tables import AttentionBackend, Mode
+
+from ..graph_tables import GraphTable
+
+# The GPU of the stand-in hardware: SM90 (an H100).  FA3's (SGLang asserts SM80 without MLA, or SM90, when it builds
+# the backend [cite: fa3-requires-sm80-or-sm90]); trtllm_mha's too, where it decodes with XQA (its graph page-table
+# builders are the same on SM100; what differs is the kernel, XQA or trtllm-gen, and trtllm-gen's scratch).
+SM90 = (9, 0)
+# trtllm_mla's: SGLang refuses it below Blackwell [cite: trtllm-mla-requires-sm100] (a B200).
+SM100 = (10, 0)
+
+
+@dataclass(frozen=True)
+class GraphBackend:
+    """Where a backend's CUDA-graph builders live and how SGLang builds them: its module and class (the target's
+    backend, and the draft's extend backend with ``skip_prefill=False``), the draft's multi-step class (one backend
+    per draft step, ``attn_backends[step]``), the compute capability of the stand-in GPU it runs on."""
+
+    backend: AttentionBackend
+    module: str
+    cls: str
+    draft_steps_cls: str
+    capability: tuple[int, int]
+    mla: bool = False  # the backend serves MLA models only (its runner's model is one)
+    # it names the CUDA device (or pinned host memory) for its buffers and asks torch.cuda for the GPU's properties:
+    # its calls run on the stand-in GPU (``attention_standins.on_the_stand_in_gpu``)
+    names_cuda: bool = False
+    metadata: str = "forward_metadata"  # the backend's field holding its forward metadata after a replay
+    table: str = "page_table"  # the field of its forward metadata that views the buffer the kernel reads
+    # where the length the kernel reads is published: the forward metadata's field ``lengths``; or, for a kernel
+    # whose lengths are the batch's own, the lengths the backend schedules its split-KV work over (FlashMLA's
+    # ``get_mla_metadata``, answered by ``attention_standins.MLAMetadata``)
+    lengths: str = "cache_seqlens_int32"
+    scheduled_lengths: bool = False
+    # where the metadata's ``lengths`` is None, the decode kernel reads the batch's ``seq_lens`` (trtllm_mla's plain
+    # decode before 0.5.17 [cite: trtllm-mla-decode-batch-lengths])
+    batch_lengths_if_none: bool = False
+
+
+def every_mode(version: str) -> frozenset[Mode]:
+    return frozenset(Mode)
+
+
+@dataclass(frozen=True)
+class CheckedBackend:
+    """One checked backend: its table, its builders, ``modules(version)`` (the release's modules its builders run
+    from, the backend's own first), ``modes(version)`` (the modes its own builders run: a mode another backend's
+    builders serve is not judged on it) and ``hardware`` (the GPU a launch line names for its kernels)."""
+
+    table: GraphTable
+    builders: GraphBackend
+    modules: Callable[[str], tuple[str, ...]]
+    hardware: str
+    modes: Callable[[str], frozenset[Mode]] = every_mode
+
+    def __post_init__(self) -> None:
+        if self.table.backend is not self.builders.backend:
+            raise ValueError(f"{self.table.name}'s builders are {self.builders.backend.label}'s")
+
+    @property
+    def backend(self) -> AttentionBackend:
+        return self.table.backend
+
+
+def minor(version: str) -> int:
+    """0.5.NN's NN: the releases this engine runs are 0.5.x."""
+    return int(version.split(".")[2])
