@@ -34,6 +34,7 @@ from fuzz.engines.sglang.fidelity import differential
 from fuzz.engines.sglang.real import wheels
 from fuzz.engines.sglang.real.loader import load_sizing_module
 from fuzz.engines.sglang.real.real import RealSizing
+from fuzz.engines.sglang.real.resolve import requests_of
 from fuzz.findings import casefile
 from fuzz.findings.report import Status
 from fuzz.findings.schemas import validate
@@ -181,6 +182,7 @@ def test_each_test_shape_agrees_with_its_real_release(release, real_wheel_cache)
 
     real = resolve_target(f"sglang=={release}")  # the real wheel: the user's cache, else pip download
     shape = load_sizing_module(shape_source(SHAPES_OF[release]), f"test shape {SHAPES_OF[release]}", "<shape>")
+    shape.requests = requests_of(release)  # as resolve sets it: the release's own Req shape (0.5.19+ reads it)
     mine = RealSizing(shape, real.revision)
     assert mine.generation == real.sizing.generation
     lens = [(c, a) for c in (1, 5, 17, 100) for a in (c, c + 3, c + 70)]
