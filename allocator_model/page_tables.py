@@ -100,7 +100,9 @@ class Build:
     ``spilled``: how many columns past the row's end it wrote (into the next row at offset ``row * width + col``,
     a guard row here); ``published``: the tokens the kernel reads, ``ceil(published / page)`` pages of the row;
     ``stopped_by``: SGLang's own check that refused the build (its assert): nothing written, nothing read, the
-    step raises on a server.
+    step raises on a server; ``foreign``: how many of the page indices in the row's used part (the columns both
+    written and read) are not pages of the request's own ``req_to_token`` row (a builder reading that row past its
+    width reads the next request's: ``foreign_pages``).
     """
 
     mode: Mode
@@ -112,6 +114,7 @@ class Build:
     spilled: int
     published: int
     stopped_by: str | None = None
+    foreign: int = 0
 
     @property
     def read_pages(self) -> int:
@@ -119,10 +122,15 @@ class Build:
         return pages(self.published, self.page_size)
 
     @property
-    def verdict(self) -> tuple[int, int, int, bool]:
-        """What a verdict reads of a build (the width, the spill, the published length, whether it was stopped):
-        two builds equal here are judged alike, whoever made them."""
-        return self.width, self.spilled, self.published, self.stopped_by is not None
+    def used(self) -> int:
+        """The columns of the row the kernel reads that this build wrote."""
+        return min(self.written, self.read_pages)
+
+    @property
+    def verdict(self) -> tuple[int, int, int, bool, int]:
+        """What a verdict reads of a build (the width, the spill, the published length, whether it was stopped, the
+        foreign pages): two builds equal here are judged alike, whoever made them."""
+        return self.width, self.spilled, self.published, self.stopped_by is not None, self.foreign
 
     @property
     def label(self) -> str:
@@ -199,6 +207,13 @@ def widths(sized_from: TableWidth, context_len: Int, row_width: Int, page: Int) 
     if sized_from is TableWidth.CONTEXT_NEXT_PAGE:
         return (context_len + page) // page
     return pages(context_len if sized_from is TableWidth.CONTEXT else row_width, page)
+
+
+def foreign_pages(used: int, row_width: int, page: int) -> int:
+    """Of a row's first ``used`` pages, copied from the request's ``req_to_token`` row (page j from its column
+    j * P), how many come from past that row's ``row_width`` columns: the next request's row, as the flat
+    ``req_to_token`` lays it (a builder that copies its pages in its own row and at its stride, as SGLang's do)."""
+    return max(0, used - pages(row_width, page))
 
 
 def clamped_end(need: int, w: int, block_tokens: int | None, page: int) -> int:
@@ -305,7 +320,9 @@ def graph_builds(
             out.append(Build(mode, step, buffer, w, cfg.page_size, 0, 0, length, DECODE_ASSERT))
             continue
         end = clamped_end(need, w, sizing.block(mode), cfg.page_size)
-        out.append(Build(mode, step, buffer, w, cfg.page_size, min(end, w), max(0, end - w), length))
+        written = min(end, w)
+        foreign = foreign_pages(min(written, need), row_width, cfg.page_size)
+        out.append(Build(mode, step, buffer, w, cfg.page_size, written, max(0, end - w), length, None, foreign))
     return out
 
 

@@ -280,6 +280,18 @@ PAGE_TABLE_PLANTS: dict[str, Change] = {
             ),
         ),
     ),
+    "fa3-decode-source-stride": Change(  # what a builder copies: a stride of the wrong tensor
+        "fa3-decode-source-stride",
+        "the decode metadata kernel is launched with the page table's row stride for req_to_token's: it copies "
+        "each request's pages from the wrong req_to_token row",
+        (
+            Edit(
+                FA3_METADATA,
+                "        seq_lens.stride(0),\n        req_to_token,\n        req_to_token.stride(0),\n",
+                "        seq_lens.stride(0),\n        req_to_token,\n        page_table.stride(0),  # (plant)\n",
+            ),
+        ),
+    ),
     "flashmla-width-context-pages": Change(  # a width, on a third backend (a tree sized from the row)
         "flashmla-width-context-pages",
         "FlashMLABackend sizes its graph table as FA3's upstream does, the context's pages rounded up, not the "

@@ -3,8 +3,9 @@
 A tree with the page tables sized from the ``req_to_token`` row (``checkout_trees.FIXES["page-table-width"]``, the
 approach of PR #29665, with the release's other known bugs fixed) reads clean for the table under ``run``, ``prove``
 and the plugin line; each plant of ``checkout_trees.PAGE_TABLE_PLANTS``, one per category (a width, a builder's
-write, a published length, the draft extend), is found by ``run --profile ci``, and ``prove`` says it has no closed
-form for a tree whose builders do what none of its closed forms says (never a clean proof of it).
+write, a published length, the draft extend, what a builder copies), is found by ``run --profile ci``, and
+``prove`` says it has no closed form for a tree whose builders do what none of its closed forms says (never a clean
+proof of it).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ PLANTED: dict[str, tuple[bool, str, set[str]]] = {
     "fa3-verify-double-window": (True, FA3, {"read-within-row"}),
     "fa3-draft-extend-double-window": (True, FA3, {"read-within-row"}),
     "trtllm-mha-graph-clamp-dropped": (False, TRTLLM_MHA, {"write-within-row"}),
+    "fa3-decode-source-stride": (True, FA3, {"copied-from-own-row"}),
     "flashmla-width-context-pages": (True, FLASHMLA, {"write-within-row"}),
     "trtllm-mla-pad-drops-grid-block": (False, TRTLLM_MLA, {"write-within-row"}),
 }
@@ -72,7 +74,7 @@ def test_the_fixed_tree_passes_the_plugin_line(trees: dict[str, Path], pytester:
         "--pyargs", "fuzz.properties.test_kvrow_tables", f"--kvrow-target={trees['fixed']}", "--kvrow-max-examples=10",
         "-p", "no:cacheprovider", "-p", "no:xdist", "-k", "_page_table",
     )  # fmt: skip
-    result.assert_outcomes(passed=4 * len(TABLES))  # per table: its three properties drawn, and its bounded proof
+    result.assert_outcomes(passed=5 * len(TABLES))  # per table: its four properties drawn, and its bounded proof
 
 
 @pytest.mark.parametrize("plant", list(PLANTED))

@@ -156,3 +156,53 @@ def test_a_core_rule_is_worded_by_the_one_table_that_words_it_else_generically(m
     )
     assert rule_text(wrote) == wrote.rule
     assert rule_text(Property.NEIGHBOUR_ROWS_UNTOUCHED).startswith("No write changes another live request's")
+
+
+def test_a_copy_from_outside_its_part_of_the_source_is_its_own_property_and_its_own_root_cause(monkeypatch) -> None:
+    """``copied-from-own-row`` judges a copy (what a builder stored came from its owner's part of the table it copies
+    from), never a write or a read; its findings indict the code ``blame_of`` names (the builder), one root cause
+    apart from the width's, so a baseline that knows one does not hide the other."""
+    import sys
+
+    from allocator_model.config import ServingConfig
+    from fuzz.tables import Access, AccessKind
+    from fuzz.tables.case import TableCase, violation
+    from fuzz.tables.causes import table_causes
+
+    fill = CodeRef("toy_builder.py", "fill")
+    copied = Property.COPIED_FROM_OWN_ROW
+    t = replace(
+        REQ_TO_TOKEN_TABLE,
+        name="toy_rows",
+        engine="toy",
+        writers=(fill,),
+        properties=(Property.WRITE_WITHIN_ROW, Property.READ_WITHIN_ROW, copied),
+        same_write={},
+        blame_of={copied: (fill,)},
+    )
+    own = Access("toy_rows", "a", AccessKind.COPY, (Span(None, 0, 8),), (Span(None, 0, 16),), source="src")
+    assert judge(t, [own]) == []
+    past = Access(
+        "toy_rows",
+        "a",
+        AccessKind.COPY,
+        (Span(None, 0, 12), Span(None, 16, 20, "b")),
+        (Span(None, 0, 16),),
+        source="src",
+    )
+    assert [(b.prop, b.overshoot) for b in judge(t, [past])] == [(copied, 4)]  # a copy: not a write, not a read
+    spill = Access("toy_rows", "a", AccessKind.WRITE, (Span(0, 0, 20),), (Span(0, 0, 16),))
+    assert [b.prop for b in judge(t, [spill, past])] == [Property.WRITE_WITHIN_ROW, copied]
+
+    table_module = sys.modules["fuzz.tables.declared"]
+    monkeypatch.setattr(table_module, "_TABLES", dict(table_module._TABLES))
+    declare_table(t)
+    target, cfg = resolve_target("reference"), ServingConfig.resolve(context_len=64, page_size=1)
+    breaches = judge(t, [spill, past])
+    v = violation(t, cfg, breaches[1])
+    assert "4 of the 16 entries its builder copied into toy_rows come from outside its part of src" in v.headline
+    assert "copied from: b" in v.details
+    findings = [TableCase(t, cfg).finding(target, violation(t, cfg, b)) for b in breaches]
+    causes = table_causes(findings, target)
+    assert [c.key for c in causes] == ["toy_rows-width", "toy_rows-copied-from-own-row"]
+    assert causes[1].code == [("toy_builder.py", "fill")] and causes[0].code != causes[1].code

@@ -136,6 +136,7 @@ def test_run_repro_and_sarif_serve_the_toy_engine_without_sglang(tmp_path: Path)
         "write-within-row",
         "neighbour-rows-untouched",
         "read-within-row",
+        "copied-from-own-row",
         "sizing-raised",
         "model-mismatch",
         "unproven",

@@ -186,7 +186,7 @@ def test_the_plugin_fails_each_property_of_the_planted_table(planted, pytester: 
         "--pyargs", "fuzz.properties.test_kvrow_tables", "--kvrow-target=reference", "--kvrow-max-examples=30",
         "-p", "no:cacheprovider", "-p", "no:xdist", f"--kvrow-cases={pytester.path / 'cases'}",  # not the cwd
     )  # fmt: skip
-    result.assert_outcomes(failed=3, passed=4 * GRAPH)  # and each backend page table's four, clean on the reference
+    result.assert_outcomes(failed=3, passed=5 * GRAPH)  # and each backend page table's five, clean on the reference
     text = result.stdout.str()
     for test in (
         "test_every_access_of_the_table_stays_within_its_part[toy_rows/write-within-row-reference]",
@@ -203,4 +203,4 @@ def test_the_plugin_passes_on_the_corrected_table(monkeypatch: pytest.MonkeyPatc
             "--pyargs", "fuzz.properties.test_kvrow_tables", "--kvrow-target=reference", "--kvrow-max-examples=30",
             "-p", "no:cacheprovider", "-p", "no:xdist",
         )  # fmt: skip
-    result.assert_outcomes(passed=3 + 4 * GRAPH)  # each backend page table's four too
+    result.assert_outcomes(passed=3 + 5 * GRAPH)  # each backend page table's five too

@@ -48,6 +48,7 @@ class Property(DeclaredName):
     WRITE_WITHIN_ROW: ClassVar[Property]
     NEIGHBOUR_ROWS_UNTOUCHED: ClassVar[Property]
     READ_WITHIN_ROW: ClassVar[Property]
+    COPIED_FROM_OWN_ROW: ClassVar[Property]
     SIZING_RAISED: ClassVar[Property]
     MODEL_MISMATCH: ClassVar[Property]
     UNPROVEN: ClassVar[Property]
@@ -104,6 +105,14 @@ Property.READ_WITHIN_ROW = Property.declare(
         10,
         Scope.SAMPLED,  # a table's closed form decides it there (``Table.proved``)
         "Every length a table publishes stays within its owner's part: readers read no column past it.",
+    ),
+)
+Property.COPIED_FROM_OWN_ROW = Property.declare(
+    "copied-from-own-row",
+    Declaration(
+        11,
+        Scope.SAMPLED,
+        "Every entry a builder copies into a table comes from its owner's part of the table it copies from.",
     ),
 )
 Property.SIZING_RAISED = Property.declare(

@@ -61,14 +61,15 @@ def def_lines(source: str) -> dict[str, int]:
 
 
 def table_locations(f: Finding, cwd: str | None = None, target: Any = None) -> list[SourceLine]:
-    """A finding on a table checked on its own points at the table's width functions on its target
-    (``fuzz.tables.causes``)."""
+    """A finding on a table checked on its own points at the table's width functions on its target, or at its
+    property's own code (``Table.blame_of``; ``fuzz.tables.causes``)."""
     from fuzz.tables import table
     from fuzz.tables.causes import code_lines
 
+    t = table(f.case["table"])
     return [
         SourceLine(artifact_uri(c.shown, cwd) if c.local else c.shown, line, c.ref.qualname)
-        for c, line in code_lines(table(f.case["table"]), target)
+        for c, line in code_lines(t, target, t.blame_of.get(f.violation.prop))
     ]
 
 

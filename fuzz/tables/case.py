@@ -27,7 +27,7 @@ from fuzz.verdict import PIPELINE, Unjudgeable
 
 from .checks import Breach, judge
 from .declared import TABLE_CASE, Layout, Table, table
-from .observe import GUARD, Access, Span, within
+from .observe import GUARD, Access, AccessKind, Span, within
 
 
 def span_text(span: Span) -> str:
@@ -58,7 +58,15 @@ def violation(t: Table, config: Any, b: Breach) -> Violation:
     a = b.access
     bound = " + ".join(span_text(s) for s in a.bound) or "nothing"
     details = [f"its part: {bound} ({sized_by(t)} for {config.short()})"]
-    if b.prop is Property.NEIGHBOUR_ROWS_UNTOUCHED:
+    if a.kind is AccessKind.COPY:
+        span = next(s for s in a.touched if not within(s, a.bound))
+        copied = sum(s.size for s in a.touched)
+        headline = (
+            f"{a.owner}: {b.overshoot} of the {copied} entries its builder copied into {t.name} come from outside "
+            f"its part of {a.source}"
+        )
+        details = [f"its part of {a.source}: {bound}", f"copied from: {victim(t, span, a)}"]
+    elif b.prop is Property.NEIGHBOUR_ROWS_UNTOUCHED:
         changed = a.changed_outside[0]
         headline = f"{a.owner}'s {a.kind.value} changed {span_text(changed)} of {t.name}, outside its own part"
         details.append(f"victim: {victim(t, changed, a)}")

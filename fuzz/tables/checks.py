@@ -27,7 +27,7 @@ class Breach:
 
 def _write_within_row(a: Access) -> Breach | None:
     """Every span a write (or commit) touches lies in its owner's part; one its own guard stopped counts too."""
-    if a.kind is AccessKind.READ:
+    if a.kind not in (AccessKind.WRITE, AccessKind.COMMIT):
         return None
     outside = [s for s in a.touched if not within(s, a.bound)]
     if not outside:
@@ -53,10 +53,22 @@ def _read_within_row(a: Access) -> Breach | None:
     return Breach(Property.READ_WITHIN_ROW, a, max(past(s, a.bound) for s in outside))
 
 
+def _copied_from_own_row(a: Access) -> Breach | None:
+    """What a builder copies comes from its owner's part of the source: an entry copied from another owner's part
+    (a read past the part, a wrong row or stride) hands the reader another owner's data."""
+    if a.kind is not AccessKind.COPY:
+        return None
+    outside = [s for s in a.touched if not within(s, a.bound)]
+    if not outside:
+        return None
+    return Breach(Property.COPIED_FROM_OWN_ROW, a, sum(s.size for s in outside))
+
+
 GENERIC: dict[Property, Callable[[Access], Breach | None]] = {
     Property.WRITE_WITHIN_ROW: _write_within_row,
     Property.NEIGHBOUR_ROWS_UNTOUCHED: _neighbour_rows_untouched,
     Property.READ_WITHIN_ROW: _read_within_row,
+    Property.COPIED_FROM_OWN_ROW: _copied_from_own_row,
 }
 assert tuple(GENERIC) == GENERIC_PROPERTIES  # what a table checked on its own may declare (``declare_table``)
 

@@ -31,7 +31,12 @@ ENV = "KVROW_FUZZ_TABLES"  # ``module:attr[,module:attr...]``: tables a child pr
 
 # What the generic checks judge (``fuzz.tables.checks.GENERIC``, held equal to this): all a table checked on its own
 # may be judged on.
-GENERIC_PROPERTIES = (Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.READ_WITHIN_ROW)
+GENERIC_PROPERTIES = (
+    Property.WRITE_WITHIN_ROW,
+    Property.NEIGHBOUR_ROWS_UNTOUCHED,
+    Property.READ_WITHIN_ROW,
+    Property.COPIED_FROM_OWN_ROW,
+)
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,9 @@ class Table:
     # The code a finding on it indicts where that is not its width (a table indexed by allocator location: the
     # allocator's ownership, not a width, bounds each owner's part): its root cause's identity and SARIF location.
     blame: tuple[CodeRef, ...] = ()
+    # A property whose findings indict other code than the width (what a builder copies: the builder), each its own
+    # root cause (``causes.table_causes``).
+    blame_of: Mapping[Property, tuple[CodeRef, ...]] = field(default_factory=dict)
     # The generic flow (``fuzz.tables.case``): a table its engine does not hunt itself.  ``cases(target, pins)``: a
     # strategy of (configuration, case data); ``observe(target, config, data)``: the accesses its writers and
     # readers make (ValueError: data it does not take); ``group(config)``: the bug group a configuration falls
@@ -148,9 +156,9 @@ class Table:
     # ``unjudged(target)``: why this table cannot be judged on ``target`` (its code is not there to run), None where
     # it can: such a table is not hunted on it and every verdict names it NOT judged, with that reason.
     unjudged: Callable[[Any], str | None] | None = None
-    # ``code_of(target)``: the functions its findings indict on ``target`` as that target holds them (a model's twin,
-    # a release's wheel, a checkout); None: ``indicted``, read from this machine's files.
-    code_of: Callable[[Any], tuple[Code, ...]] | None = None
+    # ``code_of(target, refs)``: the functions ``refs`` (its width's, its ``blame``'s or a property's ``blame_of``) as
+    # ``target`` holds them (a model's twin, a release's wheel, a checkout); None: read from this machine's files.
+    code_of: Callable[[Any, tuple[CodeRef, ...]], tuple[Code, ...]] | None = None
     # ``finish(target, finding)``: a group's finding as its hunt reports it (its engine's last step: a representative
     # case searched beside the minimal one); None: as found.
     finish: Callable[[Any, Any], Any] | None = None

@@ -18,6 +18,9 @@ class AccessKind(StrEnum):
     WRITE = "write"  # the engine stores into the table
     READ = "read"  # a reader reads a published length of it
     COMMIT = "commit"  # a scratch's accepted part mapped back into another table
+    # a builder copies entries of another table (its source) into this one: ``touched`` is where in the source
+    # what it stored came from, ``bound`` its owner's part of the source
+    COPY = "copy"
 
 
 GUARD = "guard"  # the owner of what lies past a table's end: nobody's part
@@ -52,6 +55,7 @@ class Access:
     stopped_by: str | None = None  # the engine's own check that stopped it (nothing written)
     step: str = ""
     native: Any = None
+    source: str | None = None  # a copy's: the table it copies from
 
 
 def within(span: Span, bound: tuple[Span, ...]) -> bool:

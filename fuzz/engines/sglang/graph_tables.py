@@ -11,6 +11,8 @@ from allocator_model.pools import KVPool
 from fuzz.tables import CodeRef
 
 NEXT_ROW = "the next request of the batch (its graph row), or past the buffer for the bucket's last row"
+# Whose pages a builder copies from past the request's req_to_token row (its flat layout: the next row's).
+FOREIGN = "another request's req_to_token row (the next one, for a read past its own): KV pages the kernel attends over"
 
 
 @dataclass(frozen=True)

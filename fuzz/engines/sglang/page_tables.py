@@ -38,7 +38,7 @@ from fuzz.tables.declared import Code, Reach, Sweep
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
 from .backends import FA3, FA3_PAGE_TABLE, FLASHMLA, GRAPH_TABLES, TRTLLM_MHA, TRTLLM_MLA, backend_of
-from .graph_tables import NEXT_ROW, GraphTable
+from .graph_tables import FOREIGN, NEXT_ROW, GraphTable
 from .locations import SGLANG_REPO_PATH
 from .page_table_builds import builds, model_builds, row_width_of, sizing_of, unjudged
 from .page_table_cover import COVER_SPECS, cover, modes
@@ -46,9 +46,11 @@ from .real.runtime.tree import DirectoryTree, open_tree
 from .specs import NAME
 
 
-def accesses(t: GraphTable, b: Build, owner: str, whose: str) -> list[Access]:
+def accesses(t: GraphTable, b: Build, owner: str, whose: str, row_pages: int) -> list[Access]:
     """One build as accesses of its row (batch row 0, bound ``[0, width)``): the builder's write (with what it
-    stored past the row, which lands in the next batch row), and the kernel's read of the published length."""
+    stored past the row, which lands in the next batch row), the kernel's read of the published length, and what
+    the builder copied into the row's used part from the request's ``req_to_token`` row (``row_pages`` pages of
+    it are the request's; what it copied from elsewhere, ``Build.foreign``, is the next request's)."""
     bound = (Span(0, 0, b.width),)
     if b.stopped_by is not None:  # SGLang's own assert refused it: what it asked for, nothing written or read
         asked = Span(0, 0, b.read_pages)
@@ -75,7 +77,20 @@ def accesses(t: GraphTable, b: Build, owner: str, whose: str) -> list[Access]:
         f"{b.buffer} (the length {whose} published; the kernel is CUDA's: the read follows from it)",
         native=b,
     )
-    return [write, read]
+    # in pages of the request's req_to_token row: its own, then what came from elsewhere (past its part)
+    foreign = (Span(None, row_pages, row_pages + b.foreign, FOREIGN),) if b.foreign else ()
+    copy = Access(
+        t.name,
+        owner,
+        AccessKind.COPY,
+        (Span(None, 0, b.used - b.foreign), *foreign),
+        (Span(None, 0, row_pages),),
+        step=f"{b.label}: the builder stores {b.used} page indices into {b.buffer}, copied from the request's "
+        f"req_to_token row ({whose})",
+        native=b,
+        source="req_to_token",
+    )
+    return [write, read, copy]
 
 
 def scenario(target: Any, cfg: ServingConfig, data: Mapping[str, Any]) -> DecodeScenario:
@@ -96,7 +111,8 @@ def observe(t: GraphTable, target: Any, cfg: ServingConfig, data: Mapping[str, A
     rt = s.runtime(s.num_steps)
     built, whose = builds(target, t.backend, cfg, rt, s.committed_len + s.device_lag)
     owner = f"request 1 (batch row 0, device seq_len {s.committed_len + s.device_lag})"
-    return [a for b in built for a in accesses(t, b, owner, whose)]
+    row_pages = pages(row_width_of(target, cfg), cfg.page_size)
+    return [a for b in built for a in accesses(t, b, owner, whose, row_pages)]
 
 
 @st.composite
@@ -217,21 +233,22 @@ def _sweep(t: GraphTable, target: Any, prover: Any) -> Any:
     return sweep(target, prover, functools.partial(closed_form, t), sizing, t)
 
 
-def code_of(t: GraphTable, target: Any) -> tuple[Code, ...]:
-    """Where the table is sized on ``target``: the model's twin (``allocator_model/page_tables.py``
-    ``GraphSizing.widths_of``) on
-    the model; SGLang's backend in the target's tree (its repository path for a release, the file for a
-    checkout); nothing readable for a lone sizing file."""
+def code_of(t: GraphTable, target: Any, refs: tuple[CodeRef, ...]) -> tuple[Code, ...]:
+    """``refs`` (where the table is sized, or its builders) on ``target``: the model's twin
+    (``allocator_model/page_tables.py``: ``GraphSizing.widths_of``, or ``foreign_pages`` for the builders) on the
+    model; SGLang's code in the target's tree (its repository path for a release, the file for a checkout);
+    nothing readable for a lone sizing file."""
     from allocator_model import page_tables as model
 
     if target.is_model:  # named as this project's repository holds it (as the model's sizing functions are)
         path = Path(model.__file__ or "")
         shown = f"{path.parent.name}/{path.name}"
-        return (Code(CodeRef(shown, "GraphSizing.widths_of"), shown, path.read_text(), local=False),)
+        twin = "GraphSizing.widths_of" if refs == t.width_code else "foreign_pages"
+        return (Code(CodeRef(shown, twin), shown, path.read_text(), local=False),)
     source = getattr(getattr(target.sizing, "module", None), "tree_source", None)
     tree = open_tree(source) if source else None
     out = []
-    for ref in t.width_code:
+    for ref in refs:
         member = ref.path.removeprefix(SGLANG_REPO_PATH)
         text = tree.read(member) if tree is not None else None
         local = isinstance(tree, DirectoryTree)
@@ -274,12 +291,20 @@ def declared_table(t: GraphTable) -> Table:
             width=Width(bind(_width, t), bind(_model_width, t), t.width_code),
             writers=t.writers,
             readers=t.readers,
-            properties=(Property.WRITE_WITHIN_ROW, Property.NEIGHBOUR_ROWS_UNTOUCHED, Property.READ_WITHIN_ROW),
+            properties=(
+                Property.WRITE_WITHIN_ROW,
+                Property.NEIGHBOUR_ROWS_UNTOUCHED,
+                Property.READ_WITHIN_ROW,
+                Property.COPIED_FROM_OWN_ROW,
+            ),
             same_write={Property.NEIGHBOUR_ROWS_UNTOUCHED: Property.WRITE_WITHIN_ROW},
             rules={
                 Property.READ_WITHIN_ROW: "The length a step publishes to the attention kernel, in whole pages, "
                 "fits the page-table row it reads: ceil(cache_seqlens / P) <= the row's width.",
+                Property.COPIED_FROM_OWN_ROW: "Every page index in the part of a row the kernel reads is a page of "
+                "the request's own req_to_token row.",
             },
+            blame_of={Property.COPIED_FROM_OWN_ROW: t.writers},
             cases=bind(cases, t),
             observe=bind(observe, t),
             group=group,

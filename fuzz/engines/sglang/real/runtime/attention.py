@@ -348,7 +348,18 @@ class Bucket:
             if lengths is None:
                 raise TargetError(f"{where}: the replay published no {spec.lengths}")
             length = int(lengths[0])
-        return Build(mode, step, buffer, int(g.buffer.shape[1]), self.cfg.page_size, written, spilled, length)
+        foreign = self._foreign(g.buffer, min(written, pages(length, self.cfg.page_size)))
+        width = int(g.buffer.shape[1])
+        return Build(mode, step, buffer, width, self.cfg.page_size, written, spilled, length, None, foreign)
+
+    def _foreign(self, buffer: torch.Tensor, used: int) -> int:
+        """How many of the row's first ``used`` entries are not pages of the request's own ``req_to_token`` row
+        (row 1: slots ``span + c`` for its ``width`` columns, so pages ``span / P`` to ``span / P + ceil(width /
+        P)``): what the builder copied from elsewhere (the next request's row, read past its own)."""
+        p = self.cfg.page_size
+        first = int(self.pristine[1, 0]) // p
+        row = buffer[0, :used].to(torch.int64)
+        return int(((row < first) | (row >= first + pages(self.width, p))).sum())
 
     def _diff(self, buffer: torch.Tensor, where: str) -> tuple[int, int]:
         """(written, spilled): the cells the replay changed, which must be one flat run from the row's start."""
