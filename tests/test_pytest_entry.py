@@ -186,7 +186,7 @@ def test_documented_command_fails_on_a_0_5_23_checkout_and_passes_with_the_refer
         f"--kvrow-target={CHECKOUT_PATH}",
         "--kvrow-max-examples=40",
         "-k",
-        "rounded_write or own",
+        "rounded_write or own_headroom",
         "-p",
         "kvrow_no_shrink",
         "--junitxml=junit.xml",
