@@ -21,6 +21,11 @@ faster test of the default suite checks in part; they run with
 ``--run-slow`` (or ``KVROW_FUZZ_SLOW=1``).  ``./kvrow test`` (``.ci/run``, the
 pull-request workflow) runs the default tier, then this one
 (``--run-slow -m slow``); the network tier runs nightly.
+
+A fixture built once for a module's tests (a tree, a campaign's result) is
+session-scoped, built at most once per worker: xdist's ``worksteal`` hands a
+worker tests of one module between tests of others, and pytest tears a
+module-scoped fixture down at every change of module and builds it again.
 """
 
 from __future__ import annotations

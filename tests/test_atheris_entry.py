@@ -46,7 +46,7 @@ def crash_input(target: str, cases: Path) -> tuple[bytes, FindingRaised]:
     raise AssertionError(f"no crash on {target} in {MAX_INPUTS} inputs")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def planted_crash(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, FindingRaised, Path]:
     cases = tmp_path_factory.mktemp("atheris-cases")
     data, crash = crash_input(PLANTED, cases)

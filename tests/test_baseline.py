@@ -20,7 +20,7 @@ from fuzz.engines.sglang.backends import GRAPH_TABLES
 from fuzz.findings import baseline
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def trees(tmp_path_factory):
     if pinned_wheel("0.5.23") is None:  # a module fixture runs before pinned_wheels could skip: say why here
         pytest.skip(missing_wheel("0.5.23"))
@@ -35,7 +35,7 @@ def trees(tmp_path_factory):
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def tree_causes(trees):
     """The unfixed tree's (target, root causes), computed once: what each baseline here is written from."""
     return causes_of(trees["tree"])

@@ -64,7 +64,7 @@ def edited(root: Path, name: str, old: str, new: str) -> Path:
     return tree
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def planted(tmp_path_factory):
     if pinned_wheel("0.5.23") is None:
         pytest.skip(missing_wheel("0.5.23"))

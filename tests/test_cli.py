@@ -34,7 +34,7 @@ def fuzz(*args, cwd=None):
     )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def seed_bug_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("run")
     started = time.monotonic()

@@ -292,7 +292,7 @@ def test_pre_31616_is_caught_as_a_stranded_page_tail_or_a_leak():
 # -- case files: a failing run's step script replays deterministically ---------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def neighbour_case(tmp_path_factory):
     """The 0.5.18 neighbour corruption as a saved case file (pinned config: one round, a second)."""
     target = resolve_target("reference@sglang-0.5.18")

@@ -41,7 +41,7 @@ LABEL = {FA3: "FA3", TRTLLM_MHA: "trtllm_mha", FLASHMLA: "FlashMLA", TRTLLM_MLA:
 RUN = ["run", "--profile", "ci", "--max-examples", "20", "--pin", "kv_pool=standard", "--pin", "attn_dcp_size=1"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     need_triton()
     root = tmp_path_factory.mktemp("page-table-trees")

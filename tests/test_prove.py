@@ -647,3 +647,17 @@ def test_highest_bit_is_the_bit_length_less_one_of_every_mask() -> None:
     assert highest_bit(wide).tolist() == [52, 39, 0, -1]
     with pytest.raises(ValueError, match="2\\*\\*53"):
         highest_bit(torch.tensor([1 << 53], dtype=torch.int64))
+
+
+def test_unique_rows_is_unique_by_rows_in_the_same_order():
+    """The table sweep's keys: ``unique_rows`` gives ``unique(dim=0)``'s rows and inverse, negative columns too."""
+    from fuzz.engines.sglang.prove.grid import unique_rows
+
+    gen = torch.Generator().manual_seed(7)
+    for rows in (
+        torch.randint(-40, 40, (5000, 6), generator=gen),
+        torch.randint(0, 3, (300, 4), generator=gen),
+        torch.zeros((0, 6), dtype=torch.long),
+    ):
+        got, expected = unique_rows(rows), rows.unique(dim=0, return_inverse=True)
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])

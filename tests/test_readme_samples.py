@@ -43,7 +43,7 @@ def page_of(name: str) -> Path:
     return so.placed(pages())[name]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def cheap_blocks() -> dict[str, str]:
     return so.regenerated(CHEAP)
 

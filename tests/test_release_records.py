@@ -41,7 +41,7 @@ def rewrapped(src: Path, dest_dir: Path, edit) -> Path:  # type: ignore[no-untyp
     return dest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def wheel_0_5_23() -> Path:
     found = pinned_wheel("0.5.23")
     if found is None:

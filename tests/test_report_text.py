@@ -28,7 +28,7 @@ QUIET_LINES = 97  # what --quiet prints of the seed bug's release at the most (3
 # longer program path wraps more repro lines)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def printed(tmp_path_factory) -> dict[str, tuple[str, dict]]:
     """Each detail's standard output and JSON report, the run in a fresh directory (case files under ``cases/``,
     as a user's relative ``--cases`` would print them)."""

@@ -39,7 +39,7 @@ def clean_env(home: Path, path: str = BARE_PATH, **extra: str) -> dict[str, str]
     return {"HOME": str(home), "PATH": path, **extra}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment with this checkout installed as ``./kvrow`` installs it; its directory."""
     where = tmp_path_factory.mktemp("install") / "venv"

@@ -136,7 +136,7 @@ def fuzz(*args, cwd=None, env=None):
 SHAPES_OF = {release: shape_of(release) for release in RELEASE_REVISIONS}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def releases():
     return {v: resolve_target(f"sglang=={v}") for v in (BUGGY, FIXED)}
 

@@ -27,12 +27,12 @@ def stub_attribute(self: Pipeline, target: object, case: object, v: Violation, o
     return dataclasses.replace(v, group=STUB)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def target():
     return resolve_target(TARGET)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: see conftest.py
 def dcp_finding(target) -> Finding:
     """A seed-bug finding of the real pipeline (no stub): a decode case its replay breaks."""
     from fuzz.engines.sglang.decode.engine import campaign

@@ -145,3 +145,15 @@ def row_key(*columns: torch.Tensor) -> torch.Tensor:
             raise OverflowError("row_key: the columns' ranges overflow int64")
         key = key * radix + c
     return key
+
+
+def unique_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``rows.unique(dim=0, return_inverse=True)`` (the same rows, in the same order) through ``row_key``: each
+    column shifted to start at 0 keeps the rows' order, and a 1-D unique is many times quicker than ``dim=0``."""
+    if len(rows) == 0:
+        return rows.unique(dim=0, return_inverse=True)
+    key = row_key(*(c - c.min() for c in rows.unbind(dim=1)))
+    uniq, inverse = torch.unique(key, return_inverse=True)
+    out = torch.empty((len(uniq), rows.shape[1]), dtype=rows.dtype)
+    out[inverse] = rows  # rows of one key are equal: any of them is its row
+    return out, inverse

@@ -28,6 +28,7 @@ from allocator_model.regimes import REGIMES, regime_codes
 from fuzz.findings.kinds import Property
 from fuzz.tables.declared import Reach, Sweep, Swept
 
+from .grid import unique_rows
 from .witness import WITNESS_CONTEXT_LEN, witness_config
 
 OVER = "every residue of context_len mod the page, and mod the builders' grid block where one masks by length"
@@ -127,11 +128,8 @@ def sweep(
     counts: dict[tuple[Property, str], int] = {}
     swept = prover.count()  # the space's configurations; a block period adds residues past the page's
     period_tokens = sizing.block_tokens or 1
-    for g, taken in prover.launch_grids():
-        if g.kv_pool is not KVPool.STANDARD or len(g) == 0:
-            continue
-        keep = taken & (g.attn_dcp_size == 1)  # the standard pool without DCP (``GraphTable.takes``)
-        if not bool(keep.any()):
+    for g, keep in prover.launch_grids(attn_dcp_size=1):  # the standard pool without DCP (``GraphTable.takes``)
+        if g.kv_pool is not KVPool.STANDARD or not bool(keep.any()):
             continue
         page, n = int(g.page_size[0]), len(g)
         if not table.takes(ServingConfig(context_len=4096, page_size=page)):  # a page the backend does not run
@@ -152,9 +150,7 @@ def sweep(
             offset = lag - gap
             if sizing.width is not TableWidth.ROW:  # the row's width does not enter: one key per lead
                 extra, align = torch.zeros_like(extra), torch.ones_like(align)
-            keys, inverse = torch.stack([offset, dmax, smax, extra, align, g.topk.long()], dim=1)[keep].unique(
-                dim=0, return_inverse=True
-            )
+            keys, inverse = unique_rows(torch.stack([offset, dmax, smax, extra, align, g.topk.long()], dim=1)[keep])
             configs = keep.nonzero().flatten()
             swept += len(configs) * (period - page)
             spill, past, swept_context = _swept_profiles(keys, context, g.algorithm, page, sizing)

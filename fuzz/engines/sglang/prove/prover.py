@@ -156,11 +156,27 @@ class SGLangProver:
             confirm_witnesses(self.target, result)
         return SGLangProof(self.target, result)
 
-    def launch_grids(self) -> Iterator[tuple[Any, Any]]:
+    def launch_grids(self, attn_dcp_size: int | None = None) -> Iterator[tuple[Any, Any]]:
         """Each launch grid of the space, in ``configurations``' order, with which of its launch configurations are
-        this shard's (a bool tensor): what a table's sweep (``Table.sweep``) takes the space as."""
-        import torch
+        this shard's (a bool tensor): what a table's sweep (``Table.sweep``) takes the space as.
 
+        ``attn_dcp_size``: only each grid's configurations of that DCP size (the grids left empty dropped), built
+        once per prover and kept (a sixteenth of the space: every table's sweep reads the same), each with its
+        shard's part as the whole grid's numbering gives it."""
+        if attn_dcp_size is None:
+            yield from self._numbered()
+            return
+        kept = self.__dict__.setdefault("_grids_at_dcp", {})
+        if attn_dcp_size not in kept:
+            parts = []
+            for g, taken in self._numbered():
+                mine = g.attn_dcp_size == attn_dcp_size
+                if bool(mine.any()):
+                    parts.append((g.select(mine), taken[mine]))
+            kept[attn_dcp_size] = parts  # a frozen prover's memo, not a field
+        yield from kept[attn_dcp_size]
+
+    def _numbered(self) -> Iterator[tuple[Any, Any]]:
         i = 0
         for g in self._grids():
             shard = self.request.shard
