@@ -181,9 +181,18 @@ def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, in
         yield Mode.DRAFT_EXTEND, None
 
 
-def judged(algorithm: str | None, topk: int) -> bool:
-    """Whether this table's modes cover a launch: none or any algorithm but UNO, at topk 1."""
-    return algorithm is None or (topk == 1 and not algo.is_uno(algorithm))
+def judged(algorithm: str | None, topk: Int) -> bool | Tensor:
+    """Whether this table's modes cover a launch: none or any algorithm but UNO, at topk 1 (per element where
+    ``topk`` is a tensor: what the proof counts as judged, and ``reach_grid`` reaches)."""
+    if algorithm is None:
+        return True
+    if algo.is_uno(algorithm):
+        return False
+    return topk == 1
+
+
+# What the tables of ``steps`` judge, as a verdict says it: a launch outside it is never called clean.
+JUDGED_LAUNCHES = "topk 1, no speculation or any algorithm but UNO"
 
 
 def published(
@@ -368,6 +377,6 @@ def reach_grid(
         offset = num_steps - 1 if sizing.backend.draft_steps_publish_their_step else torch.zeros_like(num_steps)
         last = torch.where(num_steps >= 2, pages(seq_len + offset, page.expand_as(seq_len)), 0)
         write = torch.maximum(write, reach(last, Mode.DRAFT_DECODE))
-    on = (topk == 1) & torch.tensor(judged(algorithm, 1))
+    on = torch.as_tensor(judged(algorithm, topk))
     zero = torch.zeros_like(read)
     return w, torch.where(on, write, zero), torch.where(on, read, zero)

@@ -89,8 +89,10 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
     started = time.monotonic()
     by_group: dict[tuple[Property, str], TableGroup] = {}
     for config in prover.configurations():
-        proof.configurations += 1
         reach = t.closed_form(target, config)
+        if reach is None:  # a configuration the table is not judged on: neither checked nor counted
+            continue
+        proof.configurations += 1
         if reach.end <= reach.width:
             continue
         if reach.prop not in t.proved:  # a closed form answering for a property the table says it does not decide
@@ -104,6 +106,9 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
         g.configurations += 1
         if reach.end - reach.width > g.worst:
             g.worst, g.worst_case = reach.end - reach.width, (config, reach)
+    if not proof.configurations:
+        proof.refused = f"no configuration of the {prover.space} space is one it is judged on"
+        return proof
     _witnesses(target, t, proof)
     proof.seconds = time.monotonic() - started
     return proof

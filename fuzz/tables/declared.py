@@ -144,11 +144,11 @@ class Table:
     # strategy of (configuration, case data); ``observe(target, config, data)``: the accesses its writers and
     # readers make (ValueError: data it does not take); ``group(config)``: the bug group a configuration falls
     # in (one of its engine's ``Names.groups``); ``closed_form(target, config)``: its ``Reach`` on ``target``
-    # (prove sweeps it).
+    # (prove sweeps it), None for a configuration it is not judged on (not counted as checked).
     cases: Callable[[Any, Mapping[str, Any]], Any] | None = None
     observe: Callable[[Any, Any, Mapping[str, Any]], list[Any]] | None = None
     group: Callable[[Any], str] | None = None
-    closed_form: Callable[[Any, Any], Reach] | None = None
+    closed_form: Callable[[Any, Any], Reach | None] | None = None
     proved: tuple[Property, ...] = ()  # what its closed form decides (each ``Reach.prop``); the rest sampled only
     # ``sweep(target, prover)``: the closed form over the prover's whole space at once (its engine's tensors), each
     # group it breaks (``Sweep``), where the space is too large to ask ``closed_form`` configuration by configuration.

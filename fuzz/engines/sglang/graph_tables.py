@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from allocator_model.config import ServingConfig
-from allocator_model.page_tables import AttentionBackend
+from allocator_model.page_tables import JUDGED_LAUNCHES, AttentionBackend
 from allocator_model.pools import KVPool
 from fuzz.tables import CodeRef
 
@@ -39,6 +39,11 @@ class GraphTable:
     @property
     def kernel(self) -> str:
         return f"{self.backend.label}'s kernel"
+
+    @property
+    def coverage(self) -> str:
+        """The launches it is judged on, as a verdict says it (``takes``, and ``page_tables.judged``)."""
+        return f"the standard pool without DCP, page {', '.join(map(str, self.pages))}, {JUDGED_LAUNCHES}"
 
     def takes(self, cfg: ServingConfig) -> bool:
         """Whether the table is judged on ``cfg``: a standard pool without decode context parallelism (DCP runs the

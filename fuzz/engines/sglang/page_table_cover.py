@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from allocator_model.config import ServingConfig
-from allocator_model.page_tables import Mode, steps
+from allocator_model.page_tables import Mode, judged, steps
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario, max_device_lag, scenario_problem
 from allocator_model.scheduler import decode_alloc_bound
@@ -33,7 +33,7 @@ def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingCon
     """The covering set of ``t`` (a ``page_tables.GraphTable``): ``COVER_SPECS`` x ``COVER_PAGES`` x its
     ``cover_offsets``, overlap on,
     each at the scheduler's bound plus the largest lag; a configuration the pins, the backend (``t.takes``) or the
-    target's rules refuse is left out."""
+    target's rules refuse, or one the table is not judged on (``page_tables.judged``), is left out."""
     revision: Revision = target.revision
     out = []
     for spec, page, offset in itertools.product(COVER_SPECS, COVER_PAGES, t.cover_offsets):
@@ -43,7 +43,7 @@ def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingCon
         except ValueError:  # a pin that clashes (ConfigError is one)
             continue
         bound = decode_alloc_bound(cfg, revision)
-        if not t.takes(cfg) or revision.refuses(cfg) or bound < 1:
+        if not t.takes(cfg) or not judged(cfg.speculative_algorithm, cfg.topk) or revision.refuses(cfg) or bound < 1:
             continue
         s = DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))
         if scenario_problem(s, revision) is None:

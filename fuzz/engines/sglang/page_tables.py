@@ -24,9 +24,10 @@ from typing import Any
 from hypothesis import reject
 from hypothesis import strategies as st
 
+from allocator_model import algorithms as algo
 from allocator_model.config import ServingConfig
 from allocator_model.model_sizing import ModelSizing
-from allocator_model.page_tables import Build, Mode, pages, steps
+from allocator_model.page_tables import JUDGED_LAUNCHES, Build, Mode, judged, pages
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.regimes import regime
 from allocator_model.revisions import Revision
@@ -132,12 +133,19 @@ def _scenario_data(
 def pinned_out(t: GraphTable, pins: Mapping[str, Any]) -> str | None:
     """Why the pins leave no launch the backend's table is judged on (``GraphTable.takes``), None where some may."""
     pool, dcp, page, topk = (pins.get(k) for k in ("kv_pool", "attn_dcp_size", "page_size", "speculative_eagle_topk"))
+    out = "the pins leave no launch it is judged on"
     if pool is not None and str(pool) != KVPool.STANDARD.value or dcp is not None and int(dcp) != 1:
-        return "the pins leave no launch it is judged on: the standard pool without DCP"
+        return f"{out}: the standard pool without DCP"
     if page is not None and int(page) not in t.pages:
-        return f"the pins leave no launch it is judged on: {t.backend.label} runs page {', '.join(map(str, t.pages))}"
-    if topk is not None and int(topk) > 1 and t.topk_1_only:
-        return f"the pins leave no launch it is judged on: {t.backend.label} refuses topk > 1"
+        return f"{out}: {t.backend.label} runs page {', '.join(map(str, t.pages))}"
+    if topk is not None and int(topk) > 1:
+        if t.topk_1_only:
+            return f"{out}: {t.backend.label} refuses topk > 1"
+        label = t.backend.label
+        return f"{out}: {JUDGED_LAUNCHES} (at topk > 1 {label} builds its prefix and expand tables: not checked)"
+    algorithm = pins.get("speculative_algorithm")
+    if algorithm is not None and not judged(algo.normalize(algorithm), 1):
+        return f"{out}: {JUDGED_LAUNCHES} ({algo.normalize(algorithm)}'s verify builds its own tables: not checked)"
     return None
 
 
@@ -152,10 +160,11 @@ def group(cfg: ServingConfig) -> str:
     return regime(cfg, pool_alloc_page(cfg.kv_pool, cfg.page_size, cfg.attn_dcp_size)).value
 
 
-def closed_form(t: GraphTable, target: Any, cfg: ServingConfig) -> Reach:
+def closed_form(t: GraphTable, target: Any, cfg: ServingConfig) -> Reach | None:
     """The furthest an access of the row reaches over every scenario of ``cfg``: each mode's published length only
     grows with the device length and the draft tokens, so the worst is the scheduler's bound plus the largest
-    overlap lag, at the largest D; a write past the width where a builder does not clamp, else a read."""
+    overlap lag, at the largest D; a write past the width where a builder does not clamp, else a read.  None: a
+    launch the table is not judged on (``GraphTable.coverage``)."""
     revision: Revision = target.revision
     sizing = sizing_of(target, t.backend)
     if isinstance(sizing, str):
@@ -163,7 +172,9 @@ def closed_form(t: GraphTable, target: Any, cfg: ServingConfig) -> Reach:
     row = ModelSizing(revision).req_to_token_row_width(cfg) if target.is_model else row_width_of(target, cfg)
     bound, lag = decode_alloc_bound(cfg, revision), max_device_lag(cfg)
     best = Reach(pages(cfg.context_len, cfg.page_size), 0, {}, Property.READ_WITHIN_ROW)
-    if not t.takes(cfg) or bound < 1 or not any(True for _ in steps(cfg, cfg.launch_runtime)):
+    if not t.takes(cfg) or not judged(cfg.speculative_algorithm, cfg.topk):
+        return None
+    if bound < 1:
         return best
     for rt in cfg.runtimes():
         num_steps = rt.num_steps if cfg.speculative_adaptive and rt is not None else None

@@ -22,7 +22,7 @@ import torch
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.numeric import ceil_to_page
-from allocator_model.page_tables import GraphSizing, TableWidth, reach_grid, widths
+from allocator_model.page_tables import GraphSizing, TableWidth, judged, reach_grid, widths
 from allocator_model.pools import KVPool
 from allocator_model.regimes import REGIMES, regime_codes
 from fuzz.findings.kinds import Property
@@ -111,7 +111,7 @@ def _rows(target: Any, g: Any, sizing: Any) -> Any:
 
 
 def sweep(
-    target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach], sizing: GraphSizing, table: Any
+    target: Any, prover: Any, closed_form: Callable[[Any, ServingConfig], Reach | None], sizing: GraphSizing, table: Any
 ) -> Sweep:
     """Every group ``table`` (a ``page_tables.GraphTable``) breaks over the prover's space, with its count and worst
     configuration (each worst one's ``Reach`` from ``closed_form``, the scalar form it is the twin of), under
@@ -126,12 +126,13 @@ def sweep(
     revision = target.revision
     found: dict[tuple[Property, str], Swept] = {}  # each group's worst so far
     counts: dict[tuple[Property, str], int] = {}
-    swept = prover.count()  # the space's configurations; a block period adds residues past the page's
+    swept = 0  # the launches it judges (``GraphTable.coverage``), each at every residue of its period, overlap off/on
     period_tokens = sizing.block_tokens or 1
-    for g, keep in prover.launch_grids(attn_dcp_size=1):  # the standard pool without DCP (``GraphTable.takes``)
+    for g, taken in prover.launch_grids(attn_dcp_size=1):  # the standard pool without DCP (``GraphTable.takes``)
+        page, n = int(g.page_size[0]), len(g)
+        keep = taken & torch.as_tensor(judged(g.algorithm, g.topk)).expand(n)  # topk 1, UNO out (``steps``)
         if g.kv_pool is not KVPool.STANDARD or not bool(keep.any()):
             continue
-        page, n = int(g.page_size[0]), len(g)
         if not table.takes(ServingConfig(context_len=4096, page_size=page)):  # a page the backend does not run
             continue
         rows = _rows(target, g, sizing)
@@ -152,7 +153,7 @@ def sweep(
                 extra, align = torch.zeros_like(extra), torch.ones_like(align)
             keys, inverse = unique_rows(torch.stack([offset, dmax, smax, extra, align, g.topk.long()], dim=1)[keep])
             configs = keep.nonzero().flatten()
-            swept += len(configs) * (period - page)
+            swept += len(configs) * period
             spill, past, swept_context = _swept_profiles(keys, context, g.algorithm, page, sizing)
             for prop, over in ((Property.WRITE_WITHIN_ROW, spill), (Property.READ_WITHIN_ROW, past)):
                 breaks, worst = (over > 0).sum(dim=1), over.max(dim=1)
@@ -170,11 +171,15 @@ def sweep(
                     kw = {**witness_config(g, k, page, 0, overlap), "context_len": int(swept_context[residue])}
                     cfg = ServingConfig.from_dict(kw)
                     reach = closed_form(target, cfg)
-                    if reach.prop is not prop or reach.end - reach.width != int(values[at]):
+                    if reach is None or reach.prop is not prop or reach.end - reach.width != int(values[at]):
+                        said = "does not judge it" if reach is None else f"{reach.prop} {reach.end - reach.width}"
                         raise AssertionError(
                             f"{table.name}: the sweep and the closed form disagree at {cfg.short()}: "
-                            f"{prop} {int(values[at])} past, the closed form {reach.prop} {reach.end - reach.width}"
+                            f"{prop} {int(values[at])} past, the closed form {said}"
                         )
                     found[key] = Swept(prop, key[1], 0, int(values[at]), cfg, reach)
+    over = f"the launches it judges ({table.coverage}), {OVER}"
+    if not swept:
+        return Sweep(0, over, (), refused=f"no launch of the {prover.space} space is one it judges: {table.coverage}")
     groups = tuple(Swept(s.prop, s.group, counts[key], s.worst, s.config, s.reach) for key, s in found.items())
-    return Sweep(swept, OVER, groups)
+    return Sweep(swept, over, groups)
