@@ -100,7 +100,7 @@ def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None
         assert list(req["on_req"].values()) == sorted(req["on_req"].values())  # in line order
     assert set(_LENS) <= REQ_ATTRIBUTES  # make_request only sets names a record locates
     sections = {"schema", "schema_version", "release", "sources", "req", "where", "after_decode", "pool_allocators"}
-    assert all(set(record(r)) == {*sections, "eagle_preclaims_bonus"} for r in releases())
+    assert all(set(record(r)) == {*sections, "eagle_preclaims_bonus", "attention_modules"} for r in releases())
     # The version branch it replaces: 0.5.13-0.5.14's EAGLE mixin takes the bonus slot in prepare.
     assert [r for r in releases() if record(r)["eagle_preclaims_bonus"]] == ["0.5.13", "0.5.14"]
     # The hand tables they replace, read from the wheels instead: what prepare_for_decode adds after the decode
@@ -113,6 +113,32 @@ def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None
     kinds = {r: list(record(r)["pool_allocators"]) for r in releases()}
     unified = ["unified-mamba", "unified-swa", "unified-mamba-swa"]
     assert kinds == {r: ["swa"] + ["hisparse"] * (n[r] >= 14) + unified * (n[r] >= 20) for r in releases()}
+    # ... and the modules each checked backend's builders run from, release by release (the version branches they
+    # replace): the builders' package (layers/attention/triton_ops to 0.5.15, kernels/ops/kvcache to 0.5.22,
+    # kernels/ops/attention after; FA3's metadata and the utils in kernels/ops/attention from 0.5.16), FA3's
+    # page-table builder from 0.5.15, trtllm_mha's from 0.5.14 and its fused graph metadata from 0.5.15, the pool's
+    # hooks (0.5.17-0.5.18, 0.5.21+ where the backend imports them), the runner's translator (0.5.19+) and what it
+    # imports (0.5.22+).
+    attn, mem, kops = "sglang.srt.layers.attention.", "sglang.srt.mem_cache.", "sglang.kernels.ops."
+    for r in releases():
+        ops = attn + "triton_ops." if n[r] <= 15 else kops + ("attention." if n[r] >= 23 else "kvcache.")
+        own = attn + "triton_ops." if n[r] <= 15 else kops + "attention."  # FA3's metadata
+        utils = attn + "utils" if n[r] <= 15 else kops + "attention.utils"
+        runner = [mem + "kv_index_translator"] * (n[r] >= 19)
+        runner += [mem + "unified_draft_pool", mem + "kv_loc_plan"] * (n[r] >= 22)
+        hooks = [attn + "unified_mem_hooks"] * (17 <= n[r] <= 18) + [attn + "kv_shard_hooks"] * (n[r] >= 21)
+        page_table = [ops + "trtllm_mha_page_table"]
+        base = [attn + "base_attn_backend"]
+        mods = record(r)["attention_modules"]
+        fa3 = [attn + "flashattention_backend", *base, own + "metadata", utils, *page_table * (n[r] >= 15)]
+        assert mods["fa3"] == [*fa3, *hooks, *runner], r
+        trtllm_mha = [attn + "trtllm_mha_backend", attn + "flashinfer_backend", *base, utils]
+        trtllm_mha += [*page_table * (n[r] >= 14), *[ops + "trtllm_mha_graph_metadata"] * (n[r] >= 15)]
+        ragged = ["sglang.srt.layers.quantization.fp4_kv_cache_quant_method", "sglang.srt.speculative.ragged_verify"]
+        assert mods["trtllm_mha"] == [*trtllm_mha, *ragged * (n[r] >= 16), *runner], r
+        mla = [attn + "flashinfer_mla_backend", *base, utils, ops + "kv_indices"]
+        assert mods["flashmla"] == [attn + "flashmla_backend", *mla, *hooks[: 17 <= n[r] <= 18], *runner], r
+        assert mods["trtllm_mla"] == [attn + "trtllm_mla_backend", *mla, *hooks, *runner], r
 
 
 def test_a_release_without_a_record_is_named() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from allocator_model.page_tables import AttentionBackend, Mode
 
 from ..graph_tables import GraphTable
+from ..records import record
 from . import fa3, flashmla, trtllm_mha, trtllm_mla
 from .checked import CheckedBackend, GraphBackend
 
@@ -34,8 +35,10 @@ def backend_of(table: str | None) -> str | None:
 
 
 def modules_of(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
-    """The modules executed for each backend's page tables in ``version``, dotted, the backend's own first."""
-    return {k: b.modules(version) for k, b in CHECKED.items()}
+    """The modules executed for each backend's page tables in release ``version``, dotted, the backend's own first:
+    its record's ``attention_modules`` (``CheckedBackend.imports``, followed in the release's wheel)."""
+    found = record(version)["attention_modules"]
+    return {k: tuple(found[k.value]) for k in CHECKED}
 
 
 def modes_of(version: str, backend: AttentionBackend) -> frozenset[Mode]:

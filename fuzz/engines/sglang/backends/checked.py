@@ -1,6 +1,6 @@
 """What this engine knows of a checked attention backend, in one value: its CUDA-graph page table (``GraphTable``:
 where SGLang sizes, fills and reads it, which launches run it), how SGLang builds its builders (``GraphBackend``),
-the modules they run from in each release, the modes its own builders run, and the GPU its kernels need."""
+the names whose SGLang code they run, the modes its own builders run, and the GPU its kernels need."""
 
 from __future__ import annotations
 
@@ -50,15 +50,24 @@ def every_mode(version: str) -> frozenset[Mode]:
     return frozenset(Mode)
 
 
+# The model runner a backend's constructor is handed, and what the runtime's stand-in of it builds from the release's
+# own code (its KV-index translator and what that imports): the modules where the runner imports them from are
+# executed with each backend's (0.5.19+, 0.5.22+; absent before).
+RUNNER = "sglang.srt.model_executor.model_runner"
+RUNNER_IMPORTS = ("KVIndexTranslator", "fused_draft_host_allocator", "IdSpace")
+
+
 @dataclass(frozen=True)
 class CheckedBackend:
-    """One checked backend: its table, its builders, ``modules(version)`` (the release's modules its builders run
-    from, the backend's own first), ``modes(version)`` (the modes its own builders run: a mode another backend's
-    builders serve is not judged on it) and ``hardware`` (the GPU a launch line names for its kernels)."""
+    """One checked backend: its table, its builders, ``imports`` (the names its builders need SGLang's own code of:
+    the modules they are imported from, along each import to the module that defines them, are executed with the
+    backend's; where a release keeps them is its record's ``attention_modules``, generated from its wheel),
+    ``modes(version)`` (the modes its own builders run: a mode another backend's builders serve is not judged on
+    it) and ``hardware`` (the GPU a launch line names for its kernels)."""
 
     table: GraphTable
     builders: GraphBackend
-    modules: Callable[[str], tuple[str, ...]]
+    imports: tuple[str, ...]
     hardware: str
     modes: Callable[[str], frozenset[Mode]] = every_mode
 

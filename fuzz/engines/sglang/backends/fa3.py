@@ -7,18 +7,8 @@ from allocator_model.page_tables import AttentionBackend
 from fuzz.tables import CodeRef
 
 from ..graph_tables import GraphTable
-from .checked import SM90, CheckedBackend, GraphBackend, minor
-from .packages import (
-    ATTENTION_DIR,
-    ATTN,
-    KOPS,
-    PAGE_TABLE_BUILDER,
-    PAGE_TABLE_FILES,
-    SGLANG_REPO_PATH,
-    attention_utils,
-    pool_hooks,
-    runner_modules,
-)
+from .checked import SM90, CheckedBackend, GraphBackend
+from .packages import ATTENTION_DIR, PAGE_TABLE_BUILDER, PAGE_TABLE_FILES, SGLANG_REPO_PATH
 
 MODULE = "sglang.srt.layers.attention.flashattention_backend"
 FILE = ATTENTION_DIR + "flashattention_backend.py"
@@ -29,17 +19,16 @@ METADATA_FILE = SGLANG_REPO_PATH + "sglang/kernels/ops/attention/metadata.py"
 PAGES = tuple(p for p in range(1, 257) if p & (p - 1) == 0)
 
 
-def modules(version: str) -> tuple[str, ...]:
-    """The backend, its base class, the triton/torch builders (their package moved from layers/attention/triton_ops
-    to kernels/ops in 0.5.16, the page-table builder's from kernels/ops/kvcache to kernels/ops/attention in 0.5.23),
-    assert_buffer_fits' module, the pool's hooks and the runner's modules (``packages``)."""
-    n = minor(version)
-    metadata = ATTN + "triton_ops.metadata" if n <= 15 else KOPS + "attention.metadata"
-    own = (MODULE, ATTN + "base_attn_backend", metadata, attention_utils(version))
-    if n <= 15:
-        return own + ((ATTN + "triton_ops.trtllm_mha_page_table",) if n == 15 else ())
-    page_table = KOPS + ("attention" if n >= 23 else "kvcache") + ".trtllm_mha_page_table"
-    return own + (page_table,) + pool_hooks(version) + runner_modules(version)
+# Its base class, its metadata builders, assert_buffer_fits, the unclamped page-table builder (0.5.15+) and the pool's
+# hooks (0.5.17-0.5.18, 0.5.21+), where the backend imports them from.
+IMPORTS = (
+    "AttentionBackend",
+    "normal_decode_set_metadata",
+    "assert_buffer_fits",
+    PAGE_TABLE_BUILDER,
+    "unified_mla_hooks",
+    "get_kv_shard_pool",
+)
 
 
 BACKEND = CheckedBackend(
@@ -62,6 +51,6 @@ BACKEND = CheckedBackend(
         pages=PAGES,
     ),
     GraphBackend(AttentionBackend.FA3, MODULE, "FlashAttentionBackend", "FlashAttentionMultiStepBackend", SM90),
-    modules,
+    IMPORTS,
     hardware="an SM90 (Hopper) GPU: FA3's kernels are built for it",
 )

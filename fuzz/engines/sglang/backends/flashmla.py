@@ -9,26 +9,22 @@ from fuzz.tables import CodeRef
 
 from ..graph_tables import GraphTable
 from .checked import SM90, CheckedBackend, GraphBackend, minor
-from .packages import (
-    ATTENTION_DIR,
-    ATTN,
-    KV_INDICES_FILES,
-    attention_utils,
-    builders_package,
-    pool_hooks,
-    runner_modules,
-)
+from .packages import ATTENTION_DIR, KV_INDICES_FILES
 
 MODULE = "sglang.srt.layers.attention.flashmla_backend"
 FILE = ATTENTION_DIR + "flashmla_backend.py"
 
 
-def modules(version: str) -> tuple[str, ...]:
-    """The backend, its base class (FlashInfer's MLA backend, whose ``__init__`` it runs) and theirs, the utils
-    and the kv-indices kernels' module (in the packages FA3's builders moved with), the pool's hooks and the
-    runner's modules (``packages``)."""
-    own = (MODULE, ATTN + "flashinfer_mla_backend", ATTN + "base_attn_backend", attention_utils(version))
-    return own + (builders_package(version) + "kv_indices",) + pool_hooks(version) + runner_modules(version)
+# Its base class (FlashInfer's MLA backend, whose ``__init__`` it runs) and theirs, assert_buffer_fits, the kv-indices
+# kernels and the pool's hooks (0.5.17-0.5.18), where the backend imports them from.
+IMPORTS = (
+    "FlashInferMLAAttnBackend",
+    "AttentionBackend",
+    "assert_buffer_fits",
+    "create_flashmla_kv_indices_triton",
+    "unified_mla_hooks",
+    "get_kv_shard_pool",
+)
 
 
 def modes(version: str) -> frozenset[Mode]:
@@ -64,7 +60,7 @@ BACKEND = CheckedBackend(
         table="block_kv_indices",
         scheduled_lengths=True,
     ),
-    modules,
+    IMPORTS,
     hardware="an SM90 (Hopper) GPU: FlashMLA's kernels are built for it",
     modes=modes,
 )

@@ -8,18 +8,8 @@ from allocator_model.page_tables import AttentionBackend
 from fuzz.tables import CodeRef
 
 from ..graph_tables import GraphTable
-from .checked import SM90, CheckedBackend, GraphBackend, minor
-from .packages import (
-    ATTENTION_DIR,
-    ATTN,
-    KV_CACHE_QUANT,
-    PAGE_TABLE_BUILDER,
-    PAGE_TABLE_FILES,
-    SGLANG_REPO_PATH,
-    attention_utils,
-    builders_package,
-    runner_modules,
-)
+from .checked import SM90, CheckedBackend, GraphBackend
+from .packages import ATTENTION_DIR, PAGE_TABLE_BUILDER, PAGE_TABLE_FILES, SGLANG_REPO_PATH
 
 MODULE = "sglang.srt.layers.attention.trtllm_mha_backend"
 FILE = ATTENTION_DIR + "trtllm_mha_backend.py"
@@ -32,17 +22,18 @@ GRAPH_METADATA_FILES = (  # the fused graph-metadata kernel: kvcache/ to 0.5.22,
 PAGES = (16, 32, 64)
 
 
-def modules(version: str) -> tuple[str, ...]:
-    """The backend, its base class (FlashInfer's backend, whose ``__init__`` it runs) and theirs, the page-table
-    builder (0.5.14+: the whole graph path of 0.5.14, the eager and ragged-verify paths after) and the fused
-    graph-metadata kernel (0.5.15+), in the packages FA3's moved with; 0.5.16+ the KV-cache access resolver (the
-    pool's unquantized method) and the ragged-verify layout reader; the runner's modules (``packages``)."""
-    n, ops = minor(version), builders_package(version)
-    out: tuple[str, ...] = (MODULE, ATTN + "flashinfer_backend", ATTN + "base_attn_backend", attention_utils(version))
-    out += (ops + "trtllm_mha_page_table",) if n >= 14 else ()
-    out += (ops + "trtllm_mha_graph_metadata",) if n >= 15 else ()
-    out += (KV_CACHE_QUANT, "sglang.srt.speculative.ragged_verify") if n >= 16 else ()
-    return out + runner_modules(version)
+# Its base class (FlashInfer's backend, whose ``__init__`` it runs) and theirs, assert_buffer_fits, the page-table
+# builder (0.5.14+), the fused graph-metadata kernel (0.5.15+), the KV-cache access resolver (the pool's unquantized
+# method) and the ragged-verify layout reader (0.5.16+), where the backend imports them from.
+IMPORTS = (
+    "FlashInferAttnBackend",
+    "AttentionBackend",
+    "assert_buffer_fits",
+    PAGE_TABLE_BUILDER,
+    "update_trtllm_mha_graph_metadata",
+    "KVCacheAttentionAccessKind",
+    "resolve_ragged_verify_layout",
+)
 
 
 BACKEND = CheckedBackend(
@@ -65,7 +56,7 @@ BACKEND = CheckedBackend(
         topk_1_only=True,  # [cite: trtllm-mha-topk-1]
     ),
     GraphBackend(AttentionBackend.TRTLLM_MHA, MODULE, "TRTLLMHAAttnBackend", "TRTLLMHAAttnMultiStepDraftBackend", SM90),
-    modules,
+    IMPORTS,
     # SGLang refuses it below SM90 [cite: trtllm-mha-requires-sm90], and as the prefill backend below SM100 to
     # 0.5.18, so SM100 boots the line on every release
     hardware="an SM100 (Blackwell) GPU: trtllm_mha's kernels (SGLang 0.5.19+ boots it on SM90 too)",

@@ -16,10 +16,8 @@ FILE = ATTENTION_DIR + "trtllm_mla_backend.py"
 PAGES = (32, 64)  # SGLang changes any other to 64 [cite: trtllm-mla-pages]
 
 
-def modules(version: str) -> tuple[str, ...]:
-    """The backend, then FlashMLA's but its backend: FlashInfer's MLA backend (its base) and the same kv-indices
-    kernels (its builder)."""
-    return (MODULE,) + flashmla.modules(version)[1:]
+# FlashMLA's: FlashInfer's MLA backend (its base) and the same kv-indices kernels (its builder).
+IMPORTS = flashmla.IMPORTS
 
 
 BACKEND = CheckedBackend(
@@ -54,6 +52,6 @@ BACKEND = CheckedBackend(
         lengths="seq_lens_k",
         batch_lengths_if_none=True,
     ),
-    modules,
+    IMPORTS,
     hardware="an SM100 (Blackwell) GPU: SGLang refuses trtllm_mla below it",
 )

@@ -19,6 +19,9 @@ Sections (one per kind of fact):
                      ``mem_cache/allocator/`` that defines it and its line (a kind it does not ship is absent)
     eagle_preclaims_bonus  whether the EAGLE decode entry takes the bonus slot in prepare (the accept then
                      takes it back): a version branch made a fact of the release
+    attention_modules  each checked attention backend's modules its builders run from: its own, then the
+                     modules along the import of each name its builders need (``CheckedBackend.imports``) to the
+                     module defining it, then along the model runner's imports of what its stand-in builds
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ LENS = (
 REQ_ATTRIBUTES = frozenset({"rid", "kv", "decode_batch_idx", "sampling_params", *LENS})
 KV_PROPERTIES = frozenset({"holds_kv", "holds_mamba"})
 SCHEMA = "kvrow-fuzz/sglang-release-record"
-SCHEMA_VERSION = 2  # 2: pool_allocators name each class's module
+SCHEMA_VERSION = 3  # 2: pool_allocators name each class's module; 3: attention_modules
 
 
 def _version_key(release: str) -> tuple[int, ...]:

@@ -219,6 +219,84 @@ def pool_allocators_section(read: Callable[[str], str], members: list[str]) -> d
     return out
 
 
+MAX_REEXPORTS = 8  # an import chain longer than this is an error, never a guess
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    """Whether the module defines ``name`` at its top level (a ``def``, a ``class`` or an assignment)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+    return False
+
+
+def _imported(tree: ast.Module, name: str) -> tuple[str, str] | None:
+    """(module, its name there) of the module's first ``from sglang... import`` binding ``name``, anywhere in it
+    (a function's own import too), or None."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("sglang"):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return str(node.module), alias.name
+    return None
+
+
+def import_chain(parse: Callable[[str], ast.Module | None], start: str, name: str) -> list[str]:
+    """The modules ``start`` reaches ``name`` through: the one it imports it from, then each one that re-exports it,
+    to the one that defines it; [] where ``start`` does not import it.  RecordError: a module the chain names that
+    the wheel lacks, or a chain that never reaches a definition."""
+    tree, out, module, wanted = parse(start), [], start, name
+    if tree is None:
+        return []
+    for _ in range(MAX_REEXPORTS):
+        found = _imported(tree, wanted)
+        if found is None:
+            if module == start:
+                return []
+            raise RecordError(f"{module} neither defines nor imports {wanted} (imported by {start} as {name})")
+        module, wanted = found
+        out.append(module)
+        tree = parse(module)
+        if tree is None:
+            raise RecordError(f"{out[-2] if len(out) > 1 else start} imports {wanted} from {module}: not in the wheel")
+        if _defines(tree, wanted):
+            return out
+    raise RecordError(f"{start}'s import of {name} passes {MAX_REEXPORTS} modules without a definition: {out}")
+
+
+def attention_modules_section(parse: Callable[[str], ast.Module | None]) -> dict[str, list[str]]:
+    """The modules each checked backend's builders run from (``backends.CheckedBackend.imports``): the backend's own,
+    then, for each name in order, the modules along its import chain from the first module listed that imports it;
+    then along the model runner's imports of what its stand-in builds (``RUNNER_IMPORTS``, from the runner or a
+    module listed)."""
+    from fuzz.engines.sglang.backends.catalog import CHECKED  # the engine's names (a heavy package)
+    from fuzz.engines.sglang.backends.checked import RUNNER, RUNNER_IMPORTS
+
+    def extend(out: list[str], starts: list[str], name: str) -> None:
+        for start in starts:
+            chain = import_chain(parse, start, name)
+            if chain:
+                out.extend(m for m in chain if m not in out)
+                return
+
+    section: dict[str, list[str]] = {}
+    for backend in CHECKED.values():
+        own = backend.builders.module
+        if parse(own) is None:
+            raise RecordError(f"no {_member(own)} (the {backend.backend.label} backend) in the wheel")
+        out = [own]
+        for name in backend.imports:
+            extend(out, list(out), name)
+        for name in RUNNER_IMPORTS:
+            extend(out, [RUNNER, *out[1:]], name)
+        section[backend.backend.value] = out
+    return section
+
+
 def generate(wheel: Path) -> dict[str, Any]:
     """The record of ``wheel``'s release, read from its code."""
     release = release_of(wheel)
@@ -244,6 +322,13 @@ def generate(wheel: Path) -> dict[str, Any]:
             after = after_decode_section(source(SCHEDULE_BATCH))
             pools = pool_allocators_section(source, z.namelist())
             preclaims = eagle_preclaims_bonus(source, release)
+            members = set(z.namelist())
+
+            def parse(module: str) -> ast.Module | None:
+                member = _member(module)
+                return ast.parse(source(member)) if member in members else None
+
+            attention = attention_modules_section(parse)
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise RecordError(f"{wheel}: cannot read it ({type(e).__name__}: {e})") from None
     except RecordError as e:
@@ -258,6 +343,7 @@ def generate(wheel: Path) -> dict[str, Any]:
         "after_decode": after,
         "pool_allocators": pools,
         "eagle_preclaims_bonus": preclaims,
+        "attention_modules": attention,
     }
 
 
