@@ -37,7 +37,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 
-from graph_twin import spec_config, twin  # noqa: E402
+from graph_twin import kv_indices_builds_run_interpreted, spec_config, twin  # noqa: E402
 from hermetic import PINNED_RELEASES  # noqa: E402
 from test_sglang_runtime import runtime  # noqa: E402
 
@@ -114,33 +114,7 @@ def test_sglang_builders_equal_the_model(version: str, what: str, context: int, 
 def test_builds_run_interpreted_on_the_stand_in_gpu_and_leave_nothing_behind(version: str):
     """The builder is SGLang's interpreted kernel; a call's buffers are refilled before the next; the CUDA device
     and torch.cuda's properties are the stand-in's only inside SGLang's calls; topk > 1 is not this table's."""
-    import torch
-    from triton.runtime.interpreter import InterpretedFunction
-
-    from fuzz.engines.sglang.real.runtime.attention import graph_builds
-
-    r = runtime(version)
-    cfg, rt = config(191, "EAGLE")
-    first = graph_builds(r, FLASHMLA, cfg, rt, 190, 215)
-    assert graph_builds(r, FLASHMLA, cfg, rt, 10, 215) == expected(version, cfg, rt, 10, 215)
-    assert graph_builds(r, FLASHMLA, cfg, rt, 190, 215) == first
-    builders = r.attention[FLASHMLA]
-    assert builders.loader.compiled_kernels() == []
-    (module,) = [
-        m for d, m in builders.loader.modules.items() if d.endswith("kv_indices") and d in builders.loader.executed
-    ]
-    assert isinstance(module.create_flashmla_kv_indices_triton, InterpretedFunction)
-    with pytest.raises((RuntimeError, AssertionError)):  # outside SGLang's calls: this machine's torch, no CUDA
-        torch.zeros(1, device="cuda")
-    tree = ServingConfig.resolve(
-        context_len=191,
-        page_size=64,
-        speculative_algorithm="EAGLE",
-        speculative_num_steps=3,
-        speculative_eagle_topk=2,
-        speculative_num_draft_tokens=4,
-    )
-    assert graph_builds(r, FLASHMLA, tree, tree.launch_runtime, 190, 215) == []
+    kv_indices_builds_run_interpreted(runtime(version), FLASHMLA, version, 191, 190, 215)
 
 
 def test_the_model_revisions_carry_the_measured_builders() -> None:

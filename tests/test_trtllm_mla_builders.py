@@ -36,7 +36,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
 
-from graph_twin import spec_config, twin  # noqa: E402
+from graph_twin import kv_indices_builds_run_interpreted, spec_config, twin  # noqa: E402
 from hermetic import PINNED_RELEASES  # noqa: E402
 from test_sglang_runtime import runtime  # noqa: E402
 
@@ -109,38 +109,14 @@ def test_sglang_builders_equal_the_model(
 def test_builds_run_interpreted_on_the_stand_in_gpu_and_leave_nothing_behind(version: str):
     """The builder is SGLang's interpreted kernel; a call's buffers are refilled before the next; the CUDA device is
     the stand-in's only inside SGLang's calls; the kernels' own values stay inert; topk > 1 is not this table's."""
-    import torch
-    from triton.runtime.interpreter import InterpretedFunction
-
-    from fuzz.engines.sglang.real.runtime.attention import graph_builds
     from fuzz.engines.sglang.real.runtime.inert import Inert
 
-    r = runtime(version)
-    cfg, rt = config(4096, "EAGLE")
-    first = graph_builds(r, TRTLLM_MLA, cfg, rt, 4094, 4120)
-    assert graph_builds(r, TRTLLM_MLA, cfg, rt, 10, 4120) == expected(version, cfg, rt, 10, 4120)
-    assert graph_builds(r, TRTLLM_MLA, cfg, rt, 4094, 4120) == first
-    builders = r.attention[TRTLLM_MLA]
-    assert builders.loader.compiled_kernels() == []
-    (module,) = [
-        m for d, m in builders.loader.modules.items() if d.endswith("kv_indices") and d in builders.loader.executed
-    ]
-    assert isinstance(module.create_flashmla_kv_indices_triton, InterpretedFunction)
+    builders = kv_indices_builds_run_interpreted(runtime(version), TRTLLM_MLA, version, 4096, 4094, 4120)
+    cfg, _ = config(4096, "EAGLE")
     (bucket,) = [b for b in builders.buckets.values() if b.cfg == cfg]  # other tests' buckets may share the runtime
     target = bucket.backends["target"]
     if int(version.split(".")[2]) >= 17:  # trtllm-gen's multi-CTA counters (0.5.17+): the stand-in's scratch
         assert isinstance(target._multi_ctas_kv_counter_buffer, Inert)
-    with pytest.raises((RuntimeError, AssertionError)):  # outside SGLang's calls: this machine's torch, no CUDA
-        torch.zeros(1, device="cuda")
-    tree = ServingConfig.resolve(
-        context_len=4096,
-        page_size=64,
-        speculative_algorithm="EAGLE",
-        speculative_num_steps=3,
-        speculative_eagle_topk=2,
-        speculative_num_draft_tokens=4,
-    )
-    assert graph_builds(r, TRTLLM_MLA, tree, tree.launch_runtime, 4094, 4120) == []
 
 
 def test_the_model_revisions_carry_the_measured_builders() -> None:
