@@ -100,7 +100,8 @@ def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None
         assert list(req["on_req"].values()) == sorted(req["on_req"].values())  # in line order
     assert set(_LENS) <= REQ_ATTRIBUTES  # make_request only sets names a record locates
     sections = {"schema", "schema_version", "release", "sources", "req", "where", "after_decode", "pool_allocators"}
-    assert all(set(record(r)) == {*sections, "eagle_preclaims_bonus", "attention_modules"} for r in releases())
+    facts = {"eagle_preclaims_bonus", "attention_modules", "no_draft_extend"}
+    assert all(set(record(r)) == {*sections, *facts} for r in releases())
     # The version branch it replaces: 0.5.13-0.5.14's EAGLE mixin takes the bonus slot in prepare.
     assert [r for r in releases() if record(r)["eagle_preclaims_bonus"]] == ["0.5.13", "0.5.14"]
     # The hand tables they replace, read from the wheels instead: what prepare_for_decode adds after the decode
@@ -139,8 +140,38 @@ def test_every_committed_record_is_well_formed_and_the_layouts_are_its() -> None
         mla = [attn + "flashinfer_mla_backend", *base, utils, ops + "kv_indices"]
         assert mods["flashmla"] == [attn + "flashmla_backend", *mla, *hooks[: 17 <= n[r] <= 18], *runner], r
         assert mods["trtllm_mla"] == [attn + "trtllm_mla_backend", *mla, *hooks, *runner], r
+    # ... and FlashMLA's draft extend, FlashInfer's MLA backend's before 0.5.16: its factory returned none.
+    assert {r: record(r)["no_draft_extend"] for r in releases()} == {r: ["flashmla"] * (n[r] <= 15) for r in n}
 
 
 def test_a_release_without_a_record_is_named() -> None:
     with pytest.raises(KeyError, match="no release record for sglang 0.5.99"):
         record("0.5.99")
+
+
+def test_an_import_chain_follows_re_exports_to_the_definition_and_refuses_a_broken_one() -> None:
+    """``attention_modules``' rule: the modules along an import to the module defining the name; a chain through a
+    module the wheel lacks, or one that ends where nothing defines the name, is an error, never a shorter list."""
+    import ast
+
+    from fuzz.engines.sglang.records.attention import import_chain
+    from fuzz.engines.sglang.records.errors import RecordError
+
+    sources = {
+        "sglang.a": "from sglang.b import f\n",
+        "sglang.b": "def g():\n    from sglang.c import f as f\n",  # a function's own import counts
+        "sglang.c": "def f():\n    pass\n",
+        "sglang.d": "from sglang.gone import g\n",
+        "sglang.e": "from sglang.e2 import h\n",
+        "sglang.e2": "x = 1\n",
+    }
+
+    def parse(module: str) -> ast.Module | None:
+        return ast.parse(sources[module]) if module in sources else None
+
+    assert import_chain(parse, "sglang.a", "f") == ["sglang.b", "sglang.c"]
+    assert import_chain(parse, "sglang.c", "f") == [] and import_chain(parse, "sglang.missing", "f") == []
+    with pytest.raises(RecordError, match="not in the wheel"):
+        import_chain(parse, "sglang.d", "g")
+    with pytest.raises(RecordError, match="neither defines nor imports h"):
+        import_chain(parse, "sglang.e", "h")

@@ -42,5 +42,7 @@ def modules_of(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
 
 
 def modes_of(version: str, backend: AttentionBackend) -> frozenset[Mode]:
-    """The modes ``backend``'s own builders run in ``version``."""
-    return CHECKED[backend].modes(version)
+    """The modes ``backend``'s own builders run in release ``version``: every one, but the draft extend where the
+    release's draft-extend factory returns no backend of it (its record's ``no_draft_extend``)."""
+    refused = backend.value in record(version)["no_draft_extend"]
+    return frozenset(Mode) - {Mode.DRAFT_EXTEND} if refused else frozenset(Mode)

@@ -1,13 +1,13 @@
 """What this engine knows of a checked attention backend, in one value: its CUDA-graph page table (``GraphTable``:
 where SGLang sizes, fills and reads it, which launches run it), how SGLang builds its builders (``GraphBackend``),
-the names whose SGLang code they run, the modes its own builders run, and the GPU its kernels need."""
+the names whose SGLang code they run, and the GPU its kernels need (the modes its own builders run in a release are
+the release record's)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from allocator_model.page_tables import AttentionBackend, Mode
+from allocator_model.page_tables import AttentionBackend
 
 from ..graph_tables import GraphTable
 
@@ -46,10 +46,6 @@ class GraphBackend:
     batch_lengths_if_none: bool = False
 
 
-def every_mode(version: str) -> frozenset[Mode]:
-    return frozenset(Mode)
-
-
 # The model runner a backend's constructor is handed, and what the runtime's stand-in of it builds from the release's
 # own code (its KV-index translator and what that imports): the modules where the runner imports them from are
 # executed with each backend's (0.5.19+, 0.5.22+; absent before).
@@ -62,14 +58,12 @@ class CheckedBackend:
     """One checked backend: its table, its builders, ``imports`` (the names its builders need SGLang's own code of:
     the modules they are imported from, along each import to the module that defines them, are executed with the
     backend's; where a release keeps them is its record's ``attention_modules``, generated from its wheel),
-    ``modes(version)`` (the modes its own builders run: a mode another backend's builders serve is not judged on
-    it) and ``hardware`` (the GPU a launch line names for its kernels)."""
+    and ``hardware`` (the GPU a launch line names for its kernels)."""
 
     table: GraphTable
     builders: GraphBackend
     imports: tuple[str, ...]
     hardware: str
-    modes: Callable[[str], frozenset[Mode]] = every_mode
 
     def __post_init__(self) -> None:
         if self.table.backend is not self.builders.backend:
@@ -78,8 +72,3 @@ class CheckedBackend:
     @property
     def backend(self) -> AttentionBackend:
         return self.table.backend
-
-
-def minor(version: str) -> int:
-    """0.5.NN's NN: the releases this engine runs are 0.5.x."""
-    return int(version.split(".")[2])

@@ -4,11 +4,11 @@ kernel, read by FlashMLA over the lengths it schedules its split-KV work on."""
 
 from __future__ import annotations
 
-from allocator_model.page_tables import FLASHMLA_PAGE, AttentionBackend, Mode
+from allocator_model.page_tables import FLASHMLA_PAGE, AttentionBackend
 from fuzz.tables import CodeRef
 
 from ..graph_tables import GraphTable
-from .checked import SM90, CheckedBackend, GraphBackend, minor
+from .checked import SM90, CheckedBackend, GraphBackend
 from .packages import ATTENTION_DIR, KV_INDICES_FILES
 
 MODULE = "sglang.srt.layers.attention.flashmla_backend"
@@ -25,12 +25,6 @@ IMPORTS = (
     "unified_mla_hooks",
     "get_kv_shard_pool",
 )
-
-
-def modes(version: str) -> frozenset[Mode]:
-    """Its draft extend is FlashInfer's MLA backend's before 0.5.16 (its draft-extend factory returns none
-    [cite: flashmla-no-draft-extend])."""
-    return frozenset(Mode) - {Mode.DRAFT_EXTEND} if minor(version) <= 15 else frozenset(Mode)
 
 
 BACKEND = CheckedBackend(
@@ -62,5 +56,4 @@ BACKEND = CheckedBackend(
     ),
     IMPORTS,
     hardware="an SM90 (Hopper) GPU: FlashMLA's kernels are built for it",
-    modes=modes,
 )

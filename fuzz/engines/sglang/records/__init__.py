@@ -22,6 +22,8 @@ Sections (one per kind of fact):
     attention_modules  each checked attention backend's modules its builders run from: its own, then the
                      modules along the import of each name its builders need (``CheckedBackend.imports``) to the
                      module defining it, then along the model runner's imports of what its stand-in builds
+    no_draft_extend  the checked backends whose draft-extend factory (``speculative/draft_utils.py``) returns no
+                     backend: their own builders run no draft extend in the release
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ LENS = (
 REQ_ATTRIBUTES = frozenset({"rid", "kv", "decode_batch_idx", "sampling_params", *LENS})
 KV_PROPERTIES = frozenset({"holds_kv", "holds_mamba"})
 SCHEMA = "kvrow-fuzz/sglang-release-record"
-SCHEMA_VERSION = 3  # 2: pool_allocators name each class's module; 3: attention_modules
+SCHEMA_VERSION = 3  # 2: pool_allocators name each class's module; 3: attention_modules, no_draft_extend
 
 
 def _version_key(release: str) -> tuple[int, ...]:

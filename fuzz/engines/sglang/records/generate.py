@@ -23,15 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from . import KV_PROPERTIES, RECORDS_DIR, REQ_ATTRIBUTES, SCHEMA, SCHEMA_VERSION
+from .attention import attention_modules_section, no_draft_extend_section
+from .errors import RecordError, member_of
 
 SCHEDULE_BATCH = "sglang/srt/managers/schedule_batch.py"
 ALLOCATORS = "sglang/srt/mem_cache/allocator/"
 WHEEL_NAME = re.compile(r"^sglang-(\d+\.\d+\.\d+)-[^/]*\.whl$")
 DIGEST_CHARS = 16
-
-
-class RecordError(Exception):
-    """A wheel the generator cannot read a record from (one line)."""
 
 
 def _by_line(lines: dict[str, int]) -> dict[str, int]:
@@ -139,10 +137,6 @@ def release_of(wheel: Path) -> str:
     return m.group(1)
 
 
-def _member(module: str) -> str:
-    return module.replace(".", "/") + ".py"
-
-
 def where_section(read: Callable[[str], str], release: str) -> dict[str, int]:
     """The line of every ``Where`` of the release's row (``runtime.releases.RELEASES``), by its key."""
     from fuzz.engines.sglang.real.runtime.releases import RELEASES  # the engine's names (a heavy package)
@@ -152,13 +146,13 @@ def where_section(read: Callable[[str], str], release: str) -> dict[str, int]:
         anchor = where.anchor
         try:
             line = where_line(
-                read(_member(where.module)),
+                read(member_of(where.module)),
                 where.name,
                 anchor.statement if anchor else None,
                 anchor.says if anchor else None,
             )
         except RecordError as e:
-            raise RecordError(f"{field}: {_member(where.module)}: {e}") from None
+            raise RecordError(f"{field}: {member_of(where.module)}: {e}") from None
         out.setdefault(where.key, line)
     return out
 
@@ -189,9 +183,9 @@ def eagle_preclaims_bonus(read: Callable[[str], str], release: str) -> bool:
     from fuzz.engines.sglang.real.runtime.releases import EAGLE, RELEASES
 
     entry = RELEASES[release].entries[EAGLE]
-    found = definitions(ast.parse(read(_member(entry.module))), entry.name)
+    found = definitions(ast.parse(read(member_of(entry.module))), entry.name)
     if not found:
-        raise RecordError(f"no definition of {entry.name} in {_member(entry.module)}")
+        raise RecordError(f"no definition of {entry.name} in {member_of(entry.module)}")
     return any(
         isinstance(n, ast.AugAssign)
         and isinstance(n.op, ast.Add)
@@ -217,84 +211,6 @@ def pool_allocators_section(read: Callable[[str], str], members: list[str]) -> d
             member, line = where[0]
             out[kind] = {"module": member.removeprefix(ALLOCATORS).removesuffix(".py"), "line": line}
     return out
-
-
-MAX_REEXPORTS = 8  # an import chain longer than this is an error, never a guess
-
-
-def _defines(tree: ast.Module, name: str) -> bool:
-    """Whether the module defines ``name`` at its top level (a ``def``, a ``class`` or an assignment)."""
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return True
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return True
-    return False
-
-
-def _imported(tree: ast.Module, name: str) -> tuple[str, str] | None:
-    """(module, its name there) of the module's first ``from sglang... import`` binding ``name``, anywhere in it
-    (a function's own import too), or None."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("sglang"):
-            for alias in node.names:
-                if (alias.asname or alias.name) == name:
-                    return str(node.module), alias.name
-    return None
-
-
-def import_chain(parse: Callable[[str], ast.Module | None], start: str, name: str) -> list[str]:
-    """The modules ``start`` reaches ``name`` through: the one it imports it from, then each one that re-exports it,
-    to the one that defines it; [] where ``start`` does not import it.  RecordError: a module the chain names that
-    the wheel lacks, or a chain that never reaches a definition."""
-    tree, out, module, wanted = parse(start), [], start, name
-    if tree is None:
-        return []
-    for _ in range(MAX_REEXPORTS):
-        found = _imported(tree, wanted)
-        if found is None:
-            if module == start:
-                return []
-            raise RecordError(f"{module} neither defines nor imports {wanted} (imported by {start} as {name})")
-        module, wanted = found
-        out.append(module)
-        tree = parse(module)
-        if tree is None:
-            raise RecordError(f"{out[-2] if len(out) > 1 else start} imports {wanted} from {module}: not in the wheel")
-        if _defines(tree, wanted):
-            return out
-    raise RecordError(f"{start}'s import of {name} passes {MAX_REEXPORTS} modules without a definition: {out}")
-
-
-def attention_modules_section(parse: Callable[[str], ast.Module | None]) -> dict[str, list[str]]:
-    """The modules each checked backend's builders run from (``backends.CheckedBackend.imports``): the backend's own,
-    then, for each name in order, the modules along its import chain from the first module listed that imports it;
-    then along the model runner's imports of what its stand-in builds (``RUNNER_IMPORTS``, from the runner or a
-    module listed)."""
-    from fuzz.engines.sglang.backends.catalog import CHECKED  # the engine's names (a heavy package)
-    from fuzz.engines.sglang.backends.checked import RUNNER, RUNNER_IMPORTS
-
-    def extend(out: list[str], starts: list[str], name: str) -> None:
-        for start in starts:
-            chain = import_chain(parse, start, name)
-            if chain:
-                out.extend(m for m in chain if m not in out)
-                return
-
-    section: dict[str, list[str]] = {}
-    for backend in CHECKED.values():
-        own = backend.builders.module
-        if parse(own) is None:
-            raise RecordError(f"no {_member(own)} (the {backend.backend.label} backend) in the wheel")
-        out = [own]
-        for name in backend.imports:
-            extend(out, list(out), name)
-        for name in RUNNER_IMPORTS:
-            extend(out, [RUNNER, *out[1:]], name)
-        section[backend.backend.value] = out
-    return section
 
 
 def generate(wheel: Path) -> dict[str, Any]:
@@ -325,10 +241,11 @@ def generate(wheel: Path) -> dict[str, Any]:
             members = set(z.namelist())
 
             def parse(module: str) -> ast.Module | None:
-                member = _member(module)
+                member = member_of(module)
                 return ast.parse(source(member)) if member in members else None
 
             attention = attention_modules_section(parse)
+            no_draft_extend = no_draft_extend_section(parse)
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as e:
         raise RecordError(f"{wheel}: cannot read it ({type(e).__name__}: {e})") from None
     except RecordError as e:
@@ -344,6 +261,7 @@ def generate(wheel: Path) -> dict[str, Any]:
         "pool_allocators": pools,
         "eagle_preclaims_bonus": preclaims,
         "attention_modules": attention,
+        "no_draft_extend": no_draft_extend,
     }
 
 
