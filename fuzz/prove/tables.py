@@ -107,7 +107,7 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
         if reach.end - reach.width > g.worst:
             g.worst, g.worst_case = reach.end - reach.width, (config, reach)
     if not proof.configurations:
-        proof.refused = f"no configuration of the {prover.space} space is one it is judged on"
+        proof.refused = f"no configuration of the {prover.space} space is one it judges"
         return proof
     _witnesses(target, t, proof)
     proof.seconds = time.monotonic() - started

@@ -1,7 +1,7 @@
 """The attention backends: those whose page tables this engine checks, one module each (``fa3``, ``trtllm_mha``,
 ``flashmla``, ``trtllm_mla``: a ``CheckedBackend`` holding its table, its builders, the names they need SGLang's
-code of (each release's modules for them are its record's), its modes and its hardware), and every other backend a
-release registers, listed with its reason (``registry``)."""
+code of (each release's modules for them, and the modes they run, are its record's) and its hardware), and every
+other backend a release registers, listed with its reason (``registry``)."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ class GraphBackend:
 
 # The model runner a backend's constructor is handed, and what the runtime's stand-in of it builds from the release's
 # own code (its KV-index translator and what that imports): the modules where the runner imports them from are
-# executed with each backend's (0.5.19+, 0.5.22+; absent before).
+# executed with each backend's (where the release has them).
 RUNNER = "sglang.srt.model_executor.model_runner"
 RUNNER_IMPORTS = ("KVIndexTranslator", "fused_draft_host_allocator", "IdSpace")
 

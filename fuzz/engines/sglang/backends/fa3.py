@@ -19,8 +19,8 @@ METADATA_FILE = SGLANG_REPO_PATH + "sglang/kernels/ops/attention/metadata.py"
 PAGES = tuple(p for p in range(1, 257) if p & (p - 1) == 0)
 
 
-# Its base class, its metadata builders, assert_buffer_fits, the unclamped page-table builder (0.5.15+) and the pool's
-# hooks (0.5.17-0.5.18, 0.5.21+), where the backend imports them from.
+# Its base class, its metadata builders, assert_buffer_fits, the unclamped page-table builder and the pool's hooks,
+# where the backend imports them from (a release that has none of one: none; each release's list is its record's).
 IMPORTS = (
     "AttentionBackend",
     "normal_decode_set_metadata",

@@ -16,7 +16,7 @@ FILE = ATTENTION_DIR + "flashmla_backend.py"
 
 
 # Its base class (FlashInfer's MLA backend, whose ``__init__`` it runs) and theirs, assert_buffer_fits, the kv-indices
-# kernels and the pool's hooks (0.5.17-0.5.18), where the backend imports them from.
+# kernels and the pool's hooks, where the backend imports them from (each release's list is its record's).
 IMPORTS = (
     "FlashInferMLAAttnBackend",
     "AttentionBackend",

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from ..locations import SGLANG_REPO_PATH
 
-ATTN = "sglang.srt.layers.attention."
-KOPS = "sglang.kernels.ops."
 KV_INDEX_TRANSLATOR = "sglang.srt.mem_cache.kv_index_translator"
 KV_CACHE_QUANT = "sglang.srt.layers.quantization.fp4_kv_cache_quant_method"
 ATTENTION_DIR = SGLANG_REPO_PATH + "sglang/srt/layers/attention/"

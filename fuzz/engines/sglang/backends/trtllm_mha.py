@@ -23,8 +23,8 @@ PAGES = (16, 32, 64)
 
 
 # Its base class (FlashInfer's backend, whose ``__init__`` it runs) and theirs, assert_buffer_fits, the page-table
-# builder (0.5.14+), the fused graph-metadata kernel (0.5.15+), the KV-cache access resolver (the pool's unquantized
-# method) and the ragged-verify layout reader (0.5.16+), where the backend imports them from.
+# builder, the fused graph-metadata kernel, the KV-cache access resolver (the pool's unquantized method) and the
+# ragged-verify layout reader, where the backend imports them from (each release's list is its record's).
 IMPORTS = (
     "FlashInferAttnBackend",
     "AttentionBackend",

@@ -180,6 +180,7 @@ def sweep(
                     found[key] = Swept(prop, key[1], 0, int(values[at]), cfg, reach)
     over = f"the launches it judges ({table.coverage}), {OVER}"
     if not swept:
-        return Sweep(0, over, (), refused=f"no launch of the {prover.space} space is one it judges: {table.coverage}")
+        none = f"no configuration of the {prover.space} space is one it judges: {table.coverage}"
+        return Sweep(0, over, (), refused=none)
     groups = tuple(Swept(s.prop, s.group, counts[key], s.worst, s.config, s.reach) for key, s in found.items())
     return Sweep(swept, over, groups)
