@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
 from fuzz.common.compat import StrEnum
@@ -38,6 +37,7 @@ class AttentionBackend(StrEnum):
     TRTLLM_MHA = "trtllm_mha"
     FLASHMLA = "flashmla"
     TRTLLM_MLA = "trtllm_mla"
+    TRITON = "triton"
 
     @property
     def label(self) -> str:
@@ -62,6 +62,19 @@ class AttentionBackend(StrEnum):
         than ``seq`` (the MLA backends' multi-step draft backends build each step's table from the batch's
         lengths, an inner decode view of it)."""
         return self not in (AttentionBackend.FLASHMLA, AttentionBackend.TRTLLM_MLA)
+
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether its table holds one KV slot per token rather than one page per column (triton's kv_indices): its
+        width and lengths are in tokens whatever the launch's page."""
+        return self is AttentionBackend.TRITON
+
+    @property
+    def fills_every_draft_step(self) -> bool:
+        """Whether its draft decode fills a row for each of the S draft steps in one launch (triton's
+        ``generate_draft_decode_kv_indices``, over a grid of S steps), the last row written though no step reads
+        it; the others build the S - 1 steps that run."""
+        return self is AttentionBackend.TRITON
 
 
 FLASHMLA_PAGE = 64
@@ -96,7 +109,8 @@ class TableWidth(StrEnum):
 class Build:
     """One builder's run on one request alone in a one-row bucket, guard rows below it.
 
-    ``written``: the end of the columns ``[0, written)`` of its own row the builder changed (0: none);
+    ``written``: the end of the columns ``[0, written)`` of its own row the builder changed (0: none; columns are
+    pages, or tokens on a backend whose table ``counts_tokens``, whose ``page_size`` is then 1);
     ``spilled``: how many columns past the row's end it wrote (into the next row at offset ``row * width + col``,
     a guard row here); ``published``: the tokens the kernel reads, ``ceil(published / page)`` pages of the row;
     ``stopped_by``: SGLang's own check that refused the build (its assert): nothing written, nothing read, the
@@ -153,20 +167,30 @@ GRAPH_BUFFERS: dict[Mode, str] = {
 }
 FLASHMLA_BUFFER = "cuda_graph_kv_indices"
 TRTLLM_MLA_BUFFER = "decode_cuda_graph_kv_indices"  # trtllm_mla's one buffer, every mode's rows views of it
+# triton's draft decode: the multi-step backend's buffer, a row per draft step (each step's backend reads its row)
+TRITON_DRAFT_BUFFER = "cuda_graph_kv_indices"
 
 
 def graph_buffer(backend: AttentionBackend, mode: Mode) -> str:
     """SGLang's name of the buffer ``backend`` fills in ``mode``."""
-    one = {AttentionBackend.FLASHMLA: FLASHMLA_BUFFER, AttentionBackend.TRTLLM_MLA: TRTLLM_MLA_BUFFER}
+    one = {
+        AttentionBackend.FLASHMLA: FLASHMLA_BUFFER,
+        AttentionBackend.TRTLLM_MLA: TRTLLM_MLA_BUFFER,
+        AttentionBackend.TRITON: TRITON_DRAFT_BUFFER,
+    }
     return one.get(backend) or GRAPH_BUFFERS[mode]
 
 
-def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, int | None]]:
-    """The modes one decode step of ``cfg`` runs through FA3's CUDA-graph metadata, in order.
+def steps(
+    cfg: ServingConfig, rt: SpecRuntime | None, backend: AttentionBackend = AttentionBackend.FA3
+) -> Iterator[tuple[Mode, int | None]]:
+    """The modes one decode step of ``cfg`` runs through a backend's CUDA-graph metadata, in order.
 
-    No speculation: the decode.  The EAGLE family (a draft model on FA3): its S - 1 draft decode steps after
-    the first, the target's verify, the draft's extend.  NGRAM and the DFLASH family: the target's verify.  Topk
-    > 1 runs other tables (its prefix and expand tables), and UNO its own verify layout: none here (``judged``).
+    No speculation: the decode.  The EAGLE family (a draft model): its S - 1 draft decode steps after the first
+    (on a backend that ``fills_every_draft_step``, all S rows its kernel fills, from S = 2: SGLang builds no
+    multi-step draft backend for one step), the target's verify, the draft's extend.  NGRAM and the DFLASH
+    family: the target's verify.  Topk > 1 runs other tables (its prefix and expand tables), and UNO its own
+    verify layout: none here (``judged``).
     """
     if rt is None:
         yield Mode.DECODE, None
@@ -174,7 +198,8 @@ def steps(cfg: ServingConfig, rt: SpecRuntime | None) -> Iterator[tuple[Mode, in
     if not judged(cfg.speculative_algorithm, cfg.topk):
         return
     if cfg.speculative_algorithm in algo.EAGLE_FAMILY:
-        for s in range(max(0, rt.num_steps - 1)):
+        rows = rt.num_steps if backend.fills_every_draft_step and rt.num_steps >= 2 else rt.num_steps - 1
+        for s in range(max(0, rows)):
             yield Mode.DRAFT_DECODE, s
     yield Mode.TARGET_VERIFY, None
     if cfg.speculative_algorithm in algo.EAGLE_FAMILY:
@@ -199,11 +224,14 @@ def published(
     mode: Mode, step: int | None, seq_len: int, rt: SpecRuntime | None, backend: AttentionBackend = AttentionBackend.FA3
 ) -> int:
     """The length a mode publishes to the kernel, from the device's ``seq_lens``: decode the length itself, draft
-    step s the length plus s + 1 (the length itself on a backend whose steps do not publish their step), verify and
-    draft extend the length plus the D draft tokens."""
+    step s the length plus s + 1 (the length itself on a backend whose steps do not publish their step; 0 for the
+    row of step S - 1 a backend that ``fills_every_draft_step`` fills and no step reads), verify and draft extend
+    the length plus the D draft tokens."""
     if mode is Mode.DECODE:
         return seq_len
     assert rt is not None  # the speculative modes run with a shape
+    if mode is Mode.DRAFT_DECODE and backend.fills_every_draft_step and step == rt.num_steps - 1:
+        return 0
     if mode is Mode.DRAFT_DECODE:
         return seq_len + ((step or 0) + 1 if backend.draft_steps_publish_their_step else 0)
     return seq_len + rt.num_draft_tokens
@@ -230,15 +258,21 @@ def clamped_end(need: int, w: int, block_tokens: int | None, page: int) -> int:
 
     Clamped (``block_tokens`` None): ``min(need, w)``.  A grid of blocks of ``block_tokens`` tokens over the
     width, each masked by the length but not the width: ``min(need, blocks * block)``, past ``w`` when the
-    width is no whole number of blocks.
+    width is no whole number of blocks.  ``LENGTH_GRID`` (0): a loop over the length itself, which no width
+    bounds: ``need``.
     """
     if block_tokens is None:
         return min(need, w)
+    if block_tokens == LENGTH_GRID:
+        return need
     per_block = block_tokens // page
     return min(need, pages(w, per_block) * per_block)
 
 
-DECODE_ASSERT = "assert_buffer_fits"  # SGLang's check that a decode's pages fit its graph buffer
+DECODE_ASSERT = "assert_buffer_fits"
+# A builder's ``block_tokens`` where it loops over the published length itself (triton's draft kernel: ``cdiv(seq_len,
+# BLOCK)`` blocks, each masked by the length): nothing bounds its writes but the length.
+LENGTH_GRID = 0  # SGLang's check that a decode's pages fit its graph buffer
 
 
 @dataclass(frozen=True)
@@ -259,16 +293,29 @@ class GraphSizing:
     pad_to: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.unclamped and not self.block_tokens:
-            raise ValueError("a builder that does not clamp masks over a grid: block_tokens is needed")
+        if self.unclamped and self.block_tokens is None:
+            raise ValueError("a builder that does not clamp masks over a grid (or the length: LENGTH_GRID)")
+
+    @classmethod
+    def draft_kv_indices(cls, sized_from: TableWidth) -> GraphSizing:
+        """triton's draft decode kv_indices: a row per draft step sized from ``sized_from``, each step's
+        ``seq + s + 1`` slots stored by a kernel that loops over that length alone (``LENGTH_GRID``)."""
+        draft = frozenset({Mode.DRAFT_DECODE})
+        return cls(sized_from, LENGTH_GRID, draft, backend=AttentionBackend.TRITON, modes=draft)
 
     def width_of(self, cfg: ServingConfig, row_width: int) -> int:
         """The pages of a row of this backend's table for ``cfg`` (its ``req_to_token`` row ``row_width`` wide)."""
         return int(self.widths_of(cfg.context_len, row_width, cfg.page_size))
 
+    def unit(self, page: Int) -> Int:
+        """The tokens one column of the table holds at the launch's ``page``: a page, or one token where the
+        backend ``counts_tokens``."""
+        return page // page if self.backend.counts_tokens else page
+
     def widths_of(self, context_len: Int, row_width: Int, page: Int) -> Int:
-        """``width_of`` of ints or tensors alike: the width's source in pages, padded to a whole number of each
-        ``pad_to`` multiple's pages (their least common multiple)."""
+        """``width_of`` of ints or tensors alike: the width's source in columns (``unit``), padded to a whole
+        number of each ``pad_to`` multiple's pages (their least common multiple)."""
+        page = self.unit(page)
         w = widths(self.width, context_len, row_width, page)
         if not self.pad_to:
             return w
@@ -318,65 +365,19 @@ def graph_builds(
     (``sizing.asserts``) is stopped where the pages pass the width.
     """
     out = []
-    w = sizing.width_of(cfg, row_width)
-    for mode, step in steps(cfg, rt):
+    w, unit = sizing.width_of(cfg, row_width), int(sizing.unit(cfg.page_size))
+    for mode, step in steps(cfg, rt, sizing.backend):
         if mode not in sizing.modes:
             continue
         length = published(mode, step, seq_len, rt, sizing.backend)
-        need = pages(length, cfg.page_size)
+        # what it stores: the published length, or a row no step reads (its draft step's own length)
+        stored = pages(length or seq_len + (step or 0) + 1, unit)
         buffer = graph_buffer(sizing.backend, mode)
-        if mode in sizing.asserts and need > w:
-            out.append(Build(mode, step, buffer, w, cfg.page_size, 0, 0, length, DECODE_ASSERT))
+        if mode in sizing.asserts and stored > w:
+            out.append(Build(mode, step, buffer, w, unit, 0, 0, length, DECODE_ASSERT))
             continue
-        end = clamped_end(need, w, sizing.block(mode), cfg.page_size)
+        end = clamped_end(stored, w, sizing.block(mode), unit)
         written = min(end, w)
-        foreign = foreign_pages(min(written, need), row_width, cfg.page_size)
-        out.append(Build(mode, step, buffer, w, cfg.page_size, written, max(0, end - w), length, None, foreign))
+        foreign = foreign_pages(min(written, pages(length, unit)), row_width, unit)
+        out.append(Build(mode, step, buffer, w, unit, written, max(0, end - w), length, None, foreign))
     return out
-
-
-def reach_grid(
-    algorithm: str | None,
-    page: Tensor,
-    topk: Tensor,
-    draft_tokens: Tensor,
-    context_len: Tensor,
-    row_width: Tensor,
-    seq_len: Tensor,
-    sizing: GraphSizing,
-    num_steps: Tensor | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """``graph_builds`` of many rows at once, reduced to each row's (width, furthest write end, furthest read end):
-    its tensor twin (``tests/test_page_tables.py`` holds them equal).  The furthest length a step publishes is
-    the verify's (and the draft extend's) ``seq + D``: a draft step's ``seq + s + 1`` stays below it (s + 1 < D at
-    topk 1), though its builder may write further (its own grid) or be stopped (its assert).  A build its assert
-    stops reaches what it asked for, written nowhere.  A row this table does not judge reaches nothing.
-    """
-    w = sizing.widths_of(context_len, row_width, page.expand_as(context_len))
-
-    def reach(need: Tensor, mode: Mode) -> Tensor:
-        """The end a build of ``need`` pages by ``mode``'s builder reaches: what it asked where its assert stops
-        it past the width, else what it writes (its grid's end, or the width, at most)."""
-        block = sizing.block(mode)
-        if block is None:
-            wrote = torch.minimum(need, w)
-        else:
-            per_block = torch.div(block, page, rounding_mode="floor").expand_as(w)
-            wrote = torch.minimum(need, pages(w, per_block) * per_block)
-        return torch.where((need > w) & torch.tensor(mode in sizing.asserts), need, wrote)
-
-    if algorithm is None:
-        read = pages(seq_len, page.expand_as(seq_len))
-        return w, reach(read, Mode.DECODE), read
-    eagle = algorithm in algo.EAGLE_FAMILY
-    read = pages(seq_len + draft_tokens, page.expand_as(seq_len))
-    write = reach(read, Mode.TARGET_VERIFY)
-    if eagle and Mode.DRAFT_EXTEND in sizing.modes:
-        write = torch.maximum(write, reach(read, Mode.DRAFT_EXTEND))
-    if eagle and num_steps is not None:  # the last draft step's pages, seq + S - 1 (S >= 2), or seq
-        offset = num_steps - 1 if sizing.backend.draft_steps_publish_their_step else torch.zeros_like(num_steps)
-        last = torch.where(num_steps >= 2, pages(seq_len + offset, page.expand_as(seq_len)), 0)
-        write = torch.maximum(write, reach(last, Mode.DRAFT_DECODE))
-    on = torch.as_tensor(judged(algorithm, topk))
-    zero = torch.zeros_like(read)
-    return w, torch.where(on, write, zero), torch.where(on, read, zero)

@@ -39,6 +39,7 @@ TRTLLM_MHA = "srt/layers/attention/trtllm_mha_backend.py"
 TRTLLM_MHA_METADATA = "kernels/ops/attention/trtllm_mha_graph_metadata.py"
 FLASHMLA = "srt/layers/attention/flashmla_backend.py"
 TRTLLM_MLA = "srt/layers/attention/trtllm_mla_backend.py"
+TRITON = "srt/layers/attention/triton_backend.py"
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,14 @@ FIXES: dict[str, Change] = {
     ),
     "page-table-width": Change(
         "page-table-width",
-        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's, trtllm_mla's) sized from the "
-        "req_to_token row they copy (the approach of PR #29665), not from context_len",
+        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's, trtllm_mla's; triton's draft "
+        "kv_indices) sized from the req_to_token row they copy (the approach of PR #29665), not from context_len",
         (
+            Edit(
+                TRITON,
+                "            max_bs, self.topk, self.max_context_len\n",
+                "            max_bs, self.topk, self.pool_len  # (fixture)\n",
+            ),
             Edit(
                 TRTLLM_MLA,
                 "max_blocks_per_seq = self._calc_padded_blocks(self.max_context_len)\n",

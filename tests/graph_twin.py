@@ -70,3 +70,24 @@ def kv_indices_builds_run_interpreted(
     )
     assert graph_builds(r, backend, tree, tree.launch_runtime, seq, row_width) == []
     return builders
+
+
+def reduced(cfg: ServingConfig, rt: SpecRuntime | None, seq: int, row: int, sizing: pt.GraphSizing) -> tuple[int, ...]:
+    """``reach_grid`` (what prove sweeps) of one launch: (width, furthest write end, furthest read end)."""
+    import torch
+
+    from allocator_model.page_table_grid import reach_grid
+
+    t = torch.tensor
+    w, write, read = reach_grid(
+        cfg.speculative_algorithm,
+        t(cfg.page_size),
+        t([cfg.topk]),
+        t([rt.num_draft_tokens if rt else 0]),
+        t([cfg.context_len]),
+        t([row]),
+        t([seq]),
+        sizing,
+        t([rt.num_steps if rt else 0]),
+    )
+    return int(w[0]), int(write[0]), int(read[0])

@@ -7,12 +7,12 @@ import dataclasses
 from typing import Any
 
 import pytest
-import torch
+from graph_twin import reduced
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allocator_model.config import ServingConfig
-from allocator_model.page_tables import GraphSizing, Mode, TableWidth, graph_builds, judged, reach_grid, steps
+from allocator_model.page_tables import GraphSizing, Mode, TableWidth, graph_builds, judged, steps
 from allocator_model.revisions import get_revision
 from fuzz.common.defaults import ALL_ALGORITHMS
 from fuzz.engines import engine_of
@@ -114,23 +114,12 @@ def test_the_tensor_twin_is_the_builds_reduced(cfg: ServingConfig, sizing: Graph
         return  # a grid's block is whole pages (``build_trtllm_mha_page_table`` asserts it)
     for rt in cfg.runtimes():
         built = graph_builds(cfg, rt, seq, sizing, row)
-        t = torch.tensor
-        w, write, read = reach_grid(
-            cfg.speculative_algorithm,
-            t(cfg.page_size),
-            t([cfg.topk]),
-            t([rt.num_draft_tokens if rt else 0]),
-            t([cfg.context_len]),
-            t([row]),
-            t([seq]),
-            sizing,
-            t([rt.num_steps if rt else 0]),
-        )
+        w, write, read = reduced(cfg, rt, seq, row, sizing)
         reached = [b.read_pages if b.stopped_by else b.written + b.spilled for b in built]
-        assert int(write[0]) == max(reached, default=0)
+        assert write == max(reached, default=0)
         if not any(b.stopped_by for b in built):  # a stopped step reads nothing
-            assert int(read[0]) == max((b.read_pages for b in built), default=0)
-        assert all(b.width == int(w[0]) for b in built)
+            assert read == max((b.read_pages for b in built), default=0)
+        assert all(b.width == w for b in built)
 
 
 def prover(spec: str, algorithm: str | None = ALL_ALGORITHMS, space: str = "tiny") -> Any:
@@ -280,20 +269,20 @@ def test_the_launch_line_names_trtllm_mha_and_its_hardware() -> None:
     assert line is not None and "--attention-backend trtllm_mha" in line and "SM100" in line and "SM90" in line
 
 
+EVERY_TABLE = {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table",
+               "triton_draft_kv_indices"}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("pin", "out"),
     [
-        ("kv_pool=swa", {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table"}),
+        ("kv_pool=swa", EVERY_TABLE),
         ("page_size=16", {"flashmla_page_table", "trtllm_mla_page_table"}),
-        # FA3 runs topk > 1 on its prefix and expand tables (not checked), the others refuse it; UNO verifies on its own
-        (
-            "speculative_eagle_topk=2",
-            {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table"},
-        ),
-        (
-            "speculative_algorithm=UNO",
-            {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table"},
-        ),
+        # FA3 runs topk > 1 on its prefix and expand tables (not checked), triton each branch's range of a step's row
+        # (not checked), the others refuse it; UNO verifies on its own (and runs no draft decode steps)
+        ("speculative_eagle_topk=2", EVERY_TABLE),
+        ("speculative_algorithm=UNO", EVERY_TABLE),
+        ("speculative_algorithm=NGRAM", {"triton_draft_kv_indices"}),
     ],
 )
 def test_a_pin_no_launch_of_a_backend_takes_leaves_its_table_unjudged_and_said(pin, out, tmp_path, capsys):

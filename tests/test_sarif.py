@@ -23,6 +23,7 @@ import pytest
 from allocator_model.pools import KVPool
 from fuzz.cli import main
 from fuzz.common.options import SARIF_HELP
+from fuzz.engines.sglang.backends import GRAPH_TABLES
 from fuzz.engines.sglang.locations import RESERVE, ROW_WIDTH, locate, sizing_functions
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.real import wheels
@@ -230,7 +231,7 @@ def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_
         where = r["locations"][0]["physicalLocation"]
         width = r["ruleId"] in ("write-within-row", "neighbour-rows-untouched", "kv-lens-ordered")
         kind = r["properties"]["signature"].partition("@")[2].partition("[")[0]
-        if kind.endswith("_page_table"):  # a backend's page table: the model's twin of its width
+        if kind in GRAPH_TABLES:  # a backend's table: the model's twin of its width
             assert where["artifactLocation"]["uri"] == "allocator_model/page_tables.py"
             page_tables = (ROOT / "allocator_model" / "page_tables.py").read_text()
             assert where["region"]["startLine"] == def_line(page_tables, "widths_of", "    "), r["ruleId"]

@@ -13,6 +13,7 @@ from typing import Any
 from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.page_tables import (
     FLASHMLA_BLOCK_TOKENS,
+    LENGTH_GRID,
     WIDTH_PADS,
     AttentionBackend,
     Build,
@@ -74,13 +75,16 @@ def _refusal(path: Any, backend: AttentionBackend) -> str | None:
     return None
 
 
-MAX_PROBED_BLOCK = 1 << 14  # tokens: a grid block past this is not measured (the probe's request stays short)
+# tokens: a grid block past this is not measured (the probe's request stays short): writes that reach it follow the
+# length (``LENGTH_GRID``)
+MAX_PROBED_BLOCK = 1 << 14
 
 
-def _widths(cfg: ServingConfig, row: int) -> dict[tuple[TableWidth, tuple[int, ...]], int]:
-    """Each width the closed form knows at ``cfg`` and a row of ``row``: its source, padded (``WIDTH_PADS``)."""
+def _widths(cfg: ServingConfig, row: int, backend: AttentionBackend) -> dict[tuple[TableWidth, tuple[int, ...]], int]:
+    """Each width the closed form knows of ``backend``'s table at ``cfg`` and a row of ``row``: its source, padded
+    (``WIDTH_PADS``), in the table's columns (``GraphSizing.unit``)."""
     forms = itertools.product(TableWidth, WIDTH_PADS)
-    return {(src, pad): GraphSizing(src, pad_to=pad).width_of(cfg, row) for src, pad in forms}
+    return {(src, pad): GraphSizing(src, pad_to=pad, backend=backend).width_of(cfg, row) for src, pad in forms}
 
 
 def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
@@ -103,7 +107,8 @@ def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
         return why
     path = target.sizing.write_path
     probe, row = probe_of(backend)
-    p, c = probe.page_size, probe.context_len
+    c = probe.context_len
+    p = 1 if backend.counts_tokens else probe.page_size  # the tokens of a column
     rt, plain = probe.launch_runtime, _plain(probe)
     assert rt is not None
 
@@ -111,16 +116,16 @@ def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
         return _executed(path, backend, cfg, r, seq, row)
 
     w = run(probe, rt, p)[0].width
-    forms = [form for form, width in _widths(probe, row).items() if width == w]
+    forms = [form for form, width in _widths(probe, row, backend).items() if width == w]
     if len(forms) > 1:  # padded to whole blocks, as wide whatever sizes it: a context of one block tells them apart
         wide, wide_row = probe.replace(context_len=FLASHMLA_BLOCK_TOKENS), FLASHMLA_BLOCK_TOKENS * 5 // 2
         w2 = _executed(path, backend, wide, wide.launch_runtime, p, wide_row)[0].width
-        forms = [form for form in forms if _widths(wide, wide_row)[form] == w2]
+        forms = [form for form in forms if _widths(wide, wide_row, backend)[form] == w2]
     if len(forms) != 1:
         return (
-            f"{backend.label}'s graph page table is {w} pages wide at context_len {c}, page {p}, a req_to_token row "
-            f"of {row}: not the context's pages, one past them, nor the row's, padded to whole blocks or not (the "
-            f"closed form knows those)"
+            f"{backend.label}'s graph table is {w} columns wide at context_len {c}, page {probe.page_size}, a "
+            f"req_to_token row of {row}: not the context's pages, one past them, nor the row's, padded to whole "
+            f"blocks or not (the closed form knows those)"
         )
     ((source, pad),) = forms
     far = w + MAX_PROBED_BLOCK // p
@@ -131,7 +136,9 @@ def sizing_of(target: Any, backend: AttentionBackend) -> GraphSizing | str:
     block = None
     if unclamped:
         grid_end = w + max((b.spilled for b in run(probe, rt, far * p) + run(plain, None, far * p)), default=0)
-        block = grid_end * p if grid_end < far else MAX_PROBED_BLOCK
+        # no grid end within the probe: the writes follow the length itself (the furthest any grid could reach:
+        # never less than the builders write)
+        block = grid_end * p if grid_end < far else LENGTH_GRID
     built = {b.mode for b in run(probe, rt, p) + run(plain, None, p)}  # the modes its own builders run
     sizing = GraphSizing(source, block, unclamped, asserts, backend, frozenset(built), pad)
     probes: list[tuple[ServingConfig, SpecRuntime | None, int]]

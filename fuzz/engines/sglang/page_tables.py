@@ -38,8 +38,8 @@ from fuzz.tables import Access, AccessKind, CodeRef, Layout, Span, Table, Width,
 from fuzz.tables.declared import Code, Reach, Sweep
 
 from . import tables as _req_to_token  # noqa: F401  (declared first: the engine's tables in the order of blame)
-from .backends import FA3, FA3_PAGE_TABLE, FLASHMLA, GRAPH_TABLES, TRTLLM_MHA, TRTLLM_MLA, backend_of
-from .graph_tables import FOREIGN, NEXT_ROW, GraphTable
+from .backends import FA3, FA3_PAGE_TABLE, FLASHMLA, GRAPH_TABLES, TRITON, TRTLLM_MHA, TRTLLM_MLA, backend_of
+from .graph_tables import DRAFT_STEP_LAUNCHES, FOREIGN, GraphTable
 from .locations import SGLANG_REPO_PATH
 from .page_table_builds import builds, model_builds, row_width_of, sizing_of, unjudged
 from .page_table_cover import COVER_SPECS, cover, modes
@@ -52,12 +52,12 @@ def accesses(t: GraphTable, b: Build, owner: str, whose: str, row_pages: int) ->
     stored past the row, which lands in the next batch row), the kernel's read of the published length, and what
     the builder copied into the row's used part from the request's ``req_to_token`` row (``row_pages`` pages of
     it are the request's; what it copied from elsewhere, ``Build.foreign``, is the next request's)."""
-    bound = (Span(0, 0, b.width),)
+    bound, units = (Span(0, 0, b.width),), "slots" if t.backend.counts_tokens else "pages"
     if b.stopped_by is not None:  # SGLang's own assert refused it: what it asked for, nothing written or read
         asked = Span(0, 0, b.read_pages)
-        what = f"{b.label}: SGLang's {b.stopped_by} stops the replay: {b.read_pages} pages asked of {b.buffer}"
+        what = f"{b.label}: SGLang's {b.stopped_by} stops the replay: {b.read_pages} {units} asked of {b.buffer}"
         return [Access(t.name, owner, AccessKind.WRITE, (asked,), bound, (), b.stopped_by, what, b)]
-    outside = (Span(1, 0, b.spilled, NEXT_ROW),) if b.spilled else ()
+    outside = (Span(1, 0, b.spilled, t.next_row(b)),) if b.spilled else ()
     write = Access(
         t.name,
         owner,
@@ -65,7 +65,7 @@ def accesses(t: GraphTable, b: Build, owner: str, whose: str, row_pages: int) ->
         (Span(0, 0, b.written + b.spilled),),
         bound,
         outside,
-        step=f"{b.label}: the CUDA-graph replay stores {b.written + b.spilled} pages into {b.buffer} ({whose})",
+        step=f"{b.label}: the CUDA-graph replay stores {b.written + b.spilled} {units} into {b.buffer} ({whose})",
         native=b,
     )
     read = Access(
@@ -74,8 +74,8 @@ def accesses(t: GraphTable, b: Build, owner: str, whose: str, row_pages: int) ->
         AccessKind.READ,
         (Span(0, 0, b.read_pages),),
         bound,
-        step=f"{b.label}: {t.kernel} reads cache_seqlens = {b.published} tokens = {b.read_pages} pages of "
-        f"{b.buffer} (the length {whose} published; the kernel is CUDA's: the read follows from it)",
+        step=f"{b.label}: {t.kernel} reads {t.lengths} = {b.published} tokens = {b.read_pages} {units} of "
+        f"{b.buffer} (the length {whose} published; the kernel is {t.kernel_kind}'s: the read follows from it)",
         native=b,
     )
     # in pages of the request's req_to_token row: its own, then what came from elsewhere (past its part)
@@ -86,7 +86,7 @@ def accesses(t: GraphTable, b: Build, owner: str, whose: str, row_pages: int) ->
         AccessKind.COPY,
         (Span(None, 0, b.used - b.foreign), *foreign),
         (Span(None, 0, row_pages),),
-        step=f"{b.label}: the builder stores {b.used} page indices into {b.buffer}, copied from the request's "
+        step=f"{b.label}: the builder stores {b.used} {units[:-1]} indices into {b.buffer}, copied from the request's "
         f"req_to_token row ({whose})",
         native=b,
         source="req_to_token",
@@ -112,7 +112,7 @@ def observe(t: GraphTable, target: Any, cfg: ServingConfig, data: Mapping[str, A
     rt = s.runtime(s.num_steps)
     built, whose = builds(target, t.backend, cfg, rt, s.committed_len + s.device_lag)
     owner = f"request 1 (batch row 0, device seq_len {s.committed_len + s.device_lag})"
-    row_pages = pages(row_width_of(target, cfg), cfg.page_size)
+    row_pages = pages(row_width_of(target, cfg), 1 if t.backend.counts_tokens else cfg.page_size)
     return [a for b in built for a in accesses(t, b, owner, whose, row_pages)]
 
 
@@ -141,9 +141,16 @@ def pinned_out(t: GraphTable, pins: Mapping[str, Any]) -> str | None:
     if topk is not None and int(topk) > 1:
         if t.topk_1_only:
             return f"{out}: {t.backend.label} refuses topk > 1"
+        if t.draft_steps_only:
+            return f"{out}: {DRAFT_STEP_LAUNCHES} (at topk > 1 each branch's range of a step's row: not checked)"
         label = t.backend.label
         return f"{out}: {JUDGED_LAUNCHES} (at topk > 1 {label} builds its prefix and expand tables: not checked)"
     algorithm = pins.get("speculative_algorithm")
+    steps = pins.get("speculative_num_steps")
+    if t.draft_steps_only and algorithm is not None and algo.normalize(algorithm) not in algo.EAGLE_FAMILY:
+        return f"{out}: {DRAFT_STEP_LAUNCHES} (it holds the draft model's decode steps alone)"
+    if t.draft_steps_only and steps is not None and int(steps) < 2:
+        return f"{out}: {DRAFT_STEP_LAUNCHES} (SGLang builds no multi-step draft backend for one step)"
     if algorithm is not None and not judged(algo.normalize(algorithm), 1):
         return f"{out}: {JUDGED_LAUNCHES} ({algo.normalize(algorithm)}'s verify builds its own tables: not checked)"
     return None
@@ -211,8 +218,8 @@ def finish(t: GraphTable, target: Any, f: Any) -> Any:
                 found.confirmed = True
                 found.confirmation = (
                     f"confirmed on SGLang's own {t.backend.label} builders, executed from {source} (the graph "
-                    f"buffer's width, what the replay stored, the length it published); the read is the CUDA "
-                    "kernel's, not run here"
+                    f"buffer's width, what the replay stored, the length it published); the read is "
+                    f"the {t.kernel_kind} kernel's, not run here"
                 )
     return f
 
@@ -340,6 +347,7 @@ FA3_TABLE = declared_table(FA3)
 TRTLLM_MHA_TABLE = declared_table(TRTLLM_MHA)
 FLASHMLA_TABLE = declared_table(FLASHMLA)
 TRTLLM_MLA_TABLE = declared_table(TRTLLM_MLA)
+TRITON_TABLE = declared_table(TRITON)
 
 # The tables themselves (each checked backend's, ``backends``), read here by the engine's modules as before.
 __all__ = [

@@ -1,7 +1,7 @@
-"""The attention backends: those whose page tables this engine checks, one module each (``fa3``, ``trtllm_mha``,
-``flashmla``, ``trtllm_mla``: a ``CheckedBackend`` holding its table, its builders, the names they need SGLang's
-code of (each release's modules for them, and the modes they run, are its record's) and its hardware), and every
-other backend a release registers, listed with its reason (``registry``)."""
+"""The attention backends: those whose tables this engine checks, one module each (``fa3``, ``trtllm_mha``,
+``flashmla``, ``trtllm_mla``, ``triton``: a ``CheckedBackend`` holding its table, its builders, the names they need
+SGLang's code of (each release's modules for them, and the modes they run, are its record's) and its hardware), and
+every other backend a release registers, listed with its reason (``registry``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .catalog import (
     GRAPH_TABLES,
     HARDWARE,
     MLA_BACKENDS,
+    TRITON,
     TRTLLM_MHA,
     TRTLLM_MLA,
     backend_of,
@@ -38,6 +39,7 @@ __all__ = [
     "REGISTRY",
     "SM90",
     "SM100",
+    "TRITON",
     "TRTLLM_MHA",
     "TRTLLM_MLA",
     "UNCHECKED",

@@ -7,19 +7,20 @@ from allocator_model.page_tables import AttentionBackend, Mode
 
 from ..graph_tables import GraphTable
 from ..records import record
-from . import fa3, flashmla, trtllm_mha, trtllm_mla
+from . import fa3, flashmla, triton, trtllm_mha, trtllm_mla
 from .checked import CheckedBackend, GraphBackend
 
 CHECKED: dict[AttentionBackend, CheckedBackend] = {
-    b.backend: b for b in (fa3.BACKEND, trtllm_mha.BACKEND, flashmla.BACKEND, trtllm_mla.BACKEND)
+    b.backend: b for b in (fa3.BACKEND, trtllm_mha.BACKEND, flashmla.BACKEND, trtllm_mla.BACKEND, triton.BACKEND)
 }
 GRAPH_TABLES: dict[str, GraphTable] = {b.table.name: b.table for b in CHECKED.values()}
 GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {k: b.builders for k, b in CHECKED.items()}
-FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA = (
+FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA, TRITON = (
     fa3.BACKEND.table,
     trtllm_mha.BACKEND.table,
     flashmla.BACKEND.table,
     trtllm_mla.BACKEND.table,
+    triton.BACKEND.table,
 )
 FA3_PAGE_TABLE = FA3.name
 # The backends that serve MLA models only: a launch line on them names an MLA model.
@@ -42,7 +43,9 @@ def modules_of(version: str) -> dict[AttentionBackend, tuple[str, ...]]:
 
 
 def modes_of(version: str, backend: AttentionBackend) -> frozenset[Mode]:
-    """The modes ``backend``'s own builders run in release ``version``: every one, but the draft extend where the
-    release's draft-extend factory returns no backend of it (its record's ``no_draft_extend``)."""
+    """The modes ``backend``'s own builders of its table run in release ``version``: every one, but the draft extend
+    where the release's draft-extend factory returns no backend of it (its record's ``no_draft_extend``); the draft
+    decode alone for a table of the draft's steps."""
     refused = backend.value in record(version)["no_draft_extend"]
-    return frozenset(Mode) - {Mode.DRAFT_EXTEND} if refused else frozenset(Mode)
+    own = frozenset(Mode) - {Mode.DRAFT_EXTEND} if refused else frozenset(Mode)
+    return own & {Mode.DRAFT_DECODE} if CHECKED[backend].table.draft_steps_only else own

@@ -25,7 +25,6 @@ UNCHECKED: dict[str, str] = {
     "cutlass_mla": _LATER + "flashmla's builder over (C + 128) // 128 pages; sgl_kernel's CUDA kernel",
     "flashinfer": _LATER + "a flat kv_indices buffer (a range per request, no row), filled through flashinfer's own "
     "plan(); init_cuda_graph_state allocates on CUDA (MLA models: FlashInferMLAAttnBackend, the same layout)",
-    "triton": _LATER + "a flat kv_indices buffer (a range per request, no row); its builders run on CPU",
     "llada2_cfg_flashinfer": "diffusion language models only: no speculative decode modes",
     "dsa": "sized from req_to_token's row (req_to_token.shape[1]), the width every published length was reserved "
     "in; DeepSeek sparse-attention models only (their indexer key cache under DCP is another table)",

@@ -5,7 +5,7 @@ context length mod the page (near ``WITNESS_CONTEXT_LEN``), overlap off and
 on, every run-time shape, at the longest committed length the scheduler
 lets a decode allocation see plus the largest overlap lag: where each
 mode's published length is longest (``page_tables.closed_form``, whose
-tensor twin ``allocator_model.page_tables.reach_grid`` is).  Each group's
+tensor twin ``allocator_model.page_table_grid.reach_grid`` is).  Each group's
 worst configuration comes back with its ``Reach`` from the scalar closed
 form, which must agree: a sweep the scalar form contradicts is an error,
 never a witness.
@@ -19,10 +19,12 @@ from typing import Any
 
 import torch
 
+from allocator_model import algorithms as algo
 from allocator_model import closed_form as cf
 from allocator_model.config import ServingConfig
 from allocator_model.numeric import ceil_to_page
-from allocator_model.page_tables import GraphSizing, TableWidth, judged, reach_grid, widths
+from allocator_model.page_table_grid import reach_grid
+from allocator_model.page_tables import GraphSizing, TableWidth, judged, widths
 from allocator_model.pools import KVPool
 from allocator_model.regimes import REGIMES, regime_codes
 from fuzz.findings.kinds import Property
@@ -133,8 +135,8 @@ def sweep(
         keep = taken & torch.as_tensor(judged(g.algorithm, g.topk)).expand(n)  # topk 1, UNO out (``steps``)
         if g.kv_pool is not KVPool.STANDARD or not bool(keep.any()):
             continue
-        if not table.takes(ServingConfig(context_len=4096, page_size=page)):  # a page the backend does not run
-            continue
+        if page not in table.pages or table.draft_steps_only and g.algorithm not in algo.EAGLE_FAMILY:
+            continue  # a page the backend does not run, or no draft step on a table of them (``GraphTable.takes``)
         rows = _rows(target, g, sizing)
         keep &= torch.zeros(n, dtype=torch.bool).index_fill(0, rows.config.long(), True)  # one its sizing had
         spec = g.algorithm is not None
@@ -142,6 +144,10 @@ def sweep(
         smax = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.num_steps.long(), "amax")
         extra = torch.zeros(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.extra.long(), "amax")
         align = torch.ones(n, dtype=torch.long).scatter_reduce(0, rows.config, rows.row_align.long(), "amax")
+        if table.draft_steps_only:  # a multi-step draft: S >= 2 (``graph_tables.draft_steps``)
+            keep &= g.num_steps >= 2
+            if not bool(keep.any()):
+                continue
         period = max(page, period_tokens)  # the page divides the block (``build_trtllm_mha_page_table`` asserts it)
         context = max(2, -(-WITNESS_CONTEXT_LEN // period)) * period + torch.arange(period)
         codes = regime_codes(g, torch.arange(n), torch.full((n,), page))

@@ -8,7 +8,8 @@ modules, ``CheckedBackend.modules``, in a loader of their own beside the write p
 backends take answered by ``attention_standins``), its buffers by its own ``init_cuda_graph_state``; a mode
 is captured as the graph runner captures it (``init_forward_metadata_out_graph(in_capture=True)``, then
 ``init_forward_metadata_in_graph``, the part the graph holds) and replayed as a replay runs it (the same two calls
-on the request's batch). Every triton kernel runs under triton's interpreter (``compiled_kernels()`` is empty,
+on the request's batch); triton's draft decode, whose one launch fills every step's row, is its multi-step backend's
+own (``attention_draft``).  Every triton kernel runs under triton's interpreter (``compiled_kernels()`` is empty,
 checked at load).
 
 Each request runs alone, in a bucket of one (captured at batch size 1) with guard rows below it in the buffer,
@@ -38,26 +39,20 @@ from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.page_tables import AttentionBackend, Build, Mode, graph_buffer, pages, published, steps
 from fuzz.targets.base import TargetError
 
-from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, KV_INDEX_TRANSLATOR, GraphBackend, modes_of, modules_of
+from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, GraphBackend, modes_of, modules_of
 from ..stubs import StandInMissing
-from .attention_inputs import forward_batch, kv_pool, model_runner
+from .attention_draft import DraftRows, triton_names
+from .attention_inputs import SENTINEL, BuildRefused, forward_batch, graph_runner, kv_pool
 from .attention_standins import AttentionStandIns, on_the_stand_in_gpu
 from .bounds import SGLangTimeout, bounded
 from .context import Settings
 from .loaded import MEMORY_POOL, SGLangRuntime
 from .standins import slice_definitions
 
-SENTINEL = -0x2A2A2A2A  # no page id is negative
 FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")
-ATTENTION_ARCH = ("sglang.srt.configs.model_config", "AttentionArch")
 # A bucket holds builds publishing up to C + HEADROOM tokens (the device lengths near the context limit, C - 4 + lag,
 # plus a verify's D): one bucket per configuration; a longer one builds a bigger bucket.
 HEADROOM = 64
-
-
-class BuildRefused(TargetError):
-    """SGLang's own check refused the build (an ``assert``: ``assert_buffer_fits``'s "used N > capacity W"): on a
-    server the step raises there.  Not a run the target could not make: the caller judges it."""
 
 
 def graph_builds(
@@ -74,7 +69,7 @@ def graph_builds(
     if seq_len < 1 or row_width < 1:
         raise ValueError(f"graph_builds needs seq_len >= 1 and row_width >= 1, not {seq_len}, {row_width}")
     own = modes_of(runtime.release.version, backend)
-    modes = [(mode, step) for mode, step in steps(cfg, rt) if mode in own]
+    modes = [(mode, step) for mode, step in steps(cfg, rt, backend) if mode in own]
     if not modes:
         return []
     loaded = runtime.attention.get(backend)
@@ -103,11 +98,15 @@ class GraphBuilders:
         if spec.module not in modules:
             raise TargetError(f"{runtime.origin} has no {spec.module.replace('.', '/')}.py to execute")
         self.standins = AttentionStandIns(runtime.standins, spec.capability)
+        self.standins.add(triton_names(self.standins))
         self.loader = runtime.side_loader(modules, self._answer)
         self.buckets: dict[tuple[Any, ...], Bucket] = {}
         for dotted in modules:
             try:
-                with bounded(f"importing {dotted} of {runtime.origin}", runtime.timeout_s, self.loader.sglang_name):
+                with (
+                    bounded(f"importing {dotted} of {runtime.origin}", runtime.timeout_s, self.loader.sglang_name),
+                    on_the_stand_in_gpu(spec.capability) if spec.names_cuda else contextlib.nullcontext(),
+                ):
                     self.loader.module(dotted)
             except SGLangTimeout as e:
                 raise TargetError(str(e)) from None
@@ -176,7 +175,8 @@ class GraphBuilders:
     def builds(
         self, cfg: ServingConfig, rt: SpecRuntime | None, modes: list[tuple[Mode, int | None]], seq: int, width: int
     ) -> list[Build]:
-        reach = max(_published_bound(mode, step, seq, rt) for mode, step in modes)
+        # at least what a mode publishes (sizes the guards: the builds measure the real length)
+        reach = seq + (0 if rt is None else max(rt.num_draft_tokens, rt.num_steps))
         key = (
             cfg.context_len,
             cfg.page_size,
@@ -190,6 +190,8 @@ class GraphBuilders:
         bucket = self.buckets.get(key)
         if bucket is None or not bucket.holds(reach):
             bucket = self.buckets[key] = Bucket(self, cfg, rt, width, max(reach, cfg.context_len + HEADROOM))
+        if self.spec.backend.fills_every_draft_step:  # one replay fills every draft step's row (``attention_draft``)
+            return bucket.draft.builds(modes, seq)
         return [self._run(bucket, mode, step, seq, rt) for mode, step in modes]
 
     @staticmethod
@@ -202,11 +204,6 @@ class GraphBuilders:
             backend = bucket.owner.spec.backend
             length = published(mode, step, seq, rt, backend)
             return Build(mode, step, graph_buffer(backend, mode), w, bucket.cfg.page_size, 0, 0, length, str(e))
-
-
-def _published_bound(mode: Mode, step: int | None, seq: int, rt: SpecRuntime | None) -> int:
-    """At least what a mode publishes (sizes the guards: the builds measure the real length)."""
-    return seq + (0 if rt is None else max(rt.num_draft_tokens, rt.num_steps))
 
 
 @dataclass
@@ -243,6 +240,7 @@ class Bucket:
         # Whole guard rows below the bucket's row: the writes a length-masked builder makes past the row end by
         # ``pages(reach)``; one spare row more, which must stay untouched (``_diff``).
         self.guard = -(-pages(self.reach, p) // pages(self.cfg.context_len, p)) + 1
+        self.draft = DraftRows(self)
 
     def holds(self, reach: int) -> bool:
         return reach <= self.reach
@@ -262,22 +260,7 @@ class Bucket:
             module = self.owner.loader.module(spec.module)
 
             def make() -> Any:
-                translator = self.owner.loader.modules.get(KV_INDEX_TRANSLATOR)
-                runner = model_runner(
-                    backend=spec.backend.value,
-                    arch=self.owner.sglang(*ATTENTION_ARCH),
-                    context_len=cfg.context_len,
-                    page_size=cfg.page_size,
-                    req_to_token=self.req_to_token,
-                    allocator=allocator,
-                    translator_class=getattr(translator, "KVIndexTranslator", None),
-                    parallel=runtime.context.read("parallel"),
-                    server_args=runtime.context.read("server_args"),
-                    draft=draft,
-                    spec_algorithm=runtime.speculative_algorithm(cfg.speculative_algorithm),
-                    kv_pool=self.owner.kv_pool(),
-                    mla=spec.mla,
-                )
+                runner = graph_runner(self.owner, cfg, self.req_to_token, draft, allocator)
                 if mode is Mode.DRAFT_DECODE:
                     assert rt is not None
                     return getattr(module, spec.draft_steps_cls)(runner, cfg.topk, rt.num_steps)

@@ -14,24 +14,35 @@ gives SGLang's default.  What they stand for:
 * the ``KVIndexTranslator`` (0.5.19+): SGLang's own, built by its own constructor from these, as the model runner
   builds it (a standard pool: not translating);
 * the forward batch: one request (``batch_size`` 1) in ``req_to_token`` row ``row`` at device length ``seq``, its
-  tokens' positions and slots; the modes' ``spec_info`` carry only what the builders read.
+  tokens' positions and slots; the modes' ``spec_info`` carry only what the builders read;
+* the launch settings a backend reads that the published bags lack: the release's declared defaults
+  (``LaunchDefaults``); ``ModelRunner``'s methods a backend calls: SGLang's own (``runner_methods``).
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
-from allocator_model.config import SpecRuntime
+from allocator_model.config import ServingConfig, SpecRuntime
 from allocator_model.page_tables import Mode
+from fuzz.common.pysource import parsed
+from fuzz.targets.base import TargetError
 
+from ...backends import KV_INDEX_TRANSLATOR
+from ..stubs import StandInMissing
 from .batch import Strict
+from .inert import Inert
+from .standins import slice_definitions
 
+SENTINEL = -0x2A2A2A2A  # what a graph buffer is filled with before a replay: no page or slot id is negative
 HEADS, HEAD_DIM = 8, 128
+ATTENTION_ARCH = ("sglang.srt.configs.model_config", "AttentionArch")
 ARCHITECTURE = "LlamaForCausalLM"  # a dense MHA decoder (FlashInfer sizes its workspace up for Qwen2/3 and MiMo only)
 # An MLA decoder (the MLA backends') with DeepSeek-V3's attention shape (the latent KV of 512 plus the rotary 64,
 # no-rope and value heads of 128) but a few heads, as the MHA model's: the heads only size the kernels' own buffers
@@ -47,6 +58,11 @@ MLA_SHAPE: dict[str, Any] = dict(
     v_head_dim=128,
     scaling=(128 + 64) ** -0.5,
 )
+
+
+class BuildRefused(TargetError):
+    """SGLang's own check refused the build (an ``assert``: ``assert_buffer_fits``'s "used N > capacity W"): on a
+    server the step raises there.  Not a run the target could not make: the caller judges it."""
 
 
 class Absent(Strict):
@@ -83,6 +99,7 @@ def model_runner(
     spec_algorithm: Any,
     kv_pool: Absent,
     mla: bool = False,
+    methods: dict[str, Callable[..., Any]] | None = None,
 ) -> Absent:
     """The model runner (the target's, or the draft worker's: ``draft``) of the ``backend`` launch.
 
@@ -94,12 +111,14 @@ def model_runner(
     launch's backend (no split backends).  ``dtype``: the model's, bf16 (the KV cache's "auto" dtype is the model's).
     ``max_running_requests``: the ``req_to_token`` pool's requests (SGLang sizes the pool from it: its rows but the
     padding row).  ``model``: a decoder-only model, whose modules the backend scans only for an ENCODER_ONLY
-    attention layer: none (the stand-in lists no module).
+    attention layer: none (the stand-in lists no module).  ``methods``: ``ModelRunner``'s own (``runner_methods``).
     """
     hf_absent = ("attn_logit_softcapping", "num_attention_heads_per_layer")
     heads = int(MLA_SHAPE["num_attention_heads"]) if mla else HEADS
     hf = Absent("hf_text_config", hf_absent, num_attention_heads=heads)
-    shape: dict[str, Any] = dict(MLA_SHAPE) if mla else dict(v_head_dim=HEAD_DIM, num_attention_heads=HEADS)
+    # no sliding-window heads of their own: SGLang's swa_(v_)head_dim fall back to the head_dim
+    dense = dict(v_head_dim=HEAD_DIM, num_attention_heads=HEADS, swa_head_dim=HEAD_DIM, swa_v_head_dim=HEAD_DIM)
+    shape: dict[str, Any] = dict(MLA_SHAPE) if mla else dense
     model_config = Strict(
         "model_config",
         is_encoder_decoder=False,
@@ -128,13 +147,14 @@ def model_runner(
         if "is_draft_worker" in inspect.signature(translator_class).parameters:  # 0.5.22+
             kwargs["is_draft_worker"] = draft
         translator = translator_class(**kwargs)
-    return Absent(
+    runner = Absent(
         "model_runner",
         ("prefill_aware_swa",),
         sliding_window_size=None,
         model_config=model_config,
         model=Strict("model", modules=lambda: iter(())),
         device="cpu",
+        gpu_id=0,  # one GPU per rank, the first
         dtype=torch.bfloat16,
         req_to_token_pool=pool,
         max_running_requests=pool.size,
@@ -150,9 +170,37 @@ def model_runner(
         decode_attention_backend_str=backend,
         attention_chunk_size=None,
         attn_cp_size=parallel.attn_cp_size,
+        dcp_size=parallel.dcp_size,  # 0.5.15's runner: the launch's DCP, this rank the first (tp_rank % dcp_size)
+        dcp_rank=0,
         tp_size=parallel.tp_size,
         server_args=server_args,
         ps=parallel,
+        **dict.fromkeys(("hybrid_gdn_config", "kimi_linear_config", "linear_attn_model_spec")),  # a dense decoder
+    )
+    runner.__dict__.update({name: types.MethodType(fn, runner) for name, fn in (methods or {}).items()})
+    return runner
+
+
+def graph_runner(owner: Any, cfg: ServingConfig, req_to_token: torch.Tensor, draft: bool, allocator: Any) -> Absent:
+    """The model runner (the draft worker's where ``draft``) ``owner``'s backend (``attention.GraphBuilders``) is
+    built from for ``cfg``: called inside ``owner.call`` (it reads the published configuration)."""
+    runtime, spec = owner.runtime, owner.spec
+    translator = owner.loader.modules.get(KV_INDEX_TRANSLATOR)
+    return model_runner(
+        backend=spec.backend.value,
+        arch=owner.sglang(*ATTENTION_ARCH),
+        context_len=cfg.context_len,
+        page_size=cfg.page_size,
+        req_to_token=req_to_token,
+        allocator=allocator,
+        translator_class=getattr(translator, "KVIndexTranslator", None),
+        parallel=runtime.context.read("parallel"),
+        server_args=LaunchDefaults(runtime.tree, "server_args", runtime.context.read("server_args")),
+        draft=draft,
+        spec_algorithm=runtime.speculative_algorithm(cfg.speculative_algorithm),
+        kv_pool=owner.kv_pool(),
+        mla=spec.mla,
+        methods=runner_methods(runtime.tree, owner.sglang),
     )
 
 
@@ -160,12 +208,27 @@ def kv_pool(quant_method: Any | None, get_quant_method: Callable[..., Any] | Non
     """The KV pool: a standard MHA pool, no composite parts (``full_kv_pool``/``swa_kv_pool`` absent).  0.5.16+: its
     ``quant_method`` is the release's ``UnquantizedKVCacheMethod()`` (what ``MHATokenToKVPool`` takes when the
     launch names no KV quantization: ``--kv-cache-dtype auto``) and ``get_kv_cache_quant_method`` is SGLang's own
-    ``KVCache`` method, sliced from its memory_pool.py and bound to the pool."""
-    pool = MHAPool("token_to_kv_pool", ("full_kv_pool", "swa_kv_pool"))
+    ``KVCache`` method, sliced from its memory_pool.py and bound to the pool.  Its layers start at 0 (no pipeline
+    stages); ``get_value_buffer(layer)``: a layer's V buffer as far as a backend reads it, its token's shape (HEADS,
+    HEAD_DIM) on the meta device, no rows (any read of values raises)."""
+    value = torch.empty((0, HEADS, HEAD_DIM), dtype=torch.bfloat16, device="meta")
+    pool = MHAPool("token_to_kv_pool", ("full_kv_pool", "swa_kv_pool"), start_layer=0)
+    pool.__dict__["get_value_buffer"] = lambda layer_id: value
     if quant_method is not None and get_quant_method is not None:
         pool.__dict__["quant_method"] = quant_method
         pool.__dict__["get_kv_cache_quant_method"] = types.MethodType(get_quant_method, pool)
     return pool
+
+
+# The batch's optional fields a graph runner leaves unset (each None where the release has it): absent, so that
+# ``getattr(batch, name, None)`` (a multi-step draft backend's ``build_inner_fb_view``) gives None.
+UNSET_BATCH_FIELDS = (
+    "out_cache_loc_dsv4",
+    "out_cache_loc_virtual",
+    "kv_loc_cols",
+    "origin_out_cache_loc",
+    "max_seq_len_host",
+)
 
 
 def forward_batch(
@@ -186,7 +249,8 @@ def forward_batch(
     out_cache_loc = flat[(row * rows.shape[1] + positions).clamp(max=flat.numel() - 1)]
     spec: Strict | None = None
     if mode is Mode.DRAFT_DECODE:
-        spec = Strict("spec_info (EagleDraftInput)")
+        # no window rail (the model has no sliding window): its EagleDraftInput fields keep their None
+        spec = Strict("spec_info (EagleDraftInput)", window_kv_indptr=None, window_kv_indices=None)
     elif mode is Mode.TARGET_VERIFY:
         spec = Strict("spec_info (EagleVerifyInput)", ragged_verify_layout=None)
     elif mode is Mode.DRAFT_EXTEND:
@@ -194,8 +258,9 @@ def forward_batch(
             "spec_info (EagleDraftInput)", num_tokens_per_req=d, extend_seq_lens_tensor=None, extend_seq_lens_cpu=None
         )
     seq_lens = torch.tensor([seq], dtype=torch.int64)
-    return Strict(
+    return Absent(
         "forward_batch",
+        UNSET_BATCH_FIELDS,
         forward_mode=forward_mode,
         spec_info=spec,
         batch_size=1,
@@ -209,4 +274,99 @@ def forward_batch(
         positions=positions,
         extend_seq_lens=torch.tensor([tokens], dtype=torch.int32),
         extend_seq_lens_cpu=[tokens],
+        input_ids=Inert("forward_batch.input_ids (the tokens: no page-table builder reads them)"),
     )
+
+
+# The launch settings a backend reads that the published bags do not carry, by the bag SGLang reads each from
+# (``server_args`` to 0.5.18, and 0.5.19's ``enable_lean_attention``; ``get_exec()``/``get_schedule()`` after), each
+# answered by the release's declared default (``declared_default``): the launch names none of them.  triton's:
+# its decode kernel's KV splits and split tile, Lean decode (None: auto-gated), the dLLM algorithm (None: no dLLM),
+# ``disable_cuda_graph`` (False: the decode runs CUDA graphs, whose table is measured) and ``chunked_prefill_size``
+# (declared None; a launch sizes it from the GPU's memory, never -1 for a generation model: it only decides, with
+# the prefill graph, ``allow_bidirectional_attention_in_extend``, an extend's switch no page-table builder reads).
+TRITON_SETTINGS = ("triton_attention_num_kv_splits", "triton_attention_split_tile_size", "enable_lean_attention")
+LAUNCH_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "server_args": (*TRITON_SETTINGS, "chunked_prefill_size", "disable_cuda_graph"),
+    "exec": ("kernel", "dllm"),
+    "exec.kernel": TRITON_SETTINGS,
+    "exec.dllm": ("dllm_algorithm",),
+    "schedule": ("chunked_prefill_size",),
+}
+# Where a release declares its launch fields: ``ServerArgs`` to 0.5.19, its field groups after.
+SETTINGS_FILES = tuple(
+    f"sglang/srt/{m}.py" for m in ("server_args", "arg_groups/fields/exec_", "arg_groups/fields/schedule")
+)
+
+
+_DECLARED: dict[tuple[str, str], Any] = {}
+
+
+def declared_default(tree: Any, leaf: str) -> Any:
+    """The default a release declares for launch field ``leaf`` (``name: T = value`` in a class of
+    ``SETTINGS_FILES``), a literal; none: ``StandInMissing``."""
+    key = (tree.origin, leaf)
+    if key not in _DECLARED:
+        _DECLARED[key] = _declared(tree, leaf)
+    return _DECLARED[key]
+
+
+def _declared(tree: Any, leaf: str) -> Any:
+    for member in SETTINGS_FILES:
+        source = tree.read(member)
+        for node in ast.walk(parsed(source, member)) if source else ():
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                        if item.target.id == leaf:
+                            return ast.literal_eval(item.value)
+    raise StandInMissing(f"{tree.origin} declares no default for the launch field {leaf}")
+
+
+class LaunchDefaults:
+    """A published bag (``name``) whose ``LAUNCH_DEFAULTS`` leaves it lacks answer the release's declared defaults;
+    a group (``exec.kernel``) is a bag of its own; any other leaf is the published bag's (or its refusal)."""
+
+    def __init__(self, tree: Any, name: str, bag: Any) -> None:
+        self.__dict__.update(_tree=tree, _name=name, _bag=bag)
+
+    def __getattr__(self, leaf: str) -> Any:
+        if leaf.startswith("__"):
+            raise AttributeError(leaf)
+        own = leaf in LAUNCH_DEFAULTS.get(self._name, ())
+        try:
+            if self._bag is None:
+                raise StandInMissing(f"the backend reads {self._name}.{leaf}, which kvrow-fuzz does not publish")
+            value = getattr(self._bag, leaf)
+        except StandInMissing:
+            if not own:
+                raise
+            value = None if f"{self._name}.{leaf}" in LAUNCH_DEFAULTS else declared_default(self._tree, leaf)
+        group = f"{self._name}.{leaf}"
+        return LaunchDefaults(self._tree, group, value) if group in LAUNCH_DEFAULTS else value
+
+
+RUNNER_FILE = "sglang/srt/model_executor/model_runner.py"
+# ``ModelRunner``'s methods a backend calls (where the release defines them): ``decode_num_tokens_per_req`` (0.5.16+;
+# triton's constructor, 0.5.21+).
+RUNNER_METHODS = ("ModelRunner.decode_num_tokens_per_req",)
+
+
+def runner_methods(tree: Any, sglang: Callable[[str, str], Any]) -> dict[str, Callable[..., Any]]:
+    """``RUNNER_METHODS``, SGLang's own, sliced from the tree's model_runner.py, each name they use that the file
+    imports from SGLang answered as the backend's loader answers it (``sglang(module, name)``: an executed
+    module's, or its stand-in's)."""
+    source = tree.read(RUNNER_FILE)
+    if source is None:
+        return {}
+    imported: dict[str, str] = {}
+    for node in parsed(source, RUNNER_FILE).body:
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("sglang."):
+            imported.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+    namespace: dict[str, Any] = {"Optional": Optional, "__name__": "model_runner"}
+    found = slice_definitions(tree, RUNNER_FILE, RUNNER_METHODS, namespace, required=False)
+    for fn in found.values():
+        for name in set(fn.__code__.co_names) & set(imported):
+            module, _, real = imported[name].rpartition(".")
+            namespace[name] = sglang(module, real)
+    return {name.rpartition(".")[2]: fn for name, fn in found.items()}

@@ -55,6 +55,8 @@ SM_PROBES: dict[str, tuple[int, ...]] = {
     "is_sm120_supported": (12,),
     "is_blackwell_supported": (10, 11, 12),
 }
+# Where the backends import the PDL probe from: SGLang's JIT kernels' utils, or sgl-kernel's (triton's, under CUDA).
+PDL_PROBES = ("sglang.kernels.jit.utils", "sgl_kernel.utils")
 # ``runtime_context``'s platform facts (0.5.19+), by the ``utils.common`` probe each is (its ``_PLATFORM_PROBES``).
 PLATFORM_FACTS = {
     "is_cuda": "is_cuda",
@@ -231,14 +233,16 @@ def device_properties(capability: tuple[int, int]) -> Strict:
 @contextlib.contextmanager
 def on_the_stand_in_gpu(capability: tuple[int, int]) -> Iterator[None]:
     """Inside the block: CUDA tensors are made in host memory (``_OnTheHost``) and ``torch.cuda.
-    get_device_properties`` answers the stand-in GPU's (``device_properties``); both as they were after it."""
-    before = torch.cuda.get_device_properties
+    get_device_properties`` / ``get_device_capability`` answer the stand-in GPU's (``device_properties``,
+    ``capability``); all as they were after it."""
+    before = torch.cuda.get_device_properties, torch.cuda.get_device_capability
     torch.cuda.get_device_properties = lambda device=None: device_properties(capability)  # type: ignore[assignment,return-value]
+    torch.cuda.get_device_capability = lambda device=None: capability
     try:
         with _OnTheHost():
             yield
     finally:
-        torch.cuda.get_device_properties = before  # type: ignore[assignment]
+        torch.cuda.get_device_properties, torch.cuda.get_device_capability = before  # type: ignore[assignment]
 
 
 class MLAMetadata:
@@ -335,7 +339,7 @@ class AttentionStandIns:
             (mla, counters): partial(kernel_owned, f"{mla}.{counters}"),
             # whether the GPU launches kernels with programmatic dependent launch: CUDA, major >= 9
             # [cite: pdl-from-sm90] (trtllm_mla's module reads it at import for its own kernels' launches)
-            ("sglang.kernels.jit.utils", "is_arch_support_pdl"): partial(returning, capability[0] >= 9),
+            **{(m, "is_arch_support_pdl"): partial(returning, capability[0] >= 9) for m in PDL_PROBES},
             # 0.5.22+: trtllm_mla's constructor JIT-builds a CUDA kernel's module ahead of its first use, and keeps
             # nothing of it [cite: trtllm-mla-jit-prebuild]
             (FIXUP_ZERO_KV, "_jit_fixup_module"): partial(kernel_owned, f"{FIXUP_ZERO_KV}._jit_fixup_module"),
@@ -351,6 +355,10 @@ class AttentionStandIns:
         }
         self._made: dict[tuple[str, str], Any] = {}
         self.mla_metadata = MLAMetadata()
+
+    def add(self, makers: dict[tuple[str, str], Callable[[], Any]]) -> None:
+        """More names answered (a backend's own: ``attention_draft.triton_names``), each made at its first use."""
+        self._makers.update(makers)
 
     def scratch_helpers(self, modules: dict[str, Any]) -> None:
         """Each kernel-scratch helper of an executed module of ``modules`` replaced by the stand-ins' (its size is a

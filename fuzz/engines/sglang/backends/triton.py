@@ -1,0 +1,76 @@
+"""triton (``--attention-backend triton``): its draft decode's kv_indices, one row per draft step, each row
+``draft_kv_indices_buffer_width(max_bs, topk, C)`` slots sized from the model's context length, filled for every
+step in one launch of ``generate_draft_decode_kv_indices`` (each request's ``seq + s + 1`` slots, masked by that
+length alone), read by triton's decode kernel up to the ``kv_indptr`` the kernel published.
+
+Its target's buffers (decode, verify, draft extend) are flat, ``max_num_tokens`` x C slots: not this table."""
+
+from __future__ import annotations
+
+from allocator_model.page_tables import AttentionBackend
+from fuzz.tables import CodeRef
+
+from ..graph_tables import GraphTable
+from .checked import SM90, CheckedBackend, GraphBackend
+from .packages import ATTENTION_DIR, SGLANG_REPO_PATH
+
+MODULE = "sglang.srt.layers.attention.triton_backend"
+FILE = ATTENTION_DIR + "triton_backend.py"
+SPEC_UTILS = SGLANG_REPO_PATH + "sglang/srt/speculative/spec_utils.py"
+DRAFT_KERNEL = "generate_draft_decode_kv_indices"
+DRAFT_KERNEL_FILES = (  # srt/speculative/triton_ops/ to 0.5.15, kernels/ops/speculative/ after
+    SGLANG_REPO_PATH + "sglang/srt/speculative/triton_ops/cache_locs.py",
+    SGLANG_REPO_PATH + "sglang/kernels/ops/speculative/cache_locs.py",
+)
+# Its kv_indices hold a slot per token: every page a launch takes (its width and lengths are the page's tokens).
+PAGES = tuple(range(1, 257))
+
+# Its base class, the draft kernel and the width's function, the split-KV kernel a replay runs, and the attention
+# kernels its constructor reads, where the backend imports them from (each release's list is its record's).
+IMPORTS = (
+    "AttentionBackend",
+    DRAFT_KERNEL,
+    "draft_kv_indices_buffer_width",
+    "draft_kv_indices_used_len",
+    "get_num_kv_splits_triton",
+    # the kernels its constructor wraps (``torch.compiler.disable``) and sizes its state from: their modules ask the
+    # GPU for its capability and SM count
+    "decode_attention_fwd",
+    "extend_attention_fwd",
+    "verify_splitkv_fwd",
+    "verify_shared_kv_fwd",
+)
+
+
+BACKEND = CheckedBackend(
+    GraphTable(
+        AttentionBackend.TRITON,
+        width_code=(
+            CodeRef(FILE, "TritonMultiStepDraftBackend.init_cuda_graph_state"),
+            CodeRef(SPEC_UTILS, "draft_kv_indices_buffer_width"),
+            CodeRef(FILE, "TritonAttnBackend.__init__"),
+        ),
+        writers=(
+            *(CodeRef(f, DRAFT_KERNEL) for f in DRAFT_KERNEL_FILES),
+            CodeRef(FILE, "TritonMultiStepDraftBackend.common_template"),
+        ),
+        readers=(CodeRef(FILE, "TritonAttnBackend.forward_decode"),),
+        pages=PAGES,
+        topk_1_only=False,
+        draft_steps_only=True,
+        lengths="kv_indptr",
+    ),
+    GraphBackend(
+        AttentionBackend.TRITON,
+        MODULE,
+        "TritonAttnBackend",
+        "TritonMultiStepDraftBackend",
+        SM90,
+        names_cuda=True,  # its kernels' modules ask torch.cuda for the GPU's capability and SM count
+        metadata="forward_metadata",
+        table="kv_indices",
+        lengths="kv_indptr",
+    ),
+    IMPORTS,
+    hardware="any CUDA GPU triton compiles for (the stand-in: an SM90 (Hopper) GPU)",
+)
