@@ -161,3 +161,14 @@ def test_the_matrix_judges_a_table_case_on_the_reference(tmp_path: Path) -> None
     assert row.checks == {f.signature: "passes" for f in found}
     text = write_matrix(str(tmp_path), [row], MatrixSettings("ci", 10, 0, 0), requested=["0.5.18"], seconds=1.0)
     assert "context_len=40 page_size=4 speculative_algorithm=EAGLE" in text and f"; {FA3_PAGE_TABLE} {{" in text
+
+
+@needs_triton
+def test_tritons_twin_agrees_on_its_draft_steps_and_their_spills(pinned_wheels: Path) -> None:
+    """triton's draft kv_indices: drawn on the EAGLE family alone (its table's launches), every step's build agrees,
+    some of them stored past their row (the kernel masks by the length alone) and told their reader so."""
+    tally, found = page_table_fidelity(
+        resolve_target("sglang==0.5.23"), STEPS, table=GRAPH_TABLES["triton_draft_kv_indices"]
+    )
+    assert found == [] and tally.skipped is None and tally.agree == tally.steps >= STEPS
+    assert "none" not in tally.per_algorithm and tally.spilled > 0 and tally.read_past > 0
