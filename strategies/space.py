@@ -165,6 +165,7 @@ def serving_config(
     *,
     dcp: bool = True,
     hisparse_adaptive: bool = True,
+    topk_one: bool = False,
 ) -> ServingConfig | None:
     """A valid config; algorithm None first so shrinking prefers no speculation.
 
@@ -174,7 +175,8 @@ def serving_config(
     each with the algorithms it runs; None: the standard pool only.  The
     standard pool is what the kind shrinks to.  ``dcp`` False: the release
     has no decode context parallelism (``Revision.dcp``), attn_dcp_size is 1; ``hisparse_adaptive`` False: the
-    HiSparse pool refuses adaptive speculation (``Revision.hisparse_adaptive``).
+    HiSparse pool refuses adaptive speculation (``Revision.hisparse_adaptive``); ``topk_one``: the caller judges
+    topk 1 only (a backend that refuses more): every speculative draw takes it.
     """
     pinned: Mapping[str, Any] = pins or {}
 
@@ -206,7 +208,7 @@ def serving_config(
         **spec_args(
             choose,
             algorithm,
-            topk_one=kind.needs_topk_1,
+            topk_one=topk_one or kind.needs_topk_1,
             adaptive=hisparse_adaptive or kind is not KVPool.HISPARSE,
         ),
     }
@@ -252,9 +254,15 @@ def batch_steps(choose: Chooser, cfg: ServingConfig) -> int | None:
 
 
 def decode_scenario(
-    choose: Chooser, revision: Revision, *, near_limit: bool = True, pins: Mapping[str, Any] | None = None
+    choose: Chooser,
+    revision: Revision,
+    *,
+    near_limit: bool = True,
+    pins: Mapping[str, Any] | None = None,
+    topk_one: bool = False,
 ) -> DecodeScenario | None:
-    """A request's last decode steps, valid under the revision's scheduler rules (None: pins clash)."""
+    """A request's last decode steps, valid under the revision's scheduler rules (None: pins clash); ``topk_one``:
+    speculation at topk 1 only (``serving_config``)."""
     cfg = serving_config(
         choose,
         revision.algorithms,
@@ -262,6 +270,7 @@ def decode_scenario(
         revision.pool_algorithm_map(),
         dcp=revision.dcp,
         hisparse_adaptive=revision.hisparse_adaptive,
+        topk_one=topk_one,
     )
     if cfg is None or revision.refuses(cfg):
         return None  # only reachable through pins

@@ -168,3 +168,6 @@ def test_the_launch_line_names_triton() -> None:
     cfg = ServingConfig.resolve(context_len=4096, page_size=1, **EAGLE5)
     line = engine_of(resolve_target("reference")).launch_line(cfg, TRITON.name)
     assert line is not None and "--attention-backend triton" in line
+    assert "decode CUDA graph off" in line and "batch_size * topk * C" in line  # how one request reaches the rows
+    fa3 = engine_of(resolve_target("reference")).launch_line(cfg, "fa3_page_table") or ""
+    assert "batch_size" not in fa3

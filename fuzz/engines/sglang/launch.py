@@ -28,7 +28,7 @@ from allocator_model.algorithms import DFLASH, DSPARK, EAGLE, EAGLE3, NGRAM, STA
 from allocator_model.config import DEFAULT_ADAPTIVE_CANDIDATE_STEPS, ServingConfig
 from allocator_model.pools import KVPool
 
-from .backends import HARDWARE, MLA_BACKENDS
+from .backends import HARDWARE, LAUNCH_NOTES, MLA_BACKENDS
 
 MODEL_PATH = "MODEL"
 DRAFT_PATH = "DRAFT"
@@ -172,6 +172,8 @@ def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
         flags += ["--attention-backend", backend or attention_backend(cfg)]
     if backend in HARDWARE:
         notes.append(f"GPU: {HARDWARE[backend]}")
+    if backend in LAUNCH_NOTES:
+        notes.append(LAUNCH_NOTES[backend])
     if cfg.kv_pool is KVPool.HISPARSE:
         flags.append("--disable-radix-cache")
     if algorithm is not None and cfg.speculative_adaptive and _own_candidates(cfg):

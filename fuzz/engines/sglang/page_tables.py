@@ -124,7 +124,7 @@ def _scenario_data(
     from strategies.configs import DrawChooser
 
     fixed = {"kv_pool": KVPool.STANDARD, "attn_dcp_size": 1, "page_size": draw(st.sampled_from(t.pages)), **pins}
-    s = space.decode_scenario(DrawChooser(draw), revision, pins=fixed)
+    s = space.decode_scenario(DrawChooser(draw), revision, pins=fixed, topk_one=t.topk_1_only or t.draft_steps_only)
     if s is None or not t.takes(s.config):
         reject()
     return s.config, s.to_dict()
@@ -227,6 +227,8 @@ def finish(t: GraphTable, target: Any, f: Any) -> Any:
 def reached(t: GraphTable, cfg: ServingConfig, data: Mapping[str, Any]) -> str:
     """How the scheduler gets the request there (the scenario's own account), then the step's graph replay."""
     how = DecodeScenario.from_dict(cfg, data).reached_by()
+    if t.draft_steps_only:  # rows the batch shares: a bucket of one is the eager batch of one request
+        return how + f", then its draft decode steps on {t.backend.label} (decode CUDA graph off: one request's rows)"
     return how + f", then its decode step's CUDA-graph replay on {t.backend.label}"
 
 

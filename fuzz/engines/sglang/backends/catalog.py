@@ -27,6 +27,8 @@ FA3_PAGE_TABLE = FA3.name
 MLA_BACKENDS = frozenset(b.backend.value for b in CHECKED.values() if b.builders.mla)
 # The GPU a launch line on a backend names for its kernels.
 HARDWARE: dict[str, str] = {b.backend.value: b.hardware for b in CHECKED.values()}
+# What a launch line on a backend notes of reaching its table's rows.
+LAUNCH_NOTES: dict[str, str] = {b.backend.value: b.launch_note for b in CHECKED.values() if b.launch_note}
 
 
 def backend_of(table: str | None) -> str | None:

@@ -58,12 +58,15 @@ class CheckedBackend:
     """One checked backend: its table, its builders, ``imports`` (the names its builders need SGLang's own code of:
     the modules they are imported from, along each import to the module that defines them, are executed with the
     backend's; where a release keeps them is its record's ``attention_modules``, generated from its wheel),
-    and ``hardware`` (the GPU a launch line names for its kernels)."""
+    and ``hardware`` (the GPU a launch line names for its kernels); ``launch_note``: what the line notes where the
+    table's width depends on the batch (a bucket of one is what the builds ran)."""
 
     table: GraphTable
     builders: GraphBackend
     imports: tuple[str, ...]
     hardware: str
+    # what a launch line notes of running the builds as they ran here (each request alone in a bucket of one)
+    launch_note: str | None = None
 
     def __post_init__(self) -> None:
         if self.table.backend is not self.builders.backend:

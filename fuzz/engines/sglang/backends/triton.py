@@ -73,4 +73,10 @@ BACKEND = CheckedBackend(
     ),
     IMPORTS,
     hardware="any CUDA GPU triton compiles for (the stand-in: an SM90 (Hopper) GPU)",
+    # its rows hold the whole batch (batch_size * topk * C slots eager, max_bs * topk * C under CUDA graph): the line
+    # boots as printed on every release, the note says how one request reaches the rows the builds ran
+    launch_note="one request at the limit overflows the draft's kv_indices rows with the decode CUDA graph off "
+    "(eager: batch_size * topk * C slots; --disable-cuda-graph, from 0.5.16 a deprecated spelling of "
+    "--cuda-graph-backend-decode=disabled); under CUDA graph they are max_bs * topk * C, passed by a full bucket of "
+    "requests at the limit",
 )
