@@ -42,7 +42,7 @@ from fuzz.targets.base import TargetError
 from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, GraphBackend, modes_of, modules_of
 from ..stubs import StandInMissing
 from .attention_draft import DraftRows, triton_names
-from .attention_inputs import SENTINEL, BuildRefused, forward_batch, graph_runner, kv_pool
+from .attention_inputs import SENTINEL, BuildRefused, forward_batch, graph_runner, kv_pool, run_graph
 from .attention_standins import AttentionStandIns, on_the_stand_in_gpu
 from .bounds import SGLangTimeout, bounded
 from .context import Settings
@@ -286,7 +286,7 @@ class Bucket:
                 backend = self.backend(mode, step)
                 capture_seq = int(backend.get_cuda_graph_seq_len_fill_value())
                 capture = self.batch(mode, capture_seq, row=0)
-                self.owner.call(self.cfg, self.rt, f"capture ({mode.value})", lambda: _run(backend, capture, True))
+                self.owner.call(self.cfg, self.rt, f"capture ({mode.value})", lambda: run_graph(backend, capture, True))
                 self.graphs[mode, step] = Graph(backend, _buffer(backend, graph_buffer(self.owner.spec.backend, mode)))
             except (TargetError, StandInMissing) as e:
                 self.failure = e
@@ -310,7 +310,7 @@ class Bucket:
         scheduled = self.owner.standins.mla_metadata
         scheduled.published = []
         backend = self.owner.call(
-            self.cfg, self.rt, f"replay ({mode.value})", lambda: _run(g.backend, batch, False), replay=True
+            self.cfg, self.rt, f"replay ({mode.value})", lambda: run_graph(g.backend, batch, False), replay=True
         )
         metadata = getattr(backend, spec.metadata)
         buffer = graph_buffer(spec.backend, mode)
@@ -354,14 +354,6 @@ class Bucket:
         if end > width * self.guard:  # into the spare guard row: it may have gone further, past the buffer
             raise TargetError(f"{where} wrote {end} columns from its row's start, through every guard row")
         return min(end, width), max(0, end - width)
-
-
-def _run(backend: Any, batch: Any, in_capture: bool) -> Any:
-    """A capture or a replay of a mode's metadata: the runner's call, then the part the graph holds (the backend
-    back, its metadata in it)."""
-    backend.init_forward_metadata_out_graph(batch, in_capture=in_capture)
-    backend.init_forward_metadata_in_graph(batch)
-    return backend
 
 
 def _buffer(backend: Any, name: str) -> torch.Tensor:

@@ -60,7 +60,7 @@ from allocator_model.page_tables import Build, Mode, graph_buffer, published
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
-from .attention_inputs import SENTINEL, BuildRefused, LaunchDefaults, forward_batch, graph_runner
+from .attention_inputs import SENTINEL, BuildRefused, LaunchDefaults, forward_batch, graph_runner, run_graph
 from .attention_standins import FORWARD_BATCH_INFO, SM_COUNT, returning
 from .inert import ABSENT
 from .standins import PROBES, UTILS_MODULES, Sliced, slice_definitions
@@ -118,7 +118,7 @@ class DraftRows:
             owner.call(cfg, rt, "init_cuda_graph_state", lambda: backend.init_cuda_graph_state(1, cfg.topk))
             self._repoint(backend)
             capture = self.batch(int(backend.attn_backends[0].get_cuda_graph_seq_len_fill_value()), row=0)
-            owner.call(cfg, rt, "capture (draft_decode)", lambda: _run(backend, capture, True))
+            owner.call(cfg, rt, "capture (draft_decode)", lambda: run_graph(backend, capture, True))
         except (TargetError, StandInMissing) as e:
             self.failure = e
             raise
@@ -160,7 +160,8 @@ class DraftRows:
         self.rows.fill_(SENTINEL)
         indptr = backend.kv_indptr
         indptr[:, 1].fill_(SENTINEL)  # what the kernel stores for the request: a store it skips shows
-        owner.call(bucket.cfg, bucket.rt, "replay (draft_decode)", lambda: _run(backend, batch, False), replay=True)
+        replay = partial(run_graph, backend, batch, False)
+        owner.call(bucket.cfg, bucket.rt, "replay (draft_decode)", replay, replay=True)
         if not torch.equal(bucket.req_to_token, bucket.pristine):
             raise TargetError(f"{where}: the replay wrote req_to_token")
         if backend.cuda_graph_kv_indices.data_ptr() != self.rows.data_ptr():
@@ -206,13 +207,6 @@ class DraftRows:
         first = int(self.bucket.pristine[1, 0])
         row = self.rows[s, :used]
         return int(((row < first) | (row >= first + self.bucket.width)).sum())
-
-
-def _run(backend: Any, batch: Any, in_capture: bool) -> Any:
-    """A capture or a replay: the graph runner's call, then the part the graph holds."""
-    backend.init_forward_metadata_out_graph(batch, in_capture=in_capture)
-    backend.init_forward_metadata_in_graph(batch)
-    return backend
 
 
 # -- the names triton's backend takes (module docstring) ---------------------------------------------------------

@@ -370,3 +370,11 @@ def runner_methods(tree: Any, sglang: Callable[[str, str], Any]) -> dict[str, Ca
             module, _, real = imported[name].rpartition(".")
             namespace[name] = sglang(module, real)
     return {name.rpartition(".")[2]: fn for name, fn in found.items()}
+
+
+def run_graph(backend: Any, batch: Any, in_capture: bool) -> Any:
+    """A capture or a replay of a mode's metadata: the graph runner's call, then the part the graph holds (the
+    backend back, its metadata in it)."""
+    backend.init_forward_metadata_out_graph(batch, in_capture=in_capture)
+    backend.init_forward_metadata_in_graph(batch)
+    return backend
