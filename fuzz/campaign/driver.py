@@ -40,6 +40,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import settings as Settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from fuzz.campaign.constants import pin_local_constants
 from fuzz.common import interrupts
 from fuzz.common.compat import BaseExceptionGroup  # novermin (on 3.10 the backport Hypothesis raises)
 from fuzz.common.profiles import database_dir
@@ -239,6 +240,14 @@ class Hunt(Protocol):
         ...
 
 
+def project_packages() -> list[str]:
+    """The project's top-level packages: ``fuzz`` and each loadable engine's own (``Engine.packages``)."""
+    from fuzz.engines import engines
+
+    ready, _ = engines()
+    return list(dict.fromkeys([*(p for engine in ready for p in getattr(engine, "packages", ())), "fuzz"]))
+
+
 @functools.cache
 def load_project_modules() -> int:
     """Import every module of the project once: ``fuzz`` and each loadable engine's own top-level packages
@@ -255,10 +264,10 @@ def load_project_modules() -> int:
     """
     from fuzz.engines import engines
 
-    ready, unavailable = engines()
-    packages = [*(p for engine in ready for p in getattr(engine, "packages", ())), "fuzz"]
+    _, unavailable = engines()
     count = 0
-    for package in dict.fromkeys(packages):
+    packages = project_packages()
+    for package in packages:
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
             leaf = info.name.rpartition(".")[2]
@@ -329,6 +338,7 @@ def run_campaign(
     of the same campaign has claimed: they count as found (not shrunk twice).
     """
     load_project_modules()
+    pin_local_constants(project_packages())  # the same draws whatever this process ran before (``constants``)
     result = CampaignResult(target.spec)
     tracker = Tracker(on_met=on_met, elsewhere=elsewhere)
     progress = Progress(target.spec, time.monotonic(), on_progress, progress_every)
