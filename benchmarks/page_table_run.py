@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     (t,) = report["targets"]
     print(f"run --profile ci --target {args.target}: {both:.1f}s with the page tables, {alone:.1f}s without")
     print(f"ratio with / without: {both / alone:.2f}; with / budget {args.budget:.0f}s: {both / args.budget:.2f}")
-    for name in sorted(n for n in t["tables"] if n.endswith("_page_table")):
+    from fuzz.engines.sglang.backends import GRAPH_TABLES
+
+    for name in sorted(n for n in t["tables"] if n in GRAPH_TABLES):
         found = [f for f in t["findings"] if f["kind"] == "table-case" and f["case"]["table"] == name]
         groups = sorted({f["signature"] for f in found})
         print(f"{name}: {t['tables'][name].get('by')}; {len(groups)} group(s): {groups}")

@@ -24,8 +24,8 @@ from fuzz.engines.sglang.backends import GRAPH_TABLES
 from fuzz.findings.repro import repro_command
 
 RUN = ["run", "--target", "reference@sglang-0.5.18", "--profile", "ci"]
-QUIET_LINES = 105  # what --quiet prints of the seed bug's release at the most (35 groups, 9 causes; 102 here, a
-# longer program path wraps more repro lines)
+QUIET_LINES = 108  # what --quiet prints of the seed bug's release at the most (35 groups, 9 causes: 102 here, 107
+# from a fresh clone under /tmp/tmp.XXXXXXXXXX, whose longer program path wraps every repro line)
 
 
 @pytest.fixture(scope="session")  # once per worker: see conftest.py
