@@ -40,17 +40,23 @@ def load_literals(tmp_path: Path, monkeypatch, name: str = "many_literals") -> N
 
 
 def test_a_module_loaded_first_leaves_the_campaign_as_it_was(tmp_path, monkeypatch) -> None:
+    """Its literals never reach the campaign's draws (without the pin, Hypothesis takes them at the first draw that
+    asks its pool), and the run's examples and groups are as they were."""
+    from hypothesis.internal.conjecture import providers
+
     before = outcome(tmp_path, "before")
     load_literals(tmp_path, monkeypatch)
+    load_literals(tmp_path, monkeypatch, "padding")  # Hypothesis rescans when sys.modules' length changes: it does
     assert outcome(tmp_path, "after") == before
+    assert MARK not in providers._get_local_constants().strings  # the pool the campaign drew from, as it left it
 
 
 def test_the_pool_is_the_projects_literals_alone(tmp_path, monkeypatch) -> None:
     from hypothesis.internal.conjecture import providers
 
     load_literals(tmp_path, monkeypatch, "marked_literals")
-    load_literals(tmp_path, monkeypatch, "padding")  # Hypothesis rescans when sys.modules' length changes: it does
     driver.load_project_modules()
+    monkeypatch.setattr(providers, "_sys_modules_len", None)  # a rescan (it keys on sys.modules' length alone)
     assert MARK in providers._get_local_constants().strings  # Hypothesis' own pool takes the module's literals
     size = constants.pin_local_constants(driver.project_packages())
     assert size == len(providers._local_constants) > 0 and MARK not in providers._local_constants.strings

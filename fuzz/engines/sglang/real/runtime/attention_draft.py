@@ -158,7 +158,8 @@ class DraftRows:
         batch = self.batch(seq, row=1)
         bucket.req_to_token.copy_(bucket.pristine)
         self.rows.fill_(SENTINEL)
-        indptr = backend.kv_indptr
+        spec = owner.spec  # the step backends' metadata and the fields of it their kernel reads
+        indptr = getattr(backend, spec.lengths)
         indptr[:, 1].fill_(SENTINEL)  # what the kernel stores for the request: a store it skips shows
         replay = partial(run_graph, backend, batch, False)
         owner.call(bucket.cfg, bucket.rt, "replay (draft_decode)", replay, replay=True)
@@ -167,8 +168,8 @@ class DraftRows:
         if backend.cuda_graph_kv_indices.data_ptr() != self.rows.data_ptr():
             raise TargetError(f"{where}: the replay's kv_indices buffer is another one")
         for i, step in enumerate(backend.attn_backends):  # what each step's decode kernel reads: its rows
-            meta = step.forward_metadata
-            if (meta.kv_indices.data_ptr(), meta.kv_indptr.data_ptr()) != (
+            meta = getattr(step, spec.metadata)
+            if (getattr(meta, spec.table).data_ptr(), getattr(meta, spec.lengths).data_ptr()) != (
                 self.rows[i].data_ptr(),
                 indptr[i].data_ptr(),
             ):
