@@ -37,7 +37,20 @@ _DRAFT_UTILS = _SRT + "speculative/draft_utils.py"
 _EAGLE_WORKER_COMMON = _SRT + "speculative/eagle_worker_common.py"
 _TRTLLM_MLA = _SRT + "layers/attention/trtllm_mla_backend.py"
 
+_TRITON = _SRT + "layers/attention/triton_backend.py"
+
 FACTS: dict[str, tuple[Cite, ...]] = {
+    # triton's draft decode kv_indices: a row per step of num_seqs * topk * C slots, C the model's context length; the
+    # kernel stores each branch's seq_len + step + 1 slots at an offset masked by that length alone.
+    "triton-draft-width": (
+        Cite("0.5.13", _SPEC_UTILS, "return num_seqs * topk * max_context_len"),
+        Cite("0.5.23", _SPEC_UTILS, "return num_seqs * topk * max_context_len"),
+    ),
+    "triton-context-len": (Cite("0.5.23", _TRITON, "self.max_context_len = model_runner.model_config.context_len"),),
+    "triton-draft-store": (
+        Cite("0.5.13", _SRT + "speculative/triton_ops/cache_locs.py", "kv_offset = cum_seq_len * topk + bid * iters"),
+        Cite("0.5.23", _KERNELS + "ops/speculative/cache_locs.py", "kv_offset = cum_seq_len * topk + bid * iters"),
+    ),
     "unified-mamba-builder-inputs": (Cite("0.5.23", _CONFIGURATOR, "def _init_unified_mamba_pools("),),
     # The ModelRunner's page_size is the server's (the scheduled page) ...
     "model-runner-page-size": (

@@ -1,7 +1,9 @@
 """triton (``--attention-backend triton``): its draft decode's kv_indices, one row per draft step, each row
-``draft_kv_indices_buffer_width(max_bs, topk, C)`` slots sized from the model's context length, filled for every
-step in one launch of ``generate_draft_decode_kv_indices`` (each request's ``seq + s + 1`` slots, masked by that
-length alone), read by triton's decode kernel up to the ``kv_indptr`` the kernel published.
+``draft_kv_indices_buffer_width(max_bs, topk, C)`` slots sized from the model's context length
+[cite: triton-draft-width] [cite: triton-context-len], filled for every step in one launch of
+``generate_draft_decode_kv_indices`` (each request's ``seq + s + 1`` slots, masked by that length alone
+[cite: triton-draft-store]), read by triton's decode
+kernel up to the ``kv_indptr`` the kernel published.
 
 Its target's buffers (decode, verify, draft extend) are flat, ``max_num_tokens`` x C slots: not this table."""
 
