@@ -116,4 +116,5 @@ REVISION_FIELDS: dict[str, Any] = {
     "fa3_decode_asserts": bool,
     "trtllm_mha_block_tokens": "optional-int",
     "flashmla_draft_extend": bool,
+    "dsa_index_dcp_widened": bool,
 }

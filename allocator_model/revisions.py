@@ -1,8 +1,7 @@
 """Historical revisions: the reference with one known bug switched back on.
 
-Like SGLang's ``SGLANG_DEBUG_REVERT_PR`` toggles, each revision is a small,
-named difference from the reference.  The reference is SAFE for every valid
-configuration (page size 1 included, which no upstream release is yet).
+Like SGLang's ``SGLANG_DEBUG_REVERT_PR`` toggles, each revision is a small, named difference from the reference.
+The reference is SAFE for every valid configuration (page size 1 included, which no upstream release is yet).
 """
 
 from __future__ import annotations
@@ -88,7 +87,7 @@ class Revision:
     # HiSparse takes adaptive speculation (0.5.21 and before); 0.5.22+ refuse it: its swap state is sized
     # statically [cite: hisparse-refuses-adaptive].
     hisparse_adaptive: bool = False
-    # -- the attention backends' CUDA-graph page tables (``page_tables``) ----------------------------
+    # -- the attention backends' CUDA-graph page tables (``page_tables``), the DSA indexer's key cache ------------
     # Sized from the req_to_token row they copy (the reference) or the context (upstream; FlashMLA: ``graph_sizing``)
     page_table_width: TableWidth = TableWidth.ROW
     # FA3's verify builder masks its writes by length alone over blocks of this many tokens (0.5.15-0.5.21); None:
@@ -99,6 +98,7 @@ class Revision:
     # clamp at the width.  FlashMLA builds the draft's extend from 0.5.16 [cite: flashmla-no-draft-extend].
     trtllm_mha_block_tokens: int | None = None
     flashmla_draft_extend: bool = True
+    dsa_index_dcp_widened: bool = True  # it holds the DCP allocator's locations (0.5.22+); False: the pool's alone
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headroom", Headroom(self.headroom))  # a plain "paged" too
@@ -196,8 +196,8 @@ class Revision:
         return ok
 
 
-# Fields added after case files first recorded their revision, with the value those files' revisions had.
-# The page-table fields came with the page tables: a case file before them is a req_to_token case, judged on none.
+# Fields added after case files first recorded their revision, with the value those files' revisions had (the tables'
+# fields came with the tables: a case file before them is a req_to_token case, judged on none).
 LATER_FIELDS: dict[str, Any] = {
     "hisparse_adaptive": True,
     "page_table_width": "row",
@@ -205,6 +205,7 @@ LATER_FIELDS: dict[str, Any] = {
     "fa3_decode_asserts": False,
     "trtllm_mha_block_tokens": None,
     "flashmla_draft_extend": True,
+    "dsa_index_dcp_widened": True,
 }
 
 REFERENCE = Revision(
@@ -230,6 +231,7 @@ _UPSTREAM_0_5_21 = _UPSTREAM_0_5_23.but(
     unified_dcp_draft_fusion=False,
     hisparse_adaptive=True,
     fa3_verify_block_tokens=4096,
+    dsa_index_dcp_widened=False,
 )
 # Where the summary's files say so: [cite: unified-swa-row-extra] [cite: scheduler-memory-clamp-dcp].
 _UPSTREAM_0_5_20 = _UPSTREAM_0_5_21.but(
@@ -307,10 +309,9 @@ _UPSTREAM_0_5_14 = _UPSTREAM_0_5_15.but(
     fa3_decode_asserts=True,
     trtllm_mha_block_tokens=4096,
 )
-"""0.5.14: 0.5.15's sizing; no ``dcp_size`` server argument (``server_args.py`` has none; it first
-appears in 0.5.15 [cite: dcp-size-argument]), so a launch with attn_dcp_size > 1 does not exist; no
-unified memory pool (``model_executor/model_runner_kv_cache_mixin.py`` builds none; 0.5.15's
-does [cite: unified-mamba-row-extra])."""
+"""0.5.14: 0.5.15's sizing; no ``dcp_size`` server argument (``server_args.py`` has none; it first appears in 0.5.15
+[cite: dcp-size-argument]), so a launch with attn_dcp_size > 1 does not exist; no unified memory pool
+(``model_executor/model_runner_kv_cache_mixin.py`` builds none; 0.5.15's does [cite: unified-mamba-row-extra])."""
 _UPSTREAM_0_5_13 = _UPSTREAM_0_5_14.but(
     "sglang-0.5.13",
     "upstream 0.5.13: as 0.5.14; NGRAM, DFLASH and FROZEN_KV_MTP run v1 workers (not modeled)",
@@ -325,13 +326,12 @@ _UPSTREAM_0_5_13 = _UPSTREAM_0_5_14.but(
   [cite: eagle-v2-preclaims-bonus]).
 * algorithms: only EAGLE, EAGLE3 and STANDALONE run the v2 worker (``speculative/spec_info.py``)
   [cite: spec-v2-workers].  DFLASH and FROZEN_KV_MTP refuse overlap and run v1 workers
-  [cite: dflash-frozen-kv-mtp-v1-workers], NGRAM too [cite: ngram-v1-worker]: their verify allocates exactly
-  D at seq_len (``ngram_info.py`` [cite: ngram-v1-verify-alloc], ``dflash_info.py``
-  [cite: dflash-v1-verify-alloc]) and sets ``kv_allocated_len = kv_committed_len``
-  [cite: ngram-v1-allocated-is-committed] [cite: dflash-v1-allocated-is-committed]: a write path
-  the model does not have (its NGRAM and DFLASH are v2's over-allocation), so they are left out rather
-  than reported with v2's reserve.  That v1 write ends within seq_len + D <= C + Dmax, inside the
-  4 + Dmax headroom, and 0.5.13's NGRAM tree term only widens the row.
+  [cite: dflash-frozen-kv-mtp-v1-workers], NGRAM too [cite: ngram-v1-worker]: their verify allocates exactly D at
+  seq_len (``ngram_info.py`` [cite: ngram-v1-verify-alloc], ``dflash_info.py`` [cite: dflash-v1-verify-alloc]) and
+  sets ``kv_allocated_len = kv_committed_len`` [cite: ngram-v1-allocated-is-committed]
+  [cite: dflash-v1-allocated-is-committed]: a write path the model does not have (its NGRAM and DFLASH are v2's
+  over-allocation), so they are left out rather than reported with v2's reserve.  That v1 write ends within seq_len +
+  D <= C + Dmax, inside the 4 + Dmax headroom, and 0.5.13's NGRAM tree term only widens the row.
 """
 
 REVISIONS: dict[str, Revision] = {

@@ -335,6 +335,23 @@ PAGE_TABLE_PLANTS: dict[str, Change] = {
     ),
 }
 
+MEMORY_POOL = "srt/mem_cache/memory_pool.py"
+# -- a plant in the DSA pool's sizing of its indexer's key cache (0.5.23's own tree sizes it for DCP) ------------
+
+DSA_INDEX_PLANTS: dict[str, Change] = {
+    "dsa-index-replicated-flag-inverted": Change(
+        "dsa-index-replicated-flag-inverted",
+        "DSATokenToKVPool sizes the target pool's index key cache as the draft's replicated one (the flag read the "
+        "wrong way round): its pool's size alone, while the allocator hands out size * D locations",
+        (
+            Edit(
+                MEMORY_POOL,
+                "                size\n                if dcp_replicated\n",
+                "                size\n                if not dcp_replicated  # (plant)\n",
+            ),
+        ),
+    ),
+}
 
 # -- plants in the sizing file (a new cause beside the known ones: the baseline and root-cause tests) ----------
 
@@ -537,7 +554,12 @@ def build_tree(
     """A checkout-shaped tree of ``release`` at ``dest`` with the ``fixed`` known bugs fixed and the ``plants``."""
     base = base_tree(release)
     changes = [FIXES[n] if n in FIXES else UPSTREAM_FIXES[n] for n in fixed] + [
-        PLANTS.get(n) or SITE_PLANT_NAMES.get(n) or PAGE_TABLE_PLANTS.get(n) or SIZING_PLANTS[n] for n in plants
+        PLANTS.get(n)
+        or SITE_PLANT_NAMES.get(n)
+        or PAGE_TABLE_PLANTS.get(n)
+        or DSA_INDEX_PLANTS.get(n)
+        or SIZING_PLANTS[n]
+        for n in plants
     ]
     edited = {e.member for c in changes for e in c.edits}
     for directory, _, files in os.walk(base):

@@ -276,8 +276,8 @@ EVERY_TABLE = {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table",
 @pytest.mark.parametrize(
     ("pin", "out"),
     [
-        ("kv_pool=swa", EVERY_TABLE),
-        ("page_size=16", {"flashmla_page_table", "trtllm_mla_page_table"}),
+        ("kv_pool=swa", EVERY_TABLE | {"dsa_index_key_cache"}),  # a DSA model's pool is the standard kind, at page 64
+        ("page_size=16", {"flashmla_page_table", "trtllm_mla_page_table", "dsa_index_key_cache"}),
         # FA3 runs topk > 1 on its prefix and expand tables (not checked), triton each branch's range of a step's row
         # (not checked), the others refuse it; UNO verifies on its own (and runs no draft decode steps)
         ("speculative_eagle_topk=2", EVERY_TABLE),

@@ -62,8 +62,11 @@ def test_every_decode_finding_and_its_case_file_say_how_it_is_reached(tmp_path):
     )
     assert result.findings
     for f in result.findings:  # a table's case of a decode scenario (FA3's page table) says it, and the replay
-        scenario = DecodeScenario.from_dict(f.config, f.case["data"] if "table" in f.case else f.case)
-        assert f.reached_by is not None and f.reached_by.startswith(scenario.reached_by())
+        if f.case.get("table") == "dsa_index_key_cache":  # a pool size and an allocator page: how the pool fills
+            assert f.reached_by is not None and f.reached_by.startswith("a DSA model under --dcp-size ")
+        else:
+            scenario = DecodeScenario.from_dict(f.config, f.case["data"] if "table" in f.case else f.case)
+            assert f.reached_by is not None and f.reached_by.startswith(scenario.reached_by())
         assert f.to_json()["reached_by"] == f.reached_by
         with open(f.case_path) as fh:
             assert json.load(fh)["reached_by"] == f.reached_by

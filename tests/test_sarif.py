@@ -23,7 +23,7 @@ import pytest
 from allocator_model.pools import KVPool
 from fuzz.cli import main
 from fuzz.common.options import SARIF_HELP
-from fuzz.engines.sglang.backends import GRAPH_TABLES
+from fuzz.engines.sglang.backends import DSA_INDEX, GRAPH_TABLES
 from fuzz.engines.sglang.locations import RESERVE, ROW_WIDTH, locate, sizing_functions
 from fuzz.engines.sglang.names import SGLangProperty
 from fuzz.engines.sglang.real import wheels
@@ -235,6 +235,11 @@ def test_prove_locates_a_reference_revision_at_the_model_and_a_clean_target_has_
             assert where["artifactLocation"]["uri"] == "allocator_model/page_tables.py"
             page_tables = (ROOT / "allocator_model" / "page_tables.py").read_text()
             assert where["region"]["startLine"] == def_line(page_tables, "widths_of", "    "), r["ruleId"]
+            continue
+        if kind == DSA_INDEX:  # the DSA indexer's key cache: the model's twin of its extent
+            assert where["artifactLocation"]["uri"] == "allocator_model/dsa_index.py"
+            dsa = (ROOT / "allocator_model" / "dsa_index.py").read_text()
+            assert where["region"]["startLine"] == def_line(dsa, "index_locations"), r["ruleId"]
             continue
         if width and kind and KVPool(kind) in narrow:  # the unified builder's own row
             assert where["artifactLocation"]["uri"] == "allocator_model/pools.py"

@@ -12,9 +12,11 @@ from .base import (
     _EAGLE_TREE_ASSERT_V2,
     _EAGLE_UTILS,
     _KV_CACHE_HOOK,
+    _MEMORY_POOL,
     _MIXIN,
     _NGRAM_INFO,
     _OVERRIDES,
+    _PAGED,
     _PAGED_CLAMP,
     _SCHEDULER,
     _SERVER_ARGS,
@@ -327,4 +329,24 @@ FACTS: dict[str, tuple[Cite, ...]] = {
         Cite("0.5.23", _CONFIGURATOR, "isinstance(token_to_kv_pool, DeepSeekV4TokenToKVPool)"),
     ),
     # The unified Mamba builder computes the model's and the budget's quantities before the pool call.
+    # The DSA indexer's key cache: index_buf_size from the pool's size alone (0.5.16-0.5.21; a local of __init__
+    # before),
+    # widened by the DCP size from 0.5.22; its buffer's rows; the 64-token page it asserts; the DCP allocator.
+    "dsa-index-buf-size": (Cite("0.5.18", _MEMORY_POOL, "index_buf_size = size"),),
+    "dsa-index-buf-size-dcp": (
+        Cite("0.5.23", _MEMORY_POOL, "else (size + self.page_size) * dcp_size - self.page_size"),
+    ),
+    "dsa-index-rows": (
+        Cite("0.5.13", _MEMORY_POOL, "(index_buf_size + page_size + 1) // self.page_size"),
+        Cite("0.5.23", _SRT + "mem_cache/index_key_cache.py", "num_pages = (index_buf_size + pool.page_size + 1)"),
+    ),
+    "dsa-page-64": (
+        Cite("0.5.18", _MEMORY_POOL, "assert self.page_size == 64"),
+        Cite("0.5.23", _MEMORY_POOL, "assert physical_page_size == 64"),
+    ),
+    "dcp-allocator-size": (
+        Cite("0.5.18", _CONFIGURATOR, "sizes.max_total_num_tokens * get_parallel().attn_dcp_size,"),
+        Cite("0.5.23", _CONFIGURATOR, "sizes.max_total_num_tokens * get_parallel().attn_dcp_size,"),
+    ),
+    "paged-free-pages": (Cite("0.5.23", _PAGED, "1, self.num_pages + 1, dtype=torch.int64, device=self.device"),),
 }

@@ -11,7 +11,7 @@ from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings.report import Command, Field
 from fuzz.targets.base import TargetKind
 
-from . import cases, names, page_tables, tables  # noqa: F401  (declare SGLang's properties, names, kinds of case, tables on load)
+from . import cases, dsa_index, names, page_tables, tables  # noqa: F401  (declare SGLang's properties, names, kinds of case, tables on load)
 from .specs import NAME, runs_named_code
 
 

@@ -28,7 +28,7 @@ from allocator_model.algorithms import DFLASH, DSPARK, EAGLE, EAGLE3, NGRAM, STA
 from allocator_model.config import DEFAULT_ADAPTIVE_CANDIDATE_STEPS, ServingConfig
 from allocator_model.pools import KVPool
 
-from .backends import HARDWARE, LAUNCH_NOTES, MLA_BACKENDS
+from .backends import DSA_BACKEND, HARDWARE, LAUNCH_NOTES, MLA_BACKENDS
 
 MODEL_PATH = "MODEL"
 DRAFT_PATH = "DRAFT"
@@ -62,16 +62,18 @@ class Family:
     draft: str = "LlamaForCausalLMEagle3"  # the architecture of the DRAFT checkpoint it is served with
 
 
+# DeepSeek sparse attention (HiSparse's models, and the DSA indexer's key cache's: ``dsa_index``)
+DSA = Family(
+    "a DSA model (e.g. DeepSeek V3.2, GLM-5)",
+    "DeepseekV32ForCausalLM",
+    mla=True,
+    hf_config=(("index_topk", 2048),),  # DeepSeek-V3.2's config.json: what is_deepseek_dsa() asks
+    draft_in_checkpoint=True,
+)
 FAMILIES: dict[KVPool, Family] = {
     KVPool.STANDARD: Family("a dense model (e.g. Llama 3.1 8B)", "LlamaForCausalLM"),
     KVPool.SWA: Family("a hybrid sliding-window model (e.g. gpt-oss)", "GptOssForCausalLM", hybrid_swa=True),
-    KVPool.HISPARSE: Family(
-        "a DSA model (e.g. DeepSeek V3.2, GLM-5)",
-        "DeepseekV32ForCausalLM",
-        mla=True,
-        hf_config=(("index_topk", 2048),),  # DeepSeek-V3.2's config.json: what is_deepseek_dsa() asks
-        draft_in_checkpoint=True,
-    ),
+    KVPool.HISPARSE: DSA,
     KVPool.UNIFIED_MAMBA: Family(
         "a Mamba/linear-attention model (e.g. Qwen3.5, Qwen3-Next, Nemotron-H)", "Qwen3NextForCausalLM", mamba=True
     ),
@@ -92,6 +94,8 @@ MODELS: dict[KVPool, str] = {kind: family.description for kind, family in FAMILI
 
 def family_of(cfg: ServingConfig, backend: str | None = None) -> Family:
     """The model ``cfg``'s pool is built for, among those SGLang starts it with (an MLA one on an MLA backend)."""
+    if backend == DSA_BACKEND:
+        return DSA
     if cfg.kv_pool is KVPool.UNIFIED_MAMBA and cfg.attn_dcp_size > 1:
         return MLA_MAMBA
     if backend in MLA_BACKENDS and cfg.kv_pool is KVPool.STANDARD:

@@ -161,11 +161,17 @@ def unjudged(target: Any, backend: AttentionBackend) -> str | None:
     its twin."""
     if target.is_model:
         return None
-    path = getattr(target.sizing, "write_path", None)
-    if path is None:
-        missing = getattr(target.sizing, "write_path_missing", lambda: None)() or "no SGLang tree to run them from"
-        return f"{backend.label}'s builders are SGLang's own code, not run here: {missing}"
-    return _refusal(path, backend)
+    missing = without_tree(target, f"{backend.label}'s builders are")
+    return missing if missing is not None else _refusal(target.sizing.write_path, backend)
+
+
+def without_tree(target: Any, what: str) -> str | None:
+    """Why a real target cannot run SGLang's code (``what``: "X's builders are"): it has no tree of SGLang's files
+    around its sizing file; None where it has one."""
+    if getattr(target.sizing, "write_path", None) is not None:
+        return None
+    missing = getattr(target.sizing, "write_path_missing", lambda: None)() or "no SGLang tree to run it from"
+    return f"{what} SGLang's own code, not run here: {missing}"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -192,4 +198,4 @@ def builds(
     return list(_executed(target.sizing.write_path, backend, cfg, rt, seq, row)), "SGLang's own builders (executed)"
 
 
-__all__ = ["PROBE", "builds", "model_builds", "probe_of", "row_width_of", "sizing_of", "unjudged"]
+__all__ = ["PROBE", "builds", "model_builds", "probe_of", "row_width_of", "sizing_of", "unjudged", "without_tree"]

@@ -265,6 +265,12 @@ def code_of(t: GraphTable, target: Any, refs: tuple[CodeRef, ...]) -> tuple[Code
         shown = f"{path.parent.name}/{path.name}"
         twin = "GraphSizing.widths_of" if refs == t.width_code else "foreign_pages"
         return (Code(CodeRef(shown, twin), shown, path.read_text(), local=False),)
+    return tree_code(target, refs)
+
+
+def tree_code(target: Any, refs: tuple[CodeRef, ...]) -> tuple[Code, ...]:
+    """``refs`` in a real target's tree: each file's text (its repository path for a release, the file for a
+    checkout); nothing readable for a lone sizing file."""
     source = getattr(getattr(target.sizing, "module", None), "tree_source", None)
     tree = open_tree(source) if source else None
     out = []
@@ -365,4 +371,5 @@ __all__ = [
     "declared_table",
     "observe",
     "scenario",
+    "tree_code",
 ]

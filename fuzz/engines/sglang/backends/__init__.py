@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from .catalog import (
     CHECKED,
+    DSA_BACKEND,
+    DSA_INDEX,
     FA3,
     FA3_PAGE_TABLE,
     FLASHMLA,
@@ -28,6 +30,8 @@ from .registry import REGISTRY, UNCHECKED, checked, registered, table_text, unac
 
 __all__ = [
     "CHECKED",
+    "DSA_BACKEND",
+    "DSA_INDEX",
     "FA3",
     "FA3_PAGE_TABLE",
     "FLASHMLA",

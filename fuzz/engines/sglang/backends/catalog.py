@@ -31,8 +31,16 @@ HARDWARE: dict[str, str] = {b.backend.value: b.hardware for b in CHECKED.values(
 LAUNCH_NOTES: dict[str, str] = {b.backend.value: b.launch_note for b in CHECKED.values() if b.launch_note}
 
 
+# The DSA indexer's key cache (``dsa_index``): a DSA model's pool, served on the backend of its own (its launch line
+# names that model and backend).
+DSA_INDEX, DSA_BACKEND = "dsa_index_key_cache", "dsa"
+
+
 def backend_of(table: str | None) -> str | None:
-    """The attention backend whose builders fill ``table`` (None: not a backend's table)."""
+    """The attention backend a launch line on ``table`` names: its builders' (a backend's table), or the backend its
+    model is served with (the DSA indexer's key cache); None: another table."""
+    if table == DSA_INDEX:
+        return DSA_BACKEND
     spec = GRAPH_TABLES.get(table or "")
     return spec.backend.value if spec is not None else None
 

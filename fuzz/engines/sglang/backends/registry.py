@@ -27,7 +27,7 @@ UNCHECKED: dict[str, str] = {
     "plan(); init_cuda_graph_state allocates on CUDA (MLA models: FlashInferMLAAttnBackend, the same layout)",
     "llada2_cfg_flashinfer": "diffusion language models only: no speculative decode modes",
     "dsa": "sized from req_to_token's row (req_to_token.shape[1]), the width every published length was reserved "
-    "in; DeepSeek sparse-attention models only (their indexer key cache under DCP is another table)",
+    "in; DeepSeek sparse-attention models only (their indexer key cache under DCP: checked, `dsa_index_key_cache`)",
     "nsa": "dsa's name before it (the same backend)",
     "qsa": "Qwen sparse-attention models only; CUDA kernels",
     "dsv4": "DeepSeek-V4 models only (compressed KV, its own tables); CUDA kernels",

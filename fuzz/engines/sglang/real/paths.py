@@ -15,6 +15,8 @@ from fuzz.engines.sglang.target_type import SGLangTarget
 
 from ..backends import modules_of
 from .real import RealSizing
+from .runtime.dsa_index import INDEX_KEY_CACHE
+from .runtime.dsa_index import MEMORY_POOL as DSA_POOL
 from .runtime.releases import release_for
 from .runtime.tree import open_tree
 from .wheels import repository_path
@@ -36,4 +38,6 @@ def read_paths(target: SGLangTarget) -> list[str]:
         for modules in modules_of(release.version).values():
             found = [d for d in modules if tree.has(d.replace(".", "/") + ".py")]
             out += [f"python/{dotted.replace('.', '/')}.py" for dotted in found]
+        # the DSA indexer's key cache: its pool's class (and, where the release has it, the cache's own)
+        out += [f"python/{m}" for m in (DSA_POOL, INDEX_KEY_CACHE) if tree.has(m)]
     return list(dict.fromkeys(out))
