@@ -40,6 +40,7 @@ TRTLLM_MHA_METADATA = "kernels/ops/attention/trtllm_mha_graph_metadata.py"
 FLASHMLA = "srt/layers/attention/flashmla_backend.py"
 TRTLLM_MLA = "srt/layers/attention/trtllm_mla_backend.py"
 TRITON = "srt/layers/attention/triton_backend.py"
+MEMORY_POOL = "srt/mem_cache/memory_pool.py"
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,20 @@ UPSTREAM_FIXES: dict[str, Change] = {
                 "        self.max_context_len = model_runner.model_config.context_len + (\n"
                 "            get_spec().speculative_num_draft_tokens or 0\n"
                 "        )  # (fixture) #35985\n",
+            ),
+        ),
+    ),
+    "dsa-index-0.5.22": Change(  # 0.5.22's sizing of the DSA indexer's key cache, on 0.5.18's pool
+        "dsa-index-0.5.22",
+        "0.5.22's DSATokenToKVPool: the target pool's index key cache sized for the DCP allocator's locations, "
+        "(size + page_size) * dcp_size - page_size",
+        (
+            Edit(
+                MEMORY_POOL,
+                "        if index_buf_size is None:\n            index_buf_size = size\n",
+                "        if index_buf_size is None:\n"
+                "            dcp_size = get_parallel().attn_dcp_size  # (fixture) 0.5.22\n"
+                "            index_buf_size = (size + self.page_size) * dcp_size - self.page_size\n",
             ),
         ),
     ),
@@ -335,7 +350,6 @@ PAGE_TABLE_PLANTS: dict[str, Change] = {
     ),
 }
 
-MEMORY_POOL = "srt/mem_cache/memory_pool.py"
 # -- a plant in the DSA pool's sizing of its indexer's key cache (0.5.23's own tree sizes it for DCP) ------------
 
 DSA_INDEX_PLANTS: dict[str, Change] = {

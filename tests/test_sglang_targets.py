@@ -379,6 +379,26 @@ def test_a_checkout_directory_and_an_explicit_version(tmp_path):
         with_sglang_version("sglang==0.5.19", "0.5.18")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__version__ = version = '0.5.18'\n__version_tuple__ = version_tuple = (0, 5, 18)\n",  # every release's
+        '__version__ = "0.5.18"\n',
+        'version: str = "0.5.18"\n',
+    ],
+)
+def test_a_checkout_tree_reads_its_release_from_its_version_file(tmp_path, text):
+    """A tree's ``_version.py`` names its release (every release generates the chained assignment): the runtime
+    runs that release's modules, not the newest release's (an older checkout's tree lacks some of those)."""
+    from fuzz.engines.sglang.real.runtime.releases import release_for
+    from fuzz.engines.sglang.real.runtime.tree import directory_tree
+
+    (tmp_path / "python/sglang/srt").mkdir(parents=True)
+    (tmp_path / "python/sglang/_version.py").write_text(text)
+    tree = directory_tree(str(tmp_path))
+    assert tree.version == "0.5.18" and release_for(tree.version).version == "0.5.18"
+
+
 def test_sglang_version_picks_the_decode_semantics_of_a_replay(tmp_path, capsys):
     """0.5.18 wrote DFLASH's reserve unrounded (#35265): the same case fails only under its semantics."""
     from fuzz.cli import build_parser

@@ -119,6 +119,17 @@ class Sweep:
 
 
 @dataclass(frozen=True)
+class Explained:
+    """An advisory's account of a finding on a table, in its engine's words: what the outcome means, the mismatch
+    (Markdown lines), the fix, and what the regression test reads of the checkout it is pointed at."""
+
+    outcome: str
+    mismatch: tuple[str, ...]
+    fix: str
+    reads: str
+
+
+@dataclass(frozen=True)
 class Table:
     """One checked table (module docstring).  ``properties``: judged on it, in the order of blame.
     ``same_write``: a property whose break is, for this table, always a break of another one too (the
@@ -175,6 +186,9 @@ class Table:
     # ``pinned_out(pins)``: why no case of the table exists under the run's pins (a page its backend never runs),
     # None where some may: a table pinned out is not hunted, and the verdict says why.
     pinned_out: Callable[[Mapping[str, Any]], str | None] | None = None
+    # ``explain(target, finding)``: the advisory's account of a finding on it (``Explained``); None: its engine's
+    # default account of its tables.
+    explain: Callable[[Any, Any], Explained] | None = None
 
     def refused_on(self, target: Any) -> str | None:
         """Why ``target`` cannot judge this table (``unjudged``), None where it can."""

@@ -22,13 +22,13 @@ from hypothesis import reject
 from hypothesis import strategies as st
 
 from allocator_model.config import ConfigError, ServingConfig
-from allocator_model.dsa_index import DSA_PAGE, dcp_largest_location, index_locations
+from allocator_model.dsa_index import DSA_PAGE, dcp_largest_location, index_buf_size, index_locations
 from allocator_model.pools import KVPool, pool_alloc_page
 from allocator_model.regimes import regime
 from fuzz.common.errors import TargetError
 from fuzz.findings.kinds import Property
 from fuzz.tables import GUARD, Access, AccessKind, CodeRef, Layout, Span, Table, Width, declare_table
-from fuzz.tables.declared import Code, Reach, Sweep, Swept
+from fuzz.tables.declared import Code, Explained, Reach, Sweep, Swept
 from fuzz.verdict import Unjudgeable
 
 from . import page_tables as _page_tables  # noqa: F401  (declared first: the engine's tables in the order of blame)
@@ -63,28 +63,35 @@ def _runtime(target: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=1024)
-def _executed(runtime: Any, cfg: ServingConfig) -> tuple[int, int]:
-    """(the cache's locations, the allocator's largest location), SGLang's own code run for ``cfg``."""
+def _executed(runtime: Any, cfg: ServingConfig) -> tuple[int | None, int, int]:
+    """(the pool's index_buf_size where it keeps it, the cache's locations, the allocator's largest location),
+    SGLang's own code run for ``cfg``."""
     from .real.runtime.dsa_index import build_index_cache, dcp_allocator, largest_location
 
     size = int(cfg.max_total_num_tokens or 0)
     with runtime.bound(cfg, cfg.launch_runtime, f"DSATokenToKVPool(size={size}, ...) of {runtime.origin}"):
         built = build_index_cache(runtime.tree, size, cfg.page_size, cfg.attn_dcp_size)
-    return built.locations, largest_location(dcp_allocator(runtime, cfg, size))
+    return built.index_buf_size, built.locations, largest_location(dcp_allocator(runtime, cfg, size))
 
 
-def extent(target: Any, cfg: ServingConfig) -> tuple[int, int]:
-    """(the locations the index key cache holds, the largest location the allocator hands out) at ``cfg``: the
-    target's own code where it has it (``Unjudgeable`` where it cannot run), the model's twin on the model."""
-    size = int(cfg.max_total_num_tokens or 0)
+def built(target: Any, cfg: ServingConfig) -> tuple[int | None, int, int]:
+    """(index_buf_size where the pool keeps it, the locations the index key cache holds, the largest location the
+    allocator hands out) at ``cfg``: the target's own code where it has it (``Unjudgeable`` where it cannot run),
+    the model's twin on the model."""
+    size, page, dcp = int(cfg.max_total_num_tokens or 0), cfg.page_size, cfg.attn_dcp_size
     if target.is_model:
         widened = target.revision.dsa_index_dcp_widened
-        locations = index_locations(size, cfg.page_size, cfg.attn_dcp_size, widened)
-        return locations, dcp_largest_location(size, cfg.page_size, cfg.attn_dcp_size)
+        buf = index_buf_size(size, page, dcp, widened)
+        return buf, index_locations(size, page, dcp, widened), dcp_largest_location(size, page, dcp)
     why = unjudged(target)
     if why is not None:
         raise Unjudgeable(why)
     return _executed(_runtime(target), cfg)
+
+
+def extent(target: Any, cfg: ServingConfig) -> tuple[int, int]:
+    """(the locations the index key cache holds, the largest location the allocator hands out) at ``cfg``."""
+    return built(target, cfg)[1:]
 
 
 @functools.lru_cache(maxsize=64)
@@ -298,6 +305,43 @@ def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
     )
 
 
+def explain(target: Any, f: Any) -> Explained:
+    """The advisory's account: the cache's extent and who sized it, the DCP allocator's pages, those stored past it."""
+    cfg = f.config
+    size, p, dcp = int(cfg.max_total_num_tokens or 0), cfg.page_size, cfg.attn_dcp_size
+    buf, locations, largest = built(target, cfg)
+    page, last = _pages(cfg, largest)
+    first = locations // page  # the first allocator page whose locations reach past the cache
+    sized = "the pool's size alone" if buf == size else f"(size + page_size) * dcp_size - page_size, {size} * {dcp}"
+    shown = f"`index_buf_size` = {buf} ({sized})" if buf is not None else f"`index_buf_size` = size = {size}"
+    where = "SGLang's own DSATokenToKVPool.__init__() allocated" if not target.is_model else "the model's twin sizes"
+    mismatch = (
+        f"The index key cache of the target's pool holds {locations} locations: {shown}, in pages of {p} plus one "
+        f"(`(index_buf_size + page_size + 1) // page_size` = {locations // p} pages), as {where} it for a pool of "
+        f"{size} tokens. Under `--dcp-size {dcp}` the allocator is the paged allocator over size * dcp_size = "
+        f"{size * dcp} tokens in pages of page_size * dcp_size = {page}: pages 1 to {last}, its largest location "
+        f"{largest}. The indexer stores each token's index key at the allocator's location (`loc // {p}`, no bounds "
+        f"check; every DCP rank keeps every key), so allocator pages {first} to {last} (locations {first * page} to "
+        f"{largest}, {100 * (last - first + 1) // last}% of the pool's pages) reach past the cache's end.",
+        "",
+        f"Confirmed on {_observer(target)}: the extent is the buffer the pool's own constructor allocated (on the "
+        f"`meta` device), the pages those its own allocator hands out, run from `{f.target}`.",
+        "",
+        "The store past the cache happens in the indexer's store kernel (CUDA, or triton's `_set_k_and_s_triton_"
+        "kernel`), which this machine does not run: it writes past the buffer, into another allocation's memory.",
+        "",
+    )
+    fix = (
+        "size the target pool's index key cache for the DCP allocator's locations, as 0.5.22 does: `index_buf_size "
+        "= (size + page_size) * dcp_size - page_size` (the draft's replicated pool keeps `size`)"
+    )
+    reads = (
+        "the DSA pool's class and its paged allocator are read and run from there; needs `pip install kvrow-fuzz` "
+        "and triton"
+    )
+    return Explained("the indexer stores past the cache's end; nothing stops it", mismatch, fix, reads)
+
+
 def _width(target: Any, cfg: ServingConfig) -> int:
     return extent(target, cfg)[0]
 
@@ -337,6 +381,7 @@ DSA_INDEX_TABLE = declare_table(
         observer=_observer,
         pinned_out=pinned_out,
         proved=(Property.WRITE_WITHIN_ROW,),
+        explain=explain,
     )
 )
 

@@ -27,7 +27,7 @@ from fuzz.findings.casefile import CaseFileError
 from fuzz.findings.kinds import Property
 from fuzz.findings.model import Finding
 from fuzz.tables.case import sized_by, table_case_of
-from fuzz.tables.declared import TABLE_CASE, Table, table
+from fuzz.tables.declared import TABLE_CASE, Explained, Table, table
 from fuzz.tables.observe import AccessKind
 
 from .advisory_parts import Advisory, code, fenced, regression_section
@@ -37,6 +37,9 @@ UPSTREAM = {
     "fa3_page_table": "the class of sgl-project/sglang#34239 (open: an illegal memory access near the 262,144-token "
     "context limit with NEXTN, reported on 0.5.16; #35985 names FA3's page table as its cause); fixes proposed: "
     "#35985 (open), #29665 (closed)",
+    "dsa_index_key_cache": "named in review of sgl-project/sglang#36990 (open: DCP for DSA models; the allocator "
+    "reaches (size + page_size) * dcp_size - 1, past the indexer cache); 0.5.22 sizes the cache for the DCP "
+    "allocator",
 }
 
 
@@ -75,18 +78,13 @@ def render_table(adv: Advisory, fixes: list[str]) -> str:
     spec, f = example(adv)
     c, t = adv.cause, table(f.case["table"])
     target, cfg = adv.targets[spec], serving_config(f)
-    read = f.violation.prop == Property.READ_WITHIN_ROW
-    outcome = (
-        "the attention kernel reads past the row, into the next request's pages; nothing stops it"
-        if read
-        else "a builder writes past the row, into the next request's; nothing stops it"
-    )
+    said = t.explain(target, f) if t.explain is not None else _page_table(t, target, f, c.fix)
     lines = [
         f"# {printable(c.title, 300)}",
         "",
         f"- **Upstream:** {UPSTREAM.get(t.name, 'new: no upstream issue or pull request names it')}",
         f"- **Affected:** {', '.join(printable(s, 300) for s in sorted(adv.findings))}",
-        f"- **Outcome:** {f.signature.outcome} ({outcome})",
+        f"- **Outcome:** {f.signature.outcome} ({said.outcome})",
         f"- **Found by:** kvrow-fuzz, on {t.observer(target) if t.observer else 'the table'}; root cause: the code "
         f"that sizes {t.name} (a table checked on its own has that one cause)",
         "",
@@ -95,7 +93,7 @@ def render_table(adv: Advisory, fixes: list[str]) -> str:
         fenced([launch_line(cfg, backend_of(t.name))]),
         "## The mismatch",
         "",
-        *_mismatch(t, target, f),
+        *said.mismatch,
         "## What happens",
         "",
         f"On {code(spec)}:",
@@ -106,7 +104,7 @@ def render_table(adv: Advisory, fixes: list[str]) -> str:
     ]
     for where_spec, where in sorted(adv.where.items()):
         lines.append(f"- {code(where_spec)}: " + ("; ".join(code(w) for w in where) if where else "(not located)"))
-    lines += ["", "## Fix", "", printable(c.fix), "", *fixes, "## Variants", ""]
+    lines += ["", "## Fix", "", printable(said.fix), "", *fixes, "## Variants", ""]
     lines += ["| bug group | algorithm | page | outcome |", "|---|---|---|---|"]
     seen = set()
     for g in (g for fs in adv.findings.values() for g in fs):
@@ -115,10 +113,19 @@ def render_table(adv: Advisory, fixes: list[str]) -> str:
             gc = serving_config(g)
             lines.append(f"| {code(g.signature)} | {gc.speculative_algorithm or 'none'} | {gc.page_size} | "
                          f"{g.signature.outcome} |")  # fmt: skip
-    lines += regression_section(
-        f, "the backend's builders are read and run from there; needs `pip install kvrow-fuzz` and triton"
-    )
+    lines += regression_section(f, said.reads)
     return "\n".join(lines)
+
+
+def _page_table(t: Table, target: Any, f: Finding, fix: str) -> Explained:
+    """The account of a backend's page table: the kernel's read past the row, or a builder's write past it."""
+    outcome = (
+        "the attention kernel reads past the row, into the next request's pages; nothing stops it"
+        if f.violation.prop == Property.READ_WITHIN_ROW
+        else "a builder writes past the row, into the next request's; nothing stops it"
+    )
+    reads = "the backend's builders are read and run from there; needs `pip install kvrow-fuzz` and triton"
+    return Explained(outcome, tuple(_mismatch(t, target, f)), fix, reads)
 
 
 def _mismatch(t: Table, target: Any, f: Finding) -> list[str]:

@@ -32,7 +32,9 @@ from fuzz.targets.base import TargetError
 from .. import wheels
 
 PACKAGE = "sglang"
-_VERSION_RE = re.compile(r"""^(?:__version__|version)\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+# ``__version__ = "X"``, ``version: str = "X"``, or the chained ``__version__ = version = 'X'`` every release's
+# generated ``_version.py`` holds
+_VERSION_RE = re.compile(r"""^(?:(?:__version__|version)\s*(?::\s*str\s*)?=\s*)+['"]([^'"]+)['"]""", re.MULTILINE)
 _WHEEL_VERSION_RE = re.compile(r"^sglang-([^-]+)-")
 
 
