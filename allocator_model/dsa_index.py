@@ -2,12 +2,12 @@
 allocator hands out (the twin of SGLang's ``DSATokenToKVPool.__init__`` and its paged allocator, executed in
 ``fuzz.engines.sglang.real.runtime.dsa_index``; ``tests/test_dsa_index.py`` holds them equal).
 
-A DeepSeek sparse-attention model stores an index key per KV location at ``loc // page`` with no bounds
-check, at the allocator's own location: under DCP the allocator spans ``size * D`` tokens in pages of
-``page * D`` (every rank keeps every index key), so the cache must hold every such location.  Sized from the
-pool's ``size`` alone it holds ``size + page`` of them: at D >= 2 the allocator's upper pages store past it
-[cite: dsa-index-buf-size].  Sized ``(size + page) * D - page`` it holds exactly the allocator's
-[cite: dsa-index-buf-size-dcp].
+A DeepSeek sparse-attention model stores an index key per KV location at ``loc // page`` with no bounds check, at
+the allocator's own location: under DCP the allocator spans ``size * D`` tokens in pages of ``page * D`` (every rank
+keeps every index key), so the cache must hold every such location.  Sized from the pool's ``size`` alone it holds
+about ``size + page`` of them (whole pages): at D >= 2 the allocator's upper pages store past it
+[cite: dsa-index-buf-size].  Sized ``(size + page) * D - page`` it holds every one of the allocator's (exactly,
+where the page divides the size) [cite: dsa-index-buf-size-dcp].
 """
 
 from __future__ import annotations

@@ -39,10 +39,11 @@ from hermetic import PINNED_RELEASES  # noqa: E402
 from test_sglang_runtime import runtime  # noqa: E402
 
 from allocator_model.config import ServingConfig  # noqa: E402
-from allocator_model.dsa_index import DSA_PAGE, dcp_largest_location, index_locations  # noqa: E402
+from allocator_model.dsa_index import DSA_PAGE, dcp_largest_location, index_buf_size, index_locations  # noqa: E402
 from allocator_model.revisions import REFERENCE, RELEASE_REVISIONS, get_revision  # noqa: E402
 from fuzz.cli import main  # noqa: E402
 from fuzz.engines.sglang.backends import backend_of  # noqa: E402
+from fuzz.engines.sglang.dsa_index import config as dsa  # noqa: E402
 from fuzz.engines.sglang.launch import launch_line  # noqa: E402
 
 TABLE = "dsa_index_key_cache"
@@ -50,10 +51,6 @@ GROUP = f"write-within-row/dcp>1@{TABLE}"
 SIZES = (4096, 4097, 4159, 4160, 4161, 6000, (1 << 20) + 37)
 # Every release the model knows: the pinned ones in the default tier, the rest in the network tier (their wheels).
 EVERY_RELEASE = [v if v in PINNED_RELEASES else pytest.param(v, marks=pytest.mark.network) for v in RELEASE_REVISIONS]
-
-
-def dsa(size: int, dcp: int) -> ServingConfig:
-    return ServingConfig.resolve(context_len=163840, page_size=DSA_PAGE, attn_dcp_size=dcp, max_total_num_tokens=size)
 
 
 @pytest.mark.parametrize("version", EVERY_RELEASE)
@@ -67,17 +64,20 @@ def test_the_twin_is_sglangs_own_pool_and_allocator(version: str) -> None:
             built = build_index_cache(r.tree, size, DSA_PAGE, dcp)
             assert built.page == DSA_PAGE
             assert built.locations == index_locations(size, DSA_PAGE, dcp, widened), (version, dcp, size)
+            kept = built.index_buf_size  # on the pool from 0.5.16 (a local of __init__ before)
+            assert kept is None or kept == index_buf_size(size, DSA_PAGE, dcp, widened), (version, dcp, size)
             largest = largest_location(dcp_allocator(r, dsa(size, dcp), size))
             assert largest == dcp_largest_location(size, DSA_PAGE, dcp), (version, dcp, size)
 
 
 def test_the_cache_holds_every_location_exactly_when_widened() -> None:
-    """Widened (0.5.22+), the last allocator location is the cache's last, at every size and DCP size; sized from the
-    pool alone it holds them only at DCP 1."""
-    for dcp in (1, 2, 4, 8):
+    """Widened (0.5.22+), the cache holds every allocator location, at every size and DCP size, with no room to spare
+    where the page divides the size; sized from the pool alone it holds them only at DCP 1."""
+    for dcp in (1, 2, 3, 4, 8, 16):
         for size in range(4096, 4096 + DSA_PAGE * dcp + 1):
             largest = dcp_largest_location(size, DSA_PAGE, dcp)
-            assert index_locations(size, DSA_PAGE, dcp, True) > largest
+            widened = index_locations(size, DSA_PAGE, dcp, True)
+            assert widened > largest and (widened == largest + 1 or size % DSA_PAGE)
             assert (index_locations(size, DSA_PAGE, dcp, False) > largest) == (dcp == 1)
 
 
@@ -109,13 +109,17 @@ def test_prove_finds_the_same_group(tmp_path: Path, capsys: pytest.CaptureFixtur
     for target, found in (("reference@sglang-0.5.18", True), ("reference", False)):
         main(["prove", "--target", target, "--space", "tiny", "--quiet", "--cases", str(tmp_path / target)])
         out = capsys.readouterr().out
-        head = next(line for line in out.splitlines() if line.startswith(f"table {TABLE}: checked"))
-        assert "every pool size in one allocator page" in head
+        flat = " ".join(out.split())
+        assert f"table {TABLE}: checked 7,680 configurations" in flat  # every residue, both ends, every DCP size
+        assert "every pool size in one allocator page from 4,096, 1,048,576, 4,193,280 tokens" in flat
+        assert "at DCP 1, 2, 3, 4, 6, 8, 16)" in flat  # every DCP size the space draws
         assert (GROUP in out) == found, out
         assert (f"no configuration of the space reaches past a part of {TABLE}" in out) == (not found)
 
 
-def test_a_case_of_another_shape_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_case_of_another_shape_is_bad_input(
+    pinned_wheels, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     case = {"schema": "kvrow-fuzz/case", "schema_version": 1, "kind": "table-case", "target": "reference@sglang-0.5.18",
             "config": dsa(4096, 2).to_dict(), "case": {"table": TABLE, "data": {"page": 64}},
             "property": "write-within-row", "signature": GROUP}  # fmt: skip
@@ -123,11 +127,22 @@ def test_a_case_of_another_shape_is_bad_input(tmp_path: Path, capsys: pytest.Cap
     path.write_text(json.dumps(case))
     assert main(["repro", str(path)]) == 1  # the last page of a DCP 2 allocator: stored past the cache
     capsys.readouterr()
-    for data in ({"page": "64"}, {"page": 64, "extra": 1}, {"page": 65}, {"page": 0}):
+    bad_data = [{"page": "64"}, {"page": 64, "extra": 1}, {"page": 65}, {"page": 0}]
+    for data in bad_data:
         path.write_text(json.dumps({**case, "case": {"table": TABLE, "data": data}}))
         assert main(["repro", str(path)]) == 2, data
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    # a pool smaller than a page (no allocator page), another pool's kind, another page: on the model and on the
+    # release's own code
+    small = {**dsa(4096, 2).to_dict(), "max_total_num_tokens": 63}
+    swa = {**dsa(4096, 2).to_dict(), "kv_pool": "swa"}
+    for cfg in (small, swa, {**dsa(4096, 2).to_dict(), "page_size": 32}):
+        path.write_text(json.dumps({**case, "config": cfg, "case": {"table": TABLE, "data": {"page": 1}}}))
+        for target in ((), ("--target", "sglang==0.5.18")):
+            assert main(["repro", str(path), *target]) == 2, (cfg, target)
+            err = capsys.readouterr().err
+            assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
 def test_the_reference_revision_sizes_it_for_dcp() -> None:

@@ -328,10 +328,9 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     "configurator-dsv4-isinstance": (
         Cite("0.5.23", _CONFIGURATOR, "isinstance(token_to_kv_pool, DeepSeekV4TokenToKVPool)"),
     ),
-    # The unified Mamba builder computes the model's and the budget's quantities before the pool call.
-    # The DSA indexer's key cache: index_buf_size from the pool's size alone (0.5.16-0.5.21; a local of __init__
-    # before),
-    # widened by the DCP size from 0.5.22; its buffer's rows; the 64-token page it asserts; the DCP allocator.
+    # -- the DSA indexer's key cache (``dsa_index``) ------------------------------------------------------------
+    # index_buf_size from the pool's size alone (0.5.16-0.5.21; a local of __init__ before), widened by the DCP size
+    # from 0.5.22; its buffer's rows and a token's bytes in them; the 64-token page it asserts; the DCP allocator.
     "dsa-index-buf-size": (Cite("0.5.18", _MEMORY_POOL, "index_buf_size = size"),),
     "dsa-index-buf-size-dcp": (
         Cite("0.5.23", _MEMORY_POOL, "else (size + self.page_size) * dcp_size - self.page_size"),
@@ -339,6 +338,10 @@ FACTS: dict[str, tuple[Cite, ...]] = {
     "dsa-index-rows": (
         Cite("0.5.13", _MEMORY_POOL, "(index_buf_size + page_size + 1) // self.page_size"),
         Cite("0.5.23", _SRT + "mem_cache/index_key_cache.py", "num_pages = (index_buf_size + pool.page_size + 1)"),
+    ),
+    "dsa-index-row-bytes": (
+        Cite("0.5.13", _MEMORY_POOL, "index_head_dim + index_head_dim // self.quant_block_size * 4"),
+        Cite("0.5.23", _SRT + "mem_cache/index_key_cache.py", "index_head_dim // pool.quant_block_size * 4"),
     ),
     "dsa-page-64": (
         Cite("0.5.18", _MEMORY_POOL, "assert self.page_size == 64"),

@@ -3,12 +3,13 @@
 A DeepSeek sparse-attention model (DeepSeek-V3.2, GLM-5) stores, for every KV location the allocator hands out, an
 index key at ``loc // page``, ``loc % page`` of its pool's index key cache, with no bounds check.  Under decode
 context parallelism the allocator spans ``size * D`` locations in pages of ``page * D`` and the indexer stores at
-that global location (every rank keeps every index key), so a cache sized from the pool's ``size`` alone stores
-the allocator's upper pages past its end.  Each owner's part is the locations the allocator gave it; the table's
-extent is its width.  A case is a configuration (the pool's size, the DCP size) and one allocator page whose
-tokens are stored; on a target with SGLang's files the extent is SGLang's own ``DSATokenToKVPool.__init__`` and
-the page range its own paged allocator's (``real.runtime.dsa_index``), on the model their twin
-(``allocator_model.dsa_index``).  The store itself is the indexer's kernel (CUDA, or triton): not run here.
+that global location (every rank keeps every index key), so a cache sized from the pool's ``size`` alone stores the
+allocator's upper pages past its end.  Every store's bound is the cache's extent (which location a request owns is
+the allocator's business, judged on ``req_to_token``'s own checks).  A case is a configuration (the pool's size, the
+DCP size) and one allocator page whose tokens are stored; on a target with SGLang's files the extent is SGLang's own
+``DSATokenToKVPool.__init__`` and the page range its own paged allocator's (``real.runtime.dsa_index``), on the
+model their twin (``allocator_model.dsa_index``).  The store itself is the indexer's kernel (CUDA, or triton): not
+run here.
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ _INDEXER = SGLANG_REPO_PATH + "sglang/srt/layers/attention/dsa/dsa_indexer.py"
 WRITERS = (CodeRef(_INDEXER, "Indexer._store_index_k_cache"),)
 # DeepSeek-V3.2's context length (its config.json's max_position_embeddings): the line's, which the cache ignores
 CONTEXT_LEN = 163840
-DCP_SIZES = (1, 2, 4, 8)
 # Pool sizes drawn (tokens): from a toy pool to a large GPU's, shrinking toward the smallest
 POOL_SIZES = (4096, 1 << 22)
-# The proof's pools: every size in one allocator page's range from here, at each DCP size
-PROVED_FROM = 1 << 20
+# The proof's pools: every size in one allocator page's range from each of these, at each DCP size (the drawn pool
+# sizes' ends and a deployment's)
+PROVED_FROM = (POOL_SIZES[0], 1 << 20, POOL_SIZES[1] - DSA_PAGE * 16)
 # A deployment's pool (tokens per rank): the order of what a GPU keeps of an MLA model's KV beside its weights
 REPRESENTATIVE_POOL = 1 << 20
 
@@ -118,7 +119,7 @@ def config(size: int, dcp: int, **pins: Any) -> ServingConfig:
     return ServingConfig.resolve(**args, max_total_num_tokens=size)
 
 
-def _pages(cfg: ServingConfig, largest: int) -> tuple[int, int]:
+def allocator_pages(cfg: ServingConfig, largest: int) -> tuple[int, int]:
     """(the allocator's page, its last page's number)."""
     page = pool_alloc_page(KVPool.STANDARD, cfg.page_size, cfg.attn_dcp_size)
     return page, (largest + 1) // page - 1
@@ -133,10 +134,12 @@ def _page_of(data: Mapping[str, Any]) -> int:
 def observe(target: Any, cfg: ServingConfig, data: Mapping[str, Any]) -> list[Access]:
     """The indexer storing the keys of allocator page ``data["page"]``: its locations, bound by the cache."""
     k = _page_of(data)
-    if cfg.page_size != DSA_PAGE or not cfg.max_total_num_tokens:
-        raise ValueError(f"a DSA launch runs page {DSA_PAGE} with a pool size (--max-total-tokens)")
+    out = pinned_out({"kv_pool": cfg.kv_pool.value, "page_size": cfg.page_size})
+    if out is not None or (cfg.max_total_num_tokens or 0) < DSA_PAGE:
+        raise ValueError(f"a DSA launch: the standard pool's kind at page {DSA_PAGE}, a pool (--max-total-tokens) of "
+                         f"a page or more")  # fmt: skip
     locations, largest = extent(target, cfg)
-    page, last = _pages(cfg, largest)
+    page, last = allocator_pages(cfg, largest)
     if not 1 <= k <= last:
         raise ValueError(f"page {k} is not one the allocator hands out (1 to {last})")
     start, end = k * page, (k + 1) * page
@@ -166,9 +169,12 @@ def pinned_out(pins: Mapping[str, Any]) -> str | None:
 
 
 def _dcp_sizes(target: Any, pins: Mapping[str, Any]) -> list[int]:
+    """The DCP sizes the space draws (``strategies.space.DCP_SIZES``, or the pinned one) that the target runs."""
+    from strategies.space import DCP_SIZES
+
     pinned = pins.get("attn_dcp_size")
-    sizes = [int(pinned)] if pinned is not None else list(DCP_SIZES)
-    return [d for d in sizes if target.revision.refuses(config(4096, d)) is None]
+    sizes = [int(pinned)] if pinned is not None else sorted(DCP_SIZES)
+    return [d for d in sizes if target.revision.refuses(config(POOL_SIZES[0], d)) is None]
 
 
 def _free(pins: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,14 +190,17 @@ def _case(draw: st.DrawFn, target: Any, pins: Mapping[str, Any]) -> tuple[Servin
 
     rev = target.revision
     speculative = any(k.startswith("speculative_") for k in pins)
-    fixed = {**_free(pins), "kv_pool": KVPool.STANDARD, "page_size": DSA_PAGE, "context_len": CONTEXT_LEN,
-             "max_total_num_tokens": draw(st.integers(*POOL_SIZES))}  # fmt: skip
+    size = pins["max_total_num_tokens"] if "max_total_num_tokens" in pins else draw(st.integers(*POOL_SIZES))
+    fixed = {"context_len": CONTEXT_LEN, **_free(pins), "kv_pool": KVPool.STANDARD, "page_size": DSA_PAGE,
+             "max_total_num_tokens": size}  # fmt: skip
     if "attn_dcp_size" in pins:
         fixed["attn_dcp_size"] = pins["attn_dcp_size"]
     cfg = space.serving_config(DrawChooser(draw), rev.algorithms if speculative else (), fixed, dcp=rev.dcp)
     if cfg is None or rev.refuses(cfg) is not None:
         reject()
     last = (cfg.max_total_num_tokens or 0) // cfg.page_size  # the allocator's pages: size * D / (page * D)
+    if last < 1:
+        reject()
     return cfg, {"page": draw(st.just(last) | st.integers(1, last))}
 
 
@@ -201,14 +210,17 @@ def cases(target: Any, pins: Mapping[str, Any]) -> st.SearchStrategy[tuple[Servi
 
 
 def cover(target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
-    """At each DCP size the target runs: a pool of ``POOL_SIZES[0]`` tokens, its allocator's last page."""
+    """At each DCP size the target runs: a pool of ``POOL_SIZES[0]`` tokens (or the pinned one), its allocator's last
+    page."""
+    size = int(pins.get("max_total_num_tokens") or POOL_SIZES[0])
     out = []
     for dcp in _dcp_sizes(target, pins):
         try:
-            cfg = config(POOL_SIZES[0], dcp, **_free(pins))
+            cfg = config(size, dcp, **_free(pins))
         except ConfigError:
             continue
-        out.append((cfg, {"page": POOL_SIZES[0] // DSA_PAGE}))
+        if size >= DSA_PAGE:
+            out.append((cfg, {"page": size // DSA_PAGE}))
     return out
 
 
@@ -217,16 +229,20 @@ def closed_form(target: Any, cfg: ServingConfig) -> Reach | None:
     if cfg.page_size != DSA_PAGE or not cfg.max_total_num_tokens:
         return None
     locations, largest = extent(target, cfg)
-    return Reach(locations, largest + 1, {"page": _pages(cfg, largest)[1]})
+    return Reach(locations, largest + 1, {"page": allocator_pages(cfg, largest)[1]})
 
 
 def sweep(target: Any, prover: Any) -> Sweep:
-    """The closed form over every pool size in one allocator page's range from ``PROVED_FROM``, at each DCP size
-    the target runs: the extent is a step function of the size, each step one page wide."""
+    """The closed form at each DCP size the target runs (the space's), over every pool size in one allocator page
+    from each of ``PROVED_FROM``'s sizes (the pool sizes drawn begin and end there too): every residue of the size
+    mod the allocator page, where the extent steps.  On SGLang's own code (a build a sweep point), mod the page: its
+    allocator's pages are ``size * D // (page * D)``, the pool's ``size // page`` [cite: dcp-allocator-size]."""
     groups: dict[str, Swept] = {}
     count = 0
-    for dcp in _dcp_sizes(target, {}):
-        for size in range(PROVED_FROM, PROVED_FROM + DSA_PAGE * dcp):
+    dcps = _dcp_sizes(target, {})
+    for dcp in dcps:
+        page = DSA_PAGE * (dcp if target.is_model else 1)
+        for size in (s for start in PROVED_FROM for s in range(start, start + page)):
             cfg = config(size, dcp)
             reach = closed_form(target, cfg)
             assert reach is not None
@@ -239,7 +255,9 @@ def sweep(target: Any, prover: Any) -> Sweep:
             keep = old is not None and old.worst >= worst
             groups[key] = Swept(Property.WRITE_WITHIN_ROW, key, n, *((old.worst, old.config, old.reach) if keep and old
                                 else (worst, cfg, reach)))  # fmt: skip
-    over = f"every pool size in one allocator page from {PROVED_FROM:,} tokens, DCP {', '.join(map(str, DCP_SIZES))}"
+    starts = ", ".join(f"{s:,}" for s in PROVED_FROM)
+    which = "allocator page" if target.is_model else f"page ({DSA_PAGE} tokens: the allocator's pages are size // page)"
+    over = f"every pool size in one {which} from {starts} tokens, at DCP {', '.join(map(str, dcps))}"
     return Sweep(count, over, tuple(groups.values()))
 
 
@@ -265,7 +283,7 @@ def _representative(target: Any, f: Any) -> Any:
 
     cfg = f.config.replace(max_total_num_tokens=REPRESENTATIVE_POOL)
     locations, largest = extent(target, cfg)
-    page, last = _pages(cfg, largest)
+    page, last = allocator_pages(cfg, largest)
     k = max(1, locations // page)  # its locations [k * page, (k + 1) * page) reach past the cache's end
     judged = PIPELINE.case(target, TableCase(DSA_INDEX_TABLE, cfg, {"page": k}), (f.signature.prop,), confirm=False)
     found = next((g for g in judged.findings if g.signature == f.signature), None)
@@ -306,40 +324,16 @@ def reached(cfg: ServingConfig, data: Mapping[str, Any]) -> str:
 
 
 def explain(target: Any, f: Any) -> Explained:
-    """The advisory's account: the cache's extent and who sized it, the DCP allocator's pages, those stored past it."""
+    """The advisory's account of a finding on it: the example case built on the target, worded by
+    ``causes.dsa_index``."""
+    from .causes.dsa_index import Built, account
+
     cfg = f.config
-    size, p, dcp = int(cfg.max_total_num_tokens or 0), cfg.page_size, cfg.attn_dcp_size
     buf, locations, largest = built(target, cfg)
-    page, last = _pages(cfg, largest)
-    first = locations // page  # the first allocator page whose locations reach past the cache
-    sized = "the pool's size alone" if buf == size else f"(size + page_size) * dcp_size - page_size, {size} * {dcp}"
-    shown = f"`index_buf_size` = {buf} ({sized})" if buf is not None else f"`index_buf_size` = size = {size}"
-    where = "SGLang's own DSATokenToKVPool.__init__() allocated" if not target.is_model else "the model's twin sizes"
-    mismatch = (
-        f"The index key cache of the target's pool holds {locations} locations: {shown}, in pages of {p} plus one "
-        f"(`(index_buf_size + page_size + 1) // page_size` = {locations // p} pages), as {where} it for a pool of "
-        f"{size} tokens. Under `--dcp-size {dcp}` the allocator is the paged allocator over size * dcp_size = "
-        f"{size * dcp} tokens in pages of page_size * dcp_size = {page}: pages 1 to {last}, its largest location "
-        f"{largest}. The indexer stores each token's index key at the allocator's location (`loc // {p}`, no bounds "
-        f"check; every DCP rank keeps every key), so allocator pages {first} to {last} (locations {first * page} to "
-        f"{largest}, {100 * (last - first + 1) // last}% of the pool's pages) reach past the cache's end.",
-        "",
-        f"Confirmed on {_observer(target)}: the extent is the buffer the pool's own constructor allocated (on the "
-        f"`meta` device), the pages those its own allocator hands out, run from `{f.target}`.",
-        "",
-        "The store past the cache happens in the indexer's store kernel (CUDA, or triton's `_set_k_and_s_triton_"
-        "kernel`), which this machine does not run: it writes past the buffer, into another allocation's memory.",
-        "",
-    )
-    fix = (
-        "size the target pool's index key cache for the DCP allocator's locations, as 0.5.22 does: `index_buf_size "
-        "= (size + page_size) * dcp_size - page_size` (the draft's replicated pool keeps `size`)"
-    )
-    reads = (
-        "the DSA pool's class and its paged allocator are read and run from there; needs `pip install kvrow-fuzz` "
-        "and triton"
-    )
-    return Explained("the indexer stores past the cache's end; nothing stops it", mismatch, fix, reads)
+    page, last = allocator_pages(cfg, largest)
+    size = int(cfg.max_total_num_tokens or 0)
+    return account(Built(size, cfg.page_size, cfg.attn_dcp_size, buf, locations, largest, page, last,
+                         observer_of(target), target.is_model, f.target))  # fmt: skip
 
 
 def _width(target: Any, cfg: ServingConfig) -> int:
@@ -351,7 +345,7 @@ def _model_width(cfg: ServingConfig, revision: Any) -> int:
     return index_locations(size, cfg.page_size, cfg.attn_dcp_size, revision.dsa_index_dcp_widened)
 
 
-def _observer(target: Any) -> str:
+def observer_of(target: Any) -> str:
     if target.is_model:
         return "the model's twin of SGLang's DSA pool"
     return "SGLang's own DSA pool and allocator, executed"
@@ -378,7 +372,7 @@ DSA_INDEX_TABLE = declare_table(
         reached=reached,
         cover=cover,
         share=0.05,
-        observer=_observer,
+        observer=observer_of,
         pinned_out=pinned_out,
         proved=(Property.WRITE_WITHIN_ROW,),
         explain=explain,

@@ -40,17 +40,13 @@ MLA_SHAPES = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "kv_cache_dim": 576, 
 
 @dataclass(frozen=True)
 class IndexCache:
-    """One build of the index key cache: ``rows`` pages of ``page`` locations (a location ``loc`` is stored in
-    row ``loc // page``), from ``index_buf_size``."""
+    """One build of the index key cache: the locations its first layer's buffer holds (its bytes over a token's:
+    the key and its scale [cite: dsa-index-row-bytes]), in pages of ``page`` (a location ``loc`` is stored in
+    page ``loc // page``), from ``index_buf_size`` (None: the release keeps it in no attribute)."""
 
-    index_buf_size: int | None  # None: the release keeps it in no attribute
-    rows: int
+    index_buf_size: int | None
+    locations: int
     page: int
-
-    @property
-    def locations(self) -> int:
-        """The locations it holds: every ``loc < rows * page`` is stored inside the buffer."""
-        return self.rows * self.page
 
 
 class _Parallel:
@@ -129,15 +125,17 @@ class _Launch:
     attn_dcp_size = 1
 
 
-_POOLS: dict[int, tuple[Any, type, _Launch]] = {}  # id(tree) -> (the tree, kept alive; its class; its launch)
+# id(tree) -> (the tree, kept alive; its class; the names its __init__ takes; its launch)
+_POOLS: dict[int, tuple[Any, type, frozenset[str], _Launch]] = {}
 _KEPT = 16
 
 
-def _pool(tree: Any) -> tuple[type, _Launch]:
-    """The tree's pool class, compiled once per tree, and the launch its ``get_parallel()`` reads (set per build)."""
+def _pool(tree: Any) -> tuple[type, frozenset[str], _Launch]:
+    """The tree's pool class, compiled once per tree, the names its ``__init__`` takes, and the launch its
+    ``get_parallel()`` reads (set per build)."""
     found = _POOLS.get(id(tree))
     if found is not None and found[0] is tree:
-        return found[1], found[2]
+        return found[1], found[2], found[3]
     base_init = slice_definitions(tree, MEMORY_POOL, (f"{BASE_CLASS}.__init__",), {"__name__": "memory_pool"})
     launch = _Launch()
     namespace: dict[str, Any] = {
@@ -161,21 +159,21 @@ def _pool(tree: Any) -> tuple[type, _Launch]:
             "IndexKeyCache"
         ]
     cls = _pool_class(tree, namespace)
+    params = frozenset(inspect.signature(cls.__init__).parameters)  # type: ignore[misc]
     while len(_POOLS) >= _KEPT:
         _POOLS.pop(next(iter(_POOLS)))
-    _POOLS[id(tree)] = (tree, cls, launch)
-    return cls, launch
+    _POOLS[id(tree)] = (tree, cls, params, launch)
+    return cls, params, launch
 
 
 def build_index_cache(tree: Any, size: int, page_size: int, attn_dcp_size: int) -> IndexCache:
     """The target pool's index key cache as the tree's ``DSATokenToKVPool.__init__`` allocates it for a pool of
     ``size`` tokens in pages of ``page_size``, at attention DCP size ``attn_dcp_size`` (not the draft's
     replicated pool), on the stand-in CUDA GPU: its first layer's buffer, on the ``meta`` device."""
-    cls, launch = _pool(tree)
+    cls, params, launch = _pool(tree)
     launch.attn_dcp_size = attn_dcp_size
     wanted = {"size": size, "page_size": page_size, "dtype": torch.bfloat16, "layer_num": 1, "device": "meta",
               "enable_memory_saver": False, **MLA_SHAPES}  # fmt: skip
-    params = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
     try:
         pool = cls(**{k: v for k, v in wanted.items() if k in params})
     except (StandInMissing, TargetError):
@@ -185,18 +183,22 @@ def build_index_cache(tree: Any, size: int, page_size: int, attn_dcp_size: int) 
                           f"raised {type(e).__name__}: {e}".splitlines()[0]) from None  # fmt: skip
     buffers = pool.index_k_with_scale_buffer
     first = buffers[0] if isinstance(buffers, list) else buffers
-    # the writer's page: the pool's index page (0.5.22+: page_size // index_kpool, DCP refusing index_kpool > 1)
     kept = vars(pool)
+    per_token = pool.index_head_dim + pool.index_head_dim // pool.quant_block_size * 4  # the key, then its scale
+    # the writer's page: the pool's index page (0.5.22+: page_size // index_kpool), else its page
     page = int(kept.get("index_page_size") or pool.page_size)
-    rows_per_buffer_row = pool.page_size // page
     buf = kept.get("index_buf_size")  # kept on the pool from 0.5.16; a local of __init__ before
-    return IndexCache(None if buf is None else int(buf), int(first.shape[0]) * rows_per_buffer_row, page)
+    return IndexCache(None if buf is None else int(buf), int(first.numel()) // per_token, page)
 
 
 def largest_location(allocator: Any) -> int:
     """The largest location ``allocator`` (a release's own paged allocator, just built) can hand out: its free
     pages are every page it has, each ``page_size`` locations from ``page * page_size``."""
     pages = allocator.free_pages
+    if pages.numel() == 0:
+        raise TargetError(
+            f"a pool of {allocator.size} tokens in pages of {allocator.page_size} has no page to hand out"
+        )
     return (int(pages.max()) + 1) * int(allocator.page_size) - 1
 
 
