@@ -163,6 +163,22 @@ ARGV: list[tuple[str, list[str], str]] = [
         "invalid configuration",
     ),  # noqa: E501
     ("lifecycle-pin-unknown", ["lifecycle", "--target", "reference", "--pin", "nosuch=1"], "unknown configuration"),
+    # pins a release has no launch of (each draw would be refused: Hypothesis' health check, not one line, before)
+    (
+        "pin-dcp-before-dcp",
+        ["run", "--target", "reference@sglang-0.5.13", "--pin", "attn_dcp_size=2"],
+        "launches no configuration with these pins: sglang-0.5.13 has no decode context parallelism",
+    ),
+    (
+        "pin-algorithm-before-it",
+        ["run", "--target", "reference@sglang-0.5.13", "--pin", "speculative_algorithm=UNO"],
+        "does not run speculative_algorithm UNO",
+    ),
+    (
+        "pin-pool-before-it",
+        ["lifecycle", "--target", "reference@sglang-0.5.13", "--pin", "kv_pool=unified-mamba"],
+        "has no kv_pool unified-mamba",
+    ),
     # flags
     ("max-examples-zero", ["run", "--target", "reference", "--max-examples", "0"], "positive integer"),
     ("max-examples-negative", ["run", "--target", "reference", "--max-examples", "-3"], "positive integer"),

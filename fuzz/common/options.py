@@ -252,6 +252,11 @@ def parse_pins(items: list[str], targets: Sequence[Any]) -> dict[str, Any]:
             engine.check_pins(pins)
         except ValueError as e:
             raise BadInput(f"invalid configuration: {e}") from None
+    for target in targets:
+        refusing = getattr(engine_of(target), "pins_refused", None)  # optional: an engine may not say
+        refused = refusing(target, pins) if refusing is not None else None
+        if refused is not None:
+            raise BadInput(refused)
     return pins
 
 

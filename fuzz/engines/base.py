@@ -101,6 +101,12 @@ class Engine(Protocol):
         """Raise ``ValueError`` (one line) for ``--pin NAME=VALUE``s no configuration of this engine can have."""
         ...
 
+    def pins_refused(self, target: Target, pins: Mapping[str, Any]) -> str | None:
+        """Why ``target`` launches no configuration with these pins (one line: a release without the pinned
+        feature), None where some may: a campaign whose every draw the target refuses would end in an error.
+        Optional: an engine without it is asked nothing (its draws decide)."""
+        ...
+
     def target_class(self, spec: str) -> TargetKind | None:
         """The kind of target ``spec`` names, read from its text alone (a shard's spec: what it names need not
         exist here), strictly; None where ``spec`` is no canonical spec of this engine's."""

@@ -164,6 +164,29 @@ class SGLangEngine:
 
         check_pins(pins)  # ConfigError: a ValueError
 
+    def pins_refused(self, target: SGLangTarget, pins: Mapping[str, Any]) -> str | None:
+        """The target's revision's refusal (``Revision.refuses``) of the pinned fields it reads, the others at their
+        default (no speculation, the standard pool, DCP 1, not adaptive: each the permissive value of what it
+        checks, so every draw with these pins is refused too)."""
+        import types
+
+        from allocator_model import algorithms as algo
+        from allocator_model.pools import KVPool
+
+        # the fields ``refuses`` reads, as pinned (``check_pins`` checked their values), the others their default;
+        # a configuration of the pinned fields alone need not be one (UNO's has no draft-token default)
+        try:
+            probe: Any = types.SimpleNamespace(
+                kv_pool=KVPool(pins.get("kv_pool", KVPool.STANDARD.value)),
+                speculative_algorithm=algo.normalize(pins.get("speculative_algorithm")),
+                attn_dcp_size=int(pins.get("attn_dcp_size", 1)),
+                speculative_adaptive=bool(pins.get("speculative_adaptive", False)),
+            )
+            refusal = target.revision.refuses(probe)
+        except (AttributeError, TypeError, ValueError):  # a field the probe does not hold, a value no pin has
+            return None
+        return None if refusal is None else f"{target.spec} launches no configuration with these pins: {refusal}"
+
     def target_class(self, spec: str) -> TargetKind | None:
         from .targets import target_class
 

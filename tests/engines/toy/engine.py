@@ -169,6 +169,9 @@ class ToyEngine:
     def check_pins(self, pins: Mapping[str, Any]) -> None:
         check_pins(pins)
 
+    def pins_refused(self, target: Any, pins: Mapping[str, Any]) -> str | None:
+        return None  # its one model runs every configuration it has
+
     def target_class(self, spec: str) -> TargetKind | None:
         return TargetKind.MODEL if spec in SPECS else None
 
