@@ -566,6 +566,35 @@ def test_a_short_free_list_is_out_of_memory_before_the_kernel_reads_past_it(
     assert extend(allocator, 15, 17) is None  # a new page, none left
 
 
+def test_the_numpy_dtype_of_every_triton_type_is_the_interpreters_own() -> None:
+    """``_np_dtypes_once``: for every scalar type, pointer and block of them, the kept answer is what the
+    interpreter's own ``_get_np_dtype`` gives, asked twice (kept, then from what was kept); what it refuses it
+    still refuses."""
+    need_triton()
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
+
+    ensure_triton()
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    memo = interpreter._get_np_dtype
+    own = memo.unmemoized
+    scalars = [t for t in vars(tl).values() if isinstance(t, tl.dtype) and not isinstance(t, (tl.pointer_type,))]
+    kinds = [*scalars, *(tl.pointer_type(t) for t in scalars), *(tl.block_type(t, [4]) for t in scalars)]
+    kinds += [tl.block_type(tl.pointer_type(tl.int32), [2, 8])]
+    asked = 0
+    for t in kinds:
+        try:
+            want = own(t)
+        except KeyError:
+            with pytest.raises(KeyError):
+                memo(t)
+            continue
+        assert memo(t) == want and memo(t) == want, t
+        asked += 1
+    assert asked > 20  # the scalar types it stores, their pointers and blocks
+
+
 def test_a_launch_equal_to_an_earlier_one_leaves_what_that_one_left_and_any_other_runs() -> None:
     """``_launches_remembered``: a launch whose inputs (the bytes of every storage it is given, their layout and
     sharing, the scalars, the grid, the kernel's globals) were all seen before writes what that launch left;

@@ -1,4 +1,4 @@
-"""Triton for SGLang's kernels on CPU: the real triton in interpreter mode, and four speed-ups of its interpreter.
+"""Triton for SGLang's kernels on CPU: the real triton in interpreter mode, and five speed-ups of its interpreter.
 
 Each speed-up computes what the interpreter computed before (every value a
 kernel stores, every error it raises); ``tests/test_sglang_runtime.py``
@@ -50,11 +50,45 @@ def ensure_triton() -> types.ModuleType:
 
 
 def _interpreter_sped_up(triton: types.ModuleType) -> types.ModuleType:
-    """``triton`` with the four interpreter speed-ups below; each computes what the interpreter computed before."""
+    """``triton`` with the five interpreter speed-ups below; each computes what the interpreter computed before."""
     _patch_lang_once(_without_dead_overflow_checks(triton))
     _builtins_listed_once()
+    _np_dtypes_once()
     _launches_remembered()
     return triton
+
+
+def _np_dtypes_once() -> None:
+    """The interpreter's ``_get_np_dtype`` answered once per element type instead of building its table at every call.
+
+    It maps a triton type to the numpy dtype its values are stored in, and builds a dict of every scalar type to
+    do so on each call (every value an interpreted kernel makes asks it: about a tenth of a replay's time).  Its
+    answer for a block type is its element type's, and for a scalar or pointer type a function of the type alone
+    (a dtype equals another of its name, and maps to one numpy dtype), so each element type's answer is kept; an
+    unhashable one (a pointer type) is asked as before, and so is what raised (nothing raised is kept).
+    """
+    try:
+        interpreter: Any = importlib.import_module("triton.runtime.interpreter")
+        get, block = interpreter._get_np_dtype, interpreter.tl.block_type
+    except (ImportError, AttributeError):
+        return
+    if getattr(get, "_kvrow_once", False):
+        return
+    known: dict[Any, Any] = {}
+
+    def np_dtype(tt_dtype: Any) -> Any:
+        element = tt_dtype.element_ty if isinstance(tt_dtype, block) else tt_dtype
+        try:
+            return known[element]
+        except KeyError:
+            found = known[element] = get(element)
+            return found
+        except TypeError:  # unhashable: asked every time
+            return get(tt_dtype)
+
+    np_dtype._kvrow_once = True  # type: ignore[attr-defined]
+    np_dtype.unmemoized = get  # type: ignore[attr-defined]  # the interpreter's own (the test holds them equal)
+    interpreter._get_np_dtype = np_dtype
 
 
 def _without_dead_overflow_checks(triton: types.ModuleType) -> types.ModuleType:
