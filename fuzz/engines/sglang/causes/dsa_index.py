@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from allocator_model.dsa_index import index_buf_size
 from fuzz.tables.declared import Explained
 
+from .advisory_parts import code
+
 
 @dataclass(frozen=True)
 class Built:
@@ -65,7 +67,7 @@ def account(b: Built) -> Explained:
         ),
         "",
         f"Confirmed on {b.observer}: the extent is the buffer the pool's own constructor allocated (on the "
-        f"`meta` device), the pages those its own allocator hands out, run from `{b.ran_on}`.",
+        f"`meta` device), the pages those its own allocator hands out, run from {code(b.ran_on)}.",
         "",
         "The store past the cache happens in the indexer's store kernel (CUDA, or triton's `_set_k_and_s_triton_"
         "kernel`), which this machine does not run: it writes past the buffer, into another allocation's memory. "
