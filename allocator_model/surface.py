@@ -287,6 +287,11 @@ class Surface:
         (``fuzz.engines.sglang.real.allocator_adapter``)."""
         raise NotImplementedError
 
+    def kv_allocator_takes(self, page_size: int) -> bool:
+        """Whether ``kv_allocator`` runs at allocator page ``page_size``: the model's takes every page; a release's
+        own kernels may not, and a lifecycle draws only pages its allocator runs (never one to discard)."""
+        return True
+
     # -- the built-in entries, typed ---------------------------------------------------------------
 
     # (No int() or bool() here: prove hands the plain surface traced values, which stay traced.)

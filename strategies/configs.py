@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
 from hypothesis import reject
@@ -52,12 +52,18 @@ def serving_configs(
     pins: Mapping[str, Any] | None = None,
     pools: Mapping[KVPool, Collection[str]] | None = None,
     dcp: bool = True,
+    hisparse_adaptive: bool = True,
+    alloc_pages: Callable[[int], bool] | None = None,
 ) -> ServingConfig:
     """A valid configuration; ``pools``: the kinds of KV pool to draw with their algorithms (None: standard only).
 
-    ``dcp`` False: the release has no decode context parallelism, attn_dcp_size is 1 (``space.serving_config``).
+    ``dcp`` False: the release has no decode context parallelism, attn_dcp_size is 1; ``hisparse_adaptive`` and
+    ``alloc_pages``: as ``space.serving_config`` takes them.
     """
-    cfg = space.serving_config(DrawChooser(draw), algorithms, pins, pools, dcp=dcp)
+    chooser = DrawChooser(draw)
+    cfg = space.serving_config(
+        chooser, algorithms, pins, pools, dcp=dcp, hisparse_adaptive=hisparse_adaptive, alloc_pages=alloc_pages
+    )
     if cfg is None:
         reject()  # only pinned fields can clash with drawn ones
     return cfg

@@ -8,7 +8,7 @@ sometimes a KV capacity below what the rows could hold.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from hypothesis import reject
@@ -36,6 +36,7 @@ def lifecycle_configs(
     algorithms: Collection[str] = algo.ALL,
     pins: Mapping[str, Any] | None = None,
     revision: Revision | None = None,
+    alloc_pages: Callable[[int], bool] | None = None,
 ) -> ServingConfig:
     """A valid config with a short context, a few rows, and a KV capacity that may bind.
 
@@ -44,14 +45,24 @@ def lifecycle_configs(
     ``revision``: draw the kinds of KV pool it builds, as ``run`` does
     (``Revision.pool_algorithm_map``; shrinking to the standard pool), within
     its DCP support, and only what it launches (``Revision.refuses``); None:
-    the standard pool.
+    the standard pool.  ``alloc_pages``: the allocator pages the run's
+    allocator takes (``Surface.kv_allocator_takes``), the only ones drawn.
     """
     pins = pins or {}
     if revision is None:
-        cfg: ServingConfig = draw(serving_configs(algorithms, pins))
+        cfg: ServingConfig = draw(serving_configs(algorithms, pins, alloc_pages=alloc_pages))
     else:
         pools = {k: set(runs) & set(algorithms) for k, runs in revision.pool_algorithm_map().items()}
-        cfg = draw(serving_configs(algorithms, pins, pools, dcp=revision.dcp))
+        cfg = draw(
+            serving_configs(
+                algorithms,
+                pins,
+                pools,
+                dcp=revision.dcp,
+                hisparse_adaptive=revision.hisparse_adaptive,
+                alloc_pages=alloc_pages,
+            )
+        )
         if revision.refuses(cfg) is not None:
             reject()  # unified memory with DCP where the release refuses it, or a pinned clash
     page = allocator_page_size(cfg)

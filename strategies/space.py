@@ -157,6 +157,10 @@ def spec_args(
     return {**args, "speculative_num_steps": s, "speculative_eagle_topk": k, "speculative_num_draft_tokens": d}
 
 
+def _every_page(page: int) -> bool:
+    return True
+
+
 def serving_config(
     choose: Chooser,
     algorithms: Collection[str] = algo.ALL,
@@ -166,6 +170,7 @@ def serving_config(
     dcp: bool = True,
     hisparse_adaptive: bool = True,
     topk_one: bool = False,
+    alloc_pages: Callable[[int], bool] | None = None,
 ) -> ServingConfig | None:
     """A valid config; algorithm None first so shrinking prefers no speculation.
 
@@ -176,7 +181,9 @@ def serving_config(
     standard pool is what the kind shrinks to.  ``dcp`` False: the release
     has no decode context parallelism (``Revision.dcp``), attn_dcp_size is 1; ``hisparse_adaptive`` False: the
     HiSparse pool refuses adaptive speculation (``Revision.hisparse_adaptive``); ``topk_one``: the caller judges
-    topk 1 only (a backend that refuses more): every speculative draw takes it.
+    topk 1 only (a backend that refuses more): every speculative draw takes it.  ``alloc_pages``: the allocator
+    pages the caller's allocator runs (``Surface.kv_allocator_takes``; page 1 always): page and DCP size are drawn
+    among those whose allocator page it takes, so no draw is discarded for it (None: every page).
     """
     pinned: Mapping[str, Any] = pins or {}
 
@@ -189,11 +196,18 @@ def serving_config(
     kind = KVPool(pick("kv_pool", lambda: draw_pool(choose, algorithm, pools)))
     # Page 1 (SGLang's default) is the only road to the token allocator (P_a = 1)
     # and its own bug class, so Hypothesis takes it half the time.
-    page = pick("page_size", lambda: choose.often(1, PAGE_SIZES))
+    takes = alloc_pages or _every_page
+    page = pick("page_size", lambda: choose.often(1, [p for p in PAGE_SIZES if takes(p)]))
     no_dcp = algorithm == algo.UNO or kind.refuses_dcp or not dcp
-    dcp = pick("attn_dcp_size", lambda: 1 if no_dcp else choose.sampled_from(DCP_SIZES))
-    if kind.unified and algorithm is not None and dcp > 1 and "page_size" not in pinned:
-        page = choose.sampled_from(UNIFIED_DCP_SPEC_PAGES)  # the only backends unified memory then takes
+    unified_spec = kind.unified and algorithm is not None and "page_size" not in pinned
+
+    def pages_at(d: int) -> list[int]:  # the pages a draw at DCP size d may end with
+        pages = UNIFIED_DCP_SPEC_PAGES if unified_spec and d > 1 else (page,)
+        return [p for p in pages if takes(pool_alloc_page(kind, p, d))]
+
+    dcp = pick("attn_dcp_size", lambda: 1 if no_dcp else choose.sampled_from([d for d in DCP_SIZES if pages_at(d)]))
+    if unified_spec and dcp > 1:
+        page = choose.sampled_from(pages_at(dcp))  # the only backends unified memory then takes
     alloc_page = pool_alloc_page(kind, page, dcp)  # allocator_page_size of the config being built
     lo, hi = context_pages_range(alloc_page)
     # C fuzzed modulo the allocator page: m whole pages plus any residue.

@@ -550,3 +550,33 @@ def test_the_memory_clamp_rounds_with_the_release_s_page():
     b = RunningBatch(c, ModelSizing(get_revision("sglang-0.5.20")), get_revision("sglang-0.5.20"))
     b.apply({"op": "admit", "input_len": 10, "max_new_tokens": UNLIMITED_NEW_TOKENS})
     assert b.requests[0].max_new_tokens == 1000 - 16 - 16 - 1
+
+
+# -- the release's own allocator: only the pages it runs, and no round lost to Hypothesis' discards ---------------
+
+
+def test_a_lifecycle_draws_only_the_pages_its_allocator_takes():
+    """SGLang's allocator kernel takes power-of-2 pages (``allocator_adapter.takes_page``): a lifecycle on it draws
+    page and DCP size among those (``alloc_pages``), none to discard; without it, other pages are drawn too."""
+    from hypothesis import given
+
+    from allocator_model.allocator import allocator_page_size
+    from fuzz.engines.sglang.real.allocator_adapter import takes_page
+    from strategies.lifecycle import lifecycle_configs
+
+    revision = get_revision("sglang-0.5.23")
+    pages: dict[bool, set[int]] = {True: set(), False: set()}
+
+    def collect(own: bool) -> None:
+        @settings(ci(200), phases=[Phase.generate])
+        @given(lifecycle_configs(revision.algorithms, None, revision, takes_page if own else None))
+        def drawn(c):
+            pages[own].add(allocator_page_size(c))
+
+        drawn()
+
+    collect(True)
+    collect(False)
+    assert pages[True] and all(takes_page(p) for p in pages[True]), pages[True]
+    assert any(not takes_page(p) for p in pages[False]), pages[False]
+    assert [p for p in range(1, 70) if takes_page(p)] == [1, 2, 4, 8, 16, 32, 64]

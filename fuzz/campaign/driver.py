@@ -284,8 +284,12 @@ def load_project_modules() -> int:
 
 
 def stable_seed(kind: str, target: Target) -> int:
-    """A derandomized profile's seed: fixed per campaign kind and target, the same on every run and machine."""
-    return int.from_bytes(hashlib.sha256(f"kvrow-fuzz:{kind}:{target.spec}".encode()).digest()[:8], "big")
+    """A derandomized profile's seed: fixed per campaign kind and target, the same on every run and machine.
+
+    Keyed on ``Target.identity``, not on where a local file sits: the same checkout in another directory (a fresh
+    clone, a temporary tree) explores the same inputs, and so finds what it found before.
+    """
+    return int.from_bytes(hashlib.sha256(f"kvrow-fuzz:{kind}:".encode() + target.identity).digest()[:8], "big")
 
 
 def round_settings(hyp: Settings, target: Target, kind: str, seed: int | None) -> Settings:

@@ -8,8 +8,10 @@ either.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from fuzz.common.compat import StrEnum
@@ -51,6 +53,18 @@ class Target(Generic[Sizing, Semantics]):
     @property
     def slug(self) -> str:
         return re.sub(r"[^A-Za-z0-9.]+", "-", self.spec).strip("-") or "target"
+
+    @property
+    def identity(self) -> bytes:
+        """What the target is, wherever it sits: a local file's name and the digest of its bytes (a copy of a
+        checkout is the same target), any other target's spec."""
+        if self.kind is TargetKind.FILE:
+            path = Path(self.spec)
+            try:
+                return path.name.encode() + b":" + hashlib.sha256(path.read_bytes()).digest()
+            except OSError:
+                pass  # gone (or a directory) since it resolved: its spec
+        return self.spec.encode()
 
     @property
     def is_model(self) -> bool:

@@ -76,6 +76,9 @@ class Patched(Surface):
     def kv_allocator(self, cfg: ServingConfig, num_tokens: int, page_size: int) -> Any:
         return self.base.kv_allocator(cfg, num_tokens, page_size)
 
+    def kv_allocator_takes(self, page_size: int) -> bool:
+        return self.base.kv_allocator_takes(page_size)
+
     def builder_location(self, kind: KVPool) -> tuple[str, str, int] | None:
         return self.base.builder_location(kind)
 

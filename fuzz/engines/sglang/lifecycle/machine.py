@@ -34,6 +34,7 @@ from allocator_model.requests import Op
 from fuzz.campaign.driver import CampaignResult, Progress, Tracker, run_campaign, seeded
 from fuzz.common.bounds import ReplayMeter
 from fuzz.common.defaults import LIFECYCLE_STEPS
+from fuzz.common.errors import BadInput
 from fuzz.common.threads import one_torch_thread
 from fuzz.engines.sglang.cases import SGLangCase
 from fuzz.engines.sglang.groups import serving_config, sizing_raised
@@ -260,11 +261,19 @@ class LifecycleHunt:
         )
         # No explain phase: it replays a shrunk run hundreds of times for notes a step script does not need.
         # Long runs are what --steps asks for (the replay budget stops each in time): not a health problem.
+        # Discarded runs are Hypothesis' swarm testing: each run enables a subset of the rules, and a subset whose
+        # preconditions all fail where the run stands (decode and stop before any admission) ends it at once.
+        # Every configuration is drawn runnable (``lifecycle_configs``); a round where no run got through still
+        # fails (Hypothesis' Unsatisfiable), and the stats count the runs that did.
         run_settings = Settings(
             settings,
             stateful_step_count=self.steps,
             phases=[p for p in settings.phases if p != Phase.explain],
-            suppress_health_check=[*settings.suppress_health_check, HealthCheck.large_base_example],
+            suppress_health_check=[
+                *settings.suppress_health_check,
+                HealthCheck.large_base_example,
+                HealthCheck.filter_too_much,
+            ],
         )
 
         def machine() -> LifecycleMachine:
@@ -316,7 +325,10 @@ def lifecycle_hunt(
     collects the (config, steps) of every run that ended normally.
     """
     if configs is None:
-        configs = lifecycle_configs(target.revision.algorithms, pins, target.revision)
+        pages = target.sizing.kv_allocator_takes if own_allocator else None
+        if pages is not None and pins:
+            _allocator_runs_the_pins(target, pins, pages)
+        configs = lifecycle_configs(target.revision.algorithms, pins, target.revision, pages)
     return LifecycleHunt(
         target,
         steps=steps,
@@ -326,6 +338,22 @@ def lifecycle_hunt(
         record=record,
         own_allocator=own_allocator,
     )
+
+
+def _allocator_runs_the_pins(target: SGLangTarget, pins: dict[str, Any], takes: Callable[[int], bool]) -> None:
+    """BadInput where no allocator page the pinned fields allow is one the target's own allocator runs: every draw
+    would be one it cannot run (its kernel takes powers of 2: page_size, times attn_dcp_size on a paged pool)."""
+    from allocator_model.pools import KVPool, pool_alloc_page
+    from strategies.space import PAGE_SIZES
+
+    kinds = [KVPool(pins["kv_pool"])] if "kv_pool" in pins else list(target.revision.pools)
+    pages = [int(pins["page_size"])] if "page_size" in pins else list(PAGE_SIZES)
+    dcps = [int(pins["attn_dcp_size"])] if "attn_dcp_size" in pins else [1]
+    if not any(takes(pool_alloc_page(k, p, d)) for k in kinds for p in pages for d in dcps):
+        raise BadInput(
+            f"{target.spec}'s own allocator runs no allocator page these pins give (its kernel takes powers of 2; "
+            "--write-path model runs the lifecycle on the model's allocator)"
+        )
 
 
 def lifecycle_campaign(

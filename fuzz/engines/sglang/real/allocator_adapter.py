@@ -23,11 +23,17 @@ from allocator_model.allocator import FREE, FreeProblem, OwnershipAllocator, Unr
 from allocator_model.config import ServingConfig
 
 
+def takes_page(page_size: int) -> bool:
+    """Whether the release's allocator runs at ``page_size``: a power of 2, as ``alloc_extend_kernel``'s
+    ``tl.arange(0, page_size)`` needs (on a GPU as under the interpreter)."""
+    return page_size > 0 and not page_size & (page_size - 1)
+
+
 class SGLangAllocator(OwnershipAllocator):
     """``OwnershipAllocator``'s interface, its allocation and freeing done by the release's own class."""
 
     def __init__(self, runtime: Any, cfg: ServingConfig, num_tokens: int, page_size: int) -> None:
-        if page_size & (page_size - 1):  # alloc_extend_kernel's tl.arange(0, page_size) (on a GPU as here)
+        if not takes_page(page_size):
             raise Unrunnable(f"sglang {runtime.version}'s allocator kernel takes power-of-2 pages, not {page_size}")
         super().__init__(num_tokens, page_size)
         self.runtime, self.cfg = runtime, cfg

@@ -291,6 +291,11 @@ class RealSizing(Surface):
 
         return SGLangAllocator(self.write_path.runtime, cfg, num_tokens, page_size)
 
+    def kv_allocator_takes(self, page_size: int) -> bool:
+        from .allocator_adapter import takes_page
+
+        return self.write_path is None or takes_page(page_size)
+
     def write_path_missing(self) -> str | None:
         """Why the decode write path is the model's for this target (None: SGLang's own runs)."""
         if self.module.tree_source is None:

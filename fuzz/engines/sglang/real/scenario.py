@@ -26,6 +26,7 @@ its checker's verdict, the free slots, substitutions).
 
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,19 +64,51 @@ class SGLangSteps:
         return " -> ".join(steps) if steps else "(not traced)"
 
 
+# Runtimes loaded in this process, by ``SGLangPath.key``: the commands of one process (a test session, the
+# plugin's tests) on one tree share its load and what was built on it, until a file of the tree changes.
+_LOADED: collections.OrderedDict[tuple[str, str], Any] = collections.OrderedDict()
+MAX_LOADED = 4
+
+
 class SGLangPath:
-    """The target's own write path, loaded on first use (``runtime.SGLangRuntime``)."""
+    """The target's own write path, loaded on first use (``runtime.SGLangRuntime``).
+
+    Two paths are equal when their trees are the same files as they are now (``key``): what ran on the one (its
+    runtime, the builds cached on it) is what would run on the other.
+    """
 
     def __init__(self, source: str, version: str | None) -> None:
         self.source, self.version = source, version
         self._runtime: Any = None
+        self._key: tuple[str, str] | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(source, the tree's ``fingerprint``), taken once: this path's tree as it was when first asked."""
+        if self._key is None:
+            from .runtime.tree import open_tree
+
+            self._key = (self.source, open_tree(self.source).fingerprint())
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SGLangPath) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
 
     @property
     def runtime(self) -> Any:
         if self._runtime is None:
-            from .runtime import SGLangRuntime
+            self._runtime = _LOADED.get(self.key)
+            if self._runtime is None:
+                from .runtime import SGLangRuntime
 
-            self._runtime = SGLangRuntime.load(self.source)
+                self._runtime = SGLangRuntime.load(self.source)
+                _LOADED[self.key] = self._runtime
+                while len(_LOADED) > MAX_LOADED:
+                    _LOADED.popitem(last=False)
+            _LOADED.move_to_end(self.key)
         return self._runtime
 
     def run(

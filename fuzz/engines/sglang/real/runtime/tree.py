@@ -18,6 +18,7 @@ Nothing here imports SGLang: the installed package is located with
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import linecache
@@ -75,6 +76,11 @@ class SourceTree:
     def _read(self, member: str) -> str | None:
         raise NotImplementedError
 
+    def fingerprint(self) -> str:
+        """The tree's files as they are now on disk (names, sizes, times, inodes; no contents read): equal
+        fingerprints, equal files, so what ran from the one runs the same from the other."""
+        raise NotImplementedError
+
     def register_source(self, member: str) -> str:
         """Put the member's text into ``linecache`` under ``filename(member)``; returns that filename."""
         text = self.read(member)
@@ -99,6 +105,9 @@ class WheelTree(SourceTree):
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_zip": None}  # an open file does not travel (a worker reopens it)
+
+    def fingerprint(self) -> str:
+        return _stat_line(self.path)
 
     def _read(self, member: str) -> str | None:
         try:
@@ -133,6 +142,14 @@ class DirectoryTree(SourceTree):
     def filename(self, member: str) -> str:
         return os.path.join(self.root, *member.split("/"))
 
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for directory, dirs, files in os.walk(os.path.join(self.root, PACKAGE)):
+            dirs.sort()
+            for name in sorted(files):
+                digest.update(f"{_stat_line(os.path.join(directory, name))}\n".encode())
+        return digest.hexdigest()
+
     def _read(self, member: str) -> str | None:
         path = self.filename(member)
         try:
@@ -151,6 +168,16 @@ class DirectoryTree(SourceTree):
         if len(data) > wheels.MAX_SOURCE_BYTES:
             raise TargetError(f"{path} is larger than {wheels.MAX_SOURCE_BYTES >> 20} MiB")
         return _decode(data, path)
+
+
+def _stat_line(path: str) -> str:
+    """A file's name, size, modification and change times (ns) and inode: a write changes one of them (at the
+    file system's clock: a write in the same tick as the fingerprint, keeping the size, would not)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"{path}:{type(e).__name__}"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 def _version_from_text(text: str | None) -> str | None:
