@@ -94,6 +94,11 @@ FIXES: dict[str, Change] = {
                 "            max_bs, self.topk, self.max_context_len\n",
                 "            max_bs, self.topk, self.pool_len  # (fixture)\n",
             ),
+            Edit(  # the eager path's rows (init_forward_metadata): the same width, not executed here
+                TRITON,
+                "            forward_batch.batch_size, self.topk, self.max_context_len\n",
+                "            forward_batch.batch_size, self.topk, self.pool_len  # (fixture)\n",
+            ),
             Edit(
                 TRTLLM_MLA,
                 "max_blocks_per_seq = self._calc_padded_blocks(self.max_context_len)\n",
@@ -157,6 +162,12 @@ UPSTREAM_FIXES: dict[str, Change] = {
                 "        )  # (fixture) #35985\n",
             ),
         ),
+    ),
+    "pr-29665-triton": Change(  # FIXES["page-table-width"]'s edit of triton's file: #29665's approach, on triton
+        "pr-29665-triton",
+        "PR #29665's approach applied to triton's draft kv_indices: each step's row (CUDA graph and eager) sized "
+        "from the req_to_token row (the backend's pool_len, req_to_token.shape[1]) instead of max_context_len",
+        tuple(e for e in FIXES["page-table-width"].edits if e.member == TRITON),
     ),
     "dsa-index-0.5.22": Change(  # 0.5.22's sizing of the DSA indexer's key cache, on 0.5.18's pool
         "dsa-index-0.5.22",

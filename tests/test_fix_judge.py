@@ -56,7 +56,11 @@ def test_the_shipped_page_table_advisory_is_what_the_command_writes_with_both_ap
     assert "**Leaves 1 of 4 cases**; 2 of its 6 covering cases fail" in text  # #35985: the lag-8 case
     assert "**Closes every case given (4 of 4), but 1 of its 6 covering cases fail**" in text  # #29665
     assert "fails the same step too: write-within-row/alloc-page-1 (#33579)" in text
-    assert "a CUDA kernel" in text and "does not run" in text and "SGLang's own FA3 builders, executed" in text
+    assert (
+        "FA3's kernel (CUDA, on the GPU" in text
+        and "does not run" in text
+        and "SGLang's own FA3 builders, executed" in text
+    )
 
 
 def test_the_shipped_cases_are_run_s_case_files_with_their_confirmation(pinned_wheels):

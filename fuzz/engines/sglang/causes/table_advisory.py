@@ -37,6 +37,8 @@ UPSTREAM = {
     "fa3_page_table": "the class of sgl-project/sglang#34239 (open: an illegal memory access near the 262,144-token "
     "context limit with NEXTN, reported on 0.5.16; #35985 names FA3's page table as its cause); fixes proposed: "
     "#35985 (open), #29665 (closed)",
+    "triton_draft_kv_indices": "new: no upstream issue or pull request names it (sgl-project/sglang#27338 and "
+    "#27460 fixed the row's topk factor, as draft_kv_indices_buffer_width's docstring says, not its length)",
     "dsa_index_key_cache": "named in review of sgl-project/sglang#36990 (open: DCP for DSA models; the allocator "
     "reaches (size + page_size) * dcp_size - 1, past the indexer cache); 0.5.22 sizes the cache for the DCP "
     "allocator",
@@ -119,56 +121,70 @@ def render_table(adv: Advisory, fixes: list[str]) -> str:
 
 def _page_table(t: Table, target: Any, f: Finding, fix: str) -> Explained:
     """The account of a backend's page table: the kernel's read past the row, or a builder's write past it."""
+    graph = GRAPH_TABLES.get(t.name)
+    into = "the next request's pages" if graph is None or not graph.draft_steps_only else "the next draft step's row"
     outcome = (
-        "the attention kernel reads past the row, into the next request's pages; nothing stops it"
+        f"the attention kernel reads past the row, into {into}; nothing stops it"
         if f.violation.prop == Property.READ_WITHIN_ROW
-        else "a builder writes past the row, into the next request's; nothing stops it"
+        else f"a builder writes past the row, into {into}; nothing stops it"
     )
     reads = "the backend's builders are read and run from there; needs `pip install kvrow-fuzz` and triton"
     return Explained(outcome, tuple(_mismatch(t, target, f)), fix, reads)
 
 
 def _mismatch(t: Table, target: Any, f: Finding) -> list[str]:
-    """What the width is sized from and what each mode publishes, from the example case's builds on ``target``."""
+    """What the width is sized from and what each mode publishes, from the example case's builds on ``target``, in
+    the table's own columns: pages, or token slots where the backend's table ``counts_tokens`` (triton's)."""
     cfg, data = serving_config(f), f.case["data"]
     builds = [a.native for a in (t.observe(target, cfg, data) if t.observe else []) if a.kind is AccessKind.READ]
     shown = [b for b in builds if isinstance(b, Build)]
     if not shown:
         return ["(the builds of the case are not shown: the table has none to show)", ""]
-    c, p, width = cfg.context_len, cfg.page_size, shown[0].width
+    graph = GRAPH_TABLES.get(t.name)
+    slots = graph is not None and graph.backend.counts_tokens
+    units, p = ("slots", 1) if slots else ("pages", cfg.page_size)
+    c, width = cfg.context_len, shown[0].width
     row = row_width_of(target, cfg)
     seq = int(data["committed_len"]) + int(data["device_lag"])
-    sized = (
-        f"ceil(context_len / page_size) = ceil({c} / {p}) = {width} pages: sized from the model's context length"
-        if width == pages(c, p)
-        else f"{width} pages (ceil({width * p} / {p}))"
-    )
+    if width != pages(c, p):
+        sized = f"{width} {units}"
+    elif slots:
+        sized = f"{width} slots, one per token of the context: sized from the model's context length"
+    else:
+        sized = f"ceil(context_len / page_size) = ceil({c} / {p}) = {width} pages: sized from the model's context"
+        sized += " length"
+    held = "" if slots else f", {pages(row, p)} pages"
+    lengths = graph.lengths if graph is not None else "cache_seqlens"
     lines = [
         f"Every row of {code(t.name)} is {sized} ({code(sized_by(t))}). The `req_to_token` row the builders copy "
         f"the request's slots from is {row} columns wide (context_len + {row - c}: the headroom SGLang's sizing "
-        f"module gives the row), {pages(row, p)} pages; the page table has none of that headroom.",
+        f"module gives the row){held}; the table has none of that headroom.",
         "",
-        f"Each mode of the step publishes a length to the kernel (`cache_seqlens`): the request's device length at "
+        f"Each mode of the step publishes a length to the kernel ({code(lengths)}): the request's device length at "
         f"the step, {seq} (committed {data['committed_len']} + overlap lag {data['device_lag']}), plus what the mode "
-        "adds. The kernel reads that length in whole pages of the row:",
+        "adds. The kernel reads that length " + ("in slots of the row:" if slots else "in whole pages of the row:"),
         "",
-        "| mode | buffer | published | pages read | row width | |",
+        f"| mode | buffer | published | {units} read | row width | |",
         "|---|---|---|---|---|---|",
     ]
     for b in shown:
         past = "past the row" if b.read_pages > b.width else "within"
         if b.spilled:
             past = f"writes {b.spilled} past the row"
-        lines.append(
-            f"| {b.label} | {code(b.buffer)} | {b.published} = {seq} + {b.published - seq} | {b.read_pages} | "
-            f"{b.width} | {past} |"
-        )
+        said = f"{b.published} = {seq} + {b.published - seq}" if b.published else "0 (no step reads this row)"
+        lines.append(f"| {b.label} | {code(b.buffer)} | {said} | {b.read_pages} | {b.width} | {past} |")
     d = cfg.speculative_num_draft_tokens
     plus_d = [b.label for b in shown if d and b.published - seq == d]
     if plus_d:
         lines += ["", f"{' and '.join(plus_d)} publish the device length + D (D = speculative_num_draft_tokens = {d}), "
                   "and the device length runs ahead of the committed length by the overlap lag."]  # fmt: skip
-    kernel = GRAPH_TABLES[t.name].kernel if t.name in GRAPH_TABLES else "the backend's kernel"
+    kernel = graph.kernel if graph is not None else "the backend's kernel"
+    kind = graph.kernel_kind if graph is not None else "CUDA"
+    beyond = (
+        graph.next_row(shown[0])
+        if graph is not None and graph.draft_steps_only
+        else "the next batch row's page indices (another request's KV), or past the buffer for the bucket's last row"
+    )
     readers = ", ".join(code(f"{r.qualname}()") for r in t.readers)
     lines += [
         "",
@@ -176,11 +192,10 @@ def _mismatch(t: Table, target: Any, f: Finding) -> list[str]:
         "own code allocated, each published length what its own builders stored for the kernel, run from "
         f"{code(f.target)} ({_case_line(f)}).",
         "",
-        f"The read past the row happens in {kernel}, a CUDA kernel (called from {readers}) that this machine does "
-        "not run: it has no GPU. What is shown is what SGLang's Python and triton builders did (executed on CPU, "
-        "under triton's interpreter); the read of the published length, in whole pages, follows from them: on a GPU "
-        "it takes the next batch row's page indices (another request's KV), or runs past the buffer for the "
-        "bucket's last row.",
+        f"The read past the row happens in {kernel} ({kind}, on the GPU; called from {readers}), which this machine "
+        "does not run: it has no GPU. What is shown is what SGLang's Python and triton builders did "
+        f"(executed on CPU, under triton's interpreter); the read of the published length, in {units}, follows from "
+        f"them: on a GPU it takes {beyond}.",
         "",
     ]
     return lines

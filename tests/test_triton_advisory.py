@@ -1,0 +1,62 @@
+"""Triton's draft kv_indices' advisory (issue 36): what ``advisory`` writes from 0.5.23's cases, with a fix judged.
+
+The cases are ``run --profile ci --target sglang==0.5.23``'s of the table (each group's minimal and representative
+case).  The fix judged is PR #29665's approach (the tables sized from the ``req_to_token`` row) applied to triton's
+rows: ``pool_len`` instead of ``max_context_len`` where ``draft_kv_indices_buffer_width`` is called, an anchored edit
+of 0.5.23's tree (``checkout_trees.UPSTREAM_FIXES["pr-29665-triton"]``) handed to the command as a patch.  The
+shipped advisory (``docs/advisories/triton-draft-kv-indices-width.md``) is what the command writes;
+``python tests/test_triton_advisory.py`` rewrites it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from checkout_trees import patch_of
+
+from fuzz.cli import main
+from fuzz.findings.casefile import load_document, replay_document
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "docs" / "advisories"
+CASES = SHIPPED / "cases" / "triton-draft-kv-indices"
+ADVISORY = SHIPPED / "triton-draft-kv-indices-width.md"
+FIX = "PR #29665's approach on triton's rows"
+
+
+def advisory_args(out: Path, patches: Path) -> list[str]:
+    """``advisory``'s command line for the shipped advisory, the fix written under ``patches``."""
+    patch = patches / "triton-pool-len.patch"
+    patch.write_text(patch_of("0.5.23", ("pr-29665-triton",)))
+    return ["advisory", str(CASES), "--out", str(out), "--cases", str(out / "cases"), "--fix", f"{FIX}={patch}"]
+
+
+def test_the_shipped_triton_advisory_is_what_the_command_writes_with_the_fix(pinned_wheels, tmp_path, capsys):
+    assert main(advisory_args(tmp_path / "out", tmp_path)) == 0
+    assert "new: triton_draft_kv_indices-width" in capsys.readouterr().out
+    assert (tmp_path / "out" / ADVISORY.name).read_text() == ADVISORY.read_text()
+    text = ADVISORY.read_text()
+    # the table's columns are token slots, whatever the page; the last step's row is published to no reader
+    assert "4160 slots, one per token of the context" in text and "| slots read |" in text and " pages read" not in text
+    assert "0 (no step reads this row)" in text and "into the next draft step's row" in text
+    assert "**Closes every case: 12 of 12**" in text and "--attention-backend triton" in text
+
+
+def test_the_shipped_cases_replay_with_their_confirmation(pinned_wheels):
+    paths = sorted(CASES.glob("*.json"))
+    assert len(paths) == 12
+    for path in paths:
+        doc = load_document(str(path))
+        assert doc["kind"] == "table-case" and doc["case"]["table"] == "triton_draft_kv_indices"
+        assert doc["sglang"].startswith("confirmed on SGLang's own triton builders")
+        assert replay_document(doc).reproduced
+
+
+if __name__ == "__main__":  # rewrite the shipped advisory (the test above holds it to the command)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        assert main(advisory_args(Path(scratch) / "out", Path(scratch))) == 0
+        ADVISORY.write_text((Path(scratch) / "out" / ADVISORY.name).read_text())
+    print(json.dumps({"written": str(ADVISORY)}))
