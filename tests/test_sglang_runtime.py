@@ -754,3 +754,98 @@ def test_a_lifecycle_pin_its_own_allocator_cannot_run_is_one_line_and_exit_2(pin
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "own allocator runs no allocator page these pins give" in err[0], err
     assert main([*base, "--pin", "page_size=4"]) in (0, 1)  # a power of 2: runs
+
+
+def test_a_linked_folder_of_the_tree_is_in_its_fingerprint_and_a_link_cycle_ends(tmp_path):
+    """The loader reads through links, so the fingerprint walks them (review of the shared runtimes): a file
+    edited behind a linked ``srt`` is another tree; a link back up the tree is walked once."""
+    from fuzz.engines.sglang.real.scenario import SGLangPath
+
+    real = tmp_path / "elsewhere"
+    real.mkdir()
+    (real / "a.py").write_text("A = 1\n")
+    package = tmp_path / "tree" / "python" / "sglang"
+    package.mkdir(parents=True)
+    (package / "_version.py").write_text("__version__ = '0.5.23'\n")
+    (package / "srt").symlink_to(real, target_is_directory=True)
+    (real / "loop").symlink_to(package, target_is_directory=True)
+    before = SGLangPath(str(tmp_path / "tree"), None).key
+    (real / "a.py").write_text("A = 22\n")
+    assert SGLangPath(str(tmp_path / "tree"), None).key != before
+
+
+def test_a_remembered_failure_stays_with_its_command(monkeypatch):
+    """A runtime whose builds remember a failure (a timeout) is not handed to a later path on the same tree, and
+    a refusal is not kept across calls (a success is): page tables' and the DSA cache's probes alike."""
+    from allocator_model.page_tables import AttentionBackend
+    from fuzz.engines.sglang import dsa_index, page_table_builds
+    from fuzz.engines.sglang.real import scenario
+    from fuzz.engines.sglang.real.runtime import SGLangRuntime
+    from fuzz.engines.sglang.real.runtime.bounds import SGLangTimeout
+
+    class Loaded:
+        def __init__(self, failed: bool) -> None:
+            self.failed = failed
+
+        def remembers_failure(self) -> bool:
+            return self.failed
+
+    path = scenario.SGLangPath("src", None)
+    monkeypatch.setattr(scenario.SGLangPath, "key", ("src", "same files"))
+    monkeypatch.setattr(SGLangRuntime, "load", classmethod(lambda cls, source: Loaded(False)))
+    monkeypatch.setitem(scenario._LOADED, ("src", "same files"), Loaded(True))
+    assert path.runtime.failed is False and scenario._LOADED[path.key] is path.runtime
+    assert scenario.SGLangPath("src", None).runtime is path.runtime  # a sound one is shared
+
+    calls: list[int] = []
+
+    def executed(*args):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 1:
+            raise TargetError("ran past its 60s bound")
+
+    monkeypatch.setattr(page_table_builds, "_executed", executed)
+    backend = next(iter(AttentionBackend))
+    assert page_table_builds._refusal(path, backend) is not None
+    assert page_table_builds._refusal(path, backend) is None and page_table_builds._refusal(path, backend) is None
+    assert len(calls) == 2  # the success kept, the refusal not
+
+    class Tree:
+        origin = "a tree"
+
+    class Runtime:
+        tree = Tree()
+
+    timed: list[int] = []
+
+    def dsa_executed(runtime, cfg):  # type: ignore[no-untyped-def]
+        timed.append(1)
+        if len(timed) == 1:
+            raise SGLangTimeout("DSATokenToKVPool ran past its 60s bound")
+        return (None, 0, 0)
+
+    monkeypatch.setattr(dsa_index, "_executed", dsa_executed)
+    runtime = Runtime()
+    assert "ran past" in (dsa_index._refusal(runtime) or "")
+    assert dsa_index._refusal(runtime) is None and len(timed) == 2
+
+
+def test_a_local_file_s_seed_is_its_bytes_with_or_without_a_version(tmp_path):
+    """``stable_seed`` keys a local file on its name and bytes (``Target.identity``), a ``FILE@VERSION`` spec too:
+    copies anywhere explore the same inputs; other bytes or another version, others."""
+    from fuzz.campaign.driver import stable_seed
+    from fuzz.targets.base import Target, TargetKind
+
+    files = []
+    for where in ("a", "b"):
+        (tmp_path / where).mkdir()
+        files.append(tmp_path / where / "allocation_sizing.py")
+        files[-1].write_text("X = 1\n")
+
+    def seed(spec: str) -> int:
+        return stable_seed("run", Target(spec, spec, None, None, TargetKind.FILE, "sglang"))
+
+    a, b = (str(f) for f in files)
+    assert seed(a) == seed(b) and seed(f"{a}@0.5.23") == seed(f"{b}@0.5.23") != seed(a)
+    files[1].write_text("X = 2\n")
+    assert seed(a) != seed(b) and seed(f"{a}@0.5.23") != seed(f"{a}@0.5.18")

@@ -59,11 +59,14 @@ class Target(Generic[Sizing, Semantics]):
         """What the target is, wherever it sits: a local file's name and the digest of its bytes (a copy of a
         checkout is the same target), any other target's spec."""
         if self.kind is TargetKind.FILE:
-            path = Path(self.spec)
+            path, at, version = self.spec, "", ""
+            if not Path(path).is_file() and "@" in path:  # FILE@VERSION: the file, and the version it is read as
+                path, at, version = path.rpartition("@")
             try:
-                return path.name.encode() + b":" + hashlib.sha256(path.read_bytes()).digest()
+                digest = hashlib.sha256(Path(path).read_bytes()).digest()
             except OSError:
-                pass  # gone (or a directory) since it resolved: its spec
+                return self.spec.encode()  # gone (or a directory) since it resolved: its spec
+            return f"{Path(path).name}{at}{version}:".encode() + digest
         return self.spec.encode()
 
     @property

@@ -95,14 +95,26 @@ def extent(target: Any, cfg: ServingConfig) -> tuple[int, int]:
     return built(target, cfg)[1:]
 
 
-@functools.lru_cache(maxsize=64)
 def _refusal(runtime: Any) -> str | None:
-    probe = config(4096, 1)
+    """Why the pool does not build on ``runtime`` (None: it built the probe); a timeout is not kept (a later
+    command sharing the runtime asks again)."""
     try:
-        _executed(runtime, probe)
-    except (TargetError, StandInMissing, SGLangTimeout) as e:
-        return f"SGLang's DSATokenToKVPool does not build from {runtime.tree.origin}: {str(e).splitlines()[0]}"
+        return _kept_refusal(runtime)
+    except SGLangTimeout as e:
+        return _refused(runtime, e)
+
+
+@functools.lru_cache(maxsize=64)
+def _kept_refusal(runtime: Any) -> str | None:
+    try:
+        _executed(runtime, config(4096, 1))
+    except (TargetError, StandInMissing) as e:
+        return _refused(runtime, e)
     return None
+
+
+def _refused(runtime: Any, e: BaseException) -> str:
+    return f"SGLang's DSATokenToKVPool does not build from {runtime.tree.origin}: {str(e).splitlines()[0]}"
 
 
 def unjudged(target: Any) -> str | None:

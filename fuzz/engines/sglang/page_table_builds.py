@@ -64,14 +64,22 @@ def _plain(cfg: ServingConfig) -> ServingConfig:
                        speculative_num_draft_tokens=None)  # fmt: skip
 
 
-@functools.lru_cache(maxsize=64)
+_RAN: set[tuple[Any, AttentionBackend]] = set()  # (path, backend) whose probe ran: a success is kept, never a refusal
+
+
 def _refusal(path: Any, backend: AttentionBackend) -> str | None:
-    """Why SGLang's builders of ``backend`` cannot run from ``path``'s tree (None: they ran the probe)."""
+    """Why SGLang's builders of ``backend`` cannot run from ``path``'s tree (None: they ran the probe).
+
+    Only a success is kept across calls: a refusal is asked again (at once, within a command: its runtime remembers
+    it), so a timeout one command met is not another's (``SGLangPath.runtime``)."""
+    if (path, backend) in _RAN:
+        return None
     probe, row = probe_of(backend)
     try:
         _executed(path, backend, probe, probe.launch_runtime, probe.context_len - 4, row - 2)
     except TargetError as e:  # StandInMissing too: a piece of SGLang the runtime has no faithful answer for
         return f"SGLang's {backend.label} builders do not run from {path.source}: {str(e).splitlines()[0]}"
+    _RAN.add((path, backend))
     return None
 
 

@@ -74,7 +74,8 @@ class SGLangPath:
     """The target's own write path, loaded on first use (``runtime.SGLangRuntime``).
 
     Two paths are equal when their trees are the same files as they are now (``key``): what ran on the one (its
-    runtime, the builds cached on it) is what would run on the other.
+    runtime, the builds cached on it) is what would run on the other.  A runtime that remembers a failure is not
+    handed to a later path: that path loads its own.
     """
 
     def __init__(self, source: str, version: str | None) -> None:
@@ -101,6 +102,8 @@ class SGLangPath:
     def runtime(self) -> Any:
         if self._runtime is None:
             self._runtime = _LOADED.get(self.key)
+            if self._runtime is not None and self._runtime.remembers_failure():
+                self._runtime = None  # a failure (a timeout) stays with the command that met it
             if self._runtime is None:
                 from .runtime import SGLangRuntime
 

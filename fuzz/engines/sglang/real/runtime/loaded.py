@@ -85,6 +85,17 @@ class SGLangRuntime:
         if compiled:  # triton read TRITON_INTERPRET as unset at a @triton.jit: they would run compiled on CPU tensors
             raise TargetError(f"{self.origin}: {compiled[0]} is a compiled triton kernel, not an interpreted one")
 
+    def remembers_failure(self) -> bool:
+        """Whether a backend it built (or a bucket, or the draft's rows) failed and remembers it, a timeout
+        included: a later command on the tree loads afresh rather than inherit this one's refusal."""
+        for loaded in self.attention.values():
+            if isinstance(loaded, Exception):
+                return True
+            for bucket in getattr(loaded, "buckets", {}).values():
+                if bucket.failure is not None or bucket.draft.failure is not None:
+                    return True
+        return False
+
     def close(self) -> None:
         """Drop every private module of this runtime from ``sys.modules``."""
         for loader in self._loaders:

@@ -143,9 +143,16 @@ class DirectoryTree(SourceTree):
         return os.path.join(self.root, *member.split("/"))
 
     def fingerprint(self) -> str:
-        digest = hashlib.sha256()
-        for directory, dirs, files in os.walk(os.path.join(self.root, PACKAGE)):
+        # Into linked folders too (the reads follow links), each real folder once (a link cycle ends there).
+        digest, seen = hashlib.sha256(), set()
+        for directory, dirs, files in os.walk(os.path.join(self.root, PACKAGE), followlinks=True):
+            st = os.stat(directory)
+            if (st.st_dev, st.st_ino) in seen:
+                dirs.clear()
+                continue
+            seen.add((st.st_dev, st.st_ino))
             dirs.sort()
+            digest.update(f"{directory}\n".encode())
             for name in sorted(files):
                 digest.update(f"{_stat_line(os.path.join(directory, name))}\n".encode())
         return digest.hexdigest()
