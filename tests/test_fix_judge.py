@@ -13,11 +13,11 @@ cases with both patches; ``python tests/test_fix_judge.py`` rewrites it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from checkout_trees import build_tree, patch_of
+from shipped_advisories import ShippedAdvisory
 from test_sglang_runtime import need_triton
 
 from fuzz.cli import main
@@ -34,21 +34,14 @@ APPROACHES = {  # the label each verdict carries -> the fixture's anchored edits
 LAG_8 = CASES / "sglang-0.5.23--table-case--read-within-row-alloc-page-1-fa3-page-table-stale-read.json"
 
 
-def advisory_args(out: Path, patches: Path) -> list[str]:
-    """``advisory``'s command line for the shipped advisory, each approach's patch written under ``patches``."""
-    args = ["advisory", str(CASES), "--out", str(out), "--cases", str(out / "cases")]
-    for n, (label, fixes) in enumerate(APPROACHES.items()):
-        patch = patches / f"approach-{n}.patch"
-        patch.write_text(patch_of("0.5.23", fixes))
-        args += ["--fix", f"{label}={patch}"]
-    return args
+THIS = ShippedAdvisory(CASES, ADVISORY, "0.5.23", APPROACHES)
 
 
 def test_the_shipped_page_table_advisory_is_what_the_command_writes_with_both_approaches(
     pinned_wheels, tmp_path, capsys
 ):
     need_triton()
-    assert main(advisory_args(tmp_path / "out", tmp_path)) == 0
+    assert main(THIS.args(tmp_path / "out", tmp_path)) == 0
     out = capsys.readouterr().out
     assert "new: fa3_page_table-width" in out
     assert (tmp_path / "out" / ADVISORY.name).read_text() == ADVISORY.read_text()
@@ -135,10 +128,5 @@ def test_no_case_that_fails_on_its_target_is_bad_input(pinned_wheels, tmp_path, 
     assert "no longer fails on its target" in out and "nothing for a fix to close" in err
 
 
-if __name__ == "__main__":  # rewrite the shipped advisory (the test above holds it to the command)
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as scratch:
-        assert main(advisory_args(Path(scratch) / "out", Path(scratch))) == 0
-        ADVISORY.write_text((Path(scratch) / "out" / ADVISORY.name).read_text())
-    print(json.dumps({"written": str(ADVISORY)}))
+if __name__ == "__main__":
+    THIS.rewrite()

@@ -10,30 +10,18 @@ shipped advisory (``docs/advisories/triton-draft-kv-indices-width.md``) is what 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from checkout_trees import patch_of
+from shipped_advisories import SHIPPED, ShippedAdvisory
 
 from fuzz.cli import main
 from fuzz.findings.casefile import load_document, replay_document
 
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "docs" / "advisories"
 CASES = SHIPPED / "cases" / "triton-draft-kv-indices"
 ADVISORY = SHIPPED / "triton-draft-kv-indices-width.md"
-FIX = "PR #29665's approach on triton's rows"
-
-
-def advisory_args(out: Path, patches: Path) -> list[str]:
-    """``advisory``'s command line for the shipped advisory, the fix written under ``patches``."""
-    patch = patches / "triton-pool-len.patch"
-    patch.write_text(patch_of("0.5.23", ("pr-29665-triton",)))
-    return ["advisory", str(CASES), "--out", str(out), "--cases", str(out / "cases"), "--fix", f"{FIX}={patch}"]
+THIS = ShippedAdvisory(CASES, ADVISORY, "0.5.23", {"PR #29665's approach on triton's rows": ("pr-29665-triton",)})
 
 
 def test_the_shipped_triton_advisory_is_what_the_command_writes_with_the_fix(pinned_wheels, tmp_path, capsys):
-    assert main(advisory_args(tmp_path / "out", tmp_path)) == 0
+    assert main(THIS.args(tmp_path / "out", tmp_path)) == 0
     assert "new: triton_draft_kv_indices-width" in capsys.readouterr().out
     assert (tmp_path / "out" / ADVISORY.name).read_text() == ADVISORY.read_text()
     text = ADVISORY.read_text()
@@ -53,10 +41,5 @@ def test_the_shipped_cases_replay_with_their_confirmation(pinned_wheels):
         assert replay_document(doc).reproduced
 
 
-if __name__ == "__main__":  # rewrite the shipped advisory (the test above holds it to the command)
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as scratch:
-        assert main(advisory_args(Path(scratch) / "out", Path(scratch))) == 0
-        ADVISORY.write_text((Path(scratch) / "out" / ADVISORY.name).read_text())
-    print(json.dumps({"written": str(ADVISORY)}))
+if __name__ == "__main__":
+    THIS.rewrite()
