@@ -46,12 +46,10 @@ FACTS: dict[str, tuple[Cite, ...]] = {
         Cite("0.5.13", _SPEC_UTILS, "return num_seqs * topk * max_context_len"),
         Cite("0.5.23", _SPEC_UTILS, "return num_seqs * topk * max_context_len"),
     ),
-    # The function's own docstring names the pull requests that fixed its topk factor, not its length ...
     "triton-draft-topk-factor": (
         Cite("0.5.18", _SPEC_UTILS, "dropping it under-allocates and overflows the row (#27338, #27460)"),
         Cite("0.5.23", _SPEC_UTILS, "dropping it under-allocates and overflows the row (#27338, #27460)"),
     ),
-    # ... and the multi-step backend holds the req_to_token row's width the fix sizes from.
     "triton-draft-pool-len": (
         Cite("0.5.18", _TRITON, "self.pool_len = model_runner.req_to_token_pool.req_to_token.shape[1]"),
         Cite("0.5.23", _TRITON, "self.pool_len = model_runner.req_to_token_pool.req_to_token.shape[1]"),

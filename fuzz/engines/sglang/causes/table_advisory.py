@@ -37,7 +37,8 @@ UPSTREAM = {
     "fa3_page_table": "the class of sgl-project/sglang#34239 (open: an illegal memory access near the 262,144-token "
     "context limit with NEXTN, reported on 0.5.16; #35985 names FA3's page table as its cause); fixes proposed: "
     "#35985 (open), #29665 (closed)",
-    # [cite: triton-draft-topk-factor]; the fix judged sizes from pool_len [cite: triton-draft-pool-len]
+    # the function's docstring names the PRs that fixed its topk factor [cite: triton-draft-topk-factor]; the fix
+    # judged sizes from the backend's pool_len, the req_to_token row's width [cite: triton-draft-pool-len]
     "triton_draft_kv_indices": "new: no upstream issue or pull request names it (sgl-project/sglang#27338 and "
     "#27460 fixed the row's topk factor, as draft_kv_indices_buffer_width's docstring says, not its length)",
     "dsa_index_key_cache": "named in review of sgl-project/sglang#36990 (open: DCP for DSA models; the allocator "
