@@ -10,7 +10,8 @@ from fuzz.common.compat import StrEnum
 
 
 class Guard(StrEnum):
-    """SGLang's own checks that stop a decode step whose allocation would leave the row (a crash, not a spill)."""
+    """SGLang's own checks that stop a decode step whose allocation (or table write) would leave its row (a crash,
+    not a spill)."""
 
     # speculative/uno_info.py [cite: uno-row-guard]: RuntimeError when max(next_lengths) > req_to_token.shape[1].
     UNO_ROW = "uno_info.prepare_for_decode"
@@ -21,3 +22,6 @@ class Guard(StrEnum):
     # main's mem_cache/allocation_sizing.py: assert max_alloc_len <= row_width (the file's own function,
     # called through the real file when a target has it).
     ROW_WIDTH = "assert_alloc_within_row_width"
+    # an attention backend's assert that a replay's write fits its CUDA-graph buffer (FA3's decode, FlashInfer's
+    # multi-step draft [cite: flashinfer-draft-assert]): the step raises before its builder writes a table's row
+    BUFFER_FITS = "assert_buffer_fits"

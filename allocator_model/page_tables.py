@@ -1,19 +1,15 @@
 """The attention backends' CUDA-graph page tables: a row per batch position, a column per KV page.
 
-A backend captured in a CUDA graph keeps fixed buffers ``[max_bs, width]``
-and refills them at each replay from ``req_to_token``: row i holds the
-pages of the batch's request i.  The kernel then reads each row up to the
-length the backend publishes to it (``cache_seqlens``).  The width is
-sized from one length (FA3: the model's context length, in pages) while the
-published length is another (the device's ``seq_lens`` plus the draft
-tokens a verify or draft-extend step appends).  Near the context limit the
-second outgrows the first: a builder that clamps its writes at the width
-leaves the kernel reading past the row (the next batch row's pages, or past
-the buffer); one that does not clamp writes into the next row.
+A backend captured in a CUDA graph keeps fixed buffers ``[max_bs, width]`` and refills them at each replay from
+``req_to_token``: row i holds the pages of the batch's request i.  The kernel then reads each row up to the length
+the backend publishes to it (``cache_seqlens``).  The width is sized from one length (FA3: the model's context length,
+in pages) while the published length is another (the device's ``seq_lens`` plus the draft tokens a verify or
+draft-extend step appends).  Near the context limit the second outgrows the first: a builder that clamps its writes
+at the width leaves the kernel reading past the row (the next batch row's pages, or past the buffer); one that does
+not clamp writes into the next row.
 
-A ``Build`` is one builder's run for one request alone in a one-row bucket
-(so nothing of a later row hides its spill): what SGLang's own builders did
-(``fuzz.engines.sglang.real.runtime.attention``), or the model's twin here.
+A ``Build`` is one builder's run for one request alone in a one-row bucket (so nothing of a later row hides its
+spill): what SGLang's own builders did (``fuzz.engines.sglang.real.runtime.attention``), or the model's twin here.
 """
 
 from __future__ import annotations
@@ -27,6 +23,7 @@ from fuzz.common.compat import StrEnum
 
 from . import algorithms as algo
 from .config import ServingConfig, SpecRuntime
+from .guards import Guard
 from .numeric import Int, ceil_div, lcm
 
 
@@ -38,11 +35,12 @@ class AttentionBackend(StrEnum):
     FLASHMLA = "flashmla"
     TRTLLM_MLA = "trtllm_mla"
     TRITON = "triton"
+    FLASHINFER = "flashinfer"
 
     @property
     def label(self) -> str:
         """The backend as prose names it (FA3, FlashMLA), else its flag's value."""
-        return {"fa3": "FA3", "flashmla": "FlashMLA"}.get(str(self.value), str(self.value))
+        return {"fa3": "FA3", "flashmla": "FlashMLA", "flashinfer": "FlashInfer"}.get(str(self.value), str(self.value))
 
     @property
     def fixed_page(self) -> int | None:
@@ -65,16 +63,23 @@ class AttentionBackend(StrEnum):
 
     @property
     def counts_tokens(self) -> bool:
-        """Whether its table holds one KV slot per token rather than one page per column (triton's kv_indices): its
-        width and lengths are in tokens whatever the launch's page."""
-        return self is AttentionBackend.TRITON
+        """Whether its table holds one KV slot per token rather than one page per column (triton's and FlashInfer's
+        draft kv_indices): its width and lengths are in tokens whatever the launch's page."""
+        return self in DRAFT_KV_INDICES_BACKENDS
 
     @property
     def fills_every_draft_step(self) -> bool:
-        """Whether its draft decode fills a row for each of the S draft steps in one launch (triton's
-        ``generate_draft_decode_kv_indices``, over a grid of S steps), the last row written though no step reads
-        it; the others build the S - 1 steps that run."""
-        return self is AttentionBackend.TRITON
+        """Whether its draft decode fills a row for each of the S draft steps in one launch (triton's and
+        FlashInfer's ``generate_draft_decode_kv_indices``, over a grid of S steps), the last row written though no
+        step reads it; the others build the S - 1 steps that run."""
+        return self in DRAFT_KV_INDICES_BACKENDS
+
+
+# The backends whose table is their multi-step draft's kv_indices, a row of token slots per draft step filled by
+# ``generate_draft_decode_kv_indices`` in one launch (``GraphSizing.draft_kv_indices``).
+DRAFT_KV_INDICES_BACKENDS = frozenset({AttentionBackend.TRITON, AttentionBackend.FLASHINFER})
+# Those whose multi-step draft asserts first that every step's slots fit its row [cite: flashinfer-draft-assert].
+DRAFT_ROWS_ASSERTED = frozenset({AttentionBackend.FLASHINFER})
 
 
 FLASHMLA_PAGE = 64
@@ -114,9 +119,10 @@ class Build:
     ``spilled``: how many columns past the row's end it wrote (into the next row at offset ``row * width + col``,
     a guard row here); ``published``: the tokens the kernel reads, ``ceil(published / page)`` pages of the row;
     ``stopped_by``: SGLang's own check that refused the build (its assert): nothing written, nothing read, the
-    step raises on a server; ``foreign``: how many of the page indices in the row's used part (the columns both
-    written and read) are not pages of the request's own ``req_to_token`` row (a builder reading that row past its
-    width reads the next request's: ``foreign_pages``).
+    step raises on a server (``published`` is then what the step asked to store, ``stored_length``);
+    ``foreign``: how many of the page indices in the row's used part (the columns both written and read) are not
+    pages of the request's own ``req_to_token`` row (a builder reading that row past its width reads the next
+    request's: ``foreign_pages``).
     """
 
     mode: Mode
@@ -167,8 +173,8 @@ GRAPH_BUFFERS: dict[Mode, str] = {
 }
 FLASHMLA_BUFFER = "cuda_graph_kv_indices"
 TRTLLM_MLA_BUFFER = "decode_cuda_graph_kv_indices"  # trtllm_mla's one buffer, every mode's rows views of it
-# triton's draft decode: the multi-step backend's buffer, a row per draft step (each step's backend reads its row)
-TRITON_DRAFT_BUFFER = "cuda_graph_kv_indices"
+# triton's and FlashInfer's draft decode: the multi-step backend's, a row per draft step (each step's backend reads one)
+DRAFT_KV_INDICES_BUFFER = "cuda_graph_kv_indices"
 
 
 def graph_buffer(backend: AttentionBackend, mode: Mode) -> str:
@@ -176,7 +182,7 @@ def graph_buffer(backend: AttentionBackend, mode: Mode) -> str:
     one = {
         AttentionBackend.FLASHMLA: FLASHMLA_BUFFER,
         AttentionBackend.TRTLLM_MLA: TRTLLM_MLA_BUFFER,
-        AttentionBackend.TRITON: TRITON_DRAFT_BUFFER,
+        **dict.fromkeys(DRAFT_KV_INDICES_BACKENDS, DRAFT_KV_INDICES_BUFFER),
     }
     return one.get(backend) or GRAPH_BUFFERS[mode]
 
@@ -237,6 +243,12 @@ def published(
     return seq_len + rt.num_draft_tokens
 
 
+def stored_length(mode: Mode, step: int | None, seq_len: int, rt: SpecRuntime | None, backend: AttentionBackend) -> int:
+    """The tokens a mode's builder stores for the request: the length it publishes, or, for the row of step S - 1
+    that no step reads (a backend that ``fills_every_draft_step``), that step's own ``seq + S``."""
+    return published(mode, step, seq_len, rt, backend) or seq_len + (step or 0) + 1
+
+
 def widths(sized_from: TableWidth, context_len: Int, row_width: Int, page: Int) -> Int:
     """The pages of a row sized from ``sized_from``, unpadded (``GraphSizing.widths_of`` pads them), of ints or
     tensors alike: the context's (``CONTEXT``), one past its whole pages (``CONTEXT_NEXT_PAGE``) or the
@@ -269,7 +281,7 @@ def clamped_end(need: int, w: int, block_tokens: int | None, page: int) -> int:
     return min(need, pages(w, per_block) * per_block)
 
 
-DECODE_ASSERT = "assert_buffer_fits"
+DECODE_ASSERT = Guard.BUFFER_FITS.value
 # A builder's ``block_tokens`` where it loops over the published length itself (triton's draft kernel: ``cdiv(seq_len,
 # BLOCK)`` blocks, each masked by the length): nothing bounds its writes but the length.
 LENGTH_GRID = 0  # SGLang's check that a decode's pages fit its graph buffer
@@ -297,11 +309,14 @@ class GraphSizing:
             raise ValueError("a builder that does not clamp masks over a grid (or the length: LENGTH_GRID)")
 
     @classmethod
-    def draft_kv_indices(cls, sized_from: TableWidth) -> GraphSizing:
-        """triton's draft decode kv_indices: a row per draft step sized from ``sized_from``, each step's
-        ``seq + s + 1`` slots stored by a kernel that loops over that length alone (``LENGTH_GRID``)."""
+    def draft_kv_indices(cls, sized_from: TableWidth, backend: AttentionBackend) -> GraphSizing:
+        """A multi-step draft's decode kv_indices (triton's, FlashInfer's): a row per draft step sized from
+        ``sized_from``, each step's ``seq + s + 1`` slots stored by a kernel that loops over that length alone
+        (``LENGTH_GRID``); on a backend of ``DRAFT_ROWS_ASSERTED``, SGLang first asserts that every step's slots fit
+        a row (FlashInfer's ``assert_buffer_fits``, over all S steps at once: it stops every step or none)."""
         draft = frozenset({Mode.DRAFT_DECODE})
-        return cls(sized_from, LENGTH_GRID, draft, backend=AttentionBackend.TRITON, modes=draft)
+        asserts = draft if backend in DRAFT_ROWS_ASSERTED else frozenset()
+        return cls(sized_from, LENGTH_GRID, draft, asserts, backend=backend, modes=draft)
 
     def width_of(self, cfg: ServingConfig, row_width: int) -> int:
         """The pages of a row of this backend's table for ``cfg`` (its ``req_to_token`` row ``row_width`` wide)."""
@@ -366,15 +381,17 @@ def graph_builds(
     """
     out = []
     w, unit = sizing.width_of(cfg, row_width), int(sizing.unit(cfg.page_size))
+    # one launch fills every draft step's row: its assert (where it has one) checks the last, longest one first
+    every = rt is not None and sizing.backend.fills_every_draft_step and Mode.DRAFT_DECODE in sizing.asserts
+    all_stopped = every and pages(seq_len + rt.num_steps, unit) > w  # type: ignore[union-attr]
     for mode, step in steps(cfg, rt, sizing.backend):
         if mode not in sizing.modes:
             continue
         length = published(mode, step, seq_len, rt, sizing.backend)
-        # what it stores: the published length, or a row no step reads (its draft step's own length)
-        stored = pages(length or seq_len + (step or 0) + 1, unit)
-        buffer = graph_buffer(sizing.backend, mode)
-        if mode in sizing.asserts and stored > w:
-            out.append(Build(mode, step, buffer, w, unit, 0, 0, length, DECODE_ASSERT))
+        asked = stored_length(mode, step, seq_len, rt, sizing.backend)  # a row no step reads: its step's own
+        stored, buffer = pages(asked, unit), graph_buffer(sizing.backend, mode)
+        if mode in sizing.asserts and (all_stopped if every else stored > w):
+            out.append(Build(mode, step, buffer, w, unit, 0, 0, asked, DECODE_ASSERT))
             continue
         end = clamped_end(stored, w, sizing.block(mode), unit)
         written = min(end, w)

@@ -139,8 +139,8 @@ class Revision:
         """What this revision's CUDA-graph builders of ``backend`` do (its fields, as the twin takes them)."""
         if backend in KV_INDICES_BACKENDS:
             return kv_indices_sizing(backend, self.page_table_width, self.flashmla_draft_extend)
-        if backend is AttentionBackend.TRITON:
-            return GraphSizing.draft_kv_indices(self.page_table_width)
+        if backend.fills_every_draft_step:  # its multi-step draft's kv_indices
+            return GraphSizing.draft_kv_indices(self.page_table_width, backend)
         if backend is AttentionBackend.TRTLLM_MHA:
             every = frozenset(Mode) if self.trtllm_mha_block_tokens else frozenset()
             return GraphSizing(self.page_table_width, self.trtllm_mha_block_tokens, every, backend=backend)

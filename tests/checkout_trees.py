@@ -40,6 +40,7 @@ TRTLLM_MHA_METADATA = "kernels/ops/attention/trtllm_mha_graph_metadata.py"
 FLASHMLA = "srt/layers/attention/flashmla_backend.py"
 TRTLLM_MLA = "srt/layers/attention/trtllm_mla_backend.py"
 TRITON = "srt/layers/attention/triton_backend.py"
+FLASHINFER = "srt/layers/attention/flashinfer_backend.py"
 MEMORY_POOL = "srt/mem_cache/memory_pool.py"
 
 
@@ -86,8 +87,9 @@ FIXES: dict[str, Change] = {
     ),
     "page-table-width": Change(
         "page-table-width",
-        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's, trtllm_mla's; triton's draft "
-        "kv_indices) sized from the req_to_token row they copy (the approach of PR #29665), not from context_len",
+        "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's, trtllm_mla's; triton's and "
+        "FlashInfer's draft kv_indices) sized from the req_to_token row they copy (the approach of PR #29665), not "
+        "from context_len",
         (
             Edit(
                 TRITON,
@@ -98,6 +100,14 @@ FIXES: dict[str, Change] = {
                 TRITON,
                 "            forward_batch.batch_size, self.topk, self.max_context_len\n",
                 "            forward_batch.batch_size, self.topk, self.pool_len  # (fixture)\n",
+            ),
+            *(  # FlashInfer's multi-step draft: the same rows and calls (its pool_len the same width)
+                Edit(
+                    FLASHINFER,
+                    f"            {n}, self.topk, self.max_context_len\n",
+                    f"            {n}, self.topk, self.pool_len  # (fixture)\n",
+                )
+                for n in ("max_bs", "forward_batch.batch_size")
             ),
             Edit(
                 TRTLLM_MLA,

@@ -145,13 +145,13 @@ def test_builds_run_interpreted_and_leave_nothing_for_the_next_call(version: str
 
 def test_sglang_own_check_refuses_a_decode_past_the_width_in_0_5_13():
     """0.5.13's decode asserts the pages fit the buffer (FA 2209: assert_buffer_fits(..., "FA3 decode page_table"),
-    layers/attention/utils.py 1364): the build is refused, saying SGLang's words; 0.5.23 builds it, the kernel to
-    read past the row."""
+    layers/attention/utils.py 1364): the build is refused, naming the check whose assert fired (the twin's name
+    of it); 0.5.23 builds it, the kernel to read past the row."""
     from fuzz.engines.sglang.real.runtime.attention import BuildRefused, graph_builds
 
     plain = ServingConfig.resolve(context_len=40, page_size=4)
     (stopped,) = graph_builds(runtime("0.5.13"), FA3, plain, None, 44, 48)
-    assert stopped.stopped_by is not None and "FA3 decode page_table: used 11 > capacity 10" in stopped.stopped_by
+    assert stopped.stopped_by == "assert_buffer_fits" == pt.DECODE_ASSERT
     assert (stopped.written, stopped.spilled, stopped.published, stopped.width) == (0, 0, 44, 10)
     asserting = pt.GraphSizing(pt.TableWidth.CONTEXT, asserts=frozenset({Mode.DECODE, Mode.DRAFT_DECODE}))
     (twin,) = pt.graph_builds(plain, None, 44, asserting, 48)

@@ -3,7 +3,7 @@
 Upstream's two approaches, each as anchored edits of the checkout-tree fixture (``checkout_trees.UPSTREAM_FIXES``)
 handed to the command as the unified diff a pull request holds (``checkout_trees.patch_of``, computed from the wheel):
 PR #35985 (FA3's ``max_context_len`` widened by the draft tokens, C + D) leaves the case at overlap lag 8 > 4 (its
-published ``seq + D`` passes C + D) and two covering cases; PR #29665 (sized from the ``req_to_token`` row) closes
+published ``seq + D`` passes C + D) and three covering cases; PR #29665 (sized from the ``req_to_token`` row) closes
 every case, and its one failing covering case is a step whose ``req_to_token`` row is short itself (#33579, open in
 0.5.23): with #33579's fix in the same checkout it closes every case and the covering set.
 
@@ -46,8 +46,8 @@ def test_the_shipped_page_table_advisory_is_what_the_command_writes_with_both_ap
     assert "new: fa3_page_table-width" in out
     assert (tmp_path / "out" / ADVISORY.name).read_text() == ADVISORY.read_text()
     text = ADVISORY.read_text()
-    assert "**Leaves 1 of 4 cases**; 2 of its 6 covering cases fail" in text  # #35985: the lag-8 case
-    assert "**Closes every case given (4 of 4), but 1 of its 6 covering cases fail**" in text  # #29665
+    assert "**Leaves 1 of 4 cases**; 3 of its 8 covering cases fail" in text  # #35985: the lag-8 cases
+    assert "**Closes every case given (4 of 4), but 1 of its 8 covering cases fail**" in text  # #29665
     assert "fails the same step too: write-within-row/alloc-page-1 (#33579)" in text
     assert (
         "FA3's kernel (CUDA, on the GPU" in text
@@ -74,12 +74,12 @@ def test_judge_fix_lists_the_case_a_patch_leaves_with_a_repro_line_that_replays_
     assert main(args) == 1
     out = capsys.readouterr().out
     assert "LEFT read-within-row/alloc-page-1@fa3_page_table[stale-read]" in out
-    assert "the fix leaves 1 of 1 case(s) of fa3_page_table-width, and 2 covering case(s) fail" in out
+    assert "the fix leaves 1 of 1 case(s) of fa3_page_table-width, and 3 covering case(s) fail" in out
     (line,) = [x for x in out.splitlines() if x.strip().startswith("repro:") and str(LAG_8) in x]
     target = line.split("--target ", 1)[1].strip()
     assert target.startswith(str(tree)) and replay_document(load_document(str(LAG_8)), target=target).reproduced
     covering = sorted((tmp_path / "c").glob("*fix-covering-*.json"))
-    assert len(covering) == 2 and all(
+    assert len(covering) == 3 and all(
         replay_document(load_document(str(p)), target=target).reproduced for p in covering
     )
 
@@ -90,7 +90,7 @@ def test_judge_fix_on_a_checkout_with_pr_29665_and_33579_s_fix_closes_every_case
     args = ["judge-fix", str(CASES), "--fix", str(fixed), "--cases", str(tmp_path / "c")]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "the fix closes every case of fa3_page_table-width: 4 of 4" in out and ": 6 case(s), 0 failing" in out
+    assert "the fix closes every case of fa3_page_table-width: 4 of 4" in out and ": 8 case(s), 0 failing" in out
 
 
 @pytest.mark.parametrize(

@@ -270,7 +270,8 @@ def test_the_launch_line_names_trtllm_mha_and_its_hardware() -> None:
 
 
 EVERY_TABLE = {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table",
-               "triton_draft_kv_indices"}  # fmt: skip
+               "triton_draft_kv_indices", "flashinfer_draft_kv_indices"}  # fmt: skip
+DRAFT_ROWS = {"triton_draft_kv_indices", "flashinfer_draft_kv_indices"}
 
 
 @pytest.mark.parametrize(
@@ -278,11 +279,11 @@ EVERY_TABLE = {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table",
     [
         ("kv_pool=swa", EVERY_TABLE | {"dsa_index_key_cache"}),  # a DSA model's pool is the standard kind, at page 64
         ("page_size=16", {"flashmla_page_table", "trtllm_mla_page_table", "dsa_index_key_cache"}),
-        # FA3 runs topk > 1 on its prefix and expand tables (not checked), triton each branch's range of a step's row
-        # (not checked), the others refuse it; UNO verifies on its own (and runs no draft decode steps)
+        # FA3 runs topk > 1 on its prefix and expand tables (not checked), triton and FlashInfer each branch's range
+        # of a step's row (not checked), the others refuse it; UNO verifies on its own (and runs no draft decode steps)
         ("speculative_eagle_topk=2", EVERY_TABLE),
         ("speculative_algorithm=UNO", EVERY_TABLE),
-        ("speculative_algorithm=NGRAM", {"triton_draft_kv_indices"}),
+        ("speculative_algorithm=NGRAM", DRAFT_ROWS),
     ],
 )
 def test_a_pin_no_launch_of_a_backend_takes_leaves_its_table_unjudged_and_said(pin, out, tmp_path, capsys):

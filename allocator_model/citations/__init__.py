@@ -17,14 +17,16 @@ citation there, and the product code free of bare ``X.Y.Z file.py NNN``
 line citations.  ``text`` is a few characters, never more of SGLang's source.
 
 Pure data: this package imports nothing of the project (and nothing heavy).
-The table is kept in two modules, merged here (a key is in one only):
-``sizing`` (the sizing functions, the pools, the launch rules) and
-``write_path`` (the decode write path and its stand-ins); ``base`` holds
-``Cite`` and the wheel members they cite.
+The table is kept in three modules, merged here (a key is in one only):
+``sizing`` (the sizing functions, the pools, the launch rules),
+``write_path`` (the decode write path and its stand-ins) and ``attention``
+(the attention backends' tables it does not cite); ``base`` holds ``Cite``
+and the wheel members they cite.
 """
 
 from __future__ import annotations
 
+from .attention import FACTS as _ATTENTION
 from .base import Cite
 from .sizing import FACTS as _SIZING
 from .write_path import FACTS as _WRITE_PATH
@@ -34,5 +36,5 @@ __all__ = ["Cite", "CITATIONS", "CITE_PATTERN"]
 # How prose cites a fact: ``[cite: KEY]`` (one key each; several facts, several brackets).
 CITE_PATTERN = r"\[cite: ([a-z0-9]+(?:-[a-z0-9]+)*)\]"
 
-CITATIONS: dict[str, tuple[Cite, ...]] = {**_SIZING, **_WRITE_PATH}
-assert len(CITATIONS) == len(_SIZING) + len(_WRITE_PATH), set(_SIZING) & set(_WRITE_PATH)
+CITATIONS: dict[str, tuple[Cite, ...]] = {**_SIZING, **_WRITE_PATH, **_ATTENTION}
+assert len(CITATIONS) == len(_SIZING) + len(_WRITE_PATH) + len(_ATTENTION), "a key in two of the modules"

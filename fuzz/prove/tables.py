@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.findings.kinds import SILENT, STALE_READ, Property, Signature, group_name
+from fuzz.findings.kinds import SILENT, STALE_READ, Outcome, Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.tables import Table, tables
 from fuzz.tables.case import TableCase
@@ -74,6 +74,14 @@ class TableProof:
         return [g.witness for g in sorted(self.groups.values(), key=lambda g: g.signature) if g.witness is not None]
 
 
+def outcome_of(reach: Reach) -> Outcome:
+    """What a reach past its part does, as its case's finding says it (``fuzz.tables.case.violation``): a read
+    reads stale or foreign data, a write the engine's own check stops crashes, any other write is silent."""
+    if reach.prop is Property.READ_WITHIN_ROW:
+        return STALE_READ
+    return Outcome.stopped_by(reach.stopped_by) if reach.stopped_by is not None else SILENT
+
+
 def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
     """``t``'s closed form over the space of ``prover`` (``target``'s, see the module docstring)."""
     proof = TableProof(t.name)
@@ -99,8 +107,7 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
             raise ValueError(f"table {t.name}'s closed form answers for {reach.prop}, not one of its proved")
         key = (reach.prop, t.group(config))
         if key not in by_group:
-            outcome = STALE_READ if reach.prop is Property.READ_WITHIN_ROW else SILENT
-            sig = Signature(reach.prop, group_name(key[1], t.name), outcome)
+            sig = Signature(reach.prop, group_name(key[1], t.name), outcome_of(reach))
             by_group[key] = proof.groups.setdefault(sig, TableGroup(sig))
         g = by_group[key]
         g.configurations += 1
@@ -126,8 +133,7 @@ def _swept(target: Target, t: Table, prover: Prover, proof: TableProof) -> Table
     for s in swept.groups:
         if s.reach.prop not in t.proved:
             raise ValueError(f"table {t.name}'s sweep answers for {s.reach.prop}, not one of its proved")
-        outcome = STALE_READ if s.prop is Property.READ_WITHIN_ROW else SILENT
-        sig = Signature(s.prop, group_name(s.group, t.name), outcome)
+        sig = Signature(s.prop, group_name(s.group, t.name), outcome_of(s.reach))
         g = proof.groups.setdefault(sig, TableGroup(sig))
         g.configurations += s.configurations
         if s.worst > g.worst or g.worst_case is None:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from fuzz.engines import engine_of
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import SILENT, STALE_READ, CaseKind, Property
+from fuzz.findings.kinds import SILENT, STALE_READ, CaseKind, Outcome, Property
 from fuzz.findings.model import Finding, Violation
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
@@ -70,6 +70,13 @@ def violation(t: Table, config: Any, b: Breach) -> Violation:
         changed = a.changed_outside[0]
         headline = f"{a.owner}'s {a.kind.value} changed {span_text(changed)} of {t.name}, outside its own part"
         details.append(f"victim: {victim(t, changed, a)}")
+    elif a.stopped_by is not None:  # the engine's own check refused it: nothing written, the step raises
+        span = next(s for s in a.touched if not within(s, a.bound))
+        headline = (
+            f"{a.owner} would {a.kind.value} {span_text(span)} of {t.name}, {b.overshoot} past its part; the "
+            f"engine's own check {a.stopped_by} stops the step instead (the server crashes)"
+        )
+        details.append(f"victim: none (nothing written; it would have hit {victim(t, span, a)})")
     else:
         span = next(s for s in a.touched if not within(s, a.bound))
         verb = {"write": "writes", "read": "reads", "commit": "commits into"}[a.kind.value]
@@ -78,7 +85,9 @@ def violation(t: Table, config: Any, b: Breach) -> Violation:
     if a.step:
         details.append(f"step: {a.step}")
     group = t.group(config) if t.group is not None else ""
-    outcome = STALE_READ if b.prop is Property.READ_WITHIN_ROW else SILENT  # a read past the part stops nothing
+    # a read past the part stops nothing; a write the engine's own check refused crashes instead
+    outcome = STALE_READ if b.prop is Property.READ_WITHIN_ROW else SILENT
+    outcome = Outcome.stopped_by(a.stopped_by) if a.stopped_by is not None else outcome
     return Violation(b.prop, group, headline, details, b.overshoot, outcome, variant=t.name)
 
 

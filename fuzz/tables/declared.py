@@ -92,6 +92,7 @@ class Reach:
     end: int
     data: Mapping[str, Any]
     prop: Property = Property.WRITE_WITHIN_ROW
+    stopped_by: str | None = None  # the engine's own check that stops the furthest write (nothing written)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class GraphTable:
     @property
     def kernel_kind(self) -> str:
         """What the reading kernel is written in (it runs on the GPU alone: never here)."""
-        return "triton" if self.backend.counts_tokens else "CUDA"
+        return "triton" if self.backend is AttentionBackend.TRITON else "CUDA"
 
     def next_row(self, b: Build) -> str:
         """Whose the cells past ``b``'s row are: the next batch row (past the buffer for the bucket's last); on a

@@ -24,6 +24,7 @@ COVER_SPECS: tuple[dict[str, Any], ...] = (
     {},
     {"speculative_algorithm": "EAGLE", "speculative_num_steps": 7, "speculative_eagle_topk": 1,
      "speculative_num_draft_tokens": 8},  # every EAGLE mode, its D past the 4
+    {"speculative_algorithm": "EAGLE", "speculative_adaptive": True},  # its candidate step counts
     {"speculative_algorithm": "DFLASH"},  # its block: D = 16
 )  # fmt: skip
 COVER_PAGES = (1, 64)

@@ -189,7 +189,7 @@ def closed_form(t: GraphTable, target: Any, cfg: ServingConfig) -> Reach | None:
         for b in model_builds(sizing, t.backend, cfg, rt, bound + lag, row):
             wrote = b.read_pages if b.stopped_by else b.written + b.spilled
             reach = (
-                Reach(b.width, wrote, data, Property.WRITE_WITHIN_ROW)
+                Reach(b.width, wrote, data, Property.WRITE_WITHIN_ROW, b.stopped_by)
                 if b.spilled or (b.stopped_by and wrote > b.width)
                 else Reach(b.width, b.read_pages, data, Property.READ_WITHIN_ROW)
             )
@@ -351,11 +351,9 @@ def declared_table(t: GraphTable) -> Table:
     )
 
 
-FA3_TABLE = declared_table(FA3)
-TRTLLM_MHA_TABLE = declared_table(TRTLLM_MHA)
-FLASHMLA_TABLE = declared_table(FLASHMLA)
-TRTLLM_MLA_TABLE = declared_table(TRTLLM_MLA)
-TRITON_TABLE = declared_table(TRITON)
+# each checked backend's table, declared in the catalog's order (the order of blame)
+DECLARED = {name: declared_table(t) for name, t in GRAPH_TABLES.items()}
+FA3_TABLE, TRTLLM_MHA_TABLE, FLASHMLA_TABLE, TRTLLM_MLA_TABLE, TRITON_TABLE, FLASHINFER_TABLE = DECLARED.values()
 
 # The tables themselves (each checked backend's, ``backends``), read here by the engine's modules as before.
 __all__ = [
@@ -365,6 +363,7 @@ __all__ = [
     "GRAPH_TABLES",
     "TRTLLM_MHA",
     "TRTLLM_MLA",
+    "TRITON",
     "GraphTable",
     "backend_of",
     "cover_line",

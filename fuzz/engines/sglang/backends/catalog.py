@@ -7,20 +7,22 @@ from allocator_model.page_tables import AttentionBackend, Mode
 
 from ..graph_tables import GraphTable
 from ..records import record
-from . import fa3, flashmla, triton, trtllm_mha, trtllm_mla
+from . import fa3, flashinfer, flashmla, triton, trtllm_mha, trtllm_mla
 from .checked import CheckedBackend, GraphBackend
 
 CHECKED: dict[AttentionBackend, CheckedBackend] = {
-    b.backend: b for b in (fa3.BACKEND, trtllm_mha.BACKEND, flashmla.BACKEND, trtllm_mla.BACKEND, triton.BACKEND)
+    b.backend: b
+    for b in (fa3.BACKEND, trtllm_mha.BACKEND, flashmla.BACKEND, trtllm_mla.BACKEND, triton.BACKEND, flashinfer.BACKEND)
 }
 GRAPH_TABLES: dict[str, GraphTable] = {b.table.name: b.table for b in CHECKED.values()}
 GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {k: b.builders for k, b in CHECKED.items()}
-FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA, TRITON = (
+FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA, TRITON, FLASHINFER = (
     fa3.BACKEND.table,
     trtllm_mha.BACKEND.table,
     flashmla.BACKEND.table,
     trtllm_mla.BACKEND.table,
     triton.BACKEND.table,
+    flashinfer.BACKEND.table,
 )
 FA3_PAGE_TABLE = FA3.name
 # The backends that serve MLA models only: a launch line on them names an MLA model.

@@ -34,7 +34,8 @@ class GraphBackend:
     # it names the CUDA device (or pinned host memory) for its buffers and asks torch.cuda for the GPU's properties:
     # its calls run on the stand-in GPU (``attention_standins.on_the_stand_in_gpu``)
     names_cuda: bool = False
-    metadata: str = "forward_metadata"  # the backend's field holding its forward metadata after a replay
+    # the backend's field holding its forward metadata after a replay (dotted: a path to it, a number an index)
+    metadata: str = "forward_metadata"
     table: str = "page_table"  # the field of its forward metadata that views the buffer the kernel reads
     # where the length the kernel reads is published: the forward metadata's field ``lengths``; or, for a kernel
     # whose lengths are the batch's own, the lengths the backend schedules its split-KV work over (FlashMLA's

@@ -27,6 +27,13 @@ DRAFT_KERNEL_FILES = (  # srt/speculative/triton_ops/ to 0.5.15, kernels/ops/spe
 # Its kv_indices hold a slot per token: every page a launch takes (its width and lengths are the page's tokens).
 PAGES = tuple(range(1, 257))
 
+# How one request reaches a multi-step draft's rows, which hold the whole batch (the launch line's note).
+GRAPH_OFF = (
+    "with the decode CUDA graph off (eager: batch_size * topk * C slots; --disable-cuda-graph, from 0.5.16 a "
+    "deprecated spelling of --cuda-graph-backend-decode=disabled); under CUDA graph they are max_bs * topk * C, "
+    "passed by a full bucket of requests at the limit"
+)
+
 # Its base class, the draft kernel and the width's function, the split-KV kernel a replay runs, and the attention
 # kernels its constructor reads, where the backend imports them from (each release's list is its record's).
 IMPORTS = (
@@ -77,8 +84,5 @@ BACKEND = CheckedBackend(
     hardware="any CUDA GPU triton compiles for (the stand-in: an SM90 (Hopper) GPU)",
     # its rows hold the whole batch (batch_size * topk * C slots eager, max_bs * topk * C under CUDA graph): the line
     # boots as printed on every release, the note says how one request reaches the rows the builds ran
-    launch_note="one request at the limit overflows the draft's kv_indices rows with the decode CUDA graph off "
-    "(eager: batch_size * topk * C slots; --disable-cuda-graph, from 0.5.16 a deprecated spelling of "
-    "--cuda-graph-backend-decode=disabled); under CUDA graph they are max_bs * topk * C, passed by a full bucket of "
-    "requests at the limit",
+    launch_note="one request at the limit overflows the draft's kv_indices rows " + GRAPH_OFF,
 )

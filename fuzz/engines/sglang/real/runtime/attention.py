@@ -29,6 +29,7 @@ does in SGLang, and the rows below cover the longest (never a read outside the t
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,8 @@ from typing import Any
 import torch
 
 from allocator_model.config import ServingConfig, SpecRuntime
-from allocator_model.page_tables import AttentionBackend, Build, Mode, graph_buffer, pages, published, steps
+from allocator_model.guards import Guard
+from allocator_model.page_tables import AttentionBackend, Build, Mode, graph_buffer, pages, steps, stored_length
 from fuzz.targets.base import TargetError
 
 from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, GraphBackend, modes_of, modules_of
@@ -46,6 +48,7 @@ from .attention_inputs import SENTINEL, BuildRefused, forward_batch, graph_runne
 from .attention_standins import AttentionStandIns, on_the_stand_in_gpu
 from .bounds import SGLangTimeout, bounded
 from .context import Settings
+from .flashinfer_standins import flashinfer_names
 from .loaded import MEMORY_POOL, SGLangRuntime
 from .standins import slice_definitions
 
@@ -53,6 +56,7 @@ FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")
 # A bucket holds builds publishing up to C + HEADROOM tokens (the device lengths near the context limit, C - 4 + lag,
 # plus a verify's D): one bucket per configuration; a longer one builds a bigger bucket.
 HEADROOM = 64
+GUARDS = frozenset(g.value for g in Guard)  # the checks of SGLang's a refused replay may stop at
 
 
 def graph_builds(
@@ -99,6 +103,7 @@ class GraphBuilders:
             raise TargetError(f"{runtime.origin} has no {spec.module.replace('.', '/')}.py to execute")
         self.standins = AttentionStandIns(runtime.standins, spec.capability)
         self.standins.add(triton_names(self.standins))
+        self.standins.add(flashinfer_names())
         self.loader = runtime.side_loader(modules, self._answer)
         self.buckets: dict[tuple[Any, ...], Bucket] = {}
         for dotted in modules:
@@ -160,13 +165,11 @@ class GraphBuilders:
         except SGLangTimeout as e:
             raise TargetError(str(e)) from None
         except AssertionError as e:
-            if not replay:
-                raise TargetError(
-                    f"{runtime.origin} {self.spec.backend.label} {what}: SGLang's assert: {e}".splitlines()[0]
-                ) from None
-            raise BuildRefused(
-                f"{runtime.origin} {self.spec.backend.label} {what}: SGLang's assert: {e}".splitlines()[0]
-            ) from None
+            said = f"{runtime.origin} {self.spec.backend.label} {what}: SGLang's assert: {e}".splitlines()[0]
+            check = traceback.extract_tb(e.__traceback__)[-1].name  # the function whose assert fired
+            if not replay or check not in GUARDS:  # not a check of the request's this engine knows
+                raise TargetError(said if replay else said + f" (in {check})") from None
+            raise BuildRefused(said, check) from None
         except Exception as e:  # noqa: BLE001 - SGLang's own failure on this input: the target cannot run it
             raise TargetError(
                 f"{runtime.origin} {self.spec.backend.label} {what} raised {type(e).__name__}: {e}".splitlines()[0]
@@ -202,8 +205,8 @@ class GraphBuilders:
         except BuildRefused as e:
             w = int(bucket.graph(mode, step).buffer.shape[1])
             backend = bucket.owner.spec.backend
-            length = published(mode, step, seq, rt, backend)
-            return Build(mode, step, graph_buffer(backend, mode), w, bucket.cfg.page_size, 0, 0, length, str(e))
+            length = stored_length(mode, step, seq, rt, backend)  # what it asked
+            return Build(mode, step, graph_buffer(backend, mode), w, bucket.cfg.page_size, 0, 0, length, e.check)
 
 
 @dataclass

@@ -1,6 +1,9 @@
-"""triton's draft-decode kv_indices (``TritonMultiStepDraftBackend.cuda_graph_kv_indices``) built by SGLang's own
-code, one replay filling every draft step's row (``attention.graph_builds`` on a backend that
-``fills_every_draft_step``), and the names triton's backend takes that the other backends' do not.
+"""The draft-decode kv_indices of triton and FlashInfer (``TritonMultiStepDraftBackend.cuda_graph_kv_indices``,
+``FlashInferMultiStepDraftBackend``'s) built by SGLang's own code, one replay filling every draft step's row
+(``attention.graph_builds`` on a backend that ``fills_every_draft_step``), and the names triton's backend takes that
+the other backends' do not.  FlashInfer's step backends keep a buffer per wrapper (their first the step's row) and
+read it through FlashInfer's decode wrapper (``flashinfer_standins``); before the launch its multi-step backend
+asserts every step's slots fit a row, which stops every step of the replay (``BuildRefused``).
 
 The buffer is ``(S, draft_kv_indices_buffer_width(max_bs, topk, C))``, here from SGLang's ``init_cuda_graph_state(
 max_bs=1, max_num_tokens=topk)``: a bucket of one request, the last of a full bucket (each request's entries start at
@@ -56,7 +59,7 @@ from typing import Any
 
 import torch
 
-from allocator_model.page_tables import Build, Mode, graph_buffer, published
+from allocator_model.page_tables import Build, Mode, graph_buffer, stored_length
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
@@ -66,6 +69,14 @@ from .inert import ABSENT
 from .standins import PROBES, UTILS_MODULES, Sliced, slice_definitions
 
 FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")
+DRAFT_INDPTR = "kv_indptr"  # the multi-step backend's (S, max_bs + 1) ends its kernel publishes, a row per step
+
+
+def attribute_path(obj: Any, dotted: str) -> Any:
+    """``obj``'s attribute at ``dotted`` (``forward_metadata.decode_wrappers.0``: a number indexes a sequence)."""
+    for part in dotted.split("."):
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+    return obj
 
 
 class DraftRows:
@@ -89,16 +100,15 @@ class DraftRows:
             except BuildRefused as e:
                 backend = self.bucket.owner.spec.backend
                 buffer, rt = graph_buffer(backend, Mode.DRAFT_DECODE), self.bucket.rt
-                return [
-                    Build(m, s, buffer, self.width, 1, 0, 0, published(m, s, seq, rt, backend), str(e))
-                    for m, s in modes
-                ]
+                asked = partial(stored_length, seq_len=seq, rt=rt, backend=backend)  # every step: none ran
+                return [Build(m, s, buffer, self.width, 1, 0, 0, asked(m, s), e.check) for m, s in modes]
         by_step = {b.step: b for b in self.measured[seq]}
         return [by_step[step] for _, step in modes]
 
     def _capture(self) -> Any:
-        """The draft worker's multi-step backend, built (``TritonMultiStepDraftBackend(runner, topk, S)``), its graph
-        state made for a bucket of one and re-pointed (module docstring), captured as the graph runner captures it."""
+        """The draft worker's multi-step backend, built (``TritonMultiStepDraftBackend(runner, topk, S)``, FlashInfer's
+        alike), its graph state made for a bucket of one and re-pointed (module docstring), captured as the graph
+        runner captures it."""
         if self.failure is not None:
             raise self.failure
         if self.backend is not None:
@@ -117,8 +127,12 @@ class DraftRows:
             # the graph runner's max_bs (here 1) and max_num_token: max_bs times a draft step's tokens (topk)
             owner.call(cfg, rt, "init_cuda_graph_state", lambda: backend.init_cuda_graph_state(1, cfg.topk))
             self._repoint(backend)
-            capture = self.batch(int(backend.attn_backends[0].get_cuda_graph_seq_len_fill_value()), row=0)
-            owner.call(cfg, rt, "capture (draft_decode)", lambda: run_graph(backend, capture, True))
+            fill = int(backend.attn_backends[0].get_cuda_graph_seq_len_fill_value())
+            capture = self.batch(fill, row=0)
+            # a capture SGLang's own check refuses (a bucket of one at S >= C: FlashInfer's assert) refuses every
+            # replay, each at a length of at least the fill's: what the check sums grows with the length
+            # (``BuildRefused``, kept as the failure, builds every length stopped)
+            owner.call(cfg, rt, "capture (draft_decode)", lambda: run_graph(backend, capture, True), replay=True)
         except (TargetError, StandInMissing) as e:
             self.failure = e
             raise
@@ -138,9 +152,14 @@ class DraftRows:
         rows[:steps] = buffer
         for i, step in enumerate(backend.attn_backends):
             own = getattr(step, "cuda_graph_kv_indices", None)
-            if not isinstance(own, torch.Tensor) or own.data_ptr() != buffer[i].data_ptr():
+            listed = isinstance(own, list) and bool(own)  # FlashInfer's: a buffer per wrapper, its first the row
+            view = own[0] if listed else own  # type: ignore[index]
+            if not isinstance(view, torch.Tensor) or view.data_ptr() != buffer[i].data_ptr():
                 raise TargetError(f"draft step {i}'s backend holds no view of row {i} of cuda_graph_kv_indices")
-            step.cuda_graph_kv_indices = rows[i]
+            if listed:
+                own[0] = rows[i]  # type: ignore[index]
+            else:
+                step.cuda_graph_kv_indices = rows[i]
         backend.cuda_graph_kv_indices = rows[:steps]
         self.rows, self.steps, self.width = rows, steps, width
 
@@ -159,7 +178,7 @@ class DraftRows:
         bucket.req_to_token.copy_(bucket.pristine)
         self.rows.fill_(SENTINEL)
         spec = owner.spec  # the step backends' metadata and the fields of it their kernel reads
-        indptr = getattr(backend, spec.lengths)
+        indptr = getattr(backend, DRAFT_INDPTR)
         indptr[:, 1].fill_(SENTINEL)  # what the kernel stores for the request: a store it skips shows
         replay = partial(run_graph, backend, batch, False)
         owner.call(bucket.cfg, bucket.rt, "replay (draft_decode)", replay, replay=True)
@@ -168,7 +187,7 @@ class DraftRows:
         if backend.cuda_graph_kv_indices.data_ptr() != self.rows.data_ptr():
             raise TargetError(f"{where}: the replay's kv_indices buffer is another one")
         for i, step in enumerate(backend.attn_backends):  # what each step's decode kernel reads: its rows
-            meta = getattr(step, spec.metadata)
+            meta = attribute_path(step, spec.metadata)
             if (getattr(meta, spec.table).data_ptr(), getattr(meta, spec.lengths).data_ptr()) != (
                 self.rows[i].data_ptr(),
                 indptr[i].data_ptr(),

@@ -61,8 +61,13 @@ MLA_SHAPE: dict[str, Any] = dict(
 
 
 class BuildRefused(TargetError):
-    """SGLang's own check refused the build (an ``assert``: ``assert_buffer_fits``'s "used N > capacity W"): on a
-    server the step raises there.  Not a run the target could not make: the caller judges it."""
+    """SGLang's own check refused the build (an ``assert`` of a ``Guard``'s function, ``check``:
+    ``assert_buffer_fits``'s "used N > capacity W"): on a server the step raises there.  Not a run the target could
+    not make: the caller judges it."""
+
+    def __init__(self, message: str, check: str) -> None:
+        super().__init__(message)
+        self.check = check
 
 
 class Absent(Strict):
@@ -249,8 +254,12 @@ def forward_batch(
     out_cache_loc = flat[(row * rows.shape[1] + positions).clamp(max=flat.numel() - 1)]
     spec: Strict | None = None
     if mode is Mode.DRAFT_DECODE:
-        # no window rail (the model has no sliding window): its EagleDraftInput fields keep their None
-        spec = Strict("spec_info (EagleDraftInput)", window_kv_indptr=None, window_kv_indices=None)
+        # no window rail (the model has no sliding window): its EagleDraftInput fields keep their None; an
+        # EagleDraftInput is a draft input (its type EAGLE_DRAFT: ``SpecInput.is_draft_input``), with no ragged
+        # verify layout (``SpecInput``'s class default, None)
+        draft = dict(window_kv_indptr=None, window_kv_indices=None, is_draft_input=lambda: True)
+        draft.update(ragged_verify_layout=None)
+        spec = Strict("spec_info (EagleDraftInput)", **draft)
     elif mode is Mode.TARGET_VERIFY:
         spec = Strict("spec_info (EagleVerifyInput)", ragged_verify_layout=None)
     elif mode is Mode.DRAFT_EXTEND:

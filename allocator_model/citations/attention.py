@@ -1,0 +1,24 @@
+"""Citations: the attention backends' tables (those the write path's table does not cite)."""
+
+from __future__ import annotations
+
+from .base import _SRT, Cite
+
+_FLASHINFER = _SRT + "layers/attention/flashinfer_backend.py"
+
+FACTS: dict[str, tuple[Cite, ...]] = {
+    # FlashInfer's multi-step draft asserts, before its one launch, that all S steps' slots fit a row
+    "flashinfer-draft-assert": (
+        Cite("0.5.13", _FLASHINFER, '"EAGLE draft kv_indices row (size max_bs * topk * max_context_len)",'),
+        Cite("0.5.23", _FLASHINFER, '"EAGLE draft kv_indices row (size max_bs * topk * max_context_len)",'),
+    ),
+    # its rows: draft_kv_indices_buffer_width(max_bs, topk, C), C the model's context length
+    "flashinfer-draft-width": (
+        Cite("0.5.13", _FLASHINFER, "kv_indices_width = draft_kv_indices_buffer_width(", nth=2),
+        Cite("0.5.23", _FLASHINFER, "kv_indices_width = draft_kv_indices_buffer_width(", nth=2),
+    ),
+    "flashinfer-context-len": (
+        Cite("0.5.13", _FLASHINFER, "self.max_context_len = model_runner.model_config.context_len"),
+        Cite("0.5.23", _FLASHINFER, "self.max_context_len = model_runner.model_config.context_len"),
+    ),
+}

@@ -1,0 +1,69 @@
+"""FlashInfer (``--attention-backend flashinfer``): its draft decode's kv_indices, triton's table (one row per draft
+step, ``draft_kv_indices_buffer_width(max_bs, topk, C)`` slots sized from the model's context length
+[cite: flashinfer-draft-width] [cite: flashinfer-context-len], every step's row filled in one launch of
+``generate_draft_decode_kv_indices``), read by FlashInfer's decode kernel through the wrapper each step's backend
+plans over its row.  One difference: before the launch, SGLang asserts that all S steps' slots fit a row
+[cite: flashinfer-draft-assert], so a request whose last step would pass it stops the step (the scheduler raises)
+rather than spilling into the next step's row.
+
+Its target's buffers (decode, verify, draft extend) are flat, ``max_num_tokens`` x C slots: not this table."""
+
+from __future__ import annotations
+
+from allocator_model.page_tables import AttentionBackend
+from fuzz.tables import CodeRef
+
+from ..graph_tables import GraphTable
+from .checked import SM90, CheckedBackend, GraphBackend
+from .packages import ATTENTION_DIR
+from .triton import DRAFT_KERNEL, DRAFT_KERNEL_FILES, GRAPH_OFF, PAGES, SPEC_UTILS
+
+MODULE = "sglang.srt.layers.attention.flashinfer_backend"
+FILE = ATTENTION_DIR + "flashinfer_backend.py"
+
+# Its base class, the draft kernel, the width's and the used length's functions, the assert, the KV-cache access
+# resolver (the pool's unquantized method), where the backend imports them from (each release's list is its record's).
+IMPORTS = (
+    "AttentionBackend",
+    DRAFT_KERNEL,
+    "draft_kv_indices_buffer_width",
+    "draft_kv_indices_used_len",
+    "assert_buffer_fits",
+    "spec_kv_index_token_blocks",
+    "KVCacheAttentionAccessKind",
+)
+
+
+BACKEND = CheckedBackend(
+    GraphTable(
+        AttentionBackend.FLASHINFER,
+        width_code=(
+            CodeRef(FILE, "FlashInferMultiStepDraftBackend.init_cuda_graph_state"),
+            CodeRef(SPEC_UTILS, "draft_kv_indices_buffer_width"),
+            CodeRef(FILE, "FlashInferAttnBackend.__init__"),
+        ),
+        writers=(
+            *(CodeRef(f, DRAFT_KERNEL) for f in DRAFT_KERNEL_FILES),
+            CodeRef(FILE, "FlashInferMultiStepDraftBackend.common_template"),
+        ),
+        readers=(CodeRef(FILE, "FlashInferAttnBackend.forward_decode"),),
+        pages=PAGES,
+        draft_steps_only=True,
+        lengths="kv_indptr",
+    ),
+    GraphBackend(
+        AttentionBackend.FLASHINFER,
+        MODULE,
+        "FlashInferAttnBackend",
+        "FlashInferMultiStepDraftBackend",
+        SM90,
+        names_cuda=True,  # its multi-step draft's buffers are made on the CUDA device
+        # each step's decode kernel reads the buffers of the wrapper its step backend planned
+        metadata="forward_metadata.decode_wrappers.0",
+        table="_paged_kv_indices_buf",
+        lengths="_paged_kv_indptr_buf",
+    ),
+    IMPORTS,
+    hardware="any CUDA GPU FlashInfer runs on (the stand-in: an SM90 (Hopper) GPU)",
+    launch_note="one request at the limit reaches the draft's kv_indices rows " + GRAPH_OFF,
+)

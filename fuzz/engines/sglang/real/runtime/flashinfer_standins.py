@@ -1,0 +1,90 @@
+"""FlashInfer's decode wrapper as the draft's step backends use it under CUDA graph: the buffers it is built over,
+and its planner's bookkeeping of them, nothing of its kernels.
+
+SGLang builds each draft step's ``BatchDecodeWithPagedKVCacheWrapper(..., use_cuda_graph=True,
+paged_kv_indptr_buffer=..., paged_kv_indices_buffer=..., paged_kv_last_page_len_buffer=...)`` over that step's rows
+(its row of the multi-step backend's ``cuda_graph_kv_indices`` and of ``kv_indptr``); the decode kernel reads those
+buffers.  FlashInfer's planner (flashinfer_python's ``flashinfer/decode.py``, the versions the releases pin): ``plan``
+(``begin_forward``) in CUDA-graph mode refuses a batch size other than the one the buffers were built for and indices
+longer than the indices buffer (``ValueError``), then copies the indptr, last-page lengths and indices it is handed
+into its buffers; ``fast_decode_plan``, which SGLang installs for the replays, elides those copies (the buffers are
+the ones SGLang wrote).  Both then schedule the kernel's work on the host, which writes no table: not run here.
+
+The stand-in keeps exactly that bookkeeping.  What it cannot answer faithfully it refuses (``StandInMissing``): a
+plan of a wrapper built without CUDA graph, a ``fast_decode_plan`` handed indices or indptr other than its own
+buffers (FlashInfer's kernel would read the buffers, not what it was handed), and any other use (a run, an attribute
+of FlashInfer's own).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..stubs import StandInMissing
+from .attention_standins import FlashInferWrapper
+
+DECODE_WRAPPER = "BatchDecodeWithPagedKVCacheWrapper"
+
+
+class DecodeWrapper(FlashInferWrapper):
+    """``flashinfer.BatchDecodeWithPagedKVCacheWrapper``: its CUDA-graph buffers and its planner's bookkeeping."""
+
+    def __init__(
+        self,
+        *args: Any,
+        use_cuda_graph: bool = False,
+        paged_kv_indptr_buffer: torch.Tensor | None = None,
+        paged_kv_indices_buffer: torch.Tensor | None = None,
+        paged_kv_last_page_len_buffer: torch.Tensor | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.is_cuda_graph_enabled = bool(use_cuda_graph)
+        self._paged_kv_indptr_buf = paged_kv_indptr_buffer
+        self._paged_kv_indices_buf = paged_kv_indices_buffer
+        self._paged_kv_last_page_len_buf = paged_kv_last_page_len_buffer
+        self.plans: list[tuple[int, int]] = []  # (batch size, indices) of each plan, in order
+
+    def _buffers(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        bufs = (self._paged_kv_indptr_buf, self._paged_kv_indices_buf, self._paged_kv_last_page_len_buf)
+        if not self.is_cuda_graph_enabled or not all(isinstance(b, torch.Tensor) for b in bufs):
+            raise StandInMissing(f"flashinfer.{DECODE_WRAPPER}.plan without CUDA-graph buffers: FlashInfer's own")
+        return bufs  # type: ignore[return-value]
+
+    def plan(self, indptr: torch.Tensor, indices: torch.Tensor, last_page_len: torch.Tensor, *a: Any, **k: Any) -> None:
+        """FlashInfer's ``plan`` in CUDA-graph mode, its buffers' part (module docstring)."""
+        indptr_buf, indices_buf, last_buf = self._buffers()
+        batch_size = len(last_page_len)
+        if batch_size != len(last_buf):
+            raise ValueError(f"The batch size should be fixed in cudagraph mode ({batch_size} != {len(last_buf)})")
+        if len(indices) > len(indices_buf):
+            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
+        indptr_buf.copy_(indptr)
+        last_buf.copy_(last_page_len)
+        indices_buf[: len(indices)].copy_(indices)
+        self.plans.append((batch_size, len(indices)))
+
+    begin_forward = plan
+
+
+def fast_decode_plan(
+    wrapper: Any, indptr: torch.Tensor, indices: torch.Tensor, last_page_len: torch.Tensor, *a: Any, **k: Any
+) -> None:
+    """``flashinfer.fast_decode_plan``: the replay's plan, its copies elided (module docstring)."""
+    if not isinstance(wrapper, DecodeWrapper):
+        raise StandInMissing("flashinfer.fast_decode_plan of a wrapper the stand-ins did not build")
+    indptr_buf, indices_buf, _ = wrapper._buffers()
+    if indices.data_ptr() != indices_buf.data_ptr() or indptr.data_ptr() != indptr_buf.data_ptr():
+        raise StandInMissing("flashinfer.fast_decode_plan handed indices or indptr other than its buffers")
+    if len(indices) > len(indices_buf):
+        raise ValueError("The size of indices should be less than or equal to the allocated buffer")
+    wrapper.plans.append((len(last_page_len), len(indices)))
+
+
+def flashinfer_names() -> dict[tuple[str, str], Any]:
+    """(module, name) -> what makes its value, for ``AttentionStandIns.add``."""
+    return {
+        ("flashinfer", DECODE_WRAPPER): lambda: DecodeWrapper,
+        ("flashinfer", "fast_decode_plan"): lambda: fast_decode_plan,
+    }

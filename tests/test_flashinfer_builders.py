@@ -1,0 +1,103 @@
+"""FlashInfer's draft-decode kv_indices built by SGLang's own code (``runtime.attention.graph_builds``), held to the
+model.
+
+Per release, SGLang's own ``FlashInferMultiStepDraftBackend`` (its S - 1 ``FlashInferAttnBackend`` step backends,
+each planning FlashInfer's decode wrapper over its row: ``runtime.flashinfer_standins``) in one CUDA-graph replay
+builds what the model's twin says (``allocator_model.page_tables.graph_builds`` under the release's revision,
+``Revision.graph_sizing``): triton's rows (``topk * C`` token slots a row, step s storing ``seq + s + 1``), except
+that before the launch ``assert_buffer_fits`` checks every step's slots at once, so a request whose last step would
+pass its row stops every step (nothing written: the server's step raises) rather than spilling.  A bucket of one at
+S >= C is refused at its capture (the fill length 1 already fails the check) and every replay after it.
+
+Every release 0.5.13-0.5.23 runs.  Hermetic: the real wheels of ``./kvrow test``'s pinned releases (``hermetic``),
+the others the network tier's; a missing wheel or triton skips, saying which.
+
+The wheel's facts (FB: ``srt/layers/attention/flashinfer_backend.py``), as ``release: class
+FlashInferMultiStepDraftBackend; its assert_buffer_fits( (common_template); the graph width's call
+(init_cuda_graph_state); the capture's fast_decode_plan install``:
+
+* 0.5.13: FB 1613; 1672; 1741; 538
+* 0.5.14: FB 1834; 1895; 1964; 707
+* 0.5.15: FB 1982; 2043; 2112; 737
+* 0.5.16: FB 2216; 2277; 2346; 804
+* 0.5.17: FB 2212; 2273; 2342; 792
+* 0.5.18: FB 2219; 2280; 2349; 796
+* 0.5.19: FB 2329; 2390; 2459; 812
+* 0.5.20: FB 2297; 2358; 2427; 797
+* 0.5.21: FB 2322; 2386; 2457; 814
+* 0.5.22: FB 2357; 2422; 2501; 821
+* 0.5.23: FB 2442; 2507; 2635; 846
+
+that is: ``required = draft_kv_indices_used_len(seq_lens_sum, topk, bs, S) = seq_lens_sum * topk + bs * S`` is
+asserted to fit ``kv_indices_buffer.shape[1] = draft_kv_indices_buffer_width(max_bs, topk, max_context_len)``
+before ``generate_draft_decode_kv_indices`` is launched over the grid of S steps (triton's kernel and store).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton
+
+from graph_twin import twin  # noqa: E402
+from test_sglang_runtime import runtime  # noqa: E402
+from test_triton_builders import CASES, EVERY_RELEASE, eagle, lengths  # noqa: E402
+
+from allocator_model import page_tables as pt  # noqa: E402
+from allocator_model.page_tables import Mode  # noqa: E402
+
+FLASHINFER = pt.AttentionBackend.FLASHINFER
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_sglang_builders_equal_the_model(version: str) -> None:
+    from fuzz.engines.sglang.real.runtime.attention import graph_builds
+
+    r = runtime(version)
+    for what, context, page, steps, row_width in CASES:
+        cfg, rt = eagle(context, page, steps)
+        for seq in lengths(context, steps):
+            builds = graph_builds(r, FLASHINFER, cfg, rt, seq, row_width)
+            assert [(b.mode, b.step) for b in builds] == [(Mode.DRAFT_DECODE, s) for s in range(steps)]
+            assert builds == twin(FLASHINFER, version, cfg, rt, seq, row_width), (what, seq)
+            assert all(b.buffer == "cuda_graph_kv_indices" and b.width == context and b.spilled == 0 for b in builds)
+            if seq + steps > context:  # the last step's slots pass the row: SGLang's own check stops every step
+                assert all(b.stopped_by == "assert_buffer_fits" and b.written == 0 for b in builds), (what, seq)
+                assert [b.published for b in builds] == [seq + s + 1 for s in range(steps)]  # what each asked
+            else:
+                assert not any(b.stopped_by for b in builds)
+                assert [b.written for b in builds] == [seq + s + 1 for s in range(steps)]
+                assert [b.published for b in builds] == [seq + s + 1 for s in range(steps - 1)] + [0]
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_each_step_plans_flashinfers_wrapper_over_its_own_row(version: str) -> None:
+    """The replay hands each step's FlashInfer wrapper its row of the buffer and of ``kv_indptr``: the indices it
+    plans are the step's published slots (the builder's check that the kernel reads the rows measured)."""
+    from fuzz.engines.sglang.real.runtime.attention import graph_builds
+
+    r = runtime(version)
+    cfg, rt = eagle(48, 1, 3)
+    builds = graph_builds(r, FLASHINFER, cfg, rt, 20, 56)
+    (bucket,) = [b for b in r.attention[FLASHINFER].buckets.values() if b.cfg == cfg and b.width == 56]
+    backend = bucket.draft.backend
+    for s, step in enumerate(backend.attn_backends):
+        (wrapper,) = step.forward_metadata.decode_wrappers
+        assert wrapper._paged_kv_indices_buf.data_ptr() == bucket.draft.rows[s].data_ptr()
+        assert wrapper.plans[-1] == (1, builds[s].published)  # one request, its published slots
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_a_bucket_whose_capture_sglang_refuses_builds_every_length_stopped(version: str) -> None:
+    """S >= C: the capture's fill length already fails SGLang's check; every replay after it is stopped, as the
+    twin says (seq + S > C at every length)."""
+    from fuzz.engines.sglang.real.runtime.attention import graph_builds
+
+    r = runtime(version)
+    cfg, rt = eagle(8, 2, 8)
+    for seq in (1, 5):
+        builds = graph_builds(r, FLASHINFER, cfg, rt, seq, 40)
+        assert builds == twin(FLASHINFER, version, cfg, rt, seq, 40)
+        assert len(builds) == 8 and all(b.stopped_by == "assert_buffer_fits" for b in builds)
