@@ -369,6 +369,19 @@ PAGE_TABLE_PLANTS: dict[str, Change] = {
             ),
         ),
     ),
+    "flashinfer-draft-check-one-step-short": Change(  # a builder's write past a check (0.5.23's own tree): a 5th
+        "flashinfer-draft-check-one-step-short",
+        "FlashInfer's multi-step draft checks the slots of the S - 1 steps whose backends read its rows, forgetting "
+        "that its one launch fills row S - 1 too: a request one slot short of the limit passes the check and the "
+        "kernel stores past the last row",
+        (
+            Edit(
+                FLASHINFER,
+                "            seq_lens_sum, self.topk, bs, self.speculative_num_steps\n",
+                "            seq_lens_sum, self.topk, bs, self.speculative_num_steps - 1  # (plant)\n",
+            ),
+        ),
+    ),
 }
 
 # -- a plant in the DSA pool's sizing of its indexer's key cache (0.5.23's own tree sizes it for DCP) ------------

@@ -3,8 +3,9 @@ step, ``draft_kv_indices_buffer_width(max_bs, topk, C)`` slots sized from the mo
 [cite: flashinfer-draft-width] [cite: flashinfer-context-len], every step's row filled in one launch of
 ``generate_draft_decode_kv_indices``), read by FlashInfer's decode kernel through the wrapper each step's backend
 plans over its row.  One difference: before the launch, SGLang asserts that all S steps' slots fit a row
-[cite: flashinfer-draft-assert], so a request whose last step would pass it stops the step (the scheduler raises)
-rather than spilling into the next step's row.
+[cite: flashinfer-draft-assert] (upstream added it with the rows' topk factor, #27338, "fail fast instead of
+silently corrupting memory"), so a request whose last step would pass its row stops the step (the scheduler raises:
+the server crashes) rather than spilling into the next step's row.
 
 Its target's buffers (decode, verify, draft extend) are flat, ``max_num_tokens`` x C slots: not this table."""
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 
 from .errors import RecordError, member_of
@@ -26,12 +27,19 @@ def _defines(tree: ast.Module, name: str) -> bool:
 def _imported(tree: ast.Module, name: str) -> tuple[str, str] | None:
     """(module, its name there) of the module's first ``from sglang... import`` binding ``name``, anywhere in it
     (a function's own import too), or None."""
+    return _imports(tree).get(name)
+
+
+@functools.lru_cache(maxsize=512)
+def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    """Each name the module's ``from sglang... import``s bind, with (module, its name there) of the first binding
+    in ``ast.walk``'s order: one walk of the module for every name asked of it."""
+    out: dict[str, tuple[str, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("sglang"):
             for alias in node.names:
-                if (alias.asname or alias.name) == name:
-                    return str(node.module), alias.name
-    return None
+                out.setdefault(alias.asname or alias.name, (str(node.module), alias.name))
+    return out
 
 
 def import_chain(parse: Callable[[str], ast.Module | None], start: str, name: str) -> list[str]:

@@ -217,6 +217,7 @@ def generate(wheel: Path) -> dict[str, Any]:
     """The record of ``wheel``'s release, read from its code."""
     release = release_of(wheel)
     read: dict[str, str] = {}
+    trees: dict[str, ast.Module] = {}  # each member parsed once (the sections read its syntax, never change it)
     try:
         with zipfile.ZipFile(wheel) as z:
 
@@ -227,7 +228,7 @@ def generate(wheel: Path) -> dict[str, Any]:
                     except KeyError:
                         raise RecordError(f"no {member} in the wheel") from None
                     try:
-                        ast.parse(text, member)
+                        trees[member] = ast.parse(text, member)
                     except SyntaxError as e:
                         raise RecordError(f"{member} does not parse ({e.msg}, line {e.lineno})") from None
                     read[member] = text
@@ -242,7 +243,10 @@ def generate(wheel: Path) -> dict[str, Any]:
 
             def parse(module: str) -> ast.Module | None:
                 member = member_of(module)
-                return ast.parse(source(member)) if member in members else None
+                if member not in members:
+                    return None
+                source(member)
+                return trees[member]
 
             attention = attention_modules_section(parse)
             no_draft_extend = no_draft_extend_section(parse)
