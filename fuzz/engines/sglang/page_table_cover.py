@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from allocator_model.config import ServingConfig
-from allocator_model.page_tables import Mode, judged, steps
+from allocator_model.page_tables import DRAFT_ROWS_ASSERTED, Mode, judged, steps
 from allocator_model.revisions import Revision
 from allocator_model.scenario import DecodeScenario, max_device_lag, scenario_problem
 from allocator_model.scheduler import decode_alloc_bound
@@ -32,9 +32,10 @@ COVER_PAGES = (1, 64)
 
 def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingConfig, dict[str, Any]]]:
     """The covering set of ``t`` (a ``page_tables.GraphTable``): ``COVER_SPECS`` x ``COVER_PAGES`` x its
-    ``cover_offsets``, overlap on, each at the scheduler's bound plus the largest lag (a table of draft steps also at
-    the edge of its rows, ``edge_lengths``); a configuration the pins, the backend (``t.takes``) or the target's
-    rules refuse, or one the table is not judged on (``page_tables.judged``), is left out."""
+    ``cover_offsets``, overlap on, each at the scheduler's bound plus the largest lag (a table of draft steps whose
+    builders check its rows, also at the edge of its rows: ``edge_lengths``); a configuration the pins, the backend
+    (``t.takes``) or the target's rules refuse, or one the table is not judged on (``page_tables.judged``), is left
+    out."""
     revision: Revision = target.revision
     out = []
     for spec, page, offset in itertools.product(COVER_SPECS, COVER_PAGES, t.cover_offsets):
@@ -47,9 +48,9 @@ def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingCon
         if not t.takes(cfg) or not judged(cfg.speculative_algorithm, cfg.topk) or revision.refuses(cfg) or bound < 1:
             continue
         found = [DecodeScenario(cfg, bound, None, None, max_device_lag(cfg))]
-        # a table of draft steps: the edge of its rows too, at a fixed S (an adaptive launch's step counts are each a
-        # bucket of their own, their edges a fixed launch's)
-        if t.draft_steps_only and not cfg.speculative_adaptive:
+        # a table of draft steps whose builders check its rows first: the edge of the check too, at a fixed S (an
+        # adaptive launch's step counts are each a bucket of their own, their edges a fixed launch's)
+        if t.backend in DRAFT_ROWS_ASSERTED and not cfg.speculative_adaptive:
             found += [DecodeScenario(cfg, n, None, None, 0) for n in edge_lengths(cfg) if 1 <= n <= bound]
         out += [(cfg, s.to_dict()) for s in found if scenario_problem(s, revision) is None]
     return list({json_key(c, d): (c, d) for c, d in out}.values())
@@ -57,7 +58,8 @@ def cover(t: Any, target: Any, pins: Mapping[str, Any]) -> list[tuple[ServingCon
 
 def edge_lengths(cfg: ServingConfig) -> tuple[int, ...]:
     """The device lengths at which a multi-step draft's S steps store exactly ``C`` slots a row, and one more: where
-    a row sized from the context is just filled, and where the first slot passes it (or the check stopping it)."""
+    a row sized from the context is just filled, and where the first slot passes it, the longest lengths a check of
+    the rows lets through (a check off by a step lets the second through: a silent slot past the row)."""
     steps = cfg.speculative_num_steps or 0
     return (cfg.context_len - steps, cfg.context_len - steps + 1)
 
