@@ -58,7 +58,7 @@ def test_sglang_builders_equal_the_model(version: str) -> None:
     r = runtime(version)
     for what, context, page, steps, row_width in CASES:
         cfg, rt = eagle(context, page, steps)
-        for seq in lengths(context, steps):
+        for seq in (*lengths(context, steps), context - steps + 1):  # and the first length the check stops
             builds = graph_builds(r, FLASHINFER, cfg, rt, seq, row_width)
             assert [(b.mode, b.step) for b in builds] == [(Mode.DRAFT_DECODE, s) for s in range(steps)]
             assert builds == twin(FLASHINFER, version, cfg, rt, seq, row_width), (what, seq)
@@ -101,3 +101,51 @@ def test_a_bucket_whose_capture_sglang_refuses_builds_every_length_stopped(versi
         builds = graph_builds(r, FLASHINFER, cfg, rt, seq, 40)
         assert builds == twin(FLASHINFER, version, cfg, rt, seq, 40)
         assert len(builds) == 8 and all(b.stopped_by == "assert_buffer_fits" for b in builds)
+
+
+def test_a_refused_replay_that_wrote_is_the_targets_failure_not_a_stopped_build() -> None:
+    """SGLang's check stopping a replay is a stopped build only where the table still holds the sentinel: a check
+    that came after the builder wrote (a release moving it past the launch) is no crash but a write, never hidden."""
+    import torch
+
+    from fuzz.engines.sglang.real.runtime.attention_inputs import SENTINEL, BuildRefused, untouched_if_refused
+    from fuzz.targets.base import TargetError
+
+    class Owner:
+        def call(self, *args: object, **kwargs: object) -> None:
+            raise BuildRefused("SGLang's assert: used 49 > capacity 48", "assert_buffer_fits")
+
+    rows = torch.full((2, 4), SENTINEL)
+    with pytest.raises(BuildRefused):
+        untouched_if_refused(Owner(), None, None, "replay", lambda: None, (rows,))
+    rows[1, 0] = 7  # the builder stored before the check fired
+    with pytest.raises(TargetError, match="after it wrote its table"):
+        untouched_if_refused(Owner(), None, None, "replay", lambda: None, (rows,))
+
+
+def test_the_decode_wrapper_stand_in_makes_flashinfers_checks_and_refuses_what_it_cannot_answer() -> None:
+    import torch
+
+    from fuzz.engines.sglang.real.runtime.flashinfer_standins import DecodeWrapper, fast_decode_plan
+    from fuzz.engines.sglang.real.stubs import StandInMissing
+
+    indptr, indices, last = torch.zeros(2, dtype=torch.int32), torch.zeros(8, dtype=torch.int32), torch.ones(1)
+    with pytest.raises(ValueError, match="batch_size \\+ 1"):  # FlashInfer's check at construction
+        DecodeWrapper(use_cuda_graph=True, paged_kv_indptr_buffer=torch.zeros(3), paged_kv_indices_buffer=indices,
+                      paged_kv_last_page_len_buffer=last)  # fmt: skip
+    w = DecodeWrapper(
+        use_cuda_graph=True, paged_kv_indptr_buffer=indptr, paged_kv_indices_buffer=indices,
+        paged_kv_last_page_len_buffer=last,
+    )  # fmt: skip
+    w.plan(torch.tensor([0, 3], dtype=torch.int32), torch.arange(3, dtype=torch.int32), torch.ones(1))
+    assert indices[:3].tolist() == [0, 1, 2] and indptr.tolist() == [0, 3] and w.plans == [(1, 3)]
+    with pytest.raises(ValueError, match="allocated buffer"):
+        w.plan(indptr, torch.zeros(9, dtype=torch.int32), torch.ones(1))
+    with pytest.raises(ValueError, match="batch size should be fixed"):
+        fast_decode_plan(w, indptr, indices[:3], torch.ones(2))
+    with pytest.raises(StandInMissing, match="other than its buffers"):  # FlashInfer would read its buffers instead
+        fast_decode_plan(w, indptr, torch.arange(3, dtype=torch.int32), torch.ones(1))
+    fast_decode_plan(w, indptr, indices[:3], torch.ones(1))
+    assert w.plans[-1] == (1, 3)
+    with pytest.raises(StandInMissing):  # a plan without CUDA-graph buffers: FlashInfer's own
+        DecodeWrapper("workspace", "NHD").plan(indptr, indices, last)

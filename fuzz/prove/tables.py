@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.findings.kinds import SILENT, STALE_READ, Outcome, Property, Signature, group_name
+from fuzz.findings.kinds import Outcome, Property, Signature, group_name
 from fuzz.findings.model import Finding
 from fuzz.tables import Table, tables
 from fuzz.tables.case import TableCase
+from fuzz.tables.checks import outcome_of
 from fuzz.tables.declared import Reach
 from fuzz.targets.base import Target
 from fuzz.verdict import PIPELINE
@@ -74,14 +75,6 @@ class TableProof:
         return [g.witness for g in sorted(self.groups.values(), key=lambda g: g.signature) if g.witness is not None]
 
 
-def outcome_of(reach: Reach) -> Outcome:
-    """What a reach past its part does, as its case's finding says it (``fuzz.tables.case.violation``): a read
-    reads stale or foreign data, a write the engine's own check stops crashes, any other write is silent."""
-    if reach.prop is Property.READ_WITHIN_ROW:
-        return STALE_READ
-    return Outcome.stopped_by(reach.stopped_by) if reach.stopped_by is not None else SILENT
-
-
 def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
     """``t``'s closed form over the space of ``prover`` (``target``'s, see the module docstring)."""
     proof = TableProof(t.name)
@@ -95,7 +88,7 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
         return proof
     assert t.closed_form is not None and t.group is not None
     started = time.monotonic()
-    by_group: dict[tuple[Property, str], TableGroup] = {}
+    by_group: dict[tuple[Property, str, Outcome], TableGroup] = {}
     for config in prover.configurations():
         reach = t.closed_form(target, config)
         if reach is None:  # a configuration the table is not judged on: neither checked nor counted
@@ -105,9 +98,9 @@ def prove_table(target: Target, t: Table, prover: Prover) -> TableProof:
             continue
         if reach.prop not in t.proved:  # a closed form answering for a property the table says it does not decide
             raise ValueError(f"table {t.name}'s closed form answers for {reach.prop}, not one of its proved")
-        key = (reach.prop, t.group(config))
+        key = (reach.prop, t.group(config), outcome_of(reach.prop, reach.stopped_by))  # the group run names
         if key not in by_group:
-            sig = Signature(reach.prop, group_name(key[1], t.name), outcome_of(reach))
+            sig = Signature(reach.prop, group_name(key[1], t.name), key[2])
             by_group[key] = proof.groups.setdefault(sig, TableGroup(sig))
         g = by_group[key]
         g.configurations += 1
@@ -133,7 +126,7 @@ def _swept(target: Target, t: Table, prover: Prover, proof: TableProof) -> Table
     for s in swept.groups:
         if s.reach.prop not in t.proved:
             raise ValueError(f"table {t.name}'s sweep answers for {s.reach.prop}, not one of its proved")
-        sig = Signature(s.prop, group_name(s.group, t.name), outcome_of(s.reach))
+        sig = Signature(s.prop, group_name(s.group, t.name), outcome_of(s.prop, s.reach.stopped_by))
         g = proof.groups.setdefault(sig, TableGroup(sig))
         g.configurations += s.configurations
         if s.worst > g.worst or g.worst_case is None:

@@ -19,13 +19,13 @@ from typing import Any, ClassVar
 
 from fuzz.engines import engine_of
 from fuzz.findings.casefile import CaseFileError, Replay, verdict
-from fuzz.findings.kinds import SILENT, STALE_READ, CaseKind, Outcome, Property
+from fuzz.findings.kinds import CaseKind, Property
 from fuzz.findings.model import Finding, Violation
 from fuzz.targets.base import Target, TargetError
 from fuzz.targets.resolve import resolve_case_target
 from fuzz.verdict import PIPELINE, Unjudgeable
 
-from .checks import Breach, judge
+from .checks import Breach, judge, outcome_of
 from .declared import TABLE_CASE, Layout, Table, table
 from .observe import GUARD, Access, AccessKind, Span, within
 
@@ -85,10 +85,7 @@ def violation(t: Table, config: Any, b: Breach) -> Violation:
     if a.step:
         details.append(f"step: {a.step}")
     group = t.group(config) if t.group is not None else ""
-    # a read past the part stops nothing; a write the engine's own check refused crashes instead
-    outcome = STALE_READ if b.prop is Property.READ_WITHIN_ROW else SILENT
-    outcome = Outcome.stopped_by(a.stopped_by) if a.stopped_by is not None else outcome
-    return Violation(b.prop, group, headline, details, b.overshoot, outcome, variant=t.name)
+    return Violation(b.prop, group, headline, details, b.overshoot, outcome_of(b.prop, a.stopped_by), variant=t.name)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fuzz.findings.kinds import Property
+from fuzz.findings.kinds import SILENT, STALE_READ, Outcome, Property
 
 from .declared import GENERIC_PROPERTIES, Table
 from .observe import Access, AccessKind, past, within
@@ -23,6 +23,15 @@ class Breach:
     prop: Property
     access: Access
     overshoot: int
+
+
+def outcome_of(prop: Property, stopped_by: str | None) -> Outcome:
+    """What a breach of ``prop`` does, as its finding's signature says it (``run``'s cases and ``prove``'s closed
+    forms alike): a read past its part reads stale or foreign data; a write the engine's own check stops crashes
+    the step (``stopped_by``); any other write is silent."""
+    if prop is Property.READ_WITHIN_ROW:
+        return STALE_READ
+    return Outcome.stopped_by(stopped_by) if stopped_by is not None else SILENT
 
 
 def _write_within_row(a: Access) -> Breach | None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import ast
-import functools
+import weakref
 from collections.abc import Callable
 
 from .errors import RecordError, member_of
@@ -30,15 +30,19 @@ def _imported(tree: ast.Module, name: str) -> tuple[str, str] | None:
     return _imports(tree).get(name)
 
 
-@functools.lru_cache(maxsize=512)
+_INDEXED: weakref.WeakKeyDictionary[ast.Module, dict[str, tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
 def _imports(tree: ast.Module) -> dict[str, tuple[str, str]]:
     """Each name the module's ``from sglang... import``s bind, with (module, its name there) of the first binding
     in ``ast.walk``'s order: one walk of the module for every name asked of it."""
-    out: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("sglang"):
-            for alias in node.names:
-                out.setdefault(alias.asname or alias.name, (str(node.module), alias.name))
+    out = _INDEXED.get(tree)
+    if out is None:  # kept as long as the tree lives (a record's generation holds its wheel's trees)
+        out = _INDEXED[tree] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("sglang"):
+                for alias in node.names:
+                    out.setdefault(alias.asname or alias.name, (str(node.module), alias.name))
     return out
 
 

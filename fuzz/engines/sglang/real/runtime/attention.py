@@ -32,6 +32,7 @@ import contextlib
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -44,7 +45,15 @@ from fuzz.targets.base import TargetError
 from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, GraphBackend, modes_of, modules_of
 from ..stubs import StandInMissing
 from .attention_draft import DraftRows, triton_names
-from .attention_inputs import SENTINEL, BuildRefused, forward_batch, graph_runner, kv_pool, run_graph
+from .attention_inputs import (
+    SENTINEL,
+    BuildRefused,
+    forward_batch,
+    graph_runner,
+    kv_pool,
+    run_graph,
+    untouched_if_refused,
+)
 from .attention_standins import AttentionStandIns, on_the_stand_in_gpu
 from .bounds import SGLangTimeout, bounded
 from .context import Settings
@@ -312,9 +321,8 @@ class Bucket:
         spec = self.owner.spec
         scheduled = self.owner.standins.mla_metadata
         scheduled.published = []
-        backend = self.owner.call(
-            self.cfg, self.rt, f"replay ({mode.value})", lambda: run_graph(g.backend, batch, False), replay=True
-        )
+        replay = partial(run_graph, g.backend, batch, False)
+        backend = untouched_if_refused(self.owner, self.cfg, self.rt, f"replay ({mode.value})", replay, (g.buffer,))
         metadata = getattr(backend, spec.metadata)
         buffer = graph_buffer(spec.backend, mode)
         where = f"{self.owner.runtime.origin} {spec.backend.label} {mode.value} ({buffer})"

@@ -63,7 +63,15 @@ from allocator_model.page_tables import Build, Mode, graph_buffer, stored_length
 from fuzz.targets.base import TargetError
 
 from ..stubs import StandInMissing
-from .attention_inputs import SENTINEL, BuildRefused, LaunchDefaults, forward_batch, graph_runner, run_graph
+from .attention_inputs import (
+    SENTINEL,
+    BuildRefused,
+    LaunchDefaults,
+    forward_batch,
+    graph_runner,
+    run_graph,
+    untouched_if_refused,
+)
 from .attention_standins import FORWARD_BATCH_INFO, SM_COUNT, returning
 from .inert import ABSENT
 from .standins import PROBES, UTILS_MODULES, Sliced, slice_definitions
@@ -90,12 +98,15 @@ class DraftRows:
         self.steps = self.width = 0
         self.measured: dict[int, list[Build]] = {}
         self.failure: Exception | None = None  # a backend that could not be built or captured: every call says so
+        self.fill = 1  # the length its capture ran at (SGLang's fill value)
 
     def builds(self, modes: list[tuple[Mode, int | None]], seq: int) -> list[Build]:
         """The builds of ``modes`` (draft decode steps) of one request at device length ``seq``; a replay SGLang's
         own assert refuses, builds it stopped (nothing written, nothing read)."""
         if seq not in self.measured:
             try:
+                if isinstance(self.failure, BuildRefused) and seq < self.fill:  # refused at a longer length only
+                    raise TargetError(f"{self.failure} (at the capture's {self.fill}: not a length of {seq})")
                 self.measured[seq] = self._measure(seq)
             except BuildRefused as e:
                 backend = self.bucket.owner.spec.backend
@@ -127,7 +138,7 @@ class DraftRows:
             # the graph runner's max_bs (here 1) and max_num_token: max_bs times a draft step's tokens (topk)
             owner.call(cfg, rt, "init_cuda_graph_state", lambda: backend.init_cuda_graph_state(1, cfg.topk))
             self._repoint(backend)
-            fill = int(backend.attn_backends[0].get_cuda_graph_seq_len_fill_value())
+            self.fill = fill = int(backend.attn_backends[0].get_cuda_graph_seq_len_fill_value())
             capture = self.batch(fill, row=0)
             # a capture SGLang's own check refuses (a bucket of one at S >= C: FlashInfer's assert) refuses every
             # replay, each at a length of at least the fill's: what the check sums grows with the length
@@ -181,7 +192,7 @@ class DraftRows:
         indptr = getattr(backend, DRAFT_INDPTR)
         indptr[:, 1].fill_(SENTINEL)  # what the kernel stores for the request: a store it skips shows
         replay = partial(run_graph, backend, batch, False)
-        owner.call(bucket.cfg, bucket.rt, "replay (draft_decode)", replay, replay=True)
+        untouched_if_refused(owner, bucket.cfg, bucket.rt, "replay (draft_decode)", replay, (self.rows, indptr[:, 1]))
         if not torch.equal(bucket.req_to_token, bucket.pristine):
             raise TargetError(f"{where}: the replay wrote req_to_token")
         if backend.cuda_graph_kv_indices.data_ptr() != self.rows.data_ptr():

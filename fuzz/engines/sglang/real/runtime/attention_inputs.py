@@ -70,6 +70,18 @@ class BuildRefused(TargetError):
         self.check = check
 
 
+def untouched_if_refused(owner: Any, cfg: Any, rt: Any, what: str, fn: Callable[[], Any], cells: Any) -> Any:
+    """A replay (``owner.call``); one SGLang's own check refuses (``BuildRefused``) is a stopped build only where it
+    wrote nothing: each of ``cells`` (filled with ``SENTINEL`` before it) still holds the sentinel, else the check
+    came after a write and the replay is the target's failure, never a stopped build."""
+    try:
+        return owner.call(cfg, rt, what, fn, replay=True)
+    except BuildRefused as e:
+        if any(bool((c != SENTINEL).any()) for c in cells):
+            raise TargetError(f"{e}: SGLang's check stopped the replay after it wrote its table") from None
+        raise
+
+
 class Absent(Strict):
     """A stand-in whose listed names the real object lacks (``getattr(x, name, default)`` gives the default)."""
 
@@ -257,9 +269,8 @@ def forward_batch(
         # no window rail (the model has no sliding window): its EagleDraftInput fields keep their None; an
         # EagleDraftInput is a draft input (its type EAGLE_DRAFT: ``SpecInput.is_draft_input``), with no ragged
         # verify layout (``SpecInput``'s class default, None)
-        draft = dict(window_kv_indptr=None, window_kv_indices=None, is_draft_input=lambda: True)
-        draft.update(ragged_verify_layout=None)
-        spec = Strict("spec_info (EagleDraftInput)", **draft)
+        draft = dict(window_kv_indptr=None, window_kv_indices=None, ragged_verify_layout=None)
+        spec = Strict("spec_info (EagleDraftInput)", is_draft_input=lambda: True, **draft)
     elif mode is Mode.TARGET_VERIFY:
         spec = Strict("spec_info (EagleVerifyInput)", ragged_verify_layout=None)
     elif mode is Mode.DRAFT_EXTEND:

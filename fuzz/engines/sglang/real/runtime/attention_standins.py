@@ -178,10 +178,11 @@ class Platform:
 
 class FlashInferWrapper:
     """A FlashInfer wrapper (``BatchPrefillWithRaggedKVCacheWrapper``, ``BatchPrefillWithPagedKVCacheWrapper``,
-    ``BatchDecodeWithPagedKVCacheWrapper``): flashinfer's classes, which plan and launch its CUDA kernels over a
+    ``BatchMLAPagedAttentionWrapper``): flashinfer's classes, which plan and launch its CUDA kernels over a
     workspace.  FlashInfer's ``__init__`` builds them and trtllm_mha's backend keeps them; trtllm_mha's graph
     page-table builders (its ``init_cuda_graph_state``, ``init_forward_metadata_out_graph`` / ``_in_graph``) use
-    none.  Built with any arguments; any use (a plan, a run, an attribute) stops the run naming it."""
+    none.  Built with any arguments; any use (a plan, a run, an attribute) stops the run naming it.  The decode
+    wrapper's CUDA-graph planning is answered (``flashinfer_standins.DecodeWrapper``, every backend's loader)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass

@@ -7,8 +7,9 @@ paged_kv_indptr_buffer=..., paged_kv_indices_buffer=..., paged_kv_last_page_len_
 buffers.  FlashInfer's planner (flashinfer_python's ``flashinfer/decode.py``, the versions the releases pin): ``plan``
 (``begin_forward``) in CUDA-graph mode refuses a batch size other than the one the buffers were built for and indices
 longer than the indices buffer (``ValueError``), then copies the indptr, last-page lengths and indices it is handed
-into its buffers; ``fast_decode_plan``, which SGLang installs for the replays, elides those copies (the buffers are
-the ones SGLang wrote).  Both then schedule the kernel's work on the host, which writes no table: not run here.
+into its buffers; ``fast_decode_plan``, which SGLang installs for the replays, makes the same checks and elides those
+copies (the buffers are the ones SGLang wrote).  At construction it checks the indptr buffer is one longer than the
+last-page lengths'.  Both then schedule the kernel's work on the host, which writes no table: not run here.
 
 The stand-in keeps exactly that bookkeeping.  What it cannot answer faithfully it refuses (``StandInMissing``): a
 plan of a wrapper built without CUDA graph, a ``fast_decode_plan`` handed indices or indptr other than its own
@@ -45,21 +46,35 @@ class DecodeWrapper(FlashInferWrapper):
         self._paged_kv_indices_buf = paged_kv_indices_buffer
         self._paged_kv_last_page_len_buf = paged_kv_last_page_len_buffer
         self.plans: list[tuple[int, int]] = []  # (batch size, indices) of each plan, in order
+        if self.is_cuda_graph_enabled:  # FlashInfer's own checks of the buffers, at construction
+            indptr, indices, last = self._buffers()
+            if len(indptr) != len(last) + 1:
+                raise ValueError("The size of paged_kv_indptr_buffer should be batch_size + 1")
 
     def _buffers(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         bufs = (self._paged_kv_indptr_buf, self._paged_kv_indices_buf, self._paged_kv_last_page_len_buf)
-        if not self.is_cuda_graph_enabled or not all(isinstance(b, torch.Tensor) for b in bufs):
+        if not self.is_cuda_graph_enabled:
             raise StandInMissing(f"flashinfer.{DECODE_WRAPPER}.plan without CUDA-graph buffers: FlashInfer's own")
+        if not all(isinstance(b, torch.Tensor) for b in bufs):
+            raise ValueError("paged_kv_indptr_buffer, _indices_buffer and _last_page_len_buffer are torch.Tensors")
         return bufs  # type: ignore[return-value]
+
+    def checked(self, indices: torch.Tensor, last_page_len: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Its buffers, after FlashInfer's checks of a plan in CUDA-graph mode: the batch size it was built for, and
+        indices its buffer holds (``ValueError``, as FlashInfer raises)."""
+        indptr_buf, indices_buf, last_buf = self._buffers()
+        if len(last_page_len) != len(last_buf):
+            raise ValueError(
+                f"The batch size should be fixed in cudagraph mode ({len(last_page_len)} != {len(last_buf)})"
+            )
+        if len(indices) > len(indices_buf):
+            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
+        return indptr_buf, indices_buf, last_buf
 
     def plan(self, indptr: torch.Tensor, indices: torch.Tensor, last_page_len: torch.Tensor, *a: Any, **k: Any) -> None:
         """FlashInfer's ``plan`` in CUDA-graph mode, its buffers' part (module docstring)."""
-        indptr_buf, indices_buf, last_buf = self._buffers()
+        indptr_buf, indices_buf, last_buf = self.checked(indices, last_page_len)
         batch_size = len(last_page_len)
-        if batch_size != len(last_buf):
-            raise ValueError(f"The batch size should be fixed in cudagraph mode ({batch_size} != {len(last_buf)})")
-        if len(indices) > len(indices_buf):
-            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
         indptr_buf.copy_(indptr)
         last_buf.copy_(last_page_len)
         indices_buf[: len(indices)].copy_(indices)
@@ -74,11 +89,9 @@ def fast_decode_plan(
     """``flashinfer.fast_decode_plan``: the replay's plan, its copies elided (module docstring)."""
     if not isinstance(wrapper, DecodeWrapper):
         raise StandInMissing("flashinfer.fast_decode_plan of a wrapper the stand-ins did not build")
-    indptr_buf, indices_buf, _ = wrapper._buffers()
+    indptr_buf, indices_buf, _ = wrapper.checked(indices, last_page_len)
     if indices.data_ptr() != indices_buf.data_ptr() or indptr.data_ptr() != indptr_buf.data_ptr():
         raise StandInMissing("flashinfer.fast_decode_plan handed indices or indptr other than its buffers")
-    if len(indices) > len(indices_buf):
-        raise ValueError("The size of indices should be less than or equal to the allocated buffer")
     wrapper.plans.append((len(last_page_len), len(indices)))
 
 
