@@ -245,7 +245,7 @@ def page_table_fidelity(
         name = "none" if a is None else str(a)
         tally.per_algorithm[name] = tally.per_algorithm.get(name, 0) + c.steps
         tally.agree += c.agree
-        tally.read_past += sum(b.read_pages > b.width for b in c.real)
+        tally.read_past += sum(b.read_pages > b.width and b.stopped_by is None for b in c.real)  # stopped: reads none
         tally.spilled += sum(b.spilled > 0 for b in c.real)
         tally.stopped += sum(b.stopped_by is not None for b in c.real)
         if c.mismatch is not None and not findings:
