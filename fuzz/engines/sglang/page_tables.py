@@ -217,9 +217,13 @@ def finish(t: GraphTable, target: Any, f: Any) -> Any:
             if found is not None:
                 found.confirmed = True
                 found.confirmation = (
-                    f"confirmed on SGLang's own {t.backend.label} builders, executed from {source} (the graph "
-                    f"buffer's width, what the replay stored, the length it published); the read is "
-                    f"the {t.kernel_kind} kernel's, not run here"
+                    f"confirmed on SGLang's own {t.backend.label} builders, executed from {source} "
+                    + (
+                        f"(the graph buffer's width, and its check {guard} raising before the replay stored anything)"
+                        if (guard := found.signature.outcome.guard)
+                        else "(the graph buffer's width, what the replay stored, the length it published); the read is "
+                        f"the {t.kernel_kind} kernel's, not run here"
+                    )
                 )
     return f
 
