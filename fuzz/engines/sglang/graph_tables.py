@@ -41,6 +41,9 @@ class GraphTable:
     # launches with S >= 2 (SGLang builds no multi-step draft backend for one step)
     draft_steps_only: bool = False
     lengths: str = "cache_seqlens"  # SGLang's name of the lengths its kernel reads each row to
+    # the models its builders serve, where the backend's flag runs another class for others (said in every verdict
+    # on the table: a clean one covers these alone); "" for all the flag serves
+    models: str = ""
 
     @property
     def name(self) -> str:
@@ -67,9 +70,8 @@ class GraphTable:
         """The launches it is judged on, as a verdict says it (``takes``, and ``page_tables.judged``)."""
         listed = ", ".join(map(str, self.pages))
         pages = f"page {self.pages[0]}-{self.pages[-1]}" if len(self.pages) > 8 else f"page {listed}"
-        if self.draft_steps_only:
-            return f"the standard pool without DCP, {pages}, {DRAFT_STEP_LAUNCHES}"
-        return f"the standard pool without DCP, {pages}, {JUDGED_LAUNCHES}"
+        launches = DRAFT_STEP_LAUNCHES if self.draft_steps_only else JUDGED_LAUNCHES
+        return f"the standard pool without DCP, {pages}, {launches}" + (f", {self.models}" if self.models else "")
 
     def takes(self, cfg: ServingConfig) -> bool:
         """Whether the table is judged on ``cfg``: a standard pool without decode context parallelism (DCP runs the

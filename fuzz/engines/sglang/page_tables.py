@@ -304,9 +304,10 @@ def _unjudged(t: GraphTable, target: Any) -> str | None:
 
 
 def _observer(t: GraphTable, target: Any) -> str:
+    scope = f" ({t.models})" if t.models else ""
     if target.is_model:
-        return f"the model's twin of {t.backend.label}'s builders"
-    return f"SGLang's own {t.backend.label} builders, executed"
+        return f"the model's twin of {t.backend.label}'s builders{scope}"
+    return f"SGLang's own {t.backend.label} builders, executed{scope}"
 
 
 @functools.cache

@@ -20,6 +20,8 @@ from .packages import ATTENTION_DIR
 from .triton import DRAFT_KERNEL, DRAFT_KERNEL_FILES, GRAPH_OFF, PAGES, SPEC_UTILS
 
 MODULE = "sglang.srt.layers.attention.flashinfer_backend"
+# the flag on an MLA model runs FlashInferMLAAttnBackend and its multi-step draft: the same rows and assert, not checked
+MODELS = "dense models (FlashInferAttnBackend; an MLA model's FlashInferMLAAttnBackend is not checked)"
 FILE = ATTENTION_DIR + "flashinfer_backend.py"
 
 # Its base class, the draft kernel, the width's and the used length's functions, the assert, the KV-cache access
@@ -51,6 +53,7 @@ BACKEND = CheckedBackend(
         pages=PAGES,
         draft_steps_only=True,
         lengths="kv_indptr",
+        models=MODELS,
     ),
     GraphBackend(
         AttentionBackend.FLASHINFER,

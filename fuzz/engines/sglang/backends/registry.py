@@ -42,12 +42,6 @@ UNCHECKED: dict[str, str] = {
     "dual_chunk_flash_attn": "Qwen dual-chunk long-context models only; no page table (lengths only)",
 }
 
-# What a checked backend's check leaves out, said beside it.
-PARTLY: dict[str, str] = {
-    "flashinfer": "dense models' FlashInferAttnBackend; on an MLA model the flag runs FlashInferMLAAttnBackend, "
-    "whose multi-step draft's kv_indices (the same width and assert) are " + _LATER.rstrip(": "),
-}
-
 
 def checked() -> dict[str, str]:
     """Each checked backend and its table's name."""
@@ -80,7 +74,8 @@ def unaccounted(names: list[str]) -> list[str]:
 def table_text() -> str:
     """The backends as a Markdown list (``docs/ci.md`` holds it; a test regenerates it)."""
     rows = [
-        f"- `{n}`: checked (`{table}`)" + (f"; {PARTLY[n]}" if n in PARTLY else "") for n, table in checked().items()
+        f"- `{t.backend.value}`: checked (`{t.name}`)" + (f", {t.models}" if t.models else "")
+        for t in GRAPH_TABLES.values()
     ]
     rows += [f"- `{name}`: {why}" for name, why in sorted(UNCHECKED.items())]
     return "\n".join(rows)
