@@ -657,6 +657,62 @@ def test_a_launch_equal_to_an_earlier_one_leaves_what_that_one_left_and_any_othe
             raising[(1,)](x)
 
 
+KERNEL_FILE = """
+import triton
+import triton.language as tl
+
+SCALE = {scale}
+
+
+@triton.jit
+def _scaled(x):
+    return x * SCALE
+
+
+@triton.jit
+def copied(src_ptr, dst_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(dst_ptr + i, _scaled(tl.load(src_ptr + i)) + {offset})
+"""
+
+
+def test_the_same_kernel_loaded_from_two_trees_is_one_remembered_launch(tmp_path: Path) -> None:
+    """``_kernel_key``: a kernel is its code, defaults and the globals it names (a jitted helper by its own key), not
+    the function object, so the same file executed from two trees (a release and its checkout, two releases) shares
+    what a launch left; a copy whose kernel, helper or a constant it reads differs runs."""
+    need_triton()
+    import torch
+
+    from fuzz.engines.sglang.real.runtime.interpreter import ensure_triton
+
+    ensure_triton()
+    from triton.runtime import interpreter
+
+    launches = interpreter.GridExecutor.__call__.launches
+
+    def loaded(name: str, scale: int = 3, offset: int = 1, helper: str = "x * SCALE") -> object:
+        path = tmp_path / name / "kernels.py"
+        path.parent.mkdir()
+        path.write_text(KERNEL_FILE.format(scale=scale, offset=offset).replace("x * SCALE", helper))
+        spec = importlib.util.spec_from_file_location(f"kvrow_tree_{name}.kernels", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def launch(module: object) -> tuple[tuple[int, int], list[int]]:
+        src, dst = torch.tensor([1, 2, 3, 4], dtype=torch.int32), torch.zeros(4, dtype=torch.int32)
+        hits, runs = launches.hits, launches.runs
+        module.copied[(1,)](src, dst, 4)  # type: ignore[attr-defined]
+        return (launches.hits - hits, launches.runs - runs), dst.tolist()
+
+    assert launch(loaded("release")) == ((0, 1), [4, 7, 10, 13])
+    assert launch(loaded("checkout")) == ((1, 0), [4, 7, 10, 13])  # another tree, the same file: remembered
+    assert launch(loaded("offset", offset=2)) == ((0, 1), [5, 8, 11, 14])  # the kernel's own code differs
+    assert launch(loaded("scale", scale=5)) == ((0, 1), [6, 11, 16, 21])  # a constant the helper reads
+    assert launch(loaded("helper", helper="x * SCALE + 1")) == ((0, 1), [5, 8, 11, 14])  # the helper's code
+
+
 def test_a_remembered_launch_with_an_empty_tensor_argument_writes_what_it_left() -> None:
     """A launch given a tensor with no elements (an empty storage: FA3's unused SWA buffers) is remembered like any
     other: the second equal launch writes back what the first left, the empty storage included."""

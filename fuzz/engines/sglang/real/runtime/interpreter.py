@@ -248,9 +248,9 @@ def _launch_key(
 ) -> tuple[tuple[Any, ...], list[Any]] | None:
     """(the launch's inputs, the storages its tensors live in), or None where a launch is not only its inputs.
 
-    The inputs: the kernel (its function, and every global it names, as they are now), the grid, each scalar,
-    and each tensor's dtype, shape, strides and offset into its storage, which earlier argument shares that
-    storage, and the storage's bytes.  None: a callable grid, a pre-run hook, or an argument of another kind
+    The inputs: the kernel (``_kernel_key``: its code, and every global it names, as they are now), the grid,
+    each scalar, and each tensor's dtype, shape, strides and offset into its storage, which earlier argument shares
+    that storage, and the storage's bytes.  None: a callable grid, a pre-run hook, or an argument of another kind
     (a tensor descriptor, a tuple, an object).
     """
     import torch
@@ -272,14 +272,43 @@ def _launch_key(
             shape.append((name, type(value), value))
         else:
             return None
-    names = fn.__code__.co_names
-    named = tuple((type(v), v) for v in (fn.__globals__.get(n, _ABSENT) for n in names))
-    try:
-        hash(named)
-    except TypeError:  # a global that can change in place (a list, a dict): not an input a key can hold
+    kernel = _kernel_key(fn)
+    if kernel is None:
         return None
     contents = tuple(_storage_bytes(s).numpy().tobytes() for s in storages)
-    return (fn, grid, names, named, tuple(shape), contents), storages
+    return (kernel, grid, tuple(shape), contents), storages
+
+
+def _jitted() -> Any:
+    from triton.runtime.jit import KernelInterface
+
+    return KernelInterface
+
+
+def _kernel_key(fn: Any, depth: int = 0) -> tuple[Any, ...] | None:
+    """What a kernel computes from its launch's inputs, as a value: its code, defaults and every global it names
+    (a jitted helper by its own key, recursively), so the same kernel loaded from two trees (or releases) is one
+    key.  None where that cannot be had: a closure, a global that can change in place (a list, a dict), helpers
+    nested past a few levels."""
+    code = getattr(fn, "__code__", None)
+    if code is None or getattr(fn, "__closure__", None) or depth > 8:
+        return None
+    named: list[Any] = []
+    for name in code.co_names:
+        value = fn.__globals__.get(name, _ABSENT)
+        if isinstance(value, _jitted()):
+            helper = _kernel_key(value.fn, depth + 1)
+            if helper is None:
+                return None
+            named.append((type(value), helper))
+        else:
+            named.append((type(value), value))
+    key = (code, fn.__defaults__, tuple(sorted((fn.__kwdefaults__ or {}).items())), tuple(named))
+    try:
+        hash(key)
+    except TypeError:  # a global that can change in place (a list, a dict): not an input a key can hold
+        return None
+    return key
 
 
 def _launches_remembered(budget: int = REMEMBERED_BYTES) -> None:
