@@ -41,6 +41,7 @@ FLASHMLA = "srt/layers/attention/flashmla_backend.py"
 TRTLLM_MLA = "srt/layers/attention/trtllm_mla_backend.py"
 TRITON = "srt/layers/attention/triton_backend.py"
 FLASHINFER = "srt/layers/attention/flashinfer_backend.py"
+FLASHINFER_MLA = "srt/layers/attention/flashinfer_mla_backend.py"
 MEMORY_POOL = "srt/mem_cache/memory_pool.py"
 
 
@@ -88,8 +89,8 @@ FIXES: dict[str, Change] = {
     "page-table-width": Change(
         "page-table-width",
         "the backends' CUDA-graph page tables (FA3's, trtllm_mha's, FlashMLA's, trtllm_mla's; triton's and "
-        "FlashInfer's draft kv_indices) sized from the req_to_token row they copy (the approach of PR #29665), not "
-        "from context_len",
+        "FlashInfer's draft kv_indices, dense and MLA) sized from the req_to_token row they copy (the approach of PR "
+        "#29665), not from context_len",
         (
             Edit(
                 TRITON,
@@ -101,12 +102,13 @@ FIXES: dict[str, Change] = {
                 "            forward_batch.batch_size, self.topk, self.max_context_len\n",
                 "            forward_batch.batch_size, self.topk, self.pool_len  # (fixture)\n",
             ),
-            *(  # FlashInfer's multi-step draft: the same rows and calls (its pool_len the same width)
+            *(  # FlashInfer's multi-step drafts (dense and MLA): the same rows and calls (pool_len the same width)
                 Edit(
-                    FLASHINFER,
+                    member,
                     f"            {n}, self.topk, self.max_context_len\n",
                     f"            {n}, self.topk, self.pool_len  # (fixture)\n",
                 )
+                for member in (FLASHINFER, FLASHINFER_MLA)
                 for n in ("max_bs", "forward_batch.batch_size")
             ),
             Edit(

@@ -243,7 +243,8 @@ def test_any_pep_440_release_and_the_table_are_read_as_the_schema_says():
     assert baseline.read(doc, "d").releases == ("0.5.0rc2", "0.5.12", "0.5.12.post1")  # ordered as versions
     undeclared = {**KNOWN, "table": "token_to_kv"}  # a name no engine declares: the schema cannot know, the reader does
     jsonschema.validate(release_doc("sglang==0.5.18", undeclared), schema())
-    declared = "dsa_index_key_cache, fa3_page_table, flashinfer_draft_kv_indices, flashmla_page_table, req_to_token"
+    declared = "dsa_index_key_cache, fa3_page_table, flashinfer_draft_kv_indices, flashinfer_mla_draft_kv_indices, "
+    declared += "flashmla_page_table, req_to_token"
     with pytest.raises(baseline.BaselineError, match=f"table must be one of {declared}"):
         baseline.read(release_doc("sglang==0.5.18", undeclared), "d")
     for bad in ({**KNOWN, "table": "Req-To-Token"}, {k: v for k, v in KNOWN.items() if k != "table"}):

@@ -31,6 +31,11 @@ FlashInferMultiStepDraftBackend; its assert_buffer_fits( (common_template); the 
 that is: ``required = draft_kv_indices_used_len(seq_lens_sum, topk, bs, S) = seq_lens_sum * topk + bs * S`` is
 asserted to fit ``kv_indices_buffer.shape[1] = draft_kv_indices_buffer_width(max_bs, topk, max_context_len)``
 before ``generate_draft_decode_kv_indices`` is launched over the grid of S steps (triton's kernel and store).
+
+FlashInfer's MLA backend (the same flag on an MLA model: ``FlashInferMLAMultiStepDraftBackend`` in
+``srt/layers/attention/flashinfer_mla_backend.py``, its ``FlashInferMLAAttnBackend`` steps planning FlashInfer's MLA
+wrapper, ``runtime.flashinfer_standins.MLAWrapper``) builds the same rows under the same assert; each step's kernel
+is planned over the batch's host lengths (``seq``), not the step's ``seq + s + 1``.
 """
 
 from __future__ import annotations
@@ -49,19 +54,22 @@ from allocator_model import page_tables as pt  # noqa: E402
 from allocator_model.page_tables import Mode  # noqa: E402
 
 FLASHINFER = pt.AttentionBackend.FLASHINFER
+FLASHINFER_MLA = pt.AttentionBackend.FLASHINFER_MLA
+BOTH = (FLASHINFER, FLASHINFER_MLA)
 
 
+@pytest.mark.parametrize("backend", BOTH)
 @pytest.mark.parametrize("version", EVERY_RELEASE)
-def test_sglang_builders_equal_the_model(version: str) -> None:
+def test_sglang_builders_equal_the_model(version: str, backend: pt.AttentionBackend) -> None:
     from fuzz.engines.sglang.real.runtime.attention import graph_builds
 
     r = runtime(version)
     for what, context, page, steps, row_width in CASES:
         cfg, rt = eagle(context, page, steps)
         for seq in (*lengths(context, steps), context - steps + 1):  # and the first length the check stops
-            builds = graph_builds(r, FLASHINFER, cfg, rt, seq, row_width)
+            builds = graph_builds(r, backend, cfg, rt, seq, row_width)
             assert [(b.mode, b.step) for b in builds] == [(Mode.DRAFT_DECODE, s) for s in range(steps)]
-            assert builds == twin(FLASHINFER, version, cfg, rt, seq, row_width), (what, seq)
+            assert builds == twin(backend, version, cfg, rt, seq, row_width), (what, seq)
             assert all(b.buffer == "cuda_graph_kv_indices" and b.width == context and b.spilled == 0 for b in builds)
             if seq + steps > context:  # the last step's slots pass the row: SGLang's own check stops every step
                 assert all(b.stopped_by == "assert_buffer_fits" and b.written == 0 for b in builds), (what, seq)
@@ -69,7 +77,8 @@ def test_sglang_builders_equal_the_model(version: str) -> None:
             else:
                 assert not any(b.stopped_by for b in builds)
                 assert [b.written for b in builds] == [seq + s + 1 for s in range(steps)]
-                assert [b.published for b in builds] == [seq + s + 1 for s in range(steps - 1)] + [0]
+                read = [seq + s + 1 if backend is FLASHINFER else seq for s in range(steps - 1)]  # MLA: host lengths
+                assert [b.published for b in builds] == read + [0]
 
 
 @pytest.mark.parametrize("version", EVERY_RELEASE)
@@ -90,7 +99,27 @@ def test_each_step_plans_flashinfers_wrapper_over_its_own_row(version: str) -> N
 
 
 @pytest.mark.parametrize("version", EVERY_RELEASE)
-def test_a_bucket_whose_capture_sglang_refuses_builds_every_length_stopped(version: str) -> None:
+def test_each_mla_step_plans_flashinfers_mla_wrapper_over_its_row_and_the_host_lengths(version: str) -> None:
+    """FlashInfer MLA: the replay plans each step's MLA wrapper over its row of the buffer, its kernel over one
+    request's host length ``seq`` from 0 (what the builder publishes), and FlashInfer's copies land in the row
+    itself (the indices handed are the row's own prefix)."""
+    from fuzz.engines.sglang.real.runtime.attention import graph_builds
+
+    r = runtime(version)
+    cfg, rt = eagle(48, 1, 3)
+    builds = graph_builds(r, FLASHINFER_MLA, cfg, rt, 20, 56)
+    (bucket,) = [b for b in r.attention[FLASHINFER_MLA].buckets.values() if b.cfg == cfg and b.width == 56]
+    for s, step in enumerate(bucket.draft.backend.attn_backends):
+        wrapper = step.forward_metadata.decode_wrapper
+        assert wrapper._kv_indices_buf.data_ptr() == bucket.draft.rows[s].data_ptr()
+        assert wrapper.planned == ([0, 20], [20]) and builds[s].published == 20
+
+
+@pytest.mark.parametrize("backend", BOTH)
+@pytest.mark.parametrize("version", EVERY_RELEASE)
+def test_a_bucket_whose_capture_sglang_refuses_builds_every_length_stopped(
+    version: str, backend: pt.AttentionBackend
+) -> None:
     """S >= C: the capture's fill length already fails SGLang's check; every replay after it is stopped, as the
     twin says (seq + S > C at every length)."""
     from fuzz.engines.sglang.real.runtime.attention import graph_builds
@@ -98,8 +127,8 @@ def test_a_bucket_whose_capture_sglang_refuses_builds_every_length_stopped(versi
     r = runtime(version)
     cfg, rt = eagle(8, 2, 8)
     for seq in (1, 5):
-        builds = graph_builds(r, FLASHINFER, cfg, rt, seq, 40)
-        assert builds == twin(FLASHINFER, version, cfg, rt, seq, 40)
+        builds = graph_builds(r, backend, cfg, rt, seq, 40)
+        assert builds == twin(backend, version, cfg, rt, seq, 40)
         assert len(builds) == 8 and all(b.stopped_by == "assert_buffer_fits" for b in builds)
 
 
@@ -149,3 +178,35 @@ def test_the_decode_wrapper_stand_in_makes_flashinfers_checks_and_refuses_what_i
     assert w.plans[-1] == (1, 3)
     with pytest.raises(StandInMissing):  # a plan without CUDA-graph buffers: FlashInfer's own
         DecodeWrapper("workspace", "NHD").plan(indptr, indices, last)
+
+
+def test_the_mla_wrapper_stand_in_copies_into_its_buffers_records_the_host_plan_and_refuses_the_rest() -> None:
+    """``MLAWrapper``: a CUDA-graph plan copies the indptrs, lengths and indices into the wrapper's buffers and
+    plans the kernel over the host indptr and lengths (``planned``), which the planned module SGLang's replay calls
+    records alike; a buffer of another shape or indices past their buffer raise, as FlashInfer does; a plan without
+    CUDA graph, or a use of FlashInfer's own, is refused."""
+    import torch
+
+    from fuzz.engines.sglang.real.runtime.flashinfer_standins import MLAWrapper
+    from fuzz.engines.sglang.real.stubs import StandInMissing
+
+    def i32(*values: int) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.int32)
+
+    qo, indptr, indices, lens = i32(0, 0), i32(0, 0), torch.zeros(8, dtype=torch.int32), i32(0)
+    w = MLAWrapper(torch.empty(0), True, qo, indptr, indices, lens, "auto")
+    w.plan(i32(0, 1), i32(0, 3), i32(5, 6, 7), i32(3), 16, 512, 64, 1, False, 1.0, None, None)
+    assert indices[:4].tolist() == [5, 6, 7, 0] and indptr.tolist() == [0, 3] and lens.tolist() == [3]
+    assert w.planned == ([0, 3], [3])
+    w._cached_module.plan(None, None, None, i32(0, 1), i32(0, 5), i32(5), 16, 512, False)  # a replay's fast plan
+    assert w.planned == ([0, 5], [5])
+    with pytest.raises(ValueError, match="allocated buffer"):
+        w.plan(i32(0, 1), i32(0, 9), torch.zeros(9, dtype=torch.int32), i32(9))
+    with pytest.raises(ValueError, match="indptr has shape"):  # the batch size a graph was built for
+        w.plan(i32(0, 1, 2), i32(0, 1, 2), i32(1, 2), i32(1, 1))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        w._cached_module.plan(None, None, None, i32(1, 0), i32(0, 1), i32(1))
+    with pytest.raises(StandInMissing):  # a run, FlashInfer's own
+        w.run()
+    with pytest.raises(StandInMissing):  # a plan without CUDA-graph buffers
+        MLAWrapper(torch.empty(0), backend="auto").plan(qo, indptr, indices, lens)

@@ -25,7 +25,8 @@ pytest_plugins = ["pytester"]
 FA3, TRTLLM_MHA, FLASHMLA = "fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table"
 TRTLLM_MLA = "trtllm_mla_page_table"
 TABLES = (FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA)
-DRAFT_ROWS = ("triton_draft_kv_indices", "flashinfer_draft_kv_indices")  # the multi-step drafts' kv_indices
+# the multi-step drafts' kv_indices (FlashInfer's on dense and on MLA models)
+DRAFT_ROWS = ("triton_draft_kv_indices", "flashinfer_draft_kv_indices", "flashinfer_mla_draft_kv_indices")
 # Where each plant lands: on a fixed tree or 0.5.23's own, its table, the classes of its findings (a clamp dropped
 # sits on 0.5.23's own context-sized table, whose reads already pass the row: what is new there is the write).
 PLANTED: dict[str, tuple[bool, str, set[str]]] = {

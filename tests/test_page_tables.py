@@ -269,9 +269,8 @@ def test_the_launch_line_names_trtllm_mha_and_its_hardware() -> None:
     assert line is not None and "--attention-backend trtllm_mha" in line and "SM100" in line and "SM90" in line
 
 
-EVERY_TABLE = {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table",
-               "triton_draft_kv_indices", "flashinfer_draft_kv_indices"}  # fmt: skip
-DRAFT_ROWS = {"triton_draft_kv_indices", "flashinfer_draft_kv_indices"}
+DRAFT_ROWS = {"triton_draft_kv_indices", "flashinfer_draft_kv_indices", "flashinfer_mla_draft_kv_indices"}
+EVERY_TABLE = {"fa3_page_table", "trtllm_mha_page_table", "flashmla_page_table", "trtllm_mla_page_table", *DRAFT_ROWS}
 
 
 @pytest.mark.parametrize(

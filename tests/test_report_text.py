@@ -24,8 +24,8 @@ from fuzz.engines.sglang.backends import DSA_INDEX, GRAPH_TABLES
 from fuzz.findings.repro import repro_command
 
 RUN = ["run", "--target", "reference@sglang-0.5.18", "--profile", "ci"]
-QUIET_LINES = 138  # what --quiet prints of the seed bug's release at the most (47 groups, 11 causes: 131 here, about
-# 136 from a fresh clone under /tmp/tmp.XXXXXXXXXX, whose longer program path wraps every repro line)
+QUIET_LINES = 150  # what --quiet prints of the seed bug's release at the most (50 groups, 12 causes: 143 here, about
+# 148 from a fresh clone under /tmp/tmp.XXXXXXXXXX, whose longer program path wraps every repro line)
 TABLES = (*GRAPH_TABLES, DSA_INDEX)  # the tables beside req_to_token, each a cause of its own on 0.5.18
 
 

@@ -28,7 +28,7 @@ from allocator_model.algorithms import DFLASH, DSPARK, EAGLE, EAGLE3, NGRAM, STA
 from allocator_model.config import DEFAULT_ADAPTIVE_CANDIDATE_STEPS, ServingConfig
 from allocator_model.pools import KVPool
 
-from .backends import DSA_BACKEND, HARDWARE, LAUNCH_NOTES, MLA_BACKENDS
+from .backends import DSA_BACKEND, FLAGS, HARDWARE, LAUNCH_NOTES, MLA_BACKENDS
 
 MODEL_PATH = "MODEL"
 DRAFT_PATH = "DRAFT"
@@ -173,7 +173,7 @@ def launch(cfg: ServingConfig, backend: str | None = None) -> Launch:
         flags += ["--uno-lora-path", UNO_LORA_PATH]
         notes.append("UNO_LORA: the UNO draft LoRA for MODEL")
     if backend is not None or algorithm is not None or cfg.kv_pool.unified and cfg.attn_dcp_size > 1:
-        flags += ["--attention-backend", backend or attention_backend(cfg)]
+        flags += ["--attention-backend", FLAGS.get(backend, backend) if backend else attention_backend(cfg)]
     if backend in HARDWARE:
         notes.append(f"GPU: {HARDWARE[backend]}")
     if backend in LAUNCH_NOTES:

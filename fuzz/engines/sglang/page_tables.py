@@ -358,7 +358,9 @@ def declared_table(t: GraphTable) -> Table:
 
 # each checked backend's table, declared in the catalog's order (the order of blame)
 DECLARED = {name: declared_table(t) for name, t in GRAPH_TABLES.items()}
-FA3_TABLE, TRTLLM_MHA_TABLE, FLASHMLA_TABLE, TRTLLM_MLA_TABLE, TRITON_TABLE, FLASHINFER_TABLE = DECLARED.values()
+FA3_TABLE, TRTLLM_MHA_TABLE, FLASHMLA_TABLE, TRTLLM_MLA_TABLE, TRITON_TABLE, FLASHINFER_TABLE, FLASHINFER_MLA_TABLE = (
+    DECLARED.values()
+)
 
 # The tables themselves (each checked backend's, ``backends``), read here by the engine's modules as before.
 __all__ = [

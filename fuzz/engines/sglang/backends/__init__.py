@@ -1,7 +1,7 @@
 """The attention backends: those whose tables this engine checks, one module each (``fa3``, ``trtllm_mha``,
-``flashmla``, ``trtllm_mla``, ``triton``, ``flashinfer``: a ``CheckedBackend`` holding its table, its builders, the
-names they need SGLang's code of (each release's modules for them, and the modes they run, are its record's) and its
-hardware), and every other backend a release registers, listed with its reason (``registry``)."""
+``flashmla``, ``trtllm_mla``, ``triton``, ``flashinfer``, ``flashinfer_mla``: a ``CheckedBackend`` holding its table,
+its builders, the names they need SGLang's code of (each release's modules for them, and the modes they run, are its
+record's) and its hardware), and every other backend a release registers, listed with its reason (``registry``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from .catalog import (
     DSA_INDEX,
     FA3,
     FA3_PAGE_TABLE,
+    FLAGS,
     FLASHINFER,
+    FLASHINFER_MLA,
     FLASHMLA,
     GRAPH_BACKENDS,
     GRAPH_TABLES,
@@ -36,6 +38,8 @@ __all__ = [
     "FA3",
     "FA3_PAGE_TABLE",
     "FLASHINFER",
+    "FLASHINFER_MLA",
+    "FLAGS",
     "FLASHMLA",
     "GRAPH_BACKENDS",
     "GRAPH_TABLES",

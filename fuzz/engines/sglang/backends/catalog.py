@@ -7,26 +7,37 @@ from allocator_model.page_tables import AttentionBackend, Mode
 
 from ..graph_tables import GraphTable
 from ..records import record
-from . import fa3, flashinfer, flashmla, triton, trtllm_mha, trtllm_mla
+from . import fa3, flashinfer, flashinfer_mla, flashmla, triton, trtllm_mha, trtllm_mla
 from .checked import CheckedBackend, GraphBackend
 
 CHECKED: dict[AttentionBackend, CheckedBackend] = {
     b.backend: b
-    for b in (fa3.BACKEND, trtllm_mha.BACKEND, flashmla.BACKEND, trtllm_mla.BACKEND, triton.BACKEND, flashinfer.BACKEND)
+    for b in (
+        fa3.BACKEND,
+        trtllm_mha.BACKEND,
+        flashmla.BACKEND,
+        trtllm_mla.BACKEND,
+        triton.BACKEND,
+        flashinfer.BACKEND,
+        flashinfer_mla.BACKEND,
+    )
 }
 GRAPH_TABLES: dict[str, GraphTable] = {b.table.name: b.table for b in CHECKED.values()}
 GRAPH_BACKENDS: dict[AttentionBackend, GraphBackend] = {k: b.builders for k, b in CHECKED.items()}
-FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA, TRITON, FLASHINFER = (
+FA3, TRTLLM_MHA, FLASHMLA, TRTLLM_MLA, TRITON, FLASHINFER, FLASHINFER_MLA = (
     fa3.BACKEND.table,
     trtllm_mha.BACKEND.table,
     flashmla.BACKEND.table,
     trtllm_mla.BACKEND.table,
     triton.BACKEND.table,
     flashinfer.BACKEND.table,
+    flashinfer_mla.BACKEND.table,
 )
 FA3_PAGE_TABLE = FA3.name
 # The backends that serve MLA models only: a launch line on them names an MLA model.
 MLA_BACKENDS = frozenset(b.backend.value for b in CHECKED.values() if b.builders.mla)
+# The ``--attention-backend`` a launch line on a backend's table names (FlashInfer MLA's: flashinfer, on an MLA model).
+FLAGS: dict[str, str] = {b.backend.value: b.backend.flag for b in CHECKED.values()}
 # The GPU a launch line on a backend names for its kernels.
 HARDWARE: dict[str, str] = {b.backend.value: b.hardware for b in CHECKED.values()}
 # What a launch line on a backend notes of reaching its table's rows.

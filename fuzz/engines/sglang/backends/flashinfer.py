@@ -20,8 +20,8 @@ from .packages import ATTENTION_DIR
 from .triton import DRAFT_KERNEL, DRAFT_KERNEL_FILES, GRAPH_OFF, PAGES, SPEC_UTILS
 
 MODULE = "sglang.srt.layers.attention.flashinfer_backend"
-# the flag on an MLA model runs FlashInferMLAAttnBackend and its multi-step draft: the same rows and assert, not checked
-MODELS = "dense models (FlashInferAttnBackend; an MLA model's FlashInferMLAAttnBackend is not checked)"
+# the flag on an MLA model runs FlashInferMLAAttnBackend and its multi-step draft: the same rows, its own table
+MODELS = "dense models (FlashInferAttnBackend)"
 FILE = ATTENTION_DIR + "flashinfer_backend.py"
 
 # Its base class, the draft kernel, the width's and the used length's functions, the assert, the KV-cache access

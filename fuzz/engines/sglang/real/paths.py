@@ -17,6 +17,7 @@ from ..backends import modules_of
 from .real import RealSizing
 from .runtime.dsa_index import INDEX_KEY_CACHE
 from .runtime.dsa_index import MEMORY_POOL as DSA_POOL
+from .runtime.modules import member_of
 from .runtime.releases import release_for
 from .runtime.tree import open_tree
 from .wheels import repository_path
@@ -36,8 +37,8 @@ def read_paths(target: SGLangTarget) -> list[str]:
         out += [f"python/{dotted.replace('.', '/')}.py" for dotted in release.modules]
         # each backend's page-table builders (its checked table), where the tree has them
         for modules in modules_of(release.version).values():
-            found = [d for d in modules if tree.has(d.replace(".", "/") + ".py")]
-            out += [f"python/{dotted.replace('.', '/')}.py" for dotted in found]
+            members = (member_of(d, package) for d in modules for package in (False, True))  # a package: __init__
+            out += [f"python/{member}" for member in members if tree.has(member)]
         # the DSA indexer's key cache: its pool's class (and, where the release has it, the cache's own)
         out += [f"python/{m}" for m in (DSA_POOL, INDEX_KEY_CACHE) if tree.has(m)]
     return list(dict.fromkeys(out))

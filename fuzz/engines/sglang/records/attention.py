@@ -118,11 +118,11 @@ def no_draft_extend_section(parse: Callable[[str], ast.Module | None]) -> list[s
             for d in ast.walk(tree)
             if isinstance(d, ast.Dict)
             for k, v in zip(d.keys, d.values, strict=True)
-            if isinstance(k, ast.Constant) and k.value == backend.backend.value
+            if isinstance(k, ast.Constant) and k.value == backend.backend.flag
             and isinstance(v, ast.Attribute) and v.attr.endswith("_prefill_backend")
         }  # fmt: skip
         if len(names) != 1 or next(iter(names)) not in methods:
-            raise RecordError(f"{member_of(DRAFT_FACTORIES)}: no one draft-extend factory of {backend.backend.value}")
+            raise RecordError(f"{member_of(DRAFT_FACTORIES)}: no one draft-extend factory of {backend.backend.flag}")
         returns = [n for n in ast.walk(methods[next(iter(names))]) if isinstance(n, ast.Return)]
         if returns and all(isinstance(r.value, ast.Constant) and r.value.value is None for r in returns):
             out.append(backend.backend.value)

@@ -243,6 +243,8 @@ def generate(wheel: Path) -> dict[str, Any]:
 
             def parse(module: str) -> ast.Module | None:
                 member = member_of(module)
+                if member not in members:  # a package: its __init__.py
+                    member = member[: -len(".py")] + "/__init__.py"
                 if member not in members:
                     return None
                 source(member)

@@ -59,6 +59,7 @@ from .bounds import SGLangTimeout, bounded
 from .context import Settings
 from .flashinfer_standins import flashinfer_names
 from .loaded import MEMORY_POOL, SGLangRuntime
+from .modules import member_of
 from .standins import slice_definitions
 
 FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")
@@ -107,7 +108,7 @@ class GraphBuilders:
     def __init__(self, runtime: SGLangRuntime, spec: GraphBackend) -> None:
         self.runtime, self.spec = runtime, spec
         wanted = modules_of(runtime.release.version)[spec.backend]
-        modules = tuple(m for m in wanted if runtime.tree.has(m.replace(".", "/") + ".py"))
+        modules = tuple(m for m in wanted if any(runtime.tree.has(member_of(m, p)) for p in (False, True)))
         if spec.module not in modules:
             raise TargetError(f"{runtime.origin} has no {spec.module.replace('.', '/')}.py to execute")
         self.standins = AttentionStandIns(runtime.standins, spec.capability)
@@ -164,7 +165,7 @@ class GraphBuilders:
         runtime = self.runtime
         try:
             with (
-                runtime.context.bound(cfg, rt, Settings(attention_backend=self.spec.backend.value)),
+                runtime.context.bound(cfg, rt, Settings(attention_backend=self.spec.backend.flag)),
                 bounded(what, runtime.timeout_s, self.loader.sglang_name),
                 on_the_stand_in_gpu(self.spec.capability) if self.spec.names_cuda else contextlib.nullcontext(),
             ):

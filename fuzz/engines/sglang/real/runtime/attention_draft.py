@@ -191,19 +191,16 @@ class DraftRows:
         spec = owner.spec  # the step backends' metadata and the fields of it their kernel reads
         indptr = getattr(backend, DRAFT_INDPTR)
         indptr[:, 1].fill_(SENTINEL)  # what the kernel stores for the request: a store it skips shows
+        if spec.scheduled_lengths:  # what each step's replay plans, none kept from the capture
+            for step in backend.attn_backends:
+                attribute_path(step, spec.metadata).planned = None
         replay = partial(run_graph, backend, batch, False)
         untouched_if_refused(owner, bucket.cfg, bucket.rt, "replay (draft_decode)", replay, (self.rows, indptr[:, 1]))
         if not torch.equal(bucket.req_to_token, bucket.pristine):
             raise TargetError(f"{where}: the replay wrote req_to_token")
         if backend.cuda_graph_kv_indices.data_ptr() != self.rows.data_ptr():
             raise TargetError(f"{where}: the replay's kv_indices buffer is another one")
-        for i, step in enumerate(backend.attn_backends):  # what each step's decode kernel reads: its rows
-            meta = attribute_path(step, spec.metadata)
-            if (getattr(meta, spec.table).data_ptr(), getattr(meta, spec.lengths).data_ptr()) != (
-                self.rows[i].data_ptr(),
-                indptr[i].data_ptr(),
-            ):
-                raise TargetError(f"{where}: draft step {i} does not read row {i} of kv_indices and of kv_indptr")
+        planned = [self._read(i, step, indptr, where) for i, step in enumerate(backend.attn_backends)]
         buffer, out = graph_buffer(owner.spec.backend, Mode.DRAFT_DECODE), []
         for s in range(self.steps):
             start, end = int(indptr[s][0]), int(indptr[s][1])
@@ -215,10 +212,28 @@ class DraftRows:
             if observed[0] != derived[0] or (last and observed != derived):
                 raise TargetError(f"{where}: step {s} stored (written, spilled) {observed}, its kv_indptr {derived}")
             written, spilled = derived
-            length = 0 if last else end - start
+            read = None if last else planned[s]
+            length = 0 if last else end - start if read is None else read
             foreign = self._foreign(s, min(written, length))
             out.append(Build(Mode.DRAFT_DECODE, s, buffer, self.width, 1, written, spilled, length, None, foreign))
         return out
+
+    def _read(self, i: int, step: Any, indptr: torch.Tensor, where: str) -> int | None:
+        """What draft step ``i``'s decode kernel reads: row ``i`` of the rows, to the length of row ``i`` of
+        ``kv_indptr`` (None: that length), or, where the kernel is planned over host lengths (FlashInfer MLA's,
+        ``GraphBackend.scheduled_lengths``), to the one request's planned length (returned)."""
+        spec = self.bucket.owner.spec
+        meta = attribute_path(step, spec.metadata)
+        if getattr(meta, spec.table).data_ptr() != self.rows[i].data_ptr():
+            raise TargetError(f"{where}: draft step {i} does not read row {i} of kv_indices")
+        if not spec.scheduled_lengths:
+            if getattr(meta, spec.lengths).data_ptr() != indptr[i].data_ptr():
+                raise TargetError(f"{where}: draft step {i} does not read row {i} of kv_indptr")
+            return None
+        planned = getattr(meta, spec.lengths)
+        if planned is None or len(planned[1]) != 1 or planned[0][:1] != [0]:
+            raise TargetError(f"{where}: draft step {i}'s kernel is planned over {planned}, not one request's from 0")
+        return int(planned[1][0])
 
     def _diff(self, s: int, last: bool, where: str) -> tuple[int, int]:
         """(written, spilled) of step ``s`` as the rows show them: one flat run from its row's start; the last step's

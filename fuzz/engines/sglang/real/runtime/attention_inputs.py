@@ -204,7 +204,7 @@ def graph_runner(owner: Any, cfg: ServingConfig, req_to_token: torch.Tensor, dra
     runtime, spec = owner.runtime, owner.spec
     translator = owner.loader.modules.get(KV_INDEX_TRANSLATOR)
     return model_runner(
-        backend=spec.backend.value,
+        backend=spec.backend.flag,
         arch=owner.sglang(*ATTENTION_ARCH),
         context_len=cfg.context_len,
         page_size=cfg.page_size,

@@ -80,6 +80,7 @@ FUSED_KV_GATES = ("can_use_set_mla_kv_concat_q", "can_use_set_mla_kv_concat_q_fp
 # trtllm_mla's helper making trtllm-gen's multi-CTA KV counters (``kernel_owned``), sized by flashinfer's formula
 # from the GPU's SMs: the stand-ins' wherever it is named, its own module executed or not (``scratch_helpers``).
 COUNTER_SCRATCH = ("sglang.srt.layers.attention.trtllm_mla_backend", "make_persistent_multi_ctas_kv_counter_buffer")
+DCP_GETTERS = ("sglang.srt.layers.dcp", "sglang.srt.layers.dcp.comm")
 FLASHINFER_WRAPPERS = (
     "BatchPrefillWithRaggedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
@@ -333,10 +334,11 @@ class AttentionStandIns:
             ("sglang.srt.dllm.config", "DllmConfig"): lambda: NO_DLLM,
             # 0.5.13: attention's TP size, as published (tp // attn_dp // attn_cp [cite: derive-attn-tp-size])
             ("sglang.srt.layers.dp_attention", "get_attention_tp_size"): lambda: self.attn_tp_size,
-            # 0.5.15's DCP layout getters (later releases read get_parallel()): the published layout, one rank
-            ("sglang.srt.layers.dcp", "get_attention_dcp_world_size"): lambda: self.attn_dcp_size,
-            ("sglang.srt.layers.dcp", "dcp_enabled"): lambda: self.dcp_enabled,
-            ("sglang.srt.layers.dcp", "get_attention_dcp_rank"): lambda: lambda: 0,
+            # 0.5.15's DCP layout getters (later releases read get_parallel()): the published layout, one rank; where
+            # the package is executed (FlashInfer MLA's per-rank lengths), its layout reads them from its ``comm``
+            **{(m, "get_attention_dcp_world_size"): lambda: self.attn_dcp_size for m in DCP_GETTERS},
+            **{(m, "dcp_enabled"): lambda: self.dcp_enabled for m in DCP_GETTERS},
+            **{(m, "get_attention_dcp_rank"): lambda: lambda: 0 for m in DCP_GETTERS},
             (mla, counters): partial(kernel_owned, f"{mla}.{counters}"),
             # whether the GPU launches kernels with programmatic dependent launch: CUDA, major >= 9
             # [cite: pdl-from-sm90] (trtllm_mla's module reads it at import for its own kernels' launches)

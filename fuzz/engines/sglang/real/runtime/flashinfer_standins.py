@@ -95,9 +95,98 @@ def fast_decode_plan(
     wrapper.plans.append((len(last_page_len), len(indices)))
 
 
+class MLAWrapper(FlashInferWrapper):
+    """``flashinfer.BatchMLAPagedAttentionWrapper`` under CUDA graph: its buffers, its planner's copies into them and
+    the host lengths its kernel is planned over (``planned``), nothing of its kernels.
+
+    FlashInfer's ``plan`` in CUDA-graph mode (flashinfer_python 0.6.12-0.6.18's ``mla/_core.py``, 0.7.x's
+    ``mla/_batch_mla``: the versions the releases pin) copies the indptrs, the lengths and the indices it is handed
+    into the buffers the wrapper was built over, and schedules the kernel's work on the host from the host copies of
+    ``kv_indptr`` and ``kv_len_arr``: the kernel reads each request's ``kv_len`` entries of the indices buffer from its
+    ``kv_indptr`` (the device indptr and length buffers are written, never read).  A mismatch of a buffer's shape
+    raises (0.6.x: the copy; 0.7.x: its preflight, ``ValueError``), and so do indices longer than their buffer.
+    0.7.x also refuses lengths that disagree with the indptr; the releases pinning it (0.5.22+) plan the draft's
+    steps with lengths taken from the indptr, which always agree, so it is not made here.  The planned module SGLang's
+    ``fast_mla_decode_plan`` calls on a replay (``_cached_module.plan`` over the host indptr and lengths) records them
+    the same way.  Any other use (a plan without CUDA graph, a run, FlashInfer's own attribute) is refused.
+    """
+
+    def __init__(
+        self,
+        float_workspace_buffer: torch.Tensor | None = None,
+        use_cuda_graph: bool = False,
+        qo_indptr: torch.Tensor | None = None,
+        kv_indptr: torch.Tensor | None = None,
+        kv_indices: torch.Tensor | None = None,
+        kv_len_arr: torch.Tensor | None = None,
+        backend: str = "auto",
+    ) -> None:
+        self._float_workspace_buffer = float_workspace_buffer
+        self._use_cuda_graph = bool(use_cuda_graph)
+        self._qo_indptr_buf, self._kv_indptr_buf = qo_indptr, kv_indptr
+        self._kv_indices_buf, self._kv_len_arr_buf = kv_indices, kv_len_arr
+        self.planned: tuple[list[int], list[int]] | None = None  # (kv_indptr, kv_len) on the host, the last plan's
+
+    def plan(
+        self,
+        qo_indptr: torch.Tensor,
+        kv_indptr: torch.Tensor,
+        kv_indices: torch.Tensor,
+        kv_len_arr: torch.Tensor,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
+        """FlashInfer's ``plan`` in CUDA-graph mode, its buffers' part and the host lengths (class docstring)."""
+        bufs = (self._qo_indptr_buf, self._kv_indptr_buf, self._kv_indices_buf, self._kv_len_arr_buf)
+        if not self._use_cuda_graph:
+            raise StandInMissing(f"flashinfer.{MLA_WRAPPER}.plan without CUDA-graph buffers: FlashInfer's own")
+        if not all(isinstance(b, torch.Tensor) for b in bufs):
+            raise ValueError("the CUDA-graph plan needs its qo_indptr, kv_indptr, kv_indices and kv_len_arr buffers")
+        qo_buf, indptr_buf, indices_buf, len_buf = bufs
+        for name, src, buf in (("qo_indptr", qo_indptr, qo_buf), ("kv_indptr", kv_indptr, indptr_buf),
+                               ("kv_len_arr", kv_len_arr, len_buf)):  # fmt: skip
+            if tuple(src.shape) != tuple(buf.shape):  # type: ignore[union-attr]
+                raise ValueError(f"{name} has shape {tuple(src.shape)}, its CUDA-graph buffer {tuple(buf.shape)}")  # type: ignore[union-attr]
+        if len(kv_indices) > len(indices_buf):  # type: ignore[arg-type]
+            raise ValueError("The size of kv_indices should be less than or equal to the allocated buffer")
+        qo_buf.copy_(qo_indptr)  # type: ignore[union-attr]
+        indptr_buf.copy_(kv_indptr)  # type: ignore[union-attr]
+        indices_buf[: len(kv_indices)].copy_(kv_indices)  # type: ignore[index]
+        len_buf.copy_(kv_len_arr)  # type: ignore[union-attr]
+        self._int_workspace_buffer = torch.empty(0, dtype=torch.uint8)
+        self._pin_memory_int_workspace_buffer = torch.empty(0, dtype=torch.uint8)
+        self._cached_module = _PlannedMLA(self)
+        self._cached_module.plan(None, None, None, qo_indptr, kv_indptr, kv_len_arr)
+
+
+class _PlannedMLA:
+    """The planned module of an ``MLAWrapper`` (``_cached_module``): its ``plan`` schedules the kernel over the host
+    indptr and lengths it is handed, recorded as the wrapper's ``planned``."""
+
+    def __init__(self, wrapper: MLAWrapper) -> None:
+        self.wrapper = wrapper
+
+    def plan(
+        self, float_ws: Any, int_ws: Any, pin_ws: Any, qo_indptr: Any, kv_indptr: Any, kv_len_arr: Any, *a: Any
+    ) -> None:
+        qo = torch.as_tensor(qo_indptr).tolist()
+        if any(b < a for a, b in zip(qo, qo[1:], strict=False)):  # FlashInfer's host scheduler's own check
+            raise ValueError("qo_indptr should be non-decreasing")
+        self.wrapper.planned = (torch.as_tensor(kv_indptr).tolist(), torch.as_tensor(kv_len_arr).tolist())
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise StandInMissing(f"flashinfer's planned MLA module's {name}: a CUDA kernel's")
+
+
+MLA_WRAPPER = "BatchMLAPagedAttentionWrapper"
+
+
 def flashinfer_names() -> dict[tuple[str, str], Any]:
     """(module, name) -> what makes its value, for ``AttentionStandIns.add``."""
     return {
         ("flashinfer", DECODE_WRAPPER): lambda: DecodeWrapper,
         ("flashinfer", "fast_decode_plan"): lambda: fast_decode_plan,
+        ("flashinfer", MLA_WRAPPER): lambda: MLAWrapper,
     }
