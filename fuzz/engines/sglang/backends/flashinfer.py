@@ -12,12 +12,10 @@ Its target's buffers (decode, verify, draft extend) are flat, ``max_num_tokens``
 from __future__ import annotations
 
 from allocator_model.page_tables import AttentionBackend
-from fuzz.tables import CodeRef
 
-from ..graph_tables import GraphTable
 from .checked import SM90, CheckedBackend, GraphBackend
 from .packages import ATTENTION_DIR
-from .triton import DRAFT_KERNEL, DRAFT_KERNEL_FILES, GRAPH_OFF, PAGES, SPEC_UTILS
+from .triton import DRAFT_KERNEL, GRAPH_OFF, draft_rows_table
 
 MODULE = "sglang.srt.layers.attention.flashinfer_backend"
 # the flag on an MLA model runs FlashInferMLAAttnBackend and its multi-step draft: the same rows, its own table
@@ -38,22 +36,8 @@ IMPORTS = (
 
 
 BACKEND = CheckedBackend(
-    GraphTable(
-        AttentionBackend.FLASHINFER,
-        width_code=(
-            CodeRef(FILE, "FlashInferMultiStepDraftBackend.init_cuda_graph_state"),
-            CodeRef(SPEC_UTILS, "draft_kv_indices_buffer_width"),
-            CodeRef(FILE, "FlashInferAttnBackend.__init__"),
-        ),
-        writers=(
-            *(CodeRef(f, DRAFT_KERNEL) for f in DRAFT_KERNEL_FILES),
-            CodeRef(FILE, "FlashInferMultiStepDraftBackend.common_template"),
-        ),
-        readers=(CodeRef(FILE, "FlashInferAttnBackend.forward_decode"),),
-        pages=PAGES,
-        draft_steps_only=True,
-        lengths="kv_indptr",
-        models=MODELS,
+    draft_rows_table(
+        AttentionBackend.FLASHINFER, FILE, "FlashInferAttnBackend", "FlashInferMultiStepDraftBackend", models=MODELS
     ),
     GraphBackend(
         AttentionBackend.FLASHINFER,

@@ -12,12 +12,10 @@ Its target's buffers (decode, verify) are flat, ``max_bs`` x C slots: not this t
 from __future__ import annotations
 
 from allocator_model.page_tables import AttentionBackend
-from fuzz.tables import CodeRef
 
-from ..graph_tables import GraphTable
 from .checked import SM90, CheckedBackend, GraphBackend
 from .packages import ATTENTION_DIR
-from .triton import DRAFT_KERNEL, DRAFT_KERNEL_FILES, GRAPH_OFF, PAGES, SPEC_UTILS
+from .triton import DRAFT_KERNEL, GRAPH_OFF, draft_rows_table
 
 MODULE = "sglang.srt.layers.attention.flashinfer_mla_backend"
 MODELS = "MLA models (FlashInferMLAAttnBackend)"
@@ -38,22 +36,13 @@ IMPORTS = (
 
 
 BACKEND = CheckedBackend(
-    GraphTable(
+    draft_rows_table(
         AttentionBackend.FLASHINFER_MLA,
-        width_code=(
-            CodeRef(FILE, "FlashInferMLAMultiStepDraftBackend.init_cuda_graph_state"),
-            CodeRef(SPEC_UTILS, "draft_kv_indices_buffer_width"),
-            CodeRef(FILE, "FlashInferMLAAttnBackend.__init__"),
-        ),
-        writers=(
-            *(CodeRef(f, DRAFT_KERNEL) for f in DRAFT_KERNEL_FILES),
-            CodeRef(FILE, "FlashInferMLAMultiStepDraftBackend.common_template"),
-        ),
-        readers=(CodeRef(FILE, "FlashInferMLAAttnBackend.forward_decode"),),
-        pages=PAGES,
+        FILE,
+        "FlashInferMLAAttnBackend",
+        "FlashInferMLAMultiStepDraftBackend",
         topk_1_only=True,  # its multi-step draft raises at topk > 1
-        draft_steps_only=True,
-        lengths="kv_len_arr_cpu",
+        lengths="kv_len_arr_cpu",  # the host lengths its kernel is planned over
         models=MODELS,
     ),
     GraphBackend(

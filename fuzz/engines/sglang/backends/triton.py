@@ -9,6 +9,8 @@ Its target's buffers (decode, verify, draft extend) are flat, ``max_num_tokens``
 
 from __future__ import annotations
 
+from typing import Any
+
 from allocator_model.page_tables import AttentionBackend
 from fuzz.tables import CodeRef
 
@@ -51,24 +53,31 @@ IMPORTS = (
 )
 
 
-BACKEND = CheckedBackend(
-    GraphTable(
-        AttentionBackend.TRITON,
+def draft_rows_table(backend: AttentionBackend, file: str, cls: str, draft_steps_cls: str, **fields: Any) -> GraphTable:
+    """A multi-step draft's kv_indices as a checked table (triton's, FlashInfer's): its rows sized by the multi-step
+    backend's ``init_cuda_graph_state`` through ``draft_kv_indices_buffer_width`` from the step backend's context
+    length, filled by the draft kernel its ``common_template`` launches, read by the step backend's decode kernel to
+    its ``kv_indptr``; ``fields``: the table's others (``models``, ``topk_1_only``, ``lengths``)."""
+    return GraphTable(
+        backend,
         width_code=(
-            CodeRef(FILE, "TritonMultiStepDraftBackend.init_cuda_graph_state"),
+            CodeRef(file, f"{draft_steps_cls}.init_cuda_graph_state"),
             CodeRef(SPEC_UTILS, "draft_kv_indices_buffer_width"),
-            CodeRef(FILE, "TritonAttnBackend.__init__"),
+            CodeRef(file, f"{cls}.__init__"),
         ),
         writers=(
             *(CodeRef(f, DRAFT_KERNEL) for f in DRAFT_KERNEL_FILES),
-            CodeRef(FILE, "TritonMultiStepDraftBackend.common_template"),
+            CodeRef(file, f"{draft_steps_cls}.common_template"),
         ),
-        readers=(CodeRef(FILE, "TritonAttnBackend.forward_decode"),),
+        readers=(CodeRef(file, f"{cls}.forward_decode"),),
         pages=PAGES,
-        topk_1_only=False,
         draft_steps_only=True,
-        lengths="kv_indptr",
-    ),
+        **{"lengths": "kv_indptr", **fields},
+    )
+
+
+BACKEND = CheckedBackend(
+    draft_rows_table(AttentionBackend.TRITON, FILE, "TritonAttnBackend", "TritonMultiStepDraftBackend"),
     GraphBackend(
         AttentionBackend.TRITON,
         MODULE,
