@@ -670,16 +670,17 @@ def _scaled(x):
 
 
 @triton.jit
-def copied(src_ptr, dst_ptr, N: tl.constexpr):
+def copied(src_ptr, dst_ptr, K: tl.constexpr, N: tl.constexpr):
     i = tl.arange(0, N)
-    tl.store(dst_ptr + i, _scaled(tl.load(src_ptr + i)) + {offset})
+    tl.store(dst_ptr + i, _scaled(tl.load(src_ptr + i)) + {offset} + K - K)
 """
 
 
 def test_the_same_kernel_loaded_from_two_trees_is_one_remembered_launch(tmp_path: Path) -> None:
-    """``_kernel_key``: a kernel is its code, defaults and the globals it names (a jitted helper by its own key), not
-    the function object, so the same file executed from two trees (a release and its checkout, two releases) shares
-    what a launch left; a copy whose kernel, helper or a constant it reads differs runs."""
+    """``_kernel_key``: a kernel is its code, annotations, defaults and the globals it names (a jitted helper by its
+    own key, a value with its type), not the function object, so the same file executed from two trees (a release and
+    its checkout, two releases) shares what a launch left; a copy whose kernel, helper, an annotation or a constant
+    it reads differs runs."""
     need_triton()
     import torch
 
@@ -690,10 +691,13 @@ def test_the_same_kernel_loaded_from_two_trees_is_one_remembered_launch(tmp_path
 
     launches = interpreter.GridExecutor.__call__.launches
 
-    def loaded(name: str, scale: int = 3, offset: int = 1, helper: str = "x * SCALE") -> object:
+    def loaded(
+        name: str, scale: object = 3, offset: int = 1, helper: str = "x * SCALE", k: str = "K: tl.constexpr"
+    ) -> object:
         path = tmp_path / name / "kernels.py"
         path.parent.mkdir()
-        path.write_text(KERNEL_FILE.format(scale=scale, offset=offset).replace("x * SCALE", helper))
+        text = KERNEL_FILE.format(scale=scale, offset=offset).replace("x * SCALE", helper)
+        path.write_text(text.replace("K: tl.constexpr", k))
         spec = importlib.util.spec_from_file_location(f"kvrow_tree_{name}.kernels", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -703,7 +707,7 @@ def test_the_same_kernel_loaded_from_two_trees_is_one_remembered_launch(tmp_path
     def launch(module: object) -> tuple[tuple[int, int], list[int]]:
         src, dst = torch.tensor([1, 2, 3, 4], dtype=torch.int32), torch.zeros(4, dtype=torch.int32)
         hits, runs = launches.hits, launches.runs
-        module.copied[(1,)](src, dst, 4)  # type: ignore[attr-defined]
+        module.copied[(1,)](src, dst, 7, 4)  # type: ignore[attr-defined]
         return (launches.hits - hits, launches.runs - runs), dst.tolist()
 
     assert launch(loaded("release")) == ((0, 1), [4, 7, 10, 13])
@@ -711,6 +715,9 @@ def test_the_same_kernel_loaded_from_two_trees_is_one_remembered_launch(tmp_path
     assert launch(loaded("offset", offset=2)) == ((0, 1), [5, 8, 11, 14])  # the kernel's own code differs
     assert launch(loaded("scale", scale=5)) == ((0, 1), [6, 11, 16, 21])  # a constant the helper reads
     assert launch(loaded("helper", helper="x * SCALE + 1")) == ((0, 1), [5, 8, 11, 14])  # the helper's code
+    # what computes the same here but need not: K a tensor rather than a constexpr (its annotation alone), SCALE a float
+    assert launch(loaded("annotation", k="K"))[0] == (0, 1)
+    assert launch(loaded("float", scale=3.0))[0] == (0, 1)
 
 
 def test_a_remembered_launch_with_an_empty_tensor_argument_writes_what_it_left() -> None:

@@ -38,8 +38,9 @@ class GraphBackend:
     metadata: str = "forward_metadata"
     table: str = "page_table"  # the field of its forward metadata that views the buffer the kernel reads
     # where the length the kernel reads is published: the forward metadata's field ``lengths``; or, for a kernel
-    # whose lengths are the batch's own, the lengths the backend schedules its split-KV work over (FlashMLA's
-    # ``get_mla_metadata``, answered by ``attention_standins.MLAMetadata``)
+    # planned over lengths of its own (``scheduled_lengths``), what the backend schedules its work over: FlashMLA's
+    # split-KV schedule (``get_mla_metadata``, answered by ``attention_standins.MLAMetadata``), FlashInfer MLA's host
+    # plan (its wrapper's field ``lengths``, ``flashinfer_standins.MLAWrapper.planned``)
     lengths: str = "cache_seqlens_int32"
     scheduled_lengths: bool = False
     # where the metadata's ``lengths`` is None, the decode kernel reads the batch's ``seq_lens`` (trtllm_mla's plain

@@ -14,10 +14,10 @@ from fuzz.common.errors import BadInput
 from fuzz.engines.sglang.target_type import SGLangTarget
 
 from ..backends import modules_of
+from ..records.errors import member_of
 from .real import RealSizing
 from .runtime.dsa_index import INDEX_KEY_CACHE
 from .runtime.dsa_index import MEMORY_POOL as DSA_POOL
-from .runtime.modules import member_of
 from .runtime.releases import release_for
 from .runtime.tree import open_tree
 from .wheels import repository_path

@@ -7,6 +7,7 @@ class RecordError(Exception):
     """A wheel the generator cannot read a record from (one line)."""
 
 
-def member_of(module: str) -> str:
-    """A dotted module's file in the wheel."""
-    return module.replace(".", "/") + ".py"
+def member_of(module: str, package: bool = False) -> str:
+    """A dotted module's file in a wheel or tree (a package's: its ``__init__.py``)."""
+    base = module.replace(".", "/")
+    return base + ("/__init__.py" if package else ".py")

@@ -242,10 +242,8 @@ def generate(wheel: Path) -> dict[str, Any]:
             members = set(z.namelist())
 
             def parse(module: str) -> ast.Module | None:
-                member = member_of(module)
-                if member not in members:  # a package: its __init__.py
-                    member = member[: -len(".py")] + "/__init__.py"
-                if member not in members:
+                member = next((m for m in (member_of(module), member_of(module, True)) if m in members), None)
+                if member is None:  # neither a module nor a package of the wheel
                     return None
                 source(member)
                 return trees[member]

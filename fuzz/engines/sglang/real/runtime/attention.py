@@ -43,6 +43,7 @@ from allocator_model.page_tables import AttentionBackend, Build, Mode, graph_buf
 from fuzz.targets.base import TargetError
 
 from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, GraphBackend, modes_of, modules_of
+from ...records.errors import member_of
 from ..stubs import StandInMissing
 from .attention_draft import DraftRows, triton_names
 from .attention_inputs import (
@@ -59,7 +60,6 @@ from .bounds import SGLangTimeout, bounded
 from .context import Settings
 from .flashinfer_standins import flashinfer_names
 from .loaded import MEMORY_POOL, SGLangRuntime
-from .modules import member_of
 from .standins import slice_definitions
 
 FORWARD_MODE = ("sglang.srt.model_executor.forward_batch_info", "ForwardMode")

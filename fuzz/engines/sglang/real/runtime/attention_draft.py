@@ -1,9 +1,10 @@
 """The draft-decode kv_indices of triton and FlashInfer (``TritonMultiStepDraftBackend.cuda_graph_kv_indices``,
-``FlashInferMultiStepDraftBackend``'s) built by SGLang's own code, one replay filling every draft step's row
-(``attention.graph_builds`` on a backend that ``fills_every_draft_step``), and the names triton's backend takes that
-the other backends' do not.  FlashInfer's step backends keep a buffer per wrapper (their first the step's row) and
-read it through FlashInfer's decode wrapper (``flashinfer_standins``); before the launch its multi-step backend
-asserts every step's slots fit a row, which stops every step of the replay (``BuildRefused``).
+``FlashInferMultiStepDraftBackend``'s, ``FlashInferMLAMultiStepDraftBackend``'s) built by SGLang's own code, one
+replay filling every draft step's row (``attention.graph_builds`` on a backend that ``fills_every_draft_step``), and
+the names triton's backend takes that the other backends' do not.  FlashInfer's step backends read their row through
+FlashInfer's wrappers (``flashinfer_standins``: the dense decode wrapper, a buffer per wrapper, the first the step's
+row; the MLA wrapper over the step's row itself); before the launch their multi-step backend asserts every step's
+slots fit a row, which stops every step of the replay (``BuildRefused``).
 
 The buffer is ``(S, draft_kv_indices_buffer_width(max_bs, topk, C))``, here from SGLang's ``init_cuda_graph_state(
 max_bs=1, max_num_tokens=topk)``: a bucket of one request, the last of a full bucket (each request's entries start at
@@ -28,7 +29,9 @@ spill; every row is filled with a sentinel before each replay.  Then, per step:
   the end SGLang's kernel published for the step is the end of the range it stores.  The derivation is held to
   the observation on every replay: the last step's (written, spilled) computed both ways, and each other step's
   written from its published end, must agree, else the build refuses (``TargetError``);
-* published: ``kv_indptr[s][1] - kv_indptr[s][0]`` for the steps a backend reads, 0 for row S - 1;
+* published: ``kv_indptr[s][1] - kv_indptr[s][0]`` for the steps a backend reads, 0 for row S - 1; where the step's
+  kernel is planned over host lengths instead (FlashInfer MLA's, ``GraphBackend.scheduled_lengths``), the one
+  request's length its replay planned (``_read``);
 * foreign: how many of the first ``min(written, published)`` entries are not slots of the request's own
   ``req_to_token`` row.
 
@@ -193,7 +196,7 @@ class DraftRows:
         indptr[:, 1].fill_(SENTINEL)  # what the kernel stores for the request: a store it skips shows
         if spec.scheduled_lengths:  # what each step's replay plans, none kept from the capture
             for step in backend.attn_backends:
-                attribute_path(step, spec.metadata).planned = None
+                setattr(attribute_path(step, spec.metadata), spec.lengths, None)
         replay = partial(run_graph, backend, batch, False)
         untouched_if_refused(owner, bucket.cfg, bucket.rt, "replay (draft_decode)", replay, (self.rows, indptr[:, 1]))
         if not torch.equal(bucket.req_to_token, bucket.pristine):

@@ -335,7 +335,8 @@ class AttentionStandIns:
             # 0.5.13: attention's TP size, as published (tp // attn_dp // attn_cp [cite: derive-attn-tp-size])
             ("sglang.srt.layers.dp_attention", "get_attention_tp_size"): lambda: self.attn_tp_size,
             # 0.5.15's DCP layout getters (later releases read get_parallel()): the published layout, one rank; where
-            # the package is executed (FlashInfer MLA's per-rank lengths), its layout reads them from its ``comm``
+            # the package is executed (FlashInfer MLA's per-rank lengths), 0.5.15's layout reads ``dcp_enabled`` from
+            # its ``comm``
             **{(m, "get_attention_dcp_world_size"): lambda: self.attn_dcp_size for m in DCP_GETTERS},
             **{(m, "dcp_enabled"): lambda: self.dcp_enabled for m in DCP_GETTERS},
             **{(m, "get_attention_dcp_rank"): lambda: lambda: 0 for m in DCP_GETTERS},

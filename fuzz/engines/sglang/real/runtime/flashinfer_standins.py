@@ -103,10 +103,11 @@ class MLAWrapper(FlashInferWrapper):
     ``mla/_batch_mla``: the versions the releases pin) copies the indptrs, the lengths and the indices it is handed
     into the buffers the wrapper was built over, and schedules the kernel's work on the host from the host copies of
     ``kv_indptr`` and ``kv_len_arr``: the kernel reads each request's ``kv_len`` entries of the indices buffer from its
-    ``kv_indptr`` (the device indptr and length buffers are written, never read).  A mismatch of a buffer's shape
-    raises (0.6.x: the copy; 0.7.x: its preflight, ``ValueError``), and so do indices longer than their buffer.
-    0.7.x also refuses lengths that disagree with the indptr; the releases pinning it (0.5.22+) plan the draft's
-    steps with lengths taken from the indptr, which always agree, so it is not made here.  The planned module SGLang's
+    ``kv_indptr`` (the device indptr and length buffers are written, never read).  Indices longer than their buffer
+    raise (``ValueError``).  A source of another shape than its buffer is refused (``StandInMissing``): 0.7.x raises,
+    0.6.x's copy broadcasts what it can, and SGLang hands both the buffers' own shapes.  0.7.x also refuses lengths
+    that disagree with the indptr; the releases pinning it (0.5.22+) plan the draft's steps with lengths taken from
+    the indptr, which always agree, so it is not made here.  The planned module SGLang's
     ``fast_mla_decode_plan`` calls on a replay (``_cached_module.plan`` over the host indptr and lengths) records them
     the same way.  Any other use (a plan without CUDA graph, a run, FlashInfer's own attribute) is refused.
     """
@@ -146,7 +147,8 @@ class MLAWrapper(FlashInferWrapper):
         for name, src, buf in (("qo_indptr", qo_indptr, qo_buf), ("kv_indptr", kv_indptr, indptr_buf),
                                ("kv_len_arr", kv_len_arr, len_buf)):  # fmt: skip
             if tuple(src.shape) != tuple(buf.shape):  # type: ignore[union-attr]
-                raise ValueError(f"{name} has shape {tuple(src.shape)}, its CUDA-graph buffer {tuple(buf.shape)}")  # type: ignore[union-attr]
+                shapes = f"{tuple(src.shape)}, its CUDA-graph buffer {tuple(buf.shape)}"  # type: ignore[union-attr]
+                raise StandInMissing(f"flashinfer.{MLA_WRAPPER}.plan: {name} has shape {shapes} (versions differ)")
         if len(kv_indices) > len(indices_buf):  # type: ignore[arg-type]
             raise ValueError("The size of kv_indices should be less than or equal to the allocated buffer")
         qo_buf.copy_(qo_indptr)  # type: ignore[union-attr]

@@ -285,16 +285,24 @@ def _jitted() -> Any:
     return KernelInterface
 
 
+def _constexpr() -> Any:
+    from triton.language import constexpr
+
+    return constexpr
+
+
 def _kernel_key(fn: Any, depth: int = 0) -> tuple[Any, ...] | None:
-    """What a kernel computes from its launch's inputs, as a value: its code, defaults and every global it names
-    (a jitted helper by its own key, recursively), so the same kernel loaded from two trees (or releases) is one
-    key.  None where that cannot be had: a closure, a global that can change in place (a list, a dict), helpers
-    nested past a few levels."""
+    """What a kernel computes from its launch's inputs, as a value: its code (and the code nested in it), its
+    annotations (which arguments are constexprs: the interpreter passes those as Python values, the others as
+    tensors), its defaults and every global its code names (a jitted helper by its own key, recursively; a value by
+    its type and value, a constexpr's and a tuple's element by element), so the same kernel loaded from two trees (or
+    releases) is one key.  None where that cannot be had: a closure, a global that can change in place (a list, a
+    dict), helpers nested past a few levels."""
     code = getattr(fn, "__code__", None)
     if code is None or getattr(fn, "__closure__", None) or depth > 8:
         return None
     named: list[Any] = []
-    for name in code.co_names:
+    for name in _names(code):
         value = fn.__globals__.get(name, _ABSENT)
         if isinstance(value, _jitted()):
             helper = _kernel_key(value.fn, depth + 1)
@@ -302,13 +310,31 @@ def _kernel_key(fn: Any, depth: int = 0) -> tuple[Any, ...] | None:
                 return None
             named.append((type(value), helper))
         else:
-            named.append((type(value), value))
-    key = (code, fn.__defaults__, tuple(sorted((fn.__kwdefaults__ or {}).items())), tuple(named))
+            named.append(_typed(value))
+    notes = tuple(sorted((k, repr(v)) for k, v in getattr(fn, "__annotations__", {}).items()))
+    defaults = _typed(fn.__defaults__ or ()), _typed(tuple(sorted((fn.__kwdefaults__ or {}).items())))
+    key = (code, notes, defaults, tuple(named))
     try:
         hash(key)
     except TypeError:  # a global that can change in place (a list, a dict): not an input a key can hold
         return None
     return key
+
+
+def _names(code: Any) -> tuple[str, ...]:
+    """The global names a code object and the code nested in it (a lambda, a comprehension) name, in order."""
+    nested = (c for c in code.co_consts if hasattr(c, "co_names"))
+    return tuple(dict.fromkeys((*code.co_names, *(n for c in nested for n in _names(c)))))
+
+
+def _typed(value: Any) -> Any:
+    """``value`` as a key holds it: with its type (1 and 1.0 and True compare equal, and compute differently), a
+    tuple's elements each, a constexpr's value (a constexpr compares by its value alone)."""
+    if isinstance(value, tuple):
+        return (tuple, tuple(_typed(v) for v in value))
+    if isinstance(value, _constexpr()):
+        return (type(value), _typed(value.value))
+    return (type(value), value)
 
 
 def _launches_remembered(budget: int = REMEMBERED_BYTES) -> None:

@@ -34,10 +34,11 @@ from typing import Any
 
 from fuzz.targets.base import TargetError
 
+from ...records.errors import member_of
 from ..stubs import StandInMissing
 from .context import StrictBag
 from .launch_fields import BadLine, declared_fields, parse_flags
-from .modules import Loader, member_of
+from .modules import Loader
 from .standins import PROBES, captured_logs, slice_definitions
 from .tree import SourceTree, open_tree
 from .validators import BootValidators

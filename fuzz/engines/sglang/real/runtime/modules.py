@@ -40,6 +40,7 @@ from typing import Any
 
 from fuzz.targets.base import UNPARSABLE, TargetError
 
+from ...records.errors import member_of
 from ..stubs import StandInMissing
 from .inert import PRIVATE_PREFIX, InertModule
 from .interpreter import ensure_triton
@@ -97,11 +98,6 @@ def compile_at_first_call() -> Iterator[None]:
         yield
     finally:
         torch.compile = real
-
-
-def member_of(dotted: str, package: bool = False) -> str:
-    base = dotted.replace(".", "/")
-    return base + ("/__init__.py" if package else ".py")
 
 
 class Loader:

@@ -43,7 +43,7 @@ from fuzz.common.compat import StrEnum
 from fuzz.common.pysource import parsed
 from fuzz.engines.sglang.names import REQ_TO_TOKEN as ROW
 
-from .modules import member_of
+from ...records.errors import member_of
 from .releases import CHECKER_MODULE, Release
 from .tree import SourceTree
 

@@ -40,10 +40,11 @@ from allocator_model.config import ServingConfig
 from allocator_model.pools import KVPool
 from fuzz.targets.base import TargetError
 
+from ...records.errors import member_of
 from ..stubs import SpeculativeAlgorithm as ModelSpeculativeAlgorithm
 from ..stubs import StandInMissing
 from .context import RuntimeContext, StrictBag
-from .modules import Loader, member_of
+from .modules import Loader
 from .standins import MsgspecStruct, Sliced, StandIns, captured_logs, slice_definitions
 from .tree import SourceTree, open_tree
 
