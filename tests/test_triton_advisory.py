@@ -43,3 +43,18 @@ def test_the_shipped_cases_replay_with_their_confirmation(pinned_wheels):
 
 if __name__ == "__main__":
     THIS.rewrite()
+
+
+def test_a_table_cause_its_own_check_stops_is_said_to_crash_the_step_not_to_corrupt():
+    """A table's advisory says what the outcome does: a write past the row that SGLang's own check stops (FlashInfer's
+    draft rows: ``assert_buffer_fits``) crashes the step, nothing corrupted; a silent write and a read past the row
+    are said to go unstopped."""
+    from fuzz.engines.sglang.causes.table_advisory import outcome_text
+    from fuzz.findings.kinds import SILENT, STALE_READ, Outcome, Property
+
+    into = "the next draft step's row"
+    stopped = outcome_text(Outcome.stopped_by("assert_buffer_fits"), Property.WRITE_WITHIN_ROW, into)
+    assert "check assert_buffer_fits stops the step first" in stopped and "server crashes" in stopped
+    assert "nothing stops it" not in stopped
+    assert outcome_text(SILENT, Property.WRITE_WITHIN_ROW, into).endswith("nothing stops it")
+    assert outcome_text(STALE_READ, Property.READ_WITHIN_ROW, into).startswith("the attention kernel reads past")

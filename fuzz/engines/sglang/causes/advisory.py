@@ -59,6 +59,7 @@ from fuzz.engines.sglang.standalone import standalone_test
 from fuzz.engines.sglang.target_type import SGLangTarget
 from fuzz.findings import casefile
 from fuzz.findings.cause import Cause, CauseKind
+from fuzz.findings.kinds import SILENT
 from fuzz.findings.model import Finding
 from fuzz.tables.declared import TABLE_CASE
 from fuzz.targets.base import TargetError
@@ -210,7 +211,7 @@ def render(adv: Advisory, fixes: list[str] | None = None) -> str:
         f"- **Upstream:** {printable(upstream, 300)}",
         f"- **Affected:** {affected}",
         f"- **Outcome:** {f.signature.outcome} (the write lands in another request's row; nothing stops it)"
-        if str(f.signature.outcome) == "silent"
+        if f.signature.outcome == SILENT
         else f"- **Outcome:** {f.signature.outcome}",
         f"- **Found by:** kvrow-fuzz, root cause by counterfactual: {_how(c)}",
         "",

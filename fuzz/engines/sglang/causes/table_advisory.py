@@ -24,11 +24,10 @@ from fuzz.engines.sglang.page_table_builds import row_width_of
 from fuzz.engines.sglang.page_tables import GRAPH_TABLES, backend_of, scenario
 from fuzz.engines.sglang.representative import deployment_rank
 from fuzz.findings.casefile import CaseFileError
-from fuzz.findings.kinds import Property
+from fuzz.findings.kinds import Outcome, OutcomeKind, Property
 from fuzz.findings.model import Finding
 from fuzz.tables.case import sized_by, table_case_of
 from fuzz.tables.declared import TABLE_CASE, Explained, Table, table
-from fuzz.tables.observe import AccessKind
 
 from .advisory_parts import Advisory, code, fenced, regression_section
 
@@ -125,21 +124,31 @@ def _page_table(t: Table, target: Any, f: Finding, fix: str) -> Explained:
     """The account of a backend's page table: the kernel's read past the row, or a builder's write past it."""
     graph = GRAPH_TABLES.get(t.name)
     into = "the next request's pages" if graph is None or not graph.draft_steps_only else "the next draft step's row"
-    outcome = (
-        f"the attention kernel reads past the row, into {into}; nothing stops it"
-        if f.violation.prop == Property.READ_WITHIN_ROW
-        else f"a builder writes past the row, into {into}; nothing stops it"
-    )
     reads = "the backend's builders are read and run from there; needs `pip install kvrow-fuzz` and triton"
-    return Explained(outcome, tuple(_mismatch(t, target, f)), fix, reads)
+    said = outcome_text(f.signature.outcome, f.violation.prop, into)
+    return Explained(said, tuple(_mismatch(t, target, f)), fix, reads)
+
+
+def outcome_text(outcome: Outcome, prop: Property, into: str) -> str:
+    """What a table finding's outcome does on a running server, said plainly: a write SGLang's own check stops
+    crashes the step (nothing corrupted); a silent write or a read past the row goes unstopped into ``into``."""
+    if outcome.kind is OutcomeKind.GUARD:
+        return (
+            f"a builder would write past the row, into {into}; SGLang's own check {outcome.guard} stops the step "
+            "first: the step raises and the server crashes (nothing is corrupted)"
+        )
+    if prop == Property.READ_WITHIN_ROW:
+        return f"the attention kernel reads past the row, into {into}; nothing stops it"
+    return f"a builder writes past the row, into {into}; nothing stops it"
 
 
 def _mismatch(t: Table, target: Any, f: Finding) -> list[str]:
     """What the width is sized from and what each mode publishes, from the example case's builds on ``target``, in
     the table's own columns: pages, or token slots where the backend's table ``counts_tokens`` (triton's)."""
     cfg, data = serving_config(f), f.case["data"]
-    builds = [a.native for a in (t.observe(target, cfg, data) if t.observe else []) if a.kind is AccessKind.READ]
-    shown = [b for b in builds if isinstance(b, Build)]
+    observed = t.observe(target, cfg, data) if t.observe else []
+    # each build once (a build is its write, its read and its copy; one SGLang's own check stopped, its write alone)
+    shown = list({id(a.native): a.native for a in observed if isinstance(a.native, Build)}.values())
     if not shown:
         return ["(the builds of the case are not shown: the table has none to show)", ""]
     graph = GRAPH_TABLES.get(t.name)
@@ -174,7 +183,10 @@ def _mismatch(t: Table, target: Any, f: Finding) -> list[str]:
         if b.spilled:
             past = f"writes {b.spilled} past the row"
         said = f"{b.published} = {seq} + {b.published - seq}" if b.published else "0 (no step reads this row)"
-        lines.append(f"| {b.label} | {code(b.buffer)} | {said} | {b.read_pages} | {b.width} | {past} |")
+        read: int | str = b.read_pages
+        if b.stopped_by is not None:  # asked of SGLang's check, which raised: nothing written, nothing read
+            said, read, past = f"asks {said}", "none", f"stopped by {b.stopped_by}: nothing written"
+        lines.append(f"| {b.label} | {code(b.buffer)} | {said} | {read} | {b.width} | {past} |")
     d = cfg.speculative_num_draft_tokens
     plus_d = [b.label for b in shown if d and b.published - seq == d]
     if plus_d:
@@ -188,11 +200,24 @@ def _mismatch(t: Table, target: Any, f: Finding) -> list[str]:
         else "the next batch row's page indices (another request's KV), or past the buffer for the bucket's last row"
     )
     readers = ", ".join(code(f"{r.qualname}()") for r in t.readers)
+    observer = t.observer(target) if t.observer else "the table"
+    guard = f.signature.outcome
+    if guard.kind is OutcomeKind.GUARD:
+        return lines + [
+            "",
+            f"Confirmed on {observer}: each width above is the buffer SGLang's own code allocated; SGLang's own "
+            f"check {code(guard.guard)} raised on the step before its builders stored anything (the table still "
+            f"held what it held before), run from {code(f.target)} ({_case_line(f)}).",
+            "",
+            "The check turns the write past the row into an error of the step: on a GPU the step raises the same "
+            "way (no kernel runs on a table it refused), the scheduler's step fails and the server crashes. Nothing "
+            "is corrupted; a request near the context limit takes the server down.",
+            "",
+        ]
     lines += [
         "",
-        f"Confirmed on {t.observer(target) if t.observer else 'the table'}: each width above is the buffer SGLang's "
-        "own code allocated, each published length what its own builders stored for the kernel, run from "
-        f"{code(f.target)} ({_case_line(f)}).",
+        f"Confirmed on {observer}: each width above is the buffer SGLang's own code allocated, each published length "
+        f"what its own builders stored for the kernel, run from {code(f.target)} ({_case_line(f)}).",
         "",
         f"The read past the row happens in {kernel} ({kind}, on the GPU; called from {readers}), which this machine "
         "does not run: it has no GPU. What is shown is what SGLang's Python and triton builders did "
