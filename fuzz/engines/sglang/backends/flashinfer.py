@@ -22,17 +22,17 @@ MODULE = "sglang.srt.layers.attention.flashinfer_backend"
 MODELS = "dense models (FlashInferAttnBackend)"
 FILE = ATTENTION_DIR + "flashinfer_backend.py"
 
-# Its base class, the draft kernel, the width's and the used length's functions, the assert, the KV-cache access
-# resolver (the pool's unquantized method), where the backend imports them from (each release's list is its record's).
-IMPORTS = (
+# Its base class, the draft kernel, the width's and the used length's functions and the assert (FlashInfer MLA's
+# too), where the backend imports them from (each release's list is its record's)
+ASSERTED_DRAFT_ROWS = (
     "AttentionBackend",
     DRAFT_KERNEL,
     "draft_kv_indices_buffer_width",
     "draft_kv_indices_used_len",
     "assert_buffer_fits",
-    "spec_kv_index_token_blocks",
-    "KVCacheAttentionAccessKind",
 )
+# and the KV-cache access resolver (the pool's unquantized method)
+IMPORTS = (*ASSERTED_DRAFT_ROWS, "spec_kv_index_token_blocks", "KVCacheAttentionAccessKind")
 
 
 BACKEND = CheckedBackend(

@@ -14,25 +14,18 @@ from __future__ import annotations
 from allocator_model.page_tables import AttentionBackend
 
 from .checked import SM90, CheckedBackend, GraphBackend
+from .flashinfer import ASSERTED_DRAFT_ROWS
 from .packages import ATTENTION_DIR
-from .triton import DRAFT_KERNEL, GRAPH_OFF, draft_rows_table
+from .triton import GRAPH_OFF, draft_rows_table
 
 MODULE = "sglang.srt.layers.attention.flashinfer_mla_backend"
 MODELS = "MLA models (FlashInferMLAAttnBackend)"
 FILE = ATTENTION_DIR + "flashinfer_mla_backend.py"
 
-# Its base class, the draft kernel, the width's and the used length's functions, the assert, the per-rank lengths a
-# replay plans over (DCP's, the lengths themselves without it), the unified pool's probe of the allocator (0.5.17-
-# 0.5.18), where the backend imports them from (each release's list is its record's).
-IMPORTS = (
-    "AttentionBackend",
-    DRAFT_KERNEL,
-    "draft_kv_indices_buffer_width",
-    "draft_kv_indices_used_len",
-    "assert_buffer_fits",
-    "update_local_kv_lens_for_dcp",
-    "unified_mla_hooks",
-)
+# FlashInfer's (its base class, the draft kernel, the width's and the used length's functions, the assert), the
+# per-rank lengths a replay plans over (DCP's, the lengths themselves without it) and the unified pool's probe of the
+# allocator (0.5.17-0.5.18), where the backend imports them from (each release's list is its record's).
+IMPORTS = (*ASSERTED_DRAFT_ROWS, "update_local_kv_lens_for_dcp", "unified_mla_hooks")
 
 
 BACKEND = CheckedBackend(
