@@ -355,3 +355,14 @@ def test_the_launch_line_names_flashmla_an_mla_model_and_its_hardware() -> None:
     line = engine_of(target("reference")).launch_line(cfg, FLASHMLA.name)
     assert line is not None and "--attention-backend flashmla" in line and "--page-size 64" in line
     assert "MODEL: an MLA model" in line and "SM90" in line
+
+
+def test_a_table_reads_as_its_name_in_a_drawn_tests_report():
+    """The plugin's table tests take a table as an argument, and Hypothesis repeats each argument's repr in what it
+    reports: a table's fields bind the engine's functions over its whole declaration (tens of kB each), so it
+    reads as its name (Hypothesis warns past 30 kB, and the plugin line prints no warnings)."""
+    from hypothesis.internal.reflection import nicerepr
+
+    from fuzz.engines.sglang.page_tables import DECLARED
+
+    assert all(repr(t) == nicerepr(t) == f"Table({name!r})" for name, t in DECLARED.items())

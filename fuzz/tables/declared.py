@@ -191,6 +191,15 @@ class Table:
     # default account of its tables.
     explain: Callable[[Any, Any], Explained] | None = None
 
+    def __repr__(self) -> str:
+        """The table by name: its fields bind an engine's functions (partials over its declaration), whose repr
+        runs to tens of kB, and a test drawing a case repeats its arguments' repr in every report."""
+        return f"Table({self.name!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """The same for Hypothesis' pretty printer, which prints a dataclass field by field unless told."""
+        printer.text(repr(self))
+
     def refused_on(self, target: Any) -> str | None:
         """Why ``target`` cannot judge this table (``unjudged``), None where it can."""
         return self.unjudged(target) if self.unjudged is not None else None
