@@ -14,7 +14,6 @@ from fuzz.common.errors import BadInput
 from fuzz.engines.sglang.target_type import SGLangTarget
 
 from ..backends import modules_of
-from ..records.errors import member_of
 from .real import RealSizing
 from .runtime.dsa_index import INDEX_KEY_CACHE
 from .runtime.dsa_index import MEMORY_POOL as DSA_POOL
@@ -37,8 +36,8 @@ def read_paths(target: SGLangTarget) -> list[str]:
         out += [f"python/{dotted.replace('.', '/')}.py" for dotted in release.modules]
         # each backend's page-table builders (its checked table), where the tree has them
         for modules in modules_of(release.version).values():
-            members = (member_of(d, package) for d in modules for package in (False, True))  # a package: __init__
-            out += [f"python/{member}" for member in members if tree.has(member)]
+            members = (tree.module_member(d) for d in modules)  # a package: its __init__.py
+            out += [f"python/{member}" for member in members if member is not None]
         # the DSA indexer's key cache: its pool's class (and, where the release has it, the cache's own)
         out += [f"python/{m}" for m in (DSA_POOL, INDEX_KEY_CACHE) if tree.has(m)]
     return list(dict.fromkeys(out))

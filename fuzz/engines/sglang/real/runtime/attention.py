@@ -43,7 +43,6 @@ from allocator_model.page_tables import AttentionBackend, Build, Mode, graph_buf
 from fuzz.targets.base import TargetError
 
 from ...backends import GRAPH_BACKENDS, KV_CACHE_QUANT, GraphBackend, modes_of, modules_of
-from ...records.errors import member_of
 from ..stubs import StandInMissing
 from .attention_draft import DraftRows, triton_names
 from .attention_inputs import (
@@ -108,7 +107,7 @@ class GraphBuilders:
     def __init__(self, runtime: SGLangRuntime, spec: GraphBackend) -> None:
         self.runtime, self.spec = runtime, spec
         wanted = modules_of(runtime.release.version)[spec.backend]
-        modules = tuple(m for m in wanted if any(runtime.tree.has(member_of(m, p)) for p in (False, True)))
+        modules = tuple(m for m in wanted if runtime.tree.module_member(m) is not None)
         if spec.module not in modules:
             raise TargetError(f"{runtime.origin} has no {spec.module.replace('.', '/')}.py to execute")
         self.standins = AttentionStandIns(runtime.standins, spec.capability)

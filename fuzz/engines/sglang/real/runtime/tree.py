@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from fuzz.targets.base import TargetError
 
+from ...records.errors import member_of
 from .. import wheels
 
 PACKAGE = "sglang"
@@ -69,6 +70,10 @@ class SourceTree:
 
     def has(self, member: str) -> bool:
         return self.read(member) is not None
+
+    def module_member(self, dotted: str) -> str | None:
+        """The file of module ``dotted`` in the tree: its ``.py``, or a package's ``__init__.py``; None: neither."""
+        return next((m for m in (member_of(dotted), member_of(dotted, True)) if self.has(m)), None)
 
     def filename(self, member: str) -> str:
         raise NotImplementedError
